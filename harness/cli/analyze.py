@@ -1,0 +1,170 @@
+"""``harness analyze``: questions about a grid's results, one command each.
+
+Every command tunes each optimizer in each cell first (best configuration by the mean over seeds),
+counts diverged runs as worst, and prints a table (``--format table|csv|json``) with notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from analysis import commands
+from analysis.bootstrap import CONFIDENCE, N_BOOT
+from analysis.compare import ALTERNATIVES, TESTS
+from analysis.corrections import CORRECTIONS
+from analysis.load import SCALES
+from analysis.metrics import DEFAULT_METRIC, GOALS
+from analysis.output import FORMATS, Answer, render
+from analysis.select import Selector, parse_columns, parse_selector
+from analysis.speedup import N_BOOT_FIT
+from harness.cli import main
+from harness.cli.options import results_option
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    """GRID and the options every analysis command takes."""
+    opts = [
+        click.argument("grid"),
+        click.option("--where", default=None, help="SQL predicate over runs' columns, e.g. \"lr < 0.01\"."),
+        click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to analyse."),
+        click.option("--goal", type=click.Choice(GOALS), default="auto", show_default=True,
+                     help="Is lower (min) or higher (max) better; auto knows the usual metrics."),
+        click.option("--scale", type=click.Choice(SCALES), default=None,
+                     help="full or local runs (default: the only scale present)."),
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
+        click.option("--by", default="", help="Cell columns, comma separated, e.g. batch_size,model."),
+        click.option("--over", default="",
+                     help="Tuned columns, comma separated (default: the hyperparameters that vary)."),
+        results_option,
+    ]  # fmt: skip
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _boot(default: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+        f = click.option("--seed", default=0, show_default=True, help="Bootstrap random seed.")(f)
+        f = click.option("--confidence", default=CONFIDENCE, show_default=True,
+                         help="Two-sided level of intervals.")(f)  # fmt: skip
+        return click.option("--n-boot", default=default, show_default=True,
+                            help="Bootstrap resamples.")(f)  # fmt: skip
+    return deco
+
+
+def _selector(flag: str, example: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def parse(ctx: click.Context, param: click.Parameter, value: str) -> Selector:
+        return parse_selector(value, flag)
+
+    name = flag.lstrip("-")
+    return click.option(flag, name, required=True, callback=parse, metavar="K=V[,K=V]",
+                        help=f"Rows of this arm, e.g. {example}.")  # fmt: skip
+
+
+def _query(kw: dict[str, Any]) -> commands.Query:
+    results = kw.pop("results")
+    return commands.Query(
+        grid=kw.pop("grid"), results=str(results) if results else None, where=kw.pop("where"),
+        scale=kw.pop("scale"), metric=kw.pop("metric"), goal=kw.pop("goal"),
+    )  # fmt: skip
+
+
+def _cells(kw: dict[str, Any]) -> dict[str, list[str]]:
+    return {"by": parse_columns(kw.pop("by")), "over": parse_columns(kw.pop("over"))}
+
+
+def _print(answer: Answer, fmt: str) -> None:
+    text, notes = render(answer, fmt)
+    click.echo(text)
+    for n in notes:
+        click.echo(n, err=fmt != "table")
+
+
+@main.group()
+def analyze() -> None:
+    """Answer questions about a grid's results (GRID: a grid YAML or a grid name).
+
+    Example: harness analyze best grids/adam_betas.yaml --over lr --by beta1,beta2
+    """
+
+
+@analyze.command()
+@_common
+def best(**kw: Any) -> None:
+    """Each cell's best configuration: mean, std, n and 2-sigma over seeds; edges flagged.
+
+    Example: harness analyze best grids/adam_betas.yaml --over lr --by beta1,beta2
+    """
+    fmt = kw.pop("fmt")
+    _print(commands.best(_query(kw), **_cells(kw)), fmt)
+
+
+@analyze.command()
+@_common
+@_selector("--baseline", "optimizer=sgd")
+@_selector("--reference", "optimizer=adamw")
+@_boot(N_BOOT)
+def gap(**kw: Any) -> None:
+    """Each other arm's closure of the baseline-reference gap, in percent, with a bootstrap CI.
+
+    Example: harness analyze gap grids/optimizer_gap.yaml --baseline optimizer=sgd
+    --reference optimizer=adamw
+    """
+    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
+    _print(commands.gap(q, **cells, **kw), fmt)
+
+
+@analyze.command()
+@_common
+@click.option("--x", "x", required=True, help="Column along which b may start to beat a.")
+@_selector("--a", "optimizer=sgd")
+@_selector("--b", "optimizer=adamw")
+@_boot(N_BOOT)
+def crossover(**kw: Any) -> None:
+    """The x at which b starts to beat a (interpolated in log2 x), with a bootstrap interval.
+
+    Example: harness analyze crossover grids/batch_size.yaml --x batch_size --a optimizer=sgd
+    --b optimizer=adamw
+    """
+    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
+    _print(commands.crossover(q, **cells, **kw), fmt)
+
+
+@analyze.command()
+@_common
+@_selector("--a", "optimizer=adamw")
+@_selector("--b", "optimizer=coupled_adam")
+@click.option("--test", type=click.Choice(list(TESTS)), default="welch", show_default=True,
+              help="paper: App. F of the Coupled Adam paper; the others via scipy.stats.")
+@click.option("--alternative", type=click.Choice(["auto", *ALTERNATIVES]), default="auto",
+              show_default=True, help="H1 about b vs a; auto: b better (less for a lower-is-better metric).")
+@click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
+@click.option("--correction", type=click.Choice(list(CORRECTIONS)), default="none", show_default=True,
+              help="Multiple-comparison correction over the cells.")  # fmt: skip
+def compare(**kw: Any) -> None:
+    """Is b better than a in each cell? Means, stds, n, difference, p-value, significance.
+
+    Example: harness analyze compare grids/coupled_adam.yaml --a optimizer=adamw
+    --b optimizer=coupled_adam --by tokens --test paper
+    """
+    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
+    _print(commands.compare(q, **cells, **kw), fmt)
+
+
+@analyze.command()
+@_common
+@_selector("--a", "optimizer=signum")
+@_selector("--b", "optimizer=adamw")
+@click.option("--x", "x", default="tokens", show_default=True, help="The budget column.")
+@_boot(N_BOOT_FIT)
+def speedup(**kw: Any) -> None:
+    """Budget ratio b needs to match a's final value (fit L(D) = E + A D^-alpha to b).
+
+    Example: harness analyze speedup grids/budget.yaml --a optimizer=signum --b optimizer=adamw
+    """
+    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
+    _print(commands.speedup(q, **cells, **kw), fmt)
+

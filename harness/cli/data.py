@@ -1,0 +1,43 @@
+"""``harness data``: prepare tokenized datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli import main
+from harness.cli.options import data_option
+
+
+@main.group()
+def data() -> None:
+    """Tokenized datasets (nanoGPT-style train.bin / val.bin memmaps)."""
+
+
+@data.command()
+@click.argument("name", required=False)
+@click.option("--force", is_flag=True, help="Rebuild even if prepared.")
+@data_option
+def prepare(name: str | None, force: bool, data: Path | None) -> None:
+    """Build dataset NAME (default: the default dataset) from text shipped in packages.
+
+    Example: harness data prepare classics-bpe8k
+    """
+    from harness.data import DEFAULT_DATASET, data_root, read_meta, prepare
+
+    path = prepare(name or DEFAULT_DATASET, data_root(data), force=force)
+    meta = read_meta(path)
+    click.echo(
+        f"{path}: {meta['train_tokens']:,} train / {meta['val_tokens']:,} val tokens, "
+        f"vocab {meta['vocab_size']}, tokenizer {meta['tokenizer']}"
+    )
+
+
+@data.command("list")
+def list_() -> None:
+    """The registered datasets."""
+    from harness.data import DATASETS
+
+    for name, spec in DATASETS.items():
+        click.echo(f"{name:20} vocab {spec.vocab_size:6}  {spec.doc}")

@@ -1,0 +1,55 @@
+"""``harness figures``: regenerate a grid's figures (PNG, PDF and a sidecar JSON each)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from analysis.figures import FIGURES
+from analysis.figures.plan import plan_figures
+from analysis.figures.render import render_figures
+from analysis.load import SCALES, select
+from analysis.metrics import DEFAULT_METRIC, GOALS, metric_goal
+from analysis.output import FORMATS, Answer, render
+from harness import paths
+from harness.cli import main
+from harness.cli.options import results_option
+
+
+@main.command()
+@click.argument("grid")
+@click.option("--figure", "names", multiple=True, type=click.Choice(list(FIGURES)),
+              help="Draw only this figure (repeatable; default: the grid's figures).")
+@click.option("--where", default=None, help="SQL predicate over runs' columns.")
+@click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to plot.")
+@click.option("--goal", type=click.Choice(GOALS), default="auto", show_default=True,
+              help="Is lower (min) or higher (max) better; auto knows the usual metrics.")
+@click.option("--scale", type=click.Choice(SCALES), default=None,
+              help="full or local runs (default: the only scale present).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@results_option
+def figures(grid: str, names: tuple[str, ...], where: str | None, metric: str, goal: str,
+            scale: str | None, fmt: str, results: Path | None) -> None:  # fmt: skip
+    """Regenerate every figure of GRID into results/<grid>/figures/.
+
+    The figures are those the grid YAML declares (figures:), else defaults from the columns that
+    vary in the results. Each comes as PNG and PDF with a sidecar JSON (SQL, hash of the rows,
+    code commit, time).
+
+    Example: harness figures grids/adam_betas.yaml
+    """
+    goal = metric_goal(metric, goal)
+    sel = select(grid, results=results, scale=scale, where=where)
+    chosen, why = plan_figures(sel, grid, list(names))
+    done = render_figures(sel, chosen, metric, goal)
+    table = pd.DataFrame(
+        [{"figure": r.name, "written": " ".join(p.name for p in r.files) or "-",
+          "skipped": r.skipped} for r in done]
+    )  # fmt: skip
+    where = f"files in {paths.figures_dir(sel.root, sel.grid)}"
+    text, notes = render(Answer(table=table, notes=[why, where]), fmt)
+    click.echo(text)
+    for n in notes:
+        click.echo(n, err=fmt != "table")

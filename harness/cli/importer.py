@@ -1,0 +1,37 @@
+"""``harness import``: external or published results (CSV) as rows of ``runs``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from analysis.importing import import_csv
+from analysis.load import SCALES
+from analysis.select import parse_columns
+from harness.cli import main
+from harness.cli.options import resolve_results, results_option
+
+
+@main.command(name="import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--grid", required=True, help="Grid the rows belong to (results/<grid>/).")
+@click.option("--source", default=None, help="Where the numbers come from (default: import:<file name>).")
+@click.option("--scale", type=click.Choice(SCALES), default="full", show_default=True,
+              help="Scale of rows without a scale column.")
+@click.option("--extra", default="", help="Further metric columns in the file, comma separated.")
+@results_option
+def import_(file: Path, grid: str, source: str | None, scale: str, extra: str, results: Path | None) -> None:
+    """Import a CSV of results (one row per run or seed: config and metric columns).
+
+    Rows get status completed (unless a status column says otherwise) and a source, and are then
+    analysed and plotted like trained runs.
+
+    Example: harness import talk_table1.csv --grid optimizer_gap --source "Orvieto talk, Table 1"
+    """
+    done = import_csv(
+        file, grid=grid, root=resolve_results(results), source=source, scale=scale,
+        extra=parse_columns(extra),
+    )  # fmt: skip
+    derived = f" (derived: {', '.join(done.derived)})" if done.derived else ""
+    click.echo(f"imported {done.rows} row(s) into grid {grid!r}: {done.path}{derived}")

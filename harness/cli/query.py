@@ -1,0 +1,67 @@
+"""``harness query``: SQL over the results through DuckDB."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import duckdb
+
+from harness.cli import main
+from harness.cli.options import resolve_results, results_option
+from harness.db import connect
+from harness.errors import UserError
+
+FORMATS = ("table", "csv", "json", "parquet")
+
+
+@main.command()
+@click.argument("sql")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file (required for --format parquet).")  # fmt: skip
+@click.option("--grid", default=None, help="Restrict the views to one grid.")
+@click.option("--max-rows", default=50, show_default=True, help="Rows shown by --format table.")
+@results_option
+def query(
+    sql: str, fmt: str, output: Path | None, grid: str | None, max_rows: int, results: Path | None
+) -> None:
+    """Run SQL over the views runs, curves and manifest.
+
+    Example: harness query "SELECT beta1, beta2, val_ppl FROM runs ORDER BY val_ppl LIMIT 5"
+    """
+    con = connect(resolve_results(results), grid)
+    try:
+        rel = con.sql(sql)
+    except duckdb.Error as e:
+        raise UserError(f"SQL error: {str(e).splitlines()[0]}") from None
+    if rel is None:
+        raise UserError("the SQL returned no rows (use a SELECT)")
+    if fmt == "parquet":
+        if output is None:
+            raise UserError("--format parquet needs --output FILE")
+        rel.write_parquet(str(output))
+        return
+    try:
+        df = rel.df()
+    except duckdb.Error as e:
+        raise UserError(f"SQL error: {str(e).splitlines()[0]}") from None
+    text = _render(df, fmt, max_rows)
+    if output:
+        output.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+def _render(df, fmt: str, max_rows: int) -> str:  # noqa: ANN001
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    if fmt == "json":
+        return df.to_json(orient="records", date_format="iso") + "\n"
+    with __import__("pandas").option_context(
+        "display.max_rows", max_rows, "display.max_columns", 30, "display.width", 200
+    ):
+        shown = df if len(df) <= max_rows else df.head(max_rows)
+        tail = "" if len(df) <= max_rows else f"... ({len(df)} rows, {max_rows} shown)\n"
+        return shown.to_string(index=False) + "\n" + tail

@@ -1,0 +1,78 @@
+"""``harness submit`` and ``harness status``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from harness.cli import main
+from harness.cli.options import data_option, resolve_results, results_option
+from harness.data import data_root
+from harness.errors import UserError
+from harness.grid import grid_name
+from harness.status import format_status, grid_status
+
+
+@main.command()
+@click.argument("grid", type=click.Path(path_type=Path))
+@click.option("--local", is_flag=True, help="Apply the grid's local: overrides (laptop scale).")
+@click.option("--launcher", default=None, help="Launcher profile name (launchers/NAME.yaml).")
+@click.option("--dry-run", is_flag=True, help="Print runs, preview and compute; submit nothing.")
+@click.option(
+    "--retry",
+    default="",
+    help="Comma-separated states to run again (e.g. failed,timeout); never completed runs.",
+)
+@click.option("--wait/--no-wait", default=None, help="Block until the runs finish (SLURM).")
+@results_option
+@data_option
+def submit(
+    grid: Path,
+    local: bool,
+    launcher: str | None,
+    dry_run: bool,
+    retry: str,
+    wait: bool | None,
+    results: Path | None,
+    data: Path | None,
+) -> None:
+    """Expand GRID (a YAML file) into runs and launch those without a result.
+
+    Example: harness submit grids/adam_betas.yaml --local
+    """
+    from harness.submit import submit as do_submit
+
+    states = [s for s in retry.split(",") if s]
+    if "completed" in states:
+        raise UserError("--retry completed: completed runs are never run again")
+    report = do_submit(
+        grid,
+        root=resolve_results(results),
+        data_root=data_root(data),
+        local=local,
+        launcher=launcher,
+        dry_run=dry_run,
+        retry=states,
+        wait=True if wait is None else wait,
+        out=sys.stdout,
+    )
+    if report.statuses:
+        counts: dict[str, int] = {}
+        for s in report.statuses.values():
+            counts[s] = counts.get(s, 0) + 1
+        click.echo("finished: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+
+@main.command()
+@click.argument("grid")
+@results_option
+def status(grid: str, results: Path | None) -> None:
+    """Counts of GRID's runs by state (completed, diverged, failed, ..., missing).
+
+    GRID is a grid YAML file or the name of a grid in the results.
+
+    Example: harness status grids/adam_betas.yaml
+    """
+    click.echo(format_status(grid_status(resolve_results(results), grid_name(grid))))

@@ -1,0 +1,141 @@
+"""Launcher profiles: ``launchers/<name>.yaml``, validated like grids.
+
+A profile says where runs execute. ``kind`` selects the launcher class (``local`` or ``slurm``);
+the other fields map onto submitit's parameters. Profiles are looked up in ``$HARNESS_LAUNCHERS``,
+then ``./launchers``, then the ``launchers/`` folder shipped next to the package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import UserError, unknown_choice
+
+KINDS = ("local", "slurm")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LauncherProfile:
+    """Where and how runs execute."""
+
+    name: str
+    """The profile's name (its file name without ``.yaml``)."""
+    kind: str
+    """``local`` (submitit's local executor on this machine) or ``slurm`` (job arrays)."""
+    max_parallel: int = 0
+    """local: runs at once; 0 = as many as the cores allow (torch threads split between them)."""
+    partition: str | None = None
+    """slurm: partition (``--partition``)."""
+    account: str | None = None
+    """slurm: account to charge (``--account``)."""
+    qos: str | None = None
+    """slurm: quality of service (``--qos``)."""
+    constraint: str | None = None
+    """slurm: node feature constraint (``--constraint``, e.g. ``a100``)."""
+    gpus_per_node: int = 0
+    """slurm: GPUs per array task (``--gpus-per-node``)."""
+    cpus_per_task: int = 1
+    """CPU cores per task (``--cpus-per-task``)."""
+    mem_gb: float | None = None
+    """Memory per node in GB (``--mem``); None: the cluster default."""
+    timeout_min: int = 60
+    """Time limit per task in minutes; a run past it checkpoints and is requeued."""
+    array_parallelism: int = 256
+    """slurm: array tasks running at once (``--array=...%N``)."""
+    runs_per_task: int = 1
+    """slurm: runs packed into one array task, executed one after another."""
+    max_num_timeout: int = 20
+    """Requeues after a time limit or preemption before the run is recorded as ``timeout``."""
+    setup: tuple[str, ...] = ()
+    """Shell lines run before each task (module load, environment activation)."""
+    sbatch: dict[str, Any] = field(default_factory=dict)
+    """Extra sbatch options passed through submitit's ``slurm_additional_parameters``."""
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(LauncherProfile))
+
+
+def search_path() -> list[Path]:
+    """Folders searched for profiles, in order."""
+    out = []
+    if os.environ.get("HARNESS_LAUNCHERS"):
+        out.append(Path(os.environ["HARNESS_LAUNCHERS"]))
+    out.append(Path("launchers"))
+    out.append(Path(__file__).resolve().parents[2] / "launchers")
+    return out
+
+
+def _files() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in search_path():
+        if d.is_dir():
+            for p in sorted(d.glob("*.yaml")):
+                found.setdefault(p.stem, p)
+    return found
+
+
+def profile_names() -> list[str]:
+    """Names of every profile on the search path."""
+    return sorted(_files())
+
+
+def load_profile(name: str) -> LauncherProfile:
+    """Read and validate profile ``name``.
+
+    Raises:
+        UserError: unknown name (lists the known ones), unknown key, wrong type.
+    """
+    files = _files()
+    if name not in files:
+        raise unknown_choice("launcher", name, files)
+    path = files[name]
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise UserError(f"{path}: invalid YAML: {e}") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}: expected a mapping of launcher fields")
+    valid = [f for f in FIELDS if f != "name"]
+    for k in doc:
+        if k not in valid:
+            raise UserError(f"{path}: unknown key {k!r}; valid keys: {', '.join(valid)}")
+    if doc.get("kind") not in KINDS:
+        raise unknown_choice("launcher kind", doc.get("kind"), KINDS, where=f"{path}: kind")
+    return LauncherProfile(name=name, **_typed(doc, path))
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "max_parallel": (int,),
+    "gpus_per_node": (int,),
+    "cpus_per_task": (int,),
+    "timeout_min": (int,),
+    "array_parallelism": (int,),
+    "runs_per_task": (int,),
+    "max_num_timeout": (int,),
+    "mem_gb": (int, float),
+    "setup": (list,),
+    "sbatch": (dict,),
+}
+
+
+def _typed(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    out = dict(doc)
+    for k, v in doc.items():
+        want = _TYPES.get(k, (str,))
+        if v is not None and (not isinstance(v, want) or isinstance(v, bool)):
+            names = " or ".join(t.__name__ for t in want)
+            raise UserError(f"{path}: {k}: expected {names}, got {type(v).__name__} {v!r}")
+        if k in _TYPES and want[0] is int and v is not None and v < 0:
+            raise UserError(f"{path}: {k}: must be >= 0, got {v}")
+    if "setup" in out:
+        out["setup"] = tuple(str(s) for s in out["setup"])
+    return out

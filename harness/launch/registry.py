@@ -1,0 +1,22 @@
+"""Launcher classes by profile kind (imported lazily: the SLURM launcher needs nothing locally)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from harness.errors import unknown_choice
+from harness.launch.profile import LauncherProfile
+
+LAUNCHERS: dict[str, str] = {
+    "local": "harness.launch.local:LocalLauncher",
+    "slurm": "harness.launch.slurm:SlurmLauncher",
+}
+
+
+def launcher_for(profile: LauncherProfile) -> Any:
+    """An instance of the launcher class for ``profile.kind``."""
+    if profile.kind not in LAUNCHERS:
+        raise unknown_choice("launcher kind", profile.kind, LAUNCHERS)
+    module, cls = LAUNCHERS[profile.kind].split(":")
+    return getattr(importlib.import_module(module), cls)(profile)

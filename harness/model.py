@@ -1,0 +1,370 @@
+"""A GPT in one readable file (nanoGPT-style), covering the two recipes the harness studies.
+
+- The talk's plainLM-style recipe: RMSNorm pre-norm, SwiGLU MLP, RoPE on a fraction of each head's
+  dimensions (GPT-NeoX partial rotary), untied output head, no biases.
+- The paper's GPT-2 recipe: LayerNorm pre-norm, GeLU MLP, learned absolute positions, output head
+  tied to the input embedding, biases.
+
+Choices written down once, here:
+
+- SwiGLU and GeLU hidden width = ``mlp_ratio * d_model`` rounded to the nearest multiple of 64
+  (at least 64): 8/3 * 768 = 2048 exactly; 8/3 * 1024 = 2730.7 -> 2752; 4 * 768 = 3072.
+- RoPE rotates the first ``rotary_dims = 2 * round(rotary_frac * head_dim / 2)`` dimensions of each
+  head with base 10,000 (NeoX's "rotate half" pairing: dim i with dim i + rotary_dims / 2).
+- Init: every Linear and Embedding weight ~ N(0, init_std), biases 0, norm gains 1; with
+  ``scaled_init`` the residual output projections (``attn.proj``, ``mlp.proj``) get
+  std = init_std / sqrt(2 * n_layer) (GPT-2). Deterministic given torch's global RNG.
+- The loss is the mean cross-entropy computed on float32 logits, so bf16 autocast is safe.
+
+Parameter names matter to ``harness.optim.routing``: the token embedding is ``embedding``, the
+untied head is ``head`` (None when tied), learned positions are ``pos_embedding`` (the only
+parameter with "pos" in its name).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from harness.errors import UserError, unknown_choice
+
+ROPE_BASE = 10_000.0
+"""RoPE frequency base (GPT-NeoX / Pythia)."""
+
+POSITIONS = ("rope", "learned")
+"""Valid values of ``GPTConfig.positions``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GPTConfig:
+    """Architecture of one GPT; hashable, so derived counts are cached per config."""
+
+    n_layer: int
+    """Number of transformer blocks."""
+    n_head: int
+    """Attention heads per block; ``d_model`` must be divisible by it."""
+    d_model: int
+    """Residual stream width."""
+    vocab_size: int
+    """Rows of the embedding matrix (the tokenizer's vocabulary, possibly padded)."""
+    seq_len: int
+    """Maximum sequence length (positions table / RoPE cache size)."""
+    norm: str
+    """``rmsnorm`` or ``layernorm`` (pre-norm, plus a final norm before the head)."""
+    activation: str
+    """``swiglu`` or ``gelu`` MLP."""
+    positions: str
+    """``rope`` (rotary on ``rotary_frac`` of each head's dims) or ``learned`` absolute."""
+    rotary_frac: float
+    """Fraction of each head's dims RoPE rotates, rounded to an even count (unused if learned)."""
+    tie_weights: bool
+    """Output head shares the input embedding matrix (logits = x @ E^T)."""
+    mlp_ratio: float
+    """MLP hidden width / d_model, rounded to a multiple of 64 (see ``mlp_hidden``)."""
+    scaled_init: bool
+    """Residual output projections init std = init_std / sqrt(2 * n_layer)."""
+    init_std: float = 0.02
+    """Standard deviation of the normal init of Linear and Embedding weights."""
+    bias: bool = False
+    """Biases in Linear layers (not the head) and LayerNorms."""
+
+    def __post_init__(self) -> None:
+        if self.norm not in NORMS:
+            raise unknown_choice("norm", self.norm, NORMS)
+        if self.activation not in MLPS:
+            raise unknown_choice("activation", self.activation, MLPS)
+        if self.positions not in POSITIONS:
+            raise unknown_choice("positions", self.positions, POSITIONS)
+        if min(self.n_layer, self.n_head, self.d_model, self.vocab_size, self.seq_len) <= 0:
+            raise UserError(f"model sizes must be positive, got {self}")
+        if self.d_model % self.n_head:
+            raise UserError(f"d_model {self.d_model} is not divisible by n_head {self.n_head}")
+        if not 0.0 <= self.rotary_frac <= 1.0:
+            raise UserError(f"rotary_frac {self.rotary_frac} is not in [0, 1]")
+
+    @property
+    def head_dim(self) -> int:
+        """Dimensions per attention head."""
+        return self.d_model // self.n_head
+
+    @property
+    def rotary_dims(self) -> int:
+        """Dimensions of each head that RoPE rotates (even; 0 for learned positions)."""
+        if self.positions != "rope":
+            return 0
+        return 2 * math.floor(self.rotary_frac * self.head_dim / 2 + 0.5)
+
+    @property
+    def mlp_hidden(self) -> int:
+        """MLP hidden width: ``mlp_ratio * d_model`` to the nearest multiple of 64, >= 64."""
+        return max(64, 64 * math.floor(self.mlp_ratio * self.d_model / 64 + 0.5))
+
+
+# --- presets -----------------------------------------------------------------------------------
+
+#: The architecture fields a preset sets; each is a ``RunConfig`` field of the same name.
+ARCH_FIELDS = (
+    "n_layer",
+    "n_head",
+    "d_model",
+    "norm",
+    "activation",
+    "positions",
+    "rotary_frac",
+    "tie_weights",
+    "mlp_ratio",
+    "scaled_init",
+    "bias",
+)
+
+_TALK = dict(  # plainLM-style (Orvieto talk): RoPE 25%, RMSNorm, SwiGLU, untied, no biases
+    norm="rmsnorm",
+    activation="swiglu",
+    positions="rope",
+    rotary_frac=0.25,
+    tie_weights=False,
+    mlp_ratio=8 / 3,
+    scaled_init=True,
+    bias=False,
+)
+_GPT2 = dict(  # nanoGPT / GPT-2 (Coupled Adam paper, small scale): tied, learned positions
+    norm="layernorm",
+    activation="gelu",
+    positions="learned",
+    rotary_frac=0.0,
+    tie_weights=True,
+    mlp_ratio=4.0,
+    scaled_init=True,
+    bias=True,
+)
+
+
+def _sizes(n_layer: int, n_head: int, d_model: int) -> dict[str, int]:
+    return dict(n_layer=n_layer, n_head=n_head, d_model=d_model)
+
+
+#: Model presets: name -> architecture fields (vocab_size and seq_len come from the run).
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {**_sizes(2, 4, 128), **_TALK},  # CPU seconds; the laptop default
+    "tiny-gpt2": {**_sizes(2, 4, 128), **_GPT2},  # laptop-scale tied model for embedding studies
+    "160m": {**_sizes(12, 12, 768), **_TALK},  # talk: 1 A100, ~5.8 h for 3.2B tokens
+    "410m": {**_sizes(24, 16, 1024), **_TALK},  # talk: 8 A100s, DDP
+    "gpt2-124m": {**_sizes(12, 12, 768), **_GPT2},  # paper Tab. 6: lr 6e-4
+    "gpt2-350m": {**_sizes(24, 16, 1024), **_GPT2},  # paper Tab. 6: lr 3e-4
+    "gpt2-760m": {**_sizes(24, 16, 1536), **_GPT2},  # paper Tab. 6: lr 2.5e-4
+}
+
+
+def preset_fields(name: str) -> dict[str, Any]:
+    """The architecture fields of preset ``name`` (a copy).
+
+    Raises:
+        UserError: ``name`` is not in ``PRESETS``.
+    """
+    if name not in PRESETS:
+        raise unknown_choice("model preset", name, PRESETS)
+    return dict(PRESETS[name])
+
+
+def model_config(run: Any) -> GPTConfig:
+    """The :class:`GPTConfig` of a resolved ``harness.config.RunConfig``."""
+    arch = {f: getattr(run, f) for f in ARCH_FIELDS}
+    return GPTConfig(**arch, vocab_size=run.vocab_size, seq_len=run.seq_len)
+
+
+# --- building blocks ---------------------------------------------------------------------------
+
+NORMS: dict[str, Callable[[GPTConfig], nn.Module]] = {
+    "rmsnorm": lambda c: nn.RMSNorm(c.d_model, eps=1e-6),
+    "layernorm": lambda c: nn.LayerNorm(c.d_model, eps=1e-5, bias=c.bias),
+}
+
+
+class Rotary(nn.Module):
+    """Partial rotary position embedding (GPT-NeoX): rotates the first ``rotary_dims`` dims."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.dims = cfg.rotary_dims
+        half = torch.arange(0, self.dims, 2, dtype=torch.float32)  # (r/2,)
+        inv_freq = 1.0 / ROPE_BASE ** (half / max(self.dims, 1))  # (r/2,)
+        t = torch.arange(cfg.seq_len, dtype=torch.float32)  # (T_max,)
+        freqs = torch.outer(t, inv_freq)  # (T_max, r/2)
+        self.register_buffer("cos", freqs.cos(), persistent=False)
+        self.register_buffer("sin", freqs.sin(), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Rotate ``x`` of shape (B, nh, T, hs); computed in float32, returned in x's dtype."""
+        if self.dims == 0:
+            return x
+        T, r = x.size(-2), self.dims
+        cos, sin = self.cos[:T], self.sin[:T]  # (T, r/2)
+        x1, x2 = x[..., :r].float().chunk(2, dim=-1)  # (B, nh, T, r/2) each
+        rotated = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)  # (B, nh, T, r)
+        return torch.cat((rotated.type_as(x), x[..., r:]), dim=-1)  # (B, nh, T, hs)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention through ``F.scaled_dot_product_attention``."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.n_head, self.head_dim = cfg.n_head, cfg.head_dim
+        d = cfg.d_model
+        self.q = nn.Linear(d, d, bias=cfg.bias)
+        self.k = nn.Linear(d, d, bias=cfg.bias)
+        self.v = nn.Linear(d, d, bias=cfg.bias)
+        self.proj = nn.Linear(d, d, bias=cfg.bias)  # residual output projection
+
+    def forward(self, x: torch.Tensor, rotary: Rotary | None) -> torch.Tensor:
+        B, T, C = x.shape  # (B, T, d)
+        shape = (B, T, self.n_head, self.head_dim)
+        q = self.q(x).view(shape).transpose(1, 2)  # (B, nh, T, hs)
+        k = self.k(x).view(shape).transpose(1, 2)  # (B, nh, T, hs)
+        v = self.v(x).view(shape).transpose(1, 2)  # (B, nh, T, hs)
+        if rotary is not None:
+            q, k = rotary(q), rotary(k)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, d)
+        return self.proj(y)
+
+
+class GeluMLP(nn.Module):
+    """GPT-2 MLP: proj(gelu(fc(x)))."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
+        self.proj = nn.Linear(cfg.mlp_hidden, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(F.gelu(self.fc(x)))  # (B, T, h) -> (B, T, d)
+
+
+class SwiGLU(nn.Module):
+    """SwiGLU MLP (Shazeer 2020): proj(silu(gate(x)) * up(x))."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.gate = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
+        self.up = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
+        self.proj = nn.Linear(cfg.mlp_hidden, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(F.silu(self.gate(x)) * self.up(x))  # (B, T, h) -> (B, T, d)
+
+
+MLPS: dict[str, Callable[[GPTConfig], nn.Module]] = {"gelu": GeluMLP, "swiglu": SwiGLU}
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.attn_norm = NORMS[cfg.norm](cfg)
+        self.attn = CausalSelfAttention(cfg)
+        self.mlp_norm = NORMS[cfg.norm](cfg)
+        self.mlp = MLPS[cfg.activation](cfg)
+
+    def forward(self, x: torch.Tensor, rotary: Rotary | None) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), rotary)  # (B, T, d)
+        return x + self.mlp(self.mlp_norm(x))  # (B, T, d)
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+
+class GPT(nn.Module):
+    """Decoder-only transformer language model."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embedding = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        learned = cfg.positions == "learned"
+        self.pos_embedding = nn.Embedding(cfg.seq_len, cfg.d_model) if learned else None
+        self.rotary = Rotary(cfg) if cfg.positions == "rope" else None
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.norm = NORMS[cfg.norm](cfg)
+        self.head = None if cfg.tie_weights else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        std = self.cfg.init_std
+        for module in self.modules():
+            if isinstance(module, nn.Linear | nn.Embedding):
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+        if self.cfg.scaled_init:
+            scaled = std / math.sqrt(2 * self.cfg.n_layer)
+            for block in self.blocks:
+                for proj in (block.attn.proj, block.mlp.proj):
+                    nn.init.normal_(proj.weight, mean=0.0, std=scaled)
+
+    def output_weight(self) -> torch.Tensor:
+        """The (V, d) matrix mapping the final hidden state to logits (the embedding if tied)."""
+        return self.embedding.weight if self.head is None else self.head.weight
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, V) for token ids ``idx`` (B, T); with ``targets`` (B, T), the mean
+        cross-entropy (a float32 scalar) instead."""
+        B, T = idx.shape
+        assert self.cfg.seq_len >= T, f"sequence of {T} tokens > seq_len {self.cfg.seq_len}"
+        x = self.embedding(idx)  # (B, T, d)
+        if self.pos_embedding is not None:
+            x = x + self.pos_embedding(torch.arange(T, device=idx.device))  # (B, T, d)
+        for block in self.blocks:
+            x = block(x, self.rotary)  # (B, T, d)
+        x = self.norm(x)  # (B, T, d)
+        tied = self.head is None
+        logits = F.linear(x, self.embedding.weight) if tied else self.head(x)  # (B, T, V)
+        if targets is None:
+            return logits
+        return F.cross_entropy(logits.float().view(B * T, -1), targets.reshape(B * T))
+
+
+# --- counting ----------------------------------------------------------------------------------
+
+
+def count_params(model_or_cfg: nn.Module | GPTConfig) -> int:
+    """Trainable parameters of a model (or of the model a config builds); tied weights once."""
+    if isinstance(model_or_cfg, GPTConfig):
+        return param_count_from_config(model_or_cfg)
+    return sum(p.numel() for p in model_or_cfg.parameters() if p.requires_grad)
+
+
+@functools.cache
+def _meta_counts(cfg: GPTConfig) -> tuple[int, int]:
+    """(all parameters, Linear weights + the head) of ``GPT(cfg)``, built on the meta device."""
+    with torch.device("meta"):
+        model = GPT(cfg)
+    total = sum(p.numel() for p in model.parameters())
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
+    tied_head = cfg.vocab_size * cfg.d_model if cfg.tie_weights else 0
+    return total, linear + tied_head
+
+
+def param_count_from_config(cfg: GPTConfig) -> int:
+    """Parameters of ``GPT(cfg)`` without allocating memory (meta device; cached per config)."""
+    return _meta_counts(cfg)[0]
+
+
+def matmul_params(cfg: GPTConfig) -> int:
+    """Weights of all matrix multiplies per token: every Linear and the output head (counted even
+    when tied); no embeddings, positions, norms or biases."""
+    return _meta_counts(cfg)[1]
+
+
+def flops_per_token(cfg: GPTConfig) -> float:
+    """Training FLOPs per token (forward + backward), the MFU convention (PaLM App. B):
+    ``6 * matmul_params + 12 * n_layer * d_model * seq_len`` (the last term is attention)."""
+    return float(6 * matmul_params(cfg) + 12 * cfg.n_layer * cfg.d_model * cfg.seq_len)

@@ -1,0 +1,123 @@
+"""SGD with heavy-ball momentum, and SGD with coordinate-wise clipping after momentum.
+
+Update of a parameter w with gradient g (paper App. C, Algorithm 2; the talk's SGD)::
+
+    w <- w - lr * wd * w                   (decoupled weight decay, as in the talk's Table 1)
+    b <- g on the first step, else momentum * b + g
+    d <- g + momentum * b if nesterov else b     (d = g when momentum = 0)
+    w <- w - lr * d                        (sgd_cclip: w <- w - lr * clamp(d, -c, c))
+
+Weight decay is decoupled (``w <- (1 - lr * wd) w``), unlike ``torch.optim.SGD``'s L2 term,
+because the talk decouples weight decay for every optimizer it compares. With ``weight_decay=0``
+this SGD is bitwise equal to ``torch.optim.SGD(momentum=..., nesterov=..., foreach=True)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from harness.optim.base import ForeachOptimizer, State, check_range, decay_weights
+
+
+def momentum_direction(
+    state: State, params: list[Tensor], grads: list[Tensor], momentum: float, nesterov: bool
+) -> list[Tensor]:
+    """Update the heavy-ball buffers ``b`` and return the step directions (not to be modified)."""
+    if momentum == 0:
+        return grads
+    bufs: list[Tensor] = []
+    old_bufs: list[Tensor] = []
+    old_grads: list[Tensor] = []
+    for p, g in zip(params, grads, strict=True):
+        s = state[p]
+        buf = s.get("momentum_buffer")
+        if buf is None:  # first step: b = g
+            buf = s["momentum_buffer"] = torch.clone(g).detach()
+        else:
+            old_bufs.append(buf)
+            old_grads.append(g)
+        bufs.append(buf)
+    if old_bufs:
+        torch._foreach_mul_(old_bufs, momentum)
+        torch._foreach_add_(old_bufs, old_grads)
+    if nesterov:
+        return torch._foreach_add(grads, bufs, alpha=momentum)
+    return bufs
+
+
+def _sgd_defaults(lr: float, momentum: float, nesterov: bool, weight_decay: float) -> dict:
+    check_range("momentum", momentum, 0.0)
+    if nesterov and momentum <= 0:
+        raise ValueError("nesterov momentum needs momentum > 0")
+    return {
+        "lr": lr,
+        "momentum": momentum,
+        "nesterov": bool(nesterov),
+        "weight_decay": weight_decay,
+    }
+
+
+class SGD(ForeachOptimizer):
+    """SGD with optional heavy-ball or Nesterov momentum and decoupled weight decay.
+
+    Args:
+        params: Parameters or param groups.
+        lr: Learning rate.
+        momentum: Heavy-ball coefficient gamma (0: plain SGD, no buffer stored).
+        nesterov: Step along ``g + momentum * b`` instead of ``b``; needs ``momentum > 0``.
+        weight_decay: Decoupled weight decay, ``w <- w - lr * weight_decay * w``.
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        momentum: float = 0.0,
+        nesterov: bool = False,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(params, _sgd_defaults(lr, momentum, nesterov, weight_decay))
+
+    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+        lr = group["lr"]
+        decay_weights(params, lr, group["weight_decay"])
+        d = momentum_direction(self.state, params, grads, group["momentum"], group["nesterov"])
+        torch._foreach_add_(params, self._transform(group, d), alpha=-lr)
+
+    def _transform(self, group: dict[str, Any], direction: list[Tensor]) -> list[Tensor]:
+        """Map the momentum direction to the step (identity for SGD)."""
+        return direction
+
+
+class SGDCClip(SGD):
+    """SGD whose step is clipped coordinate-wise after momentum: ``w <- w - lr * clamp(d, -c, c)``.
+
+    The talk's "SGD + Cclip" (Table 1). Arguments as :class:`SGD`, plus:
+
+    Args:
+        clip_value: The threshold c > 0 of the coordinate-wise clip.
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        momentum: float = 0.0,
+        nesterov: bool = False,
+        weight_decay: float = 0.0,
+        clip_value: float = 1.0,
+    ) -> None:
+        if not clip_value > 0:
+            raise ValueError(f"invalid clip_value {clip_value!r}: must be > 0")
+        defaults = _sgd_defaults(lr, momentum, nesterov, weight_decay)
+        ForeachOptimizer.__init__(self, params, {**defaults, "clip_value": clip_value})
+
+    def _transform(self, group: dict[str, Any], direction: list[Tensor]) -> list[Tensor]:
+        c = group["clip_value"]
+        clipped = torch._foreach_clamp_min(direction, -c)  # a copy: direction may be the buffers
+        torch._foreach_clamp_max_(clipped, c)
+        return clipped

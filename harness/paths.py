@@ -1,0 +1,86 @@
+"""Where things live on disk. One function per location, so that no other module builds paths.
+
+Layout under the results root (``results/`` in the working directory by default)::
+
+    <root>/<grid>/manifest.parquet      planned runs (one row per run_id, every config column)
+    <root>/<grid>/runs/<run_id>.parquet one result row per finished run
+    <root>/<grid>/curves/<run_id>.parquet its loss curve
+    <root>/<grid>/compact/              consolidated rows and curves (``harness compact``)
+    <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
+    <root>/<grid>/submissions/          launcher records (job ids) and submitit logs
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+RESULTS_ENV = "HARNESS_RESULTS"
+
+
+def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``."""
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get(RESULTS_ENV) or "results")
+
+
+def grid_dir(root: Path, grid: str) -> Path:
+    """Folder of one grid's results."""
+    return root / grid
+
+
+def manifest_path(root: Path, grid: str) -> Path:
+    """The grid's manifest of planned runs."""
+    return grid_dir(root, grid) / "manifest.parquet"
+
+
+def runs_dir(root: Path, grid: str) -> Path:
+    """Folder of per-run result rows."""
+    return grid_dir(root, grid) / "runs"
+
+
+def run_path(root: Path, grid: str, run_id: str) -> Path:
+    """One run's result row."""
+    return runs_dir(root, grid) / f"{run_id}.parquet"
+
+
+def curves_dir(root: Path, grid: str) -> Path:
+    """Folder of per-run loss curves."""
+    return grid_dir(root, grid) / "curves"
+
+
+def curve_path(root: Path, grid: str, run_id: str) -> Path:
+    """One run's loss curve."""
+    return curves_dir(root, grid) / f"{run_id}.parquet"
+
+
+def compact_dir(root: Path, grid: str) -> Path:
+    """Folder of consolidated rows and curves."""
+    return grid_dir(root, grid) / "compact"
+
+
+def checkpoint_path(root: Path, grid: str, run_id: str) -> Path:
+    """One unfinished run's checkpoint."""
+    return grid_dir(root, grid) / "checkpoints" / f"{run_id}.pt"
+
+
+def submissions_dir(root: Path, grid: str) -> Path:
+    """Launcher records and logs."""
+    return grid_dir(root, grid) / "submissions"
+
+
+def figures_dir(root: Path, grid: str) -> Path:
+    """Generated figures."""
+    return grid_dir(root, grid) / "figures"
+
+
+def grids_in(root: Path) -> list[str]:
+    """Names of the grids that have a manifest or results under ``root``."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in root.iterdir()
+        if p.is_dir() and ((p / "manifest.parquet").exists() or (p / "runs").is_dir())
+    )

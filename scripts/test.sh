@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: install the package with its test tools, start the
+# project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh), run pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install --quiet torch==2.13.0 -e ".[dev]"
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  bash .ci/slurm/start.sh
+else
+  echo "not root: SLURM test cluster not started; SLURM tests skip (they fail under CI=true)"
+fi
+python3 -m pytest -q "$@"

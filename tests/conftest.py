@@ -1,0 +1,37 @@
+"""Shared pytest fixtures. Each section belongs to the module it serves."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+# --- data (harness.data) -----------------------------------------------------------------------
+
+_DATA_CODE = ("corpora.py", "tokenizers.py", "data.py")
+
+
+def _data_code_fingerprint() -> str:
+    """Hash of the code that builds datasets: a changed builder never reuses a stale cache."""
+    pkg = Path(__file__).resolve().parent.parent / "harness"
+    h = hashlib.sha256()
+    for name in _DATA_CODE:
+        h.update((pkg / name).read_bytes())
+    return h.hexdigest()[:12]
+
+
+@pytest.fixture(scope="session")
+def prepared_data() -> Path:
+    """A data root holding ``classics-bpe8k`` prepared (about 7 s the first time).
+
+    Cached across sessions under ``$HARNESS_TEST_DATA`` (default ``~/.cache/harness-test-data``),
+    in a subdirectory named after the hash of the dataset-building code.
+    """
+    from harness.data import prepare
+
+    base = Path(os.environ.get("HARNESS_TEST_DATA") or Path.home() / ".cache/harness-test-data")
+    root = base / f"v-{_data_code_fingerprint()}"
+    prepare("classics-bpe8k", root)
+    return root
