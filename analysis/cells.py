@@ -17,7 +17,9 @@ def groups(df: pd.DataFrame, keys: Sequence[str]) -> DataFrameGroupBy:
     return df.groupby(np.zeros(len(df), dtype=int))
 
 
-def iter_cells(df: pd.DataFrame, keys: Sequence[str]) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
+def iter_cells(
+    df: pd.DataFrame, keys: Sequence[str]
+) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
     """(key column -> value, rows) for each cell of ``df`` by ``keys``."""
     for key, cell in groups(df, keys):
         values = key if isinstance(key, tuple) else (key,)

@@ -76,10 +76,15 @@ def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -
     over = list(over) or auto_over(rows, keys)
     check_cells(rows, keys, over)
     table = tune(rows, keys, over, goal)
-    notes = [*prep.notes(), f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}"]
+    notes = [
+        *prep.notes(),
+        f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}",
+    ]
     edges = int((table["edge"] != "").sum())
     if edges:
-        notes.append(f"{edges} cell(s) have a best value on the edge of the searched range (column edge)")
+        notes.append(
+            f"{edges} cell(s) have a best value on the edge of the searched range (column edge)"
+        )
     seeds = best_runs(rows, table, [*keys, *over])
     if ARM in keys:  # an arm to which a --by column does not apply joins every cell of it
         pairs = inapplicable(rows, [k for k in keys if k != ARM])
@@ -190,7 +195,9 @@ def speedup(
         t.seeds, list(by), x, a.label, b.label, goal,
         n_boot=n_boot, confidence=confidence, seed=seed,
     )  # fmt: skip
-    reading = f"ratio: budget {b.label} needs / {a.label}'s largest budget to reach {a.label}'s final"
+    reading = (
+        f"ratio: budget {b.label} needs / {a.label}'s largest budget to reach {a.label}'s final"
+    )
     return Answer(table=out, notes=[*t.notes, reading])
 
 

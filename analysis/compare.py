@@ -156,7 +156,10 @@ def compare(
     """
     check_choices(test, alternative, correction, alpha)
     spec = TESTS[test]
-    rows = [_cell(cell, key, a, b, test, spec, alternative, alpha) for key, cell in iter_cells(seeds, by)]
+    rows = [
+        _cell(cell, key, a, b, test, spec, alternative, alpha)
+        for key, cell in iter_cells(seeds, by)
+    ]
     out = pd.DataFrame(rows)
     out["p_adj"] = CORRECTIONS[correction](out["p"].to_numpy(float))
     out["significant"] = [

@@ -137,7 +137,9 @@ def _fill(row: dict, grid: str, source: str, scale: str, line: int, file: str) -
     row["status"] = row["status"] or "completed"
     row["created_at"] = dt.datetime.now(dt.UTC)
     if row["status"] not in STATUSES:
-        raise UserError(f"{file}:{line}: unknown status {row['status']!r}; valid: {', '.join(STATUSES)}")
+        raise UserError(
+            f"{file}:{line}: unknown status {row['status']!r}; valid: {', '.join(STATUSES)}"
+        )
     if row["scale"] not in ("full", "local"):
         raise UserError(f"{file}:{line}: unknown scale {row['scale']!r}; valid: full, local")
     derived = set()
@@ -195,7 +197,9 @@ def import_csv(
         raise UserError(f"{path}: no rows")
     frame.columns = [c.strip() for c in frame.columns]
     source = source or f"import:{path.name}"
-    table, derived = rows_table(frame, grid=grid, source=source, scale=scale, extra=extra, file=str(path))
+    table, derived = rows_table(
+        frame, grid=grid, source=source, scale=scale, extra=extra, file=str(path)
+    )
     digest = hashlib.sha256(path.read_bytes() + f"|{grid}|{source}|{scale}".encode()).hexdigest()
     out = paths.runs_dir(root, grid) / f"import-{digest[:12]}.parquet"
     atomic_write_table(table, out)

@@ -7,6 +7,7 @@ them when both are (a laptop-scale perplexity is not comparable with a full-scal
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +44,9 @@ class Selection:
 
     def frame(self, name: str) -> pd.DataFrame:
         """Run the named statement; a DataFrame with NULLs as NaN/None."""
-        return self.con.execute(self.sql(name)).df()
+        with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
+            warnings.filterwarnings("ignore", message=".*inplace keyword.*")
+            return self.con.execute(self.sql(name)).df()
 
     def columns(self) -> list[str]:
         """Columns of the ``runs`` view."""
@@ -51,7 +54,11 @@ class Selection:
 
 
 def select(
-    grid: str, *, results: str | Path | None = None, scale: str | None = None, where: str | None = None
+    grid: str,
+    *,
+    results: str | Path | None = None,
+    scale: str | None = None,
+    where: str | None = None,
 ) -> Selection:
     """Open a grid's results and validate the scale and the predicate.
 
@@ -92,7 +99,9 @@ def _scale(con: duckdb.DuckDBPyConnection, grid: str, scale: str | None) -> str:
             )
         return str(present[0])
     if scale not in present:
-        raise UserError(f"grid {grid!r} has no {scale}-scale results; scales present: {', '.join(present)}")
+        raise UserError(
+            f"grid {grid!r} has no {scale}-scale results; scales present: {', '.join(present)}"
+        )
     return scale
 
 

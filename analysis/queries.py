@@ -34,4 +34,6 @@ NAMED: dict[str, str] = {"runs": RUNS, "curves": CURVES}
 def render(sql: str, scale: str, where: str | None) -> str:
     """``sql`` with the scale and predicate filled in."""
     assert scale in ("full", "local"), scale
-    return sql.format(scale=f"'{scale}'", where=where.strip() if where and where.strip() else "true")
+    return sql.format(
+        scale=f"'{scale}'", where=where.strip() if where and where.strip() else "true"
+    )

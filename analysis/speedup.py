@@ -30,7 +30,18 @@ N_BOOT_FIT = 500
 #: Fewest budgets of b a fit accepts (three parameters).
 MIN_BUDGETS = 3
 #: Output columns after the ``by`` columns.
-COLUMNS = ("a_final", "budget_a", "budget_b", "ratio", "ci_low", "ci_high", "A", "alpha", "E", "note")
+COLUMNS = (
+    "a_final",
+    "budget_a",
+    "budget_b",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "A",
+    "alpha",
+    "E",
+    "note",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +74,9 @@ ALPHA_BOUNDS = (1e-3, 5.0)
 _ALPHA_GRID = np.geomspace(*ALPHA_BOUNDS, 80)
 
 
-def _linear_fit(z: np.ndarray, y: np.ndarray, sign: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _linear_fit(
+    z: np.ndarray, y: np.ndarray, sign: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Least squares y ~ E + sign * A * z for each row of z (n_alpha, n), with A >= 0.
 
     Returns (A, E, sse), each of shape (n_alpha,).
@@ -127,6 +140,7 @@ def _polish(u: np.ndarray, y: np.ndarray, sign: float, start: tuple[float, float
     except (RuntimeError, ValueError):
         return start
     return tuple(float(v) for v in p) if sse(p) <= sse(start) else start
+
 
 def speedup(
     seeds: pd.DataFrame,

@@ -30,6 +30,7 @@ BASE_FIELDS: dict[str, Any] = {
     "tie_weights": False,
     "mlp_ratio": 8 / 3,
     "scaled_init": True,
+    "bias": False,
     "dataset": "kjv",
     "seq_len": 64,
     "batch_size": 16,

@@ -91,4 +91,6 @@ def best_runs(rows: pd.DataFrame, tuned: pd.DataFrame, keys: Sequence[str]) -> p
 
     NULL keys match NULL keys (an optimizer without ``beta1`` keeps its runs).
     """
+    if not keys:  # one cell, one configuration: every row
+        return rows.copy()
     return rows.merge(tuned[list(keys)].drop_duplicates(), on=list(keys), how="inner")

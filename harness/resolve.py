@@ -9,6 +9,7 @@ type-checked against the RunConfig field it fills.
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -22,8 +23,15 @@ from harness.optim.spec import OPTIMIZER_FIELDS, REQUIRED, get_spec
 #: Keys a grid may set (everything but the identity fields).
 USER_KEYS = frozenset(field_names()) - {"grid", "scale"}
 
+#: Keys every run needs (no default, nothing derives them).
+REQUIRED_KEYS = frozenset(
+    f.name
+    for f in dataclasses.fields(RunConfig)
+    if f.default is dataclasses.MISSING and f.name not in ("grid", "scale")
+)
+
 #: Values used when a grid sets none; recorded in the manifest like any other value.
-DEFAULTS: dict[str, Any] = {"eval_tokens": 2**18}
+DEFAULTS: dict[str, Any] = {"eval_tokens": 2**16}
 
 _HINTS = typing.get_type_hints(RunConfig)
 
@@ -64,6 +72,9 @@ class Resolver:
             for k, v in DEFAULTS.items():
                 d.setdefault(k, v)
             _derive_and_evaluate(d)
+            missing = sorted(REQUIRED_KEYS - d.keys())
+            if missing:
+                raise UserError(f"no value for {', '.join(map(repr, missing))}")
             values = {k: _coerce(k, v) for k, v in d.items()}
             run = RunConfig(grid=self.grid, scale=self.scale, **values)
             _check(run.to_dict())
@@ -119,6 +130,9 @@ def _derive_and_evaluate(d: dict[str, Any]) -> None:
     """Fill derived fields and evaluate expressions until nothing changes."""
     if "steps" in d and "tokens" in d:
         raise UserError("give either 'tokens' or 'steps', not both (the other is derived)")
+    for k, v in d.items():
+        if k in NUMERIC and isinstance(v, str) and _number(v) is not None:
+            d[k] = _number(v)  # YAML 1.1 reads 3e-3 and 3.2e9 as strings
     progress = True
     while progress:
         progress = False

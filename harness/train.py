@@ -60,6 +60,10 @@ class LoopState:
     """Whole-step seconds on profiled steps."""
     compile_s: float | None = None
     """Extra seconds of the first step when compiled."""
+    interval_loss: float = 0.0
+    """Sum of the training losses of the unfinished logging interval."""
+    interval_steps: int = 0
+    """Steps in the unfinished logging interval."""
 
 
 def _rank_world() -> tuple[int, int]:
@@ -140,6 +144,8 @@ class _Trainer:
         if self.checkpoint is None or self.rank != 0:
             return
         loop = {**self.state.__dict__, "wall_s": self.state.wall_s + time.time() - attempt_start}
+        loop["interval_loss"] = self._interval_loss.item()
+        loop["interval_steps"] = self._interval_steps
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -154,8 +160,8 @@ class _Trainer:
         start = time.time()
         last_save = time.time()
         limit = run.diverge_factor * math.log(run.vocab_size)
-        interval_loss = torch.zeros((), device=self.placement.device)
-        interval_steps = 0
+        self._interval_loss = torch.full((), st.interval_loss, device=self.placement.device)
+        self._interval_steps = st.interval_steps
         first = True
         while st.step < run.steps:
             if should_stop is not None and should_stop():
@@ -164,11 +170,11 @@ class _Trainer:
             profile = (st.step + 1) % run.log_every == 0 or st.step + 1 == run.steps
             t = time.perf_counter()
             loss, gnorm = self._step(st.step, profile)
-            interval_loss += loss
-            interval_steps += 1
+            self._interval_loss += loss
+            self._interval_steps += 1
             st.step += 1
             if profile or first:
-                mean = (interval_loss / interval_steps).item()  # the host sync of this interval
+                mean = (self._interval_loss / self._interval_steps).item()  # this interval's sync
                 bad = self._divergence(mean, gnorm, limit)
                 if bad:
                     return self._diverged(start, mean, bad)
@@ -183,8 +189,8 @@ class _Trainer:
                     st.profiled_s += dt
             if profile:
                 self._log_point(mean, start)
-                interval_loss.zero_()
-                interval_steps = 0
+                self._interval_loss.zero_()
+                self._interval_steps = 0
             if self.checkpoint is not None and time.time() - last_save > every_s:
                 self._save(start)
                 last_save = time.time()

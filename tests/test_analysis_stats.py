@@ -29,7 +29,9 @@ TABLE1 = {
 
 def _seeds(values: dict[str, list[float]], **cols) -> pd.DataFrame:
     rows = [
-        {ARM: arm, "seed": s, VALUE: v, **cols} for arm, vs in values.items() for s, v in enumerate(vs)
+        {ARM: arm, "seed": s, VALUE: v, **cols}
+        for arm, vs in values.items()
+        for s, v in enumerate(vs)
     ]
     return pd.DataFrame(rows)
 
@@ -142,7 +144,9 @@ def test_gap_bootstrap_interval_covers_truth():
     rng = np.random.default_rng(0)
     covered = 0
     for rep in range(100):
-        seeds = _seeds({a: list(rng.normal(m, 1.0, 10)) for a, m in (("b", 50), ("r", 20), ("x", 26))})
+        seeds = _seeds(
+            {a: list(rng.normal(m, 1.0, 10)) for a, m in (("b", 50), ("r", 20), ("x", 26))}
+        )
         row = gap_closure(seeds, [], "b", "r", n_boot=1000, seed=rep).set_index(ARM).loc["x"]
         covered += row["ci_low_pct"] <= 80.0 <= row["ci_high_pct"]
     assert 88 <= covered <= 100
@@ -196,7 +200,9 @@ def test_paper_test_is_app_f_exactly():
     out = paper_test(a, b, "less", 0.05)
     assert round(stats.t.ppf(0.95, 2), 2) == 2.92  # the paper's t_(alpha, nu = 2)
     expected = stats.t.ppf(0.95, 2) * math.sqrt(0.01**2 + 0.01**2) / math.sqrt(3)
-    assert out.threshold == pytest.approx(expected) and out.threshold == pytest.approx(0.02384, abs=1e-5)
+    assert out.threshold == pytest.approx(expected) and out.threshold == pytest.approx(
+        0.02384, abs=1e-5
+    )
     assert out.p > 0.05  # |d| = 0.02 < threshold: not significant
     better = paper_test(a, b - 0.02, "less", 0.05)  # d = -0.04 < -threshold
     assert better.p < 0.05
@@ -209,7 +215,9 @@ def test_compare_matches_scipy_and_hand_values():
     welch = run("welch")
     assert welch["statistic"] == pytest.approx(3 / math.sqrt(2 / 3))
     assert welch["p"] == pytest.approx(stats.t.sf(3 / math.sqrt(2 / 3), 4))  # df = 4 here
-    assert run("student")["p"] == pytest.approx(stats.ttest_ind([4, 5, 6], [1, 2, 3], alternative="greater").pvalue)
+    assert run("student")["p"] == pytest.approx(
+        stats.ttest_ind([4, 5, 6], [1, 2, 3], alternative="greater").pvalue
+    )
     assert run("mannwhitney")["p"] == pytest.approx(0.05)  # exact: 1 of C(6, 3) = 20 orderings
     assert welch["diff"] == 3.0 and welch["n_a"] == 3 and welch["std_b"] == 1.0
     paired = compare(_seeds({"a": [1.0, 2.0, 3.0], "b": [2.0, 4.0, 5.0]}), [], "a", "b",
@@ -277,7 +285,7 @@ def test_power_law_fit_recovers_parameters_and_budget():
     assert fit.budget_for(target) == pytest.approx(6e9, rel=1e-4)
     assert fit.budget_for(2.3) == math.inf  # below the asymptote: never reached
     rising = fit_power_law(d, 1.0 - truth(d) + 2.4, "max")  # accuracy-like: rises to E
-    assert rising.alpha == pytest.approx(0.3, rel=1e-4) and rising.E == pytest.approx(1.0, rel=1e-4)
+    assert rising.alpha == pytest.approx(0.3, rel=1e-4) and pytest.approx(1.0, rel=1e-4) == rising.E
 
 
 def test_speedup_ratio_and_interval_cover_truth():
@@ -294,7 +302,9 @@ def test_speedup_ratio_and_interval_cover_truth():
             for x in (1e9, 2e9, 4e9, 8e9)
             for s in range(4)
         ]
-        out = speedup(pd.DataFrame(rows), [], "tokens", "signum", "adam", "min", n_boot=150, seed=rep)
+        out = speedup(
+            pd.DataFrame(rows), [], "tokens", "signum", "adam", "min", n_boot=150, seed=rep
+        )
         out = out.iloc[0]
         assert out["ratio"] == pytest.approx(truth, rel=0.05)
         assert out["budget_a"] == 8e9 and out["note"] == ""

@@ -32,7 +32,9 @@ class FigureSpec:
         return importlib.import_module(self.module).draw
 
 
-def _spec(name: str, description: str, module: str, needs: Iterable[str] = (), **kw: Any) -> FigureSpec:
+def _spec(
+    name: str, description: str, module: str, needs: Iterable[str] = (), **kw: Any
+) -> FigureSpec:
     return FigureSpec(name=name, description=description, module=f"analysis.figures.{module}",
                       needs=frozenset(needs), **kw)  # fmt: skip
 

@@ -114,7 +114,9 @@ def panel_title(key: dict[str, Any]) -> str:
 
 def subtitle(fig: Figure, over: Sequence[str], unit: str = "point") -> None:
     """Say what each ``unit`` (point, cell, line, bar) is tuned over, above the panels."""
-    text = f"each {unit}: best over {', '.join(over)}, mean over seeds" if over else "mean over seeds"
+    text = (
+        f"each {unit}: best over {', '.join(over)}, mean over seeds" if over else "mean over seeds"
+    )
     fig.suptitle(text, fontsize=7, color="0.3")
 
 

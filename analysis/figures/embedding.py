@@ -14,8 +14,6 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from analysis.values import VALUE
-
 from analysis.figures.common import (
     METHOD,
     FigureData,
@@ -28,6 +26,7 @@ from analysis.figures.common import (
     panel_title,
     tuned_points,
 )
+from analysis.values import VALUE
 
 X = "coupled_scale_exp"
 #: Embedding metrics drawn when present.
@@ -41,7 +40,9 @@ def draw(data: FigureData) -> Figure:
     rows = data.rows
     if rows[X].nunique() < 2:
         raise FigureSkipped(f"fewer than two values of {X}")
-    metrics = [data.metric] + [m for m in EMBEDDING_METRICS if m != data.metric and rows[m].notna().any()]
+    metrics = [data.metric] + [
+        m for m in EMBEDDING_METRICS if m != data.metric and rows[m].notna().any()
+    ]
     keys = panel_keys(rows, [X])
     series = rows.assign(**{SERIES: _series_labels(rows, keys)})
     points = tuned_points(series, [*keys, METHOD, SERIES, X], data.goal)

@@ -57,7 +57,7 @@ def draw(data: FigureData) -> Figure:
     return fig
 
 
-def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: str):  # noqa: ANN001, ANN202
+def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: str):
     b1 = sorted(part["beta1"].unique())
     b2 = sorted(part["beta2"].unique())
     grid = part.pivot_table(index="beta1", columns="beta2", values="mean", aggfunc="first")
@@ -77,7 +77,7 @@ def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: str):  # noqa: A
     return image
 
 
-def _annotate(ax: Axes, i: int, j: int, v: float, image, font: float) -> None:  # noqa: ANN001
+def _annotate(ax: Axes, i: int, j: int, v: float, image, font: float) -> None:
     if np.isnan(v):
         return
     if np.isinf(v):

@@ -46,7 +46,7 @@ def draw(data: FigureData) -> Figure:
     return fig
 
 
-def _panel(ax: Axes, part, rows) -> None:  # noqa: ANN001
+def _panel(ax: Axes, part, rows) -> None:
     finite = part["mean"].to_numpy(float)
     for method, line in part.groupby(METHOD, sort=True):
         line = line.sort_values("lr")
@@ -64,4 +64,6 @@ def _panel(ax: Axes, part, rows) -> None:  # noqa: ANN001
         ax.set_yscale("log")
     ax.set_xlabel("peak learning rate")
     if (~np.isfinite(finite)).any():
-        ax.text(0.02, 0.97, "x: diverged", transform=ax.transAxes, fontsize=6, va="top", color="0.3")
+        ax.text(
+            0.02, 0.97, "x: diverged", transform=ax.transAxes, fontsize=6, va="top", color="0.3"
+        )

@@ -24,5 +24,9 @@ def plan_figures(sel: Selection, grid_arg: str, asked: Sequence[str]) -> tuple[l
         return declared, f"figures: declared in {grid_arg}"
     rows = sel.frame("runs")
     # an axis is what varies for one optimizer (beta1 is NULL for SGD: not a beta sweep)
-    axes = varying(rows, ["optimizer"]) + varying_within(rows, ["optimizer"], experiment_columns(rows))
-    return default_figures(axes), f"figures: defaults for the varying columns {', '.join(axes) or '(none)'}"
+    axes = varying(rows, ["optimizer"]) + varying_within(
+        rows, ["optimizer"], experiment_columns(rows)
+    )
+    return default_figures(
+        axes
+    ), f"figures: defaults for the varying columns {', '.join(axes) or '(none)'}"

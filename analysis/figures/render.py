@@ -87,7 +87,7 @@ def _one(sel: Selection, spec: FigureSpec, metric: str, goal: str, out_dir: Path
     return Rendered(spec.name, tuple(files))
 
 
-def _atomic(path: Path, write) -> Path:  # noqa: ANN001
+def _atomic(path: Path, write) -> Path:
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
     try:
         write(tmp)

@@ -8,8 +8,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import seaborn as sns
 
 #: Width of a two-column paper figure, inches.
 PAGE_WIDTH = 6.8

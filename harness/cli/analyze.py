@@ -52,6 +52,7 @@ def _boot(default: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
                          help="Two-sided level of intervals.")(f)  # fmt: skip
         return click.option("--n-boot", default=default, show_default=True,
                             help="Bootstrap resamples.")(f)  # fmt: skip
+
     return deco
 
 
@@ -137,10 +138,20 @@ def crossover(**kw: Any) -> None:
 @_common
 @_selector("--a", "optimizer=adamw")
 @_selector("--b", "optimizer=coupled_adam")
-@click.option("--test", type=click.Choice(list(TESTS)), default="welch", show_default=True,
-              help="paper: App. F of the Coupled Adam paper; the others via scipy.stats.")
-@click.option("--alternative", type=click.Choice(["auto", *ALTERNATIVES]), default="auto",
-              show_default=True, help="H1 about b vs a; auto: b better (less for a lower-is-better metric).")
+@click.option(
+    "--test",
+    type=click.Choice(list(TESTS)),
+    default="welch",
+    show_default=True,
+    help="paper: App. F of the Coupled Adam paper; the others via scipy.stats.",
+)
+@click.option(
+    "--alternative",
+    type=click.Choice(["auto", *ALTERNATIVES]),
+    default="auto",
+    show_default=True,
+    help="H1 about b vs a; auto: b better (less for a lower-is-better metric).",
+)
 @click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
 @click.option("--correction", type=click.Choice(list(CORRECTIONS)), default="none", show_default=True,
               help="Multiple-comparison correction over the cells.")  # fmt: skip
@@ -167,4 +178,3 @@ def speedup(**kw: Any) -> None:
     """
     fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
     _print(commands.speedup(q, **cells, **kw), fmt)
-

@@ -36,7 +36,10 @@ def prepare(name: str | None, force: bool, data: Path | None) -> None:
 
 @data.command("list")
 def list_() -> None:
-    """The registered datasets."""
+    """The registered datasets.
+
+    Example: harness data list
+    """
     from harness.data import DATASETS
 
     for name, spec in DATASETS.items():

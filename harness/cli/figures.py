@@ -20,14 +20,28 @@ from harness.cli.options import results_option
 
 @main.command()
 @click.argument("grid")
-@click.option("--figure", "names", multiple=True, type=click.Choice(list(FIGURES)),
-              help="Draw only this figure (repeatable; default: the grid's figures).")
+@click.option(
+    "--figure",
+    "names",
+    multiple=True,
+    type=click.Choice(list(FIGURES)),
+    help="Draw only this figure (repeatable; default: the grid's figures).",
+)
 @click.option("--where", default=None, help="SQL predicate over runs' columns.")
 @click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to plot.")
-@click.option("--goal", type=click.Choice(GOALS), default="auto", show_default=True,
-              help="Is lower (min) or higher (max) better; auto knows the usual metrics.")
-@click.option("--scale", type=click.Choice(SCALES), default=None,
-              help="full or local runs (default: the only scale present).")
+@click.option(
+    "--goal",
+    type=click.Choice(GOALS),
+    default="auto",
+    show_default=True,
+    help="Is lower (min) or higher (max) better; auto knows the usual metrics.",
+)
+@click.option(
+    "--scale",
+    type=click.Choice(SCALES),
+    default=None,
+    help="full or local runs (default: the only scale present).",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @results_option
 def figures(grid: str, names: tuple[str, ...], where: str | None, metric: str, goal: str,

@@ -16,12 +16,21 @@ from harness.cli.options import resolve_results, results_option
 @main.command(name="import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--grid", required=True, help="Grid the rows belong to (results/<grid>/).")
-@click.option("--source", default=None, help="Where the numbers come from (default: import:<file name>).")
-@click.option("--scale", type=click.Choice(SCALES), default="full", show_default=True,
-              help="Scale of rows without a scale column.")
+@click.option(
+    "--source", default=None, help="Where the numbers come from (default: import:<file name>)."
+)
+@click.option(
+    "--scale",
+    type=click.Choice(SCALES),
+    default="full",
+    show_default=True,
+    help="Scale of rows without a scale column.",
+)
 @click.option("--extra", default="", help="Further metric columns in the file, comma separated.")
 @results_option
-def import_(file: Path, grid: str, source: str | None, scale: str, extra: str, results: Path | None) -> None:
+def import_(
+    file: Path, grid: str, source: str | None, scale: str, extra: str, results: Path | None
+) -> None:
     """Import a CSV of results (one row per run or seed: config and metric columns).
 
     Rows get status completed (unless a status column says otherwise) and a source, and are then

@@ -1,0 +1,213 @@
+"""``harness analyze`` end to end: Parquet rows written like real runs, DuckDB, the CLI runner."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from analysis.compare import paper_test
+from analysis.testing import make_run, write_run
+from harness.cli import main
+
+OFFSETS = (-0.1, 0.0, 0.1)  # seed s adds OFFSETS[s]: mean exact, std 0.1
+BEST_LR = {"adamw": 2e-3, "sgd": 0.3, "signum": 3e-4}
+LEVEL = {
+    "adamw": (22.0, 0.5),
+    "sgd": (21.0, 3.0),
+    "signum": (23.0, 0.7),
+}  # ppl at bs 8, per doubling^2
+
+
+def _ppl(opt: str, bs: int, k: int) -> float:
+    base, slope = LEVEL[opt]
+    return base + slope * math.log2(bs / 8) / 2 + k * k
+
+
+def _opt_fields(opt: str) -> dict:
+    return {
+        "adamw": {"beta1": 0.9, "beta2": 0.95, "eps": 1e-8},
+        "sgd": {"momentum": 0.9, "nesterov": False},
+        "signum": {"beta1": 0.9},
+    }[opt]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """Grids ``opt`` (3 optimizers x 3 batch sizes x 3 lrs x 3 seeds), ``coupled``, ``budget``,
+    ``scales`` (full and local rows) and ``single`` (one seed)."""
+    root = tmp_path_factory.mktemp("results")
+    for opt in LEVEL:
+        ks = (0, 1, 2) if opt == "signum" else (-1, 0, 1)  # signum's best lr is the smallest tried
+        for bs in (8, 32, 128):
+            for k in ks:
+                for s, off in enumerate(OFFSETS):
+                    run = make_run(grid="opt", optimizer=opt, lr=BEST_LR[opt] * 3.0**k,
+                                   batch_size=bs, micro_batch_size=8, seed=s, **_opt_fields(opt))  # fmt: skip
+                    if opt == "sgd" and k == 1 and bs >= 32:
+                        write_run(root, run, status="diverged")
+                    else:
+                        write_run(root, run, val_ppl=_ppl(opt, bs, k) + off)
+    write_run(root, make_run(grid="opt", optimizer="adamw", lr=0.5, seed=9), status="failed")
+    for opt, losses in (("adamw", (3.14, 3.15, 3.13)), ("coupled_adam", (3.10, 3.11, 3.09))):
+        for s, loss in enumerate(losses):
+            run = make_run(grid="coupled", optimizer=opt, seed=s, beta1=0.9, beta2=0.95, eps=1e-8)
+            write_run(
+                root,
+                run,
+                val_ppl=math.exp(loss),
+                metrics={"iso": (0.3 if opt == "adamw" else 0.9) + s / 100},
+            )
+    for opt, e in (("signum", 3.2), ("adamw", 3.0)):
+        for mult in (1, 2, 4, 8):
+            for s in range(2):
+                run = make_run(grid="budget", optimizer=opt, tokens=2**20 * mult, seed=s)
+                write_run(root, run, val_ppl=e + 30 * mult**-0.3 + (0.01 if s else -0.01))
+    for scale, model in (("full", "tiny"), ("local", "micro")):
+        for s in range(2):
+            run = make_run(grid="scales", scale=scale, model=model, seed=s)
+            write_run(root, run, val_ppl=20.0 + s + (5 if scale == "local" else 0))
+    for opt in ("adamw", "sgd"):
+        write_run(root, make_run(grid="single", optimizer=opt, lr=0.1), val_ppl=30.0)
+    return root
+
+
+def _run(root: Path, *args: str):
+    return CliRunner().invoke(main, [*args, "--results", str(root)])
+
+
+def _json(root: Path, *args: str) -> list[dict]:
+    res = _run(root, *args, "--format", "json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_best_picks_tuned_lr_reports_seeds_diverged_and_edges(root):
+    out = {
+        (r["optimizer"], r["batch_size"]): r
+        for r in _json(root, "analyze", "best", "opt", "--by", "optimizer,batch_size")
+    }
+    assert len(out) == 9
+    sgd = out[("sgd", 32)]
+    assert sgd["lr"] == pytest.approx(0.3) and sgd["mean"] == pytest.approx(_ppl("sgd", 32, 0))
+    assert (
+        sgd["std"] == pytest.approx(0.1)
+        and sgd["n"] == 3
+        and sgd["two_sigma"] == pytest.approx(0.2)
+    )
+    assert sgd["diverged"] == 3 and sgd["configs"] == 3 and sgd["edge"] == ""
+    assert out[("signum", 8)]["edge"] == "lr=0.0003 is the smallest tried: add 0.0001"
+    res = _run(root, "analyze", "best", "opt", "--by", "optimizer,batch_size")
+    assert "note: 6 diverged run(s) counted as worst" in res.stdout
+    assert "note: 1 run(s) left out (failed)" in res.stdout
+    assert "note: tuned over: lr" in res.stdout
+
+
+def test_best_accepts_grid_yaml_and_where(root, tmp_path):
+    yaml_file = tmp_path / "opt.yaml"
+    yaml_file.write_text("name: opt\n")
+    rows = _json(
+        root, "analyze", "best", str(yaml_file), "--by", "optimizer", "--where", "batch_size = 8"
+    )
+    assert {r["optimizer"]: r["mean"] for r in rows} == pytest.approx(
+        {o: _ppl(o, 8, 0) for o in LEVEL}
+    )
+
+
+def test_gap_closure_per_batch_size(root):
+    rows = _json(root, "analyze", "gap", "opt", "--baseline", "optimizer=sgd",
+                 "--reference", "optimizer=adamw", "--by", "batch_size", "--n-boot", "200")  # fmt: skip
+    got = {(r["batch_size"], r["arm"]): r for r in rows}
+    m = {o: _ppl(o, 128, 0) for o in LEVEL}
+    expected = 100 * (m["sgd"] - m["signum"]) / (m["sgd"] - m["adamw"])
+    sig = got[(128, "signum")]
+    assert sig["closure_pct"] == pytest.approx(expected)
+    assert sig["ci_low_pct"] <= expected <= sig["ci_high_pct"]
+    assert got[(128, "sgd")]["closure_pct"] == 0 and got[(128, "adamw")]["closure_pct"] == 100
+    assert sig["lr"] == pytest.approx(3e-4)  # the tuned configuration is shown
+
+
+def test_crossover_of_adamw_over_sgd(root):
+    (row,) = _json(root, "analyze", "crossover", "opt", "--x", "batch_size",
+                   "--a", "optimizer=sgd", "--b", "optimizer=adamw", "--n-boot", "300")  # fmt: skip
+    # d(bs) = m_sgd - m_adamw = -1 + 1.25 log2(bs / 8): zero at log2 bs = 3 + 0.8
+    assert row["crossover"] == pytest.approx(2**3.8)
+    assert row["b_better"] == "above" and row["sign_changes"] == 1
+    assert row["ci_low"] <= 2**3.8 <= row["ci_high"] and row["p_boot"] > 0.9
+    res = _run(root, "analyze", "crossover", "opt", "--x", "batch_size", "--a", "optimizer=adamw",
+               "--b", "optimizer=signum", "--n-boot", "100")  # fmt: skip
+    assert res.exit_code == 0 and "nowhere" in res.stdout  # signum never beats adamw: said plainly
+
+
+def test_compare_paper_test_on_coupled_adam(root):
+    (row,) = _json(root, "analyze", "compare", "coupled", "--a", "optimizer=adamw",
+                   "--b", "optimizer=coupled_adam", "--test", "paper", "--metric", "val_loss")  # fmt: skip
+    ref = paper_test(np.array([3.14, 3.15, 3.13]), np.array([3.10, 3.11, 3.09]), "less", 0.05)
+    assert row["diff"] == pytest.approx(-0.04)
+    assert row["threshold"] == pytest.approx(ref.threshold) and row["p"] == pytest.approx(ref.p)
+    assert row["significant"] == "yes"
+    (iso,) = _json(root, "analyze", "compare", "coupled", "--a", "optimizer=adamw",
+                   "--b", "optimizer=coupled_adam", "--metric", "iso", "--test", "mannwhitney")  # fmt: skip
+    assert iso["diff"] == pytest.approx(0.6) and iso["p"] == pytest.approx(0.05)  # greater: auto
+
+
+def test_speedup_budget_ratio(root):
+    (row,) = _json(root, "analyze", "speedup", "budget", "--a", "optimizer=signum",
+                   "--b", "optimizer=adamw", "--n-boot", "100")  # fmt: skip
+    truth = ((3.2 + 30 * 8**-0.3 - 3.0) / 30) ** (-1 / 0.3) / 8
+    assert row["ratio"] == pytest.approx(truth, rel=1e-3)
+    assert row["alpha"] == pytest.approx(0.3, rel=1e-3) and row["E"] == pytest.approx(3.0, rel=1e-3)
+
+
+def test_scale_policy(root):
+    res = _run(root, "analyze", "best", "scales")
+    assert res.exit_code == 2 and "pick one with --scale" in res.stderr
+    (local,) = _json(root, "analyze", "best", "scales", "--scale", "local")
+    assert local["mean"] == pytest.approx(25.5)
+    (full,) = _json(root, "analyze", "best", "scales", "--scale", "full")
+    assert full["mean"] == pytest.approx(20.5)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["best", "opt", "--by", "optimizer,colour"], "--by: unknown column 'colour'"),
+        (["best", "opt", "--over", "lrr"], "--over: unknown column 'lrr'"),
+        (["best", "opt", "--where", "colour = 1"], "--where 'colour = 1'"),
+        (["best", "opt", "--where", "lr > 10"], "matches no runs"),
+        (["best", "nosuchgrid"], "no results for grid 'nosuchgrid'"),
+        (["best", "opt", "--metric", "nope"], "metric 'nope' has no known direction"),
+        (["best", "opt", "--metric", "optimizer", "--goal", "min"], "is not numeric"),
+        (["best", "opt"], "vary within the cells"),  # batch_size mixed into one cell
+        (["gap", "opt", "--baseline", "optimizer=sgdd", "--reference", "optimizer=adamw"],
+         "--baseline 'optimizer=sgdd' matches no rows; values present: optimizer: adamw, sgd, signum"),
+        (["gap", "opt", "--baseline", "optimizer", "--reference", "optimizer=adamw"], "expected K=V"),
+        (["compare", "single", "--a", "optimizer=sgd", "--b", "optimizer=adamw"],
+         "needs at least 2 seeds per arm; sgd has 1"),
+        (["crossover", "opt", "--x", "optimizer", "--a", "optimizer=sgd", "--b", "optimizer=adamw"],
+         "needs a positive number"),
+        (["speedup", "opt", "--a", "optimizer=sgd", "--b", "optimizer=adamw", "--by", "batch_size"],
+         "at least 3 values of tokens"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(root, args, message):
+    res = _run(root, "analyze", *args)
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.stderr
+
+
+def test_formats_and_help(root):
+    res = _run(root, "analyze", "best", "opt", "--by", "optimizer,batch_size", "--format", "csv")
+    assert res.exit_code == 0
+    header = res.stdout.splitlines()[0].split(",")
+    assert header[:3] == ["optimizer", "batch_size", "lr"] and "two_sigma" in header
+    assert "note: tuned over: lr" in res.stderr  # notes stay off stdout for csv/json
+    for cmd in ("best", "gap", "crossover", "compare", "speedup"):
+        res = CliRunner().invoke(main, ["analyze", cmd, "--help"])
+        assert res.exit_code == 0 and "Example: harness analyze" in res.output
+        assert "--where" in res.output and "--metric" in res.output and "--format" in res.output

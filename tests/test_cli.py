@@ -1,0 +1,128 @@
+"""The CLI through click's runner: submit --local, idempotency, query, status, bad input."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import click
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+
+GRID = """
+name: cli_grid
+base:
+  model: tiny
+  dataset: classics-bpe8k
+  optimizer: adamw
+  seq_len: 32
+  batch_size: 8
+  tokens: 1536
+  eval_tokens: 2048
+  log_every: 2
+grid:
+  optimizer:
+    adamw: {lr: [3.0e-3]}
+    sgd: {lr: [1.0e+4], grad_clip: [null]}
+seeds: [0, 1]
+local:
+  base: {tokens: 1280}
+"""
+
+
+def invoke(*args: str) -> click.testing.Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def grid_file(tmp_path: Path) -> Path:
+    p = tmp_path / "cli_grid.yaml"
+    p.write_text(textwrap.dedent(GRID))
+    return p
+
+
+def test_submit_local_query_status_and_resubmit(tmp_path, grid_file, prepared_data):
+    res_root = tmp_path / "results"
+    common = ["--results", str(res_root)]
+    r = invoke("submit", str(grid_file), "--local", *common, "--data", str(prepared_data))
+    assert r.exit_code == 0, r.output
+    assert "launching 4" in r.output
+    rows = sorted((res_root / "cli_grid" / "runs").glob("*.parquet"))
+    assert len(rows) == 4
+    assert len(list((res_root / "cli_grid" / "curves").glob("*.parquet"))) == 4
+
+    r = invoke("query", "SELECT optimizer, status, val_loss FROM runs ORDER BY optimizer, seed",
+               "--format", "json", *common)  # fmt: skip
+    data = json.loads(r.output)
+    assert [d["status"] for d in data] == ["completed", "completed", "diverged", "diverged"]
+    assert all(d["val_loss"] is not None for d in data[:2])
+
+    r = invoke("status", str(grid_file), *common)
+    assert r.exit_code == 0
+    local_line = next(line for line in r.output.splitlines() if line.startswith("local"))
+    assert local_line.split() == ["local", "2", "2", "0", "0", "0", "0", "0", "4"]
+
+    before = {p: p.stat().st_mtime_ns for p in rows}
+    r = invoke("submit", str(grid_file), "--local", *common, "--data", str(prepared_data))
+    assert r.exit_code == 0
+    assert "skipped 4" in r.output and "launching 0" in r.output
+    assert {p: p.stat().st_mtime_ns for p in rows} == before  # nothing re-ran
+
+    r = invoke("query", "SELECT count(*) AS n FROM manifest", "--format", "csv", *common)
+    assert r.output.split() == ["n", "4"]
+    out = tmp_path / "runs.parquet"
+    r = invoke("query", "SELECT * FROM runs", "--format", "parquet", "-o", str(out), *common)
+    assert pq.read_table(out).num_rows == 4
+
+
+def test_dry_run_submits_nothing(tmp_path, grid_file):
+    res_root = tmp_path / "results"
+    r = invoke("submit", str(grid_file), "--dry-run", "--launcher", "local",
+               "--results", str(res_root))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "runs: 4" in r.output and "GPU-hours" in r.output and "FLOPs" in r.output
+    assert not res_root.exists()
+
+
+BAD_INPUTS = [
+    (["submit", "{grid_bad}", "--local"], "unknown key 'colour'"),
+    (["submit", "{grid}", "--launcher", "moon"], "unknown launcher 'moon'"),
+    (["submit", "{grid}", "--local", "--retry", "completed"], "never run again"),
+    (["submit", "{grid}", "--local", "--retry", "exploded"], "unknown state"),
+    (["submit", "{missing}", "--local"], "no such grid file"),
+    (["query", "SELECT nope FROM runs"], "SQL error"),
+    (["status", "no_such_grid"], "no results for grid 'no_such_grid'"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUTS)
+def test_bad_input_exit_2_nothing_written(tmp_path, grid_file, args, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(textwrap.dedent(GRID) + "colour: red\n")
+    res_root = tmp_path / "results"
+    fmt = {"grid": str(grid_file), "grid_bad": str(bad), "missing": str(tmp_path / "x.yaml")}
+    argv = [a.format(**fmt) for a in args] + ["--results", str(res_root)]
+    r = CliRunner().invoke(main, argv)
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert len([line for line in r.output.splitlines() if line.startswith("error:")]) == 1
+    assert not res_root.exists()
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()):
+    for name, cmd in group.commands.items():
+        yield (*prefix, name), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*prefix, name))
+
+
+def test_every_command_has_help_with_an_example():
+    for path, cmd in _commands(main):
+        r = invoke(*path, "--help")
+        assert r.exit_code == 0, path
+        if not isinstance(cmd, click.Group):
+            assert "Example" in r.output or "example" in r.output, path

@@ -1,0 +1,227 @@
+"""Figures drawn from a real DuckDB over Parquet rows: files, sidecars, and what they show."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from matplotlib.colors import LogNorm
+from matplotlib.patches import Rectangle
+
+from analysis.figures import FIGURES, default_figures
+from analysis.figures.common import FigureData, FigureSkipped, add_methods
+from analysis.figures.render import render_figures, rows_sha256
+from analysis.load import select
+from analysis.testing import make_run, write_run
+from analysis.values import prepare
+from harness.cli import main
+from harness.errors import UserError
+
+BETAS = (0.9, 0.95, 0.99)
+
+
+def _ppl(b1: float, b2: float, lr: float) -> float:
+    # best at beta1 = beta2 = 0.95 and lr 1e-3
+    gap = (math.log(1 - b1) - math.log(1 - b2)) ** 2
+    return 22 + 2 * gap + 10 * abs(b1 - 0.95) + 3 * math.log(lr / 1e-3) ** 2
+
+
+def _diverges(b1: float, b2: float) -> bool:
+    return b1 == 0.99 and b2 == 0.9
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """``betas``: AdamW over 3 x 3 betas x 2 lrs x 2 seeds, (0.99, 0.9) diverged; ``opt``: SGD,
+    AdamW and Signum over 2 batch sizes x 2 lrs x 2 seeds; ``coupled``: scale exponents."""
+    root = tmp_path_factory.mktemp("results")
+    for b1 in BETAS:
+        for b2 in BETAS:
+            for lr in (1e-3, 2e-3):
+                for s in range(2):
+                    run = make_run(grid="betas", beta1=b1, beta2=b2, eps=1e-8, lr=lr, seed=s)
+                    if _diverges(b1, b2):
+                        write_run(root, run, status="diverged")
+                    else:
+                        write_run(root, run, val_ppl=_ppl(b1, b2, lr) + 0.1 * s)
+    fields = {
+        "sgd": {"momentum": 0.9},
+        "adamw": {"beta1": 0.9, "beta2": 0.95},
+        "signum": {"beta1": 0.9},
+    }
+    level = {"sgd": (20.0, 6.0), "adamw": (22.0, 1.0), "signum": (23.0, 1.5)}
+    for opt, (base, slope) in level.items():
+        for i, bs in enumerate((8, 64)):
+            for k, lr in enumerate((1e-3, 3e-3)):
+                for s in range(2):
+                    run = make_run(
+                        grid="opt", optimizer=opt, lr=lr, batch_size=bs, seed=s, **fields[opt]
+                    )
+                    write_run(root, run, val_ppl=base + slope * i + k + 0.2 * s)
+    for opt, ns in (("coupled_adam", (0.0, 1.0, 2.0)), ("adamw", (None,))):
+        for n in ns:
+            for s in range(2):
+                run = make_run(grid="coupled", optimizer=opt, coupled_scale_exp=n, seed=s,
+                               beta1=0.9, beta2=0.95)  # fmt: skip
+                iso = 0.3 if n is None else 0.9 - 0.1 * n
+                write_run(root, run, val_ppl=22.0 + (n or 0) * 0.1 + s * 0.1,
+                          metrics={"iso": iso + s / 100, "mu_norm": 1.0 if n is None else 0.05})  # fmt: skip
+    return root
+
+
+def _figures(root: Path, *args: str):
+    return CliRunner().invoke(main, ["figures", *args, "--results", str(root)])
+
+
+def test_declared_figures_written_with_sidecars(root, tmp_path):
+    grid_yaml = tmp_path / "betas.yaml"
+    grid_yaml.write_text("name: betas\nfigures: [beta_heatmap, lr_sensitivity, loss_curves]\n")
+    res = _figures(root, str(grid_yaml))
+    assert res.exit_code == 0, res.output
+    out = root / "betas" / "figures"
+    for name in ("beta_heatmap", "lr_sensitivity", "loss_curves"):
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+        side = json.loads((out / f"{name}.json").read_text())
+        assert side["figure"] == name and side["grid"] == "betas" and side["scale"] == "full"
+        assert "FROM runs" in side["sql"]["runs"] and side["rows"]["runs"] == 36
+        assert len(side["rows_sha256"]) == 64 and side["created_at"].endswith("+00:00")
+        assert "code_commit" in side and side["files"] == [f"{name}.png", f"{name}.pdf"]
+        assert side["notes"] == ["4 diverged run(s) counted as worst"]
+    assert not (out / "batch_size.png").exists()  # not declared
+    # the hash is that of the rows the SQL returns
+    sel = select("betas", results=root)
+    side = json.loads((out / "loss_curves.json").read_text())
+    assert side["rows_sha256"] == rows_sha256({q: sel.frame(q) for q in ("runs", "curves")})
+    assert side["rows"]["curves"] == 36 * 5
+
+
+def test_default_figures_from_the_varying_columns(root):
+    res = _figures(root, "opt", "--format", "json")
+    assert res.exit_code == 0, res.output
+    drawn = {r["figure"]: r for r in json.loads(res.stdout)}
+    assert set(drawn) == {"lr_sensitivity", "batch_size", "gap_closure", "loss_curves"}
+    assert all(r["skipped"] == "" for r in drawn.values())
+    assert "defaults for the varying columns optimizer, batch_size, lr" in res.stderr
+    for name in drawn:
+        assert (root / "opt" / "figures" / f"{name}.png").stat().st_size > 10_000
+
+
+def test_default_figures_registry():
+    assert default_figures({"beta1", "beta2", "lr"}) == [
+        "beta_heatmap",
+        "lr_sensitivity",
+        "loss_curves",
+    ]
+    assert default_figures({"optimizer", "coupled_scale_exp"}) == [
+        "gap_closure",
+        "loss_curves",
+        "embedding_scale",
+    ]
+    assert default_figures(set()) == ["loss_curves"]
+    assert all(spec.name == name for name, spec in FIGURES.items())
+
+
+def test_skipped_figure_says_why_and_others_are_drawn(root):
+    res = _figures(root, "coupled", "--figure", "gap_closure", "--figure", "embedding_scale",
+                   "--metric", "val_loss", "--format", "json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = {r["figure"]: r for r in json.loads(res.stdout)}
+    assert rows["gap_closure"]["written"] == "-"
+    assert rows["gap_closure"]["skipped"].startswith("needs a baseline (sgd)")
+    assert (
+        root / "coupled" / "figures" / "embedding_scale-val_loss.png"
+    ).exists()  # metric in name
+
+
+def test_unknown_figure_is_exit_2(root):
+    res = _figures(root, "betas", "--figure", "nope")
+    assert res.exit_code == 2
+    with pytest.raises(UserError, match="unknown figure 'nope'"):
+        render_figures(select("betas", results=root), ["nope"], "val_ppl", "min")
+
+
+def _data(root: Path, grid: str, metric: str = "val_ppl") -> FigureData:
+    sel = select(grid, results=root)
+    rows = add_methods(prepare(sel.frame("runs"), metric, "min").rows)
+    return FigureData(rows=rows, metric=metric, goal="min", frames={"curves": sel.frame("curves")})
+
+
+def test_heatmap_marks_diverged_outlines_best_and_annotates(root):
+    from analysis.figures.heatmap import draw
+
+    fig = draw(_data(root, "betas"))
+    ax = fig.axes[0]
+    texts = {
+        (round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in ax.texts
+    }
+    # rows are beta1 (y), columns beta2 (x); (0.99, 0.9) -> y=2, x=0
+    assert texts[(0, 2)] == "div"
+    assert texts[(1, 1)] == f"{_ppl(0.95, 0.95, 1e-3) + 0.05:.4g}"  # best over lr, mean of seeds
+    red = [
+        p
+        for p in ax.patches
+        if isinstance(p, Rectangle) and p.get_edgecolor()[:3] == (1.0, 0.0, 0.0)
+    ]
+    assert len(red) == 1 and red[0].get_xy() == (0.5, 0.5)  # (0.95, 0.95)
+    assert not isinstance(ax.images[0].norm, LogNorm)  # values span less than a decade
+
+
+def test_heatmap_log_scale_when_values_span_decades(root, tmp_path):
+    from analysis.figures.heatmap import draw
+
+    for b1 in (0.9, 0.99):
+        for b2 in (0.9, 0.99):
+            write_run(tmp_path, make_run(grid="wide", beta1=b1, beta2=b2),
+                      val_ppl=20.0 if b1 == b2 else 2000.0)  # fmt: skip
+    assert isinstance(draw(_data(tmp_path, "wide")).axes[0].images[0].norm, LogNorm)
+
+
+def test_batch_size_figure_marks_the_crossover(root):
+    from analysis.figures.batch_size import draw
+
+    fig = draw(_data(root, "opt"))
+    ax = fig.axes[0]
+    # sgd - adamw: -2 at bs 8, +3 at bs 64: zero 2/5 of the way in log2 -> 2^(3 + 0.4 * 3)
+    lines = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert lines and np.asarray(lines[0].get_xdata())[0] == pytest.approx(2 ** (3 + 1.2))
+
+
+def test_gap_closure_figure_bars(root):
+    from analysis.figures.gap_bars import draw
+
+    fig = draw(_data(root, "opt"))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["batch_size=8", "batch_size=64"]
+    labels = [t.get_text() for t in fig.axes[1].texts]
+    # bs 64: sgd 26.1, adamw 23.1, signum 24.6 -> 50 %
+    assert "50.0%" in labels
+
+
+def test_loss_curves_need_curves(root):
+    from analysis.figures.loss_curves import draw
+
+    data = _data(root, "betas")
+    with pytest.raises(FigureSkipped, match="no loss curves"):
+        draw(FigureData(rows=data.rows, metric="val_ppl", goal="min", frames={}))
+    fig = draw(data)
+    (line,) = fig.axes[0].get_lines()  # one method, its tuned configuration
+    assert line.get_label() == "adamw"
+
+
+def test_sidecar_hash_changes_with_the_rows(root, tmp_path):
+    for s in range(2):
+        write_run(tmp_path, make_run(grid="h", lr=1e-3, seed=s), val_ppl=20.0 + s)
+        write_run(tmp_path, make_run(grid="h", lr=2e-3, seed=s), val_ppl=21.0 + s)
+    assert _figures(tmp_path, "h", "--figure", "lr_sensitivity").exit_code == 0
+    side = tmp_path / "h" / "figures" / "lr_sensitivity.json"
+    first = json.loads(side.read_text())["rows_sha256"]
+    assert _figures(tmp_path, "h", "--figure", "lr_sensitivity").exit_code == 0
+    assert json.loads(side.read_text())["rows_sha256"] == first
+    write_run(tmp_path, make_run(grid="h", lr=4e-3, seed=0), status="diverged")
+    assert _figures(tmp_path, "h", "--figure", "lr_sensitivity").exit_code == 0
+    assert json.loads(side.read_text())["rows_sha256"] != first

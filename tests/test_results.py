@@ -1,0 +1,65 @@
+"""Result rows: schema, atomic writes (a killed writer leaves no readable partial row)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pyarrow.parquet as pq
+
+from harness.outcome import RunResult
+from harness.provenance import provenance
+from harness.results import read_row, row_schema, write_result
+from tests.runs import tiny_run
+
+REQUIRED_COLUMNS = (
+    "run_id grid status optimizer lr beta1 beta2 momentum weight_decay batch_size seq_len tokens "
+    "steps model params seed val_loss val_ppl train_loss wall_s tokens_per_s error git_commit "
+    "torch_version device hostname created_at"
+).split()
+
+
+def test_row_has_every_required_column_and_nulls(tmp_path):
+    run = tiny_run(tmp_path / "data")
+    result = RunResult(status="completed", val_loss=2.0, val_ppl=7.389, params=10, device="cpu",
+                       curve=[{"step": 1, "tokens": 256, "train_loss": 3.0, "lr": 1e-3,
+                               "val_loss": None, "elapsed_s": 0.1}])  # fmt: skip
+    path = write_result(tmp_path, run, result, provenance())
+    row = read_row(path)
+    for c in REQUIRED_COLUMNS:
+        assert c in row, c
+    assert row["run_id"] == run.run_id and row["optimizer"] == "adamw"
+    assert row["momentum"] is None  # does not apply to adamw: NULL
+    assert row["val_loss"] == 2.0 and row["status"] == "completed"
+    assert pq.read_schema(path).equals(row_schema(), check_metadata=False)
+    curve = pq.read_table(tmp_path / "t" / "curves" / f"{run.run_id}.parquet").to_pylist()
+    assert curve == [{"grid": "t", "run_id": run.run_id, "step": 1, "tokens": 256,
+                      "train_loss": 3.0, "lr": 1e-3, "val_loss": None, "elapsed_s": 0.1}]  # fmt: skip
+
+
+def test_killed_writer_leaves_no_partial_row(tmp_path):
+    target = tmp_path / "row.parquet"
+    code = textwrap.dedent(
+        f"""
+        import pyarrow as pa, sys
+        from pathlib import Path
+        from harness.results import atomic_write_table
+        table = pa.table({{"x": list(range(3_000_000))}})
+        print("ready", flush=True)
+        while True:
+            atomic_write_table(table, Path({str(target)!r}))
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.8)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    visible = list(tmp_path.glob("*.parquet"))
+    for p in visible:  # whatever a reader can see is complete
+        assert pq.read_table(p).num_rows == 3_000_000
+    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert all(not p.name.endswith(".parquet") for p in leftovers)

@@ -1,0 +1,90 @@
+"""train(run): a few real CPU steps per optimizer, divergence, determinism, bitwise resume."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from harness.optim import SPECS
+from harness.train import TrainingInterrupted, train
+from tests.runs import tiny_run
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    torch.set_num_threads(1)
+
+
+OPTIMIZER_LRS = {"sgd": 0.3, "sgd_cclip": 0.3, "signsgd": 1e-3, "signum": 1e-3, "lion": 3e-4}
+
+
+@pytest.mark.parametrize("optimizer", sorted(SPECS))
+def test_few_steps_per_optimizer(prepared_data, optimizer):
+    extra = {"clip_value": 0.01} if optimizer == "sgd_cclip" else {}
+    run = tiny_run(prepared_data, optimizer=optimizer, lr=OPTIMIZER_LRS.get(optimizer, 3e-3), **extra)
+    result = train(run, data_root=prepared_data, log=None)
+    assert result.status == "completed", result.error
+    assert result.steps_done == run.steps == 6
+    assert result.tokens_seen == 6 * 8 * 32
+    assert math.isfinite(result.val_loss) and result.val_ppl == pytest.approx(math.exp(result.val_loss))
+    assert result.val_loss < math.log(run.vocab_size)  # moved away from uniform
+    assert [p["step"] for p in result.curve] == [2, 4, 6]
+    assert result.curve[-1]["val_loss"] == result.val_loss
+    assert result.params == sum(p.numel() for p in _model(run).parameters())
+    for key in ("iso", "mu_norm", "rho", "kappa", "data_wait_s", "optimizer_step_frac"):
+        assert result.metrics[key] is not None, key
+    assert result.metrics["mfu"] is None  # no GPU peak on CPU
+
+
+def _model(run):
+    from harness.model import GPT, model_config
+
+    return GPT(model_config(run))
+
+
+def test_divergence_is_a_result(prepared_data):
+    run = tiny_run(prepared_data, optimizer="sgd", lr=1e4, grad_clip=None, log_every=1)
+    result = train(run, data_root=prepared_data, log=None)
+    assert result.status == "diverged"
+    assert result.steps_done < run.steps
+    assert "loss" in result.error or "gradient" in result.error
+    assert result.val_loss is None and result.curve
+
+
+def test_deterministic_given_seed(prepared_data):
+    run = tiny_run(prepared_data)
+    a = train(run, data_root=prepared_data, log=None)
+    b = train(run, data_root=prepared_data, log=None)
+    assert a.val_loss == b.val_loss
+    assert [p["train_loss"] for p in a.curve] == [p["train_loss"] for p in b.curve]
+    c = train(tiny_run(prepared_data, seed=1), data_root=prepared_data, log=None)
+    assert c.val_loss != a.val_loss
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
+def test_resume_from_checkpoint_is_bitwise_identical(prepared_data, tmp_path, optimizer):
+    run = tiny_run(prepared_data, optimizer=optimizer, lr=0.1 if optimizer == "sgd" else 3e-3)
+    whole = train(run, data_root=prepared_data, log=None)
+    ckpt = tmp_path / "run.pt"
+    calls = {"n": 0}
+
+    def stop_after_three() -> bool:
+        calls["n"] += 1
+        return calls["n"] == 4  # polled before step 4: three steps done
+
+    with pytest.raises(TrainingInterrupted):
+        train(run, data_root=prepared_data, checkpoint=ckpt, should_stop=stop_after_three, log=None)
+    assert ckpt.exists()
+    torch.manual_seed(1234)  # a resumed process starts with other RNG state
+    resumed = train(run, data_root=prepared_data, checkpoint=ckpt, log=None)
+    assert resumed.val_loss == whole.val_loss
+    assert [p["train_loss"] for p in resumed.curve] == [p["train_loss"] for p in whole.curve]
+    assert resumed.steps_done == whole.steps_done
+
+
+def test_gradient_accumulation_matches_full_batch(prepared_data):
+    full = train(tiny_run(prepared_data), data_root=prepared_data, log=None)
+    accum = train(tiny_run(prepared_data, micro_batch_size=2), data_root=prepared_data, log=None)
+    assert accum.val_loss == pytest.approx(full.val_loss, rel=1e-4)
