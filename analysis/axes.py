@@ -96,5 +96,5 @@ def check_columns(df: pd.DataFrame, columns: Sequence[str], flag: str) -> None:
     """
     for c in columns:
         if c not in df.columns:
-            valid = ", ".join(experiment_columns(df) + ["seed"])
+            valid = ", ".join([*experiment_columns(df), "seed"])
             raise UserError(f"{flag}: unknown column {c!r}; valid columns: {valid}")

@@ -116,9 +116,14 @@ def gap(
     rows = label_arms(prep.rows, {"--baseline": baseline, "--reference": reference}, others=True)
     t = tuned(_with_rows(prep, rows), goal, [*by, ARM], over)
     out = gap_mod.gap_closure(
-        t.seeds, list(by), baseline.label, reference.label,
-        n_boot=n_boot, confidence=confidence, seed=seed,
-    )  # fmt: skip
+        t.seeds,
+        list(by),
+        baseline.label,
+        reference.label,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
     out = out.merge(t.table[[*by, ARM, *t.over]], on=[*by, ARM], how="left")
     return Answer(table=out, notes=t.notes)
 
@@ -141,9 +146,16 @@ def crossover(
     _check_positive(rows, x)
     t = tuned(_with_rows(prep, rows), goal, [*by, x, ARM], over)
     out = crossover_mod.crossover(
-        t.seeds, list(by), x, a.label, b.label, goal,
-        n_boot=n_boot, confidence=confidence, seed=seed,
-    )  # fmt: skip
+        t.seeds,
+        list(by),
+        x,
+        a.label,
+        b.label,
+        goal,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
     return Answer(table=out, notes=[*t.notes, f"b_better: where {b.label} beats {a.label}"])
 
 
@@ -167,9 +179,15 @@ def compare(
     rows = label_arms(prep.rows, {"--a": a, "--b": b})
     t = tuned(_with_rows(prep, rows), goal, [*by, ARM], over)
     out = compare_mod.compare(
-        t.seeds, list(by), a.label, b.label,
-        test=test, alternative=alternative, alpha=alpha, correction=correction,
-    )  # fmt: skip
+        t.seeds,
+        list(by),
+        a.label,
+        b.label,
+        test=test,
+        alternative=alternative,
+        alpha=alpha,
+        correction=correction,
+    )
     hypothesis = f"{test} test, H1: {b.label} {alternative} than {a.label}, alpha {alpha}"
     return Answer(table=out, notes=[*t.notes, hypothesis, f"correction: {correction}"])
 
@@ -192,9 +210,16 @@ def speedup(
     _check_positive(rows, x)
     t = tuned(_with_rows(prep, rows), goal, [*by, x, ARM], over)
     out = speedup_mod.speedup(
-        t.seeds, list(by), x, a.label, b.label, goal,
-        n_boot=n_boot, confidence=confidence, seed=seed,
-    )  # fmt: skip
+        t.seeds,
+        list(by),
+        x,
+        a.label,
+        b.label,
+        goal,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
     reading = (
         f"ratio: budget {b.label} needs / {a.label}'s largest budget to reach {a.label}'s final"
     )

@@ -169,36 +169,50 @@ def compare(
     return out[[*by, *cols, "threshold", "p_adj", "significant", "note"]]
 
 
+def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
+    return {
+        "mean_a": _mean(va),
+        "std_a": _std(va),
+        "n_a": va.size,
+        "mean_b": _mean(vb),
+        "std_b": _std(vb),
+        "n_b": vb.size,
+        "diff": _mean(vb) - _mean(va),
+        "statistic": np.nan,
+        "p": np.nan,
+        "threshold": np.nan,
+        "note": note,
+    }
+
+
+def _check_seeds(
+    test: str, spec: SignificanceTest, arms: dict[str, np.ndarray], where: str
+) -> None:
+    what = "shared seeds" if spec.paired else "seeds"
+    for label, v in arms.items():
+        if v.size < MIN_SEEDS:
+            raise UserError(
+                f"--test {test} needs at least {MIN_SEEDS} {what} per arm; "
+                f"{label}{where} has {v.size}"
+            )
+    sizes = {v.size for v in arms.values()}
+    if test == "paper" and len(sizes) > 1:
+        counts = ", ".join(f"{k}: {v.size}" for k, v in arms.items())
+        raise UserError(
+            "--test paper needs the same number of seeds in both arms; "
+            f"{where.strip(' ()') or 'the cell'} has {counts} (use --test welch)"
+        )
+
+
 def _cell(cell, key, a, b, test, spec, alternative, alpha) -> dict[str, object]:
     va, vb, note = _arm_values(cell, key, a, b, spec.paired)
-    where = _describe(key)
     absent = [label for label in (a, b) if not (cell[ARM] == label).any()]
     if absent:
-        return dict(key) | {
-            "mean_a": _mean(va), "std_a": np.nan, "n_a": va.size,
-            "mean_b": _mean(vb), "std_b": np.nan, "n_b": vb.size, "diff": np.nan,
-            "statistic": np.nan, "p": np.nan, "threshold": np.nan,
-            "note": f"no runs of {' or '.join(absent)} in this cell",
-        }  # fmt: skip
-    for label, v in ((a, va), (b, vb)):
-        if v.size < MIN_SEEDS:
-            what = "shared seeds" if spec.paired else "seeds"
-            raise UserError(
-                f"--test {test} needs at least {MIN_SEEDS} {what} per arm; {label}{where} has {v.size}"
-            )
-    if test == "paper" and va.size != vb.size:
-        raise UserError(
-            f"--test paper needs the same number of seeds in both arms; {where.strip(' ()') or 'the cell'}"
-            f" has {a}: {va.size}, {b}: {vb.size} (use --test welch)"
-        )
-    row = dict(key) | {
-        "mean_a": va.mean(), "std_a": _std(va), "n_a": va.size,
-        "mean_b": vb.mean(), "std_b": _std(vb), "n_b": vb.size,
-        "diff": vb.mean() - va.mean(), "note": note,
-    }  # fmt: skip
+        return dict(key) | _summary(va, vb, f"no runs of {' or '.join(absent)} in this cell")
+    _check_seeds(test, spec, {a: va, b: vb}, _describe(key))
+    row = dict(key) | _summary(va, vb, note)
     if spec.finite_only and not (np.isfinite(va).all() and np.isfinite(vb).all()):
-        note = "diverged seed(s): test undefined (try --test mannwhitney)"
-        return row | {"statistic": np.nan, "p": np.nan, "threshold": np.nan, "note": note}
+        return row | {"note": "diverged seed(s): test undefined (try --test mannwhitney)"}
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = spec.run(va, vb, alternative, alpha)

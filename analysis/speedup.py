@@ -11,6 +11,7 @@ at every budget of both arms, refitting each resample.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -214,10 +215,17 @@ def _cell(cell, key, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
     if failed:
         notes.append(f"{failed} of {n_boot} bootstrap fits failed")
     return {
-        "a_final": a_final, "budget_a": budget_a, "budget_b": budget_b,
-        "ratio": budget_b / budget_a, "ci_low": lo, "ci_high": hi,
-        "A": fit.A, "alpha": fit.alpha, "E": fit.E, "note": "; ".join(notes),
-    }  # fmt: skip
+        "a_final": a_final,
+        "budget_a": budget_a,
+        "budget_b": budget_b,
+        "ratio": budget_b / budget_a,
+        "ci_low": lo,
+        "ci_high": hi,
+        "A": fit.A,
+        "alpha": fit.alpha,
+        "E": fit.E,
+        "note": "; ".join(notes),
+    }
 
 
 def _boot(va_final, vb, d, goal, n_boot, rng) -> np.ndarray:
@@ -225,8 +233,6 @@ def _boot(va_final, vb, d, goal, n_boot, rng) -> np.ndarray:
     curves = np.stack([resampled_means(vb[k], n_boot, rng) for k in d], axis=1)  # (n_boot, n_d)
     out = np.full(n_boot, np.nan)
     for i in range(n_boot):
-        try:
+        with contextlib.suppress(RuntimeError, ValueError):
             out[i] = fit_power_law(d, curves[i], goal, polish=False).budget_for(target[i])
-        except (RuntimeError, ValueError):
-            pass
     return out

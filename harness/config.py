@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Fields that name or place a run but do not change what it computes; excluded from ``run_id``.
-IDENTITY_FIELDS = ("grid", "scale")
+IDENTITY_FIELDS = ("grid", "scale", "label")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,6 +31,8 @@ class RunConfig:
     """Name of the grid this run belongs to; results live under ``results/<grid>/``."""
     scale: str = "full"
     """``full`` for the grid as written, ``local`` when its ``local:`` overrides were applied."""
+    label: str | None = None
+    """Free name of the arm for tables and figures (``SGD+Gclip``); not part of ``run_id``."""
 
     # --- model ----------------------------------------------------------------------------
     model: str

@@ -21,7 +21,7 @@ from harness.errors import UserError
 from harness.optim.spec import OPTIMIZER_FIELDS, REQUIRED, get_spec
 
 #: Keys a grid may set (everything but the identity fields).
-USER_KEYS = frozenset(field_names()) - {"grid", "scale"}
+USER_KEYS = frozenset(field_names()) - {"grid", "scale"}  # label included
 
 #: Keys every run needs (no default, nothing derives them).
 REQUIRED_KEYS = frozenset(

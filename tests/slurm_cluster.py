@@ -80,7 +80,9 @@ def sacct_states(job_id: str) -> dict[str, str]:
     """Reads the accounting state of a job from ``sacct``.
 
     Args:
-        job_id: a job id (``"12"``), an array task (``"12_3"``) or a whole array (``"12"``).
+        job_id: a job id (``"12"``) or an array task (``"12_3"``). A whole array (``"12"``) gives
+            every task sacct knows so far, but sacct shows arrays incompletely: the task that carries
+            the array's own job id is absent while it runs and until about 3 s after it ends.
 
     Returns:
         sacct's JobID -> first word of its State (``"CANCELLED by 0"`` reads ``"CANCELLED"``), one
@@ -97,10 +99,11 @@ def sacct_states(job_id: str) -> dict[str, str]:
 
 
 def wait_for_state(job_id: str, states: Iterable[str], timeout: float = 60.0) -> dict[str, str]:
-    """Polls ``sacct`` until every row of a job is in one of ``states``.
+    """Polls ``sacct`` until a job (every row sacct shows for it) is in one of ``states``.
 
     Args:
-        job_id: a job id, an array task id (``"12_3"``) or an array id (then every task must match).
+        job_id: a job id or an array task id (``"12_3"``); wait for each task of an array, never
+            for the array's id (see :func:`sacct_states`).
         states: accepted sacct states, e.g. ``{"COMPLETED"}`` or ``{"CANCELLED"}``.
         timeout: seconds to wait.
 

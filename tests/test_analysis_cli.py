@@ -46,8 +46,15 @@ def root(tmp_path_factory) -> Path:
         for bs in (8, 32, 128):
             for k in ks:
                 for s, off in enumerate(OFFSETS):
-                    run = make_run(grid="opt", optimizer=opt, lr=BEST_LR[opt] * 3.0**k,
-                                   batch_size=bs, micro_batch_size=8, seed=s, **_opt_fields(opt))  # fmt: skip
+                    run = make_run(
+                        grid="opt",
+                        optimizer=opt,
+                        lr=BEST_LR[opt] * 3.0**k,
+                        batch_size=bs,
+                        micro_batch_size=8,
+                        seed=s,
+                        **_opt_fields(opt),
+                    )
                     if opt == "sgd" and k == 1 and bs >= 32:
                         write_run(root, run, status="diverged")
                     else:
@@ -119,8 +126,20 @@ def test_best_accepts_grid_yaml_and_where(root, tmp_path):
 
 
 def test_gap_closure_per_batch_size(root):
-    rows = _json(root, "analyze", "gap", "opt", "--baseline", "optimizer=sgd",
-                 "--reference", "optimizer=adamw", "--by", "batch_size", "--n-boot", "200")  # fmt: skip
+    rows = _json(
+        root,
+        "analyze",
+        "gap",
+        "opt",
+        "--baseline",
+        "optimizer=sgd",
+        "--reference",
+        "optimizer=adamw",
+        "--by",
+        "batch_size",
+        "--n-boot",
+        "200",
+    )
     got = {(r["batch_size"], r["arm"]): r for r in rows}
     m = {o: _ppl(o, 128, 0) for o in LEVEL}
     expected = 100 * (m["sgd"] - m["signum"]) / (m["sgd"] - m["adamw"])
@@ -132,32 +151,90 @@ def test_gap_closure_per_batch_size(root):
 
 
 def test_crossover_of_adamw_over_sgd(root):
-    (row,) = _json(root, "analyze", "crossover", "opt", "--x", "batch_size",
-                   "--a", "optimizer=sgd", "--b", "optimizer=adamw", "--n-boot", "300")  # fmt: skip
+    (row,) = _json(
+        root,
+        "analyze",
+        "crossover",
+        "opt",
+        "--x",
+        "batch_size",
+        "--a",
+        "optimizer=sgd",
+        "--b",
+        "optimizer=adamw",
+        "--n-boot",
+        "300",
+    )
     # d(bs) = m_sgd - m_adamw = -1 + 1.25 log2(bs / 8): zero at log2 bs = 3 + 0.8
     assert row["crossover"] == pytest.approx(2**3.8)
     assert row["b_better"] == "above" and row["sign_changes"] == 1
     assert row["ci_low"] <= 2**3.8 <= row["ci_high"] and row["p_boot"] > 0.9
-    res = _run(root, "analyze", "crossover", "opt", "--x", "batch_size", "--a", "optimizer=adamw",
-               "--b", "optimizer=signum", "--n-boot", "100")  # fmt: skip
+    res = _run(
+        root,
+        "analyze",
+        "crossover",
+        "opt",
+        "--x",
+        "batch_size",
+        "--a",
+        "optimizer=adamw",
+        "--b",
+        "optimizer=signum",
+        "--n-boot",
+        "100",
+    )
     assert res.exit_code == 0 and "nowhere" in res.stdout  # signum never beats adamw: said plainly
 
 
 def test_compare_paper_test_on_coupled_adam(root):
-    (row,) = _json(root, "analyze", "compare", "coupled", "--a", "optimizer=adamw",
-                   "--b", "optimizer=coupled_adam", "--test", "paper", "--metric", "val_loss")  # fmt: skip
+    (row,) = _json(
+        root,
+        "analyze",
+        "compare",
+        "coupled",
+        "--a",
+        "optimizer=adamw",
+        "--b",
+        "optimizer=coupled_adam",
+        "--test",
+        "paper",
+        "--metric",
+        "val_loss",
+    )
     ref = paper_test(np.array([3.14, 3.15, 3.13]), np.array([3.10, 3.11, 3.09]), "less", 0.05)
     assert row["diff"] == pytest.approx(-0.04)
     assert row["threshold"] == pytest.approx(ref.threshold) and row["p"] == pytest.approx(ref.p)
     assert row["significant"] == "yes"
-    (iso,) = _json(root, "analyze", "compare", "coupled", "--a", "optimizer=adamw",
-                   "--b", "optimizer=coupled_adam", "--metric", "iso", "--test", "mannwhitney")  # fmt: skip
+    (iso,) = _json(
+        root,
+        "analyze",
+        "compare",
+        "coupled",
+        "--a",
+        "optimizer=adamw",
+        "--b",
+        "optimizer=coupled_adam",
+        "--metric",
+        "iso",
+        "--test",
+        "mannwhitney",
+    )
     assert iso["diff"] == pytest.approx(0.6) and iso["p"] == pytest.approx(0.05)  # greater: auto
 
 
 def test_speedup_budget_ratio(root):
-    (row,) = _json(root, "analyze", "speedup", "budget", "--a", "optimizer=signum",
-                   "--b", "optimizer=adamw", "--n-boot", "100")  # fmt: skip
+    (row,) = _json(
+        root,
+        "analyze",
+        "speedup",
+        "budget",
+        "--a",
+        "optimizer=signum",
+        "--b",
+        "optimizer=adamw",
+        "--n-boot",
+        "100",
+    )
     truth = ((3.2 + 30 * 8**-0.3 - 3.0) / 30) ** (-1 / 0.3) / 8
     assert row["ratio"] == pytest.approx(truth, rel=1e-3)
     assert row["alpha"] == pytest.approx(0.3, rel=1e-3) and row["E"] == pytest.approx(3.0, rel=1e-3)
@@ -183,17 +260,46 @@ def test_scale_policy(root):
         (["best", "opt", "--metric", "nope"], "metric 'nope' has no known direction"),
         (["best", "opt", "--metric", "optimizer", "--goal", "min"], "is not numeric"),
         (["best", "opt"], "vary within the cells"),  # batch_size mixed into one cell
-        (["gap", "opt", "--baseline", "optimizer=sgdd", "--reference", "optimizer=adamw"],
-         "--baseline 'optimizer=sgdd' matches no rows; values present: optimizer: adamw, sgd, signum"),
-        (["gap", "opt", "--baseline", "optimizer", "--reference", "optimizer=adamw"], "expected K=V"),
-        (["compare", "single", "--a", "optimizer=sgd", "--b", "optimizer=adamw"],
-         "needs at least 2 seeds per arm; sgd has 1"),
-        (["crossover", "opt", "--x", "optimizer", "--a", "optimizer=sgd", "--b", "optimizer=adamw"],
-         "needs a positive number"),
-        (["speedup", "opt", "--a", "optimizer=sgd", "--b", "optimizer=adamw", "--by", "batch_size"],
-         "at least 3 values of tokens"),
+        (
+            ["gap", "opt", "--baseline", "optimizer=sgdd", "--reference", "optimizer=adamw"],
+            "'optimizer=sgdd' matches no rows; values present: optimizer: adamw, sgd, signum",
+        ),
+        (
+            ["gap", "opt", "--baseline", "optimizer", "--reference", "optimizer=adamw"],
+            "expected K=V",
+        ),
+        (
+            ["compare", "single", "--a", "optimizer=sgd", "--b", "optimizer=adamw"],
+            "needs at least 2 seeds per arm; sgd has 1",
+        ),
+        (
+            [
+                "crossover",
+                "opt",
+                "--x",
+                "optimizer",
+                "--a",
+                "optimizer=sgd",
+                "--b",
+                "optimizer=adamw",
+            ],
+            "needs a positive number",
+        ),
+        (
+            [
+                "speedup",
+                "opt",
+                "--a",
+                "optimizer=sgd",
+                "--b",
+                "optimizer=adamw",
+                "--by",
+                "batch_size",
+            ],
+            "at least 3 values of tokens",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_and_exit_2(root, args, message):
     res = _run(root, "analyze", *args)
     assert res.exit_code == 2, res.output

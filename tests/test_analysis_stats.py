@@ -22,9 +22,14 @@ from harness.errors import UserError
 
 # Talk, Table 1 (val ppl, 160M, 3.2B tokens, mean of 3 seeds).
 TABLE1 = {
-    "adamw": 21.86, "signum": 23.23, "rmsprop": 27.04, "sgd_cclip": 33.40,
-    "signsgd": 36.78, "sgd_gclip": 37.76, "sgd": 53.62,
-}  # fmt: skip
+    "adamw": 21.86,
+    "signum": 23.23,
+    "rmsprop": 27.04,
+    "sgd_cclip": 33.40,
+    "signsgd": 36.78,
+    "sgd_gclip": 37.76,
+    "sgd": 53.62,
+}
 
 
 def _seeds(values: dict[str, list[float]], **cols) -> pd.DataFrame:
@@ -60,10 +65,17 @@ def test_prepare_scores_diverged_worst_and_drops_faults():
 def _tuning_rows() -> pd.DataFrame:
     # optimizer a: lr 1 -> [10, 12], lr 2 -> [9, 10], lr 3 -> [9, inf] (one seed diverged)
     rows = [
-        ("a", 1.0, 0, 10.0), ("a", 1.0, 1, 12.0), ("a", 2.0, 0, 9.0), ("a", 2.0, 1, 10.0),
-        ("a", 3.0, 0, 8.0), ("a", 3.0, 1, math.inf),
-        ("b", 1.0, 0, 5.0), ("b", 1.0, 1, 7.0), ("b", 2.0, 0, 6.0), ("b", 2.0, 1, 6.5),
-    ]  # fmt: skip
+        ("a", 1.0, 0, 10.0),
+        ("a", 1.0, 1, 12.0),
+        ("a", 2.0, 0, 9.0),
+        ("a", 2.0, 1, 10.0),
+        ("a", 3.0, 0, 8.0),
+        ("a", 3.0, 1, math.inf),
+        ("b", 1.0, 0, 5.0),
+        ("b", 1.0, 1, 7.0),
+        ("b", 2.0, 0, 6.0),
+        ("b", 2.0, 1, 6.5),
+    ]
     return pd.DataFrame(rows, columns=["optimizer", "lr", "seed", VALUE])
 
 
@@ -180,11 +192,11 @@ def test_crossover_bootstrap_interval_covers_truth():
     covered, trials = 0, 60
     for rep in range(trials):
         rows = [
-            {ARM: arm, "bs": 2**l, "seed": s, VALUE: base + slope * (l - 3) + rng.normal(0, 0.3)}
+            {ARM: arm, "bs": 2**lg, "seed": s, VALUE: base + slope * (lg - 3) + rng.normal(0, 0.3)}
             for arm, base, slope in (("a", 20.0, 1.0), ("b", 22.0, 0.25))
-            for l in range(3, 9)
+            for lg in range(3, 9)
             for s in range(8)
-        ]  # fmt: skip
+        ]
         res = crossover(pd.DataFrame(rows), [], "bs", "a", "b", "min", n_boot=300, seed=rep).iloc[0]
         assert res["b_better"] == "above"
         covered += res["ci_low"] <= truth <= res["ci_high"]
@@ -220,8 +232,14 @@ def test_compare_matches_scipy_and_hand_values():
     )
     assert run("mannwhitney")["p"] == pytest.approx(0.05)  # exact: 1 of C(6, 3) = 20 orderings
     assert welch["diff"] == 3.0 and welch["n_a"] == 3 and welch["std_b"] == 1.0
-    paired = compare(_seeds({"a": [1.0, 2.0, 3.0], "b": [2.0, 4.0, 5.0]}), [], "a", "b",
-                     test="paired", alternative="greater").iloc[0]  # fmt: skip
+    paired = compare(
+        _seeds({"a": [1.0, 2.0, 3.0], "b": [2.0, 4.0, 5.0]}),
+        [],
+        "a",
+        "b",
+        test="paired",
+        alternative="greater",
+    ).iloc[0]
     assert paired["statistic"] == pytest.approx(5.0)  # diffs 1, 2, 2: mean 5/3, sd 1/sqrt(3)
     assert paired["p"] == pytest.approx(stats.t.sf(5.0, 2))
 
@@ -251,8 +269,14 @@ def test_compare_rejects_too_few_seeds_and_unequal_paper():
     with pytest.raises(UserError, match="same number of seeds"):
         compare(_seeds({"a": [1.0, 2.0], "b": [2.0, 3.0, 4.0]}), [], "a", "b", test="paper")
     with pytest.raises(UserError, match="one-sided"):
-        compare(_seeds({"a": [1.0, 2.0], "b": [2.0, 3.0]}), [], "a", "b", test="paper",
-                alternative="two-sided")  # fmt: skip
+        compare(
+            _seeds({"a": [1.0, 2.0], "b": [2.0, 3.0]}),
+            [],
+            "a",
+            "b",
+            test="paper",
+            alternative="two-sided",
+        )
 
 
 def test_compare_diverged_seed_is_not_a_number_for_t_tests():

@@ -65,11 +65,21 @@ def root(tmp_path_factory) -> Path:
     for opt, ns in (("coupled_adam", (0.0, 1.0, 2.0)), ("adamw", (None,))):
         for n in ns:
             for s in range(2):
-                run = make_run(grid="coupled", optimizer=opt, coupled_scale_exp=n, seed=s,
-                               beta1=0.9, beta2=0.95)  # fmt: skip
+                run = make_run(
+                    grid="coupled",
+                    optimizer=opt,
+                    coupled_scale_exp=n,
+                    seed=s,
+                    beta1=0.9,
+                    beta2=0.95,
+                )
                 iso = 0.3 if n is None else 0.9 - 0.1 * n
-                write_run(root, run, val_ppl=22.0 + (n or 0) * 0.1 + s * 0.1,
-                          metrics={"iso": iso + s / 100, "mu_norm": 1.0 if n is None else 0.05})  # fmt: skip
+                write_run(
+                    root,
+                    run,
+                    val_ppl=22.0 + (n or 0) * 0.1 + s * 0.1,
+                    metrics={"iso": iso + s / 100, "mu_norm": 1.0 if n is None else 0.05},
+                )
     return root
 
 
@@ -127,8 +137,18 @@ def test_default_figures_registry():
 
 
 def test_skipped_figure_says_why_and_others_are_drawn(root):
-    res = _figures(root, "coupled", "--figure", "gap_closure", "--figure", "embedding_scale",
-                   "--metric", "val_loss", "--format", "json")  # fmt: skip
+    res = _figures(
+        root,
+        "coupled",
+        "--figure",
+        "gap_closure",
+        "--figure",
+        "embedding_scale",
+        "--metric",
+        "val_loss",
+        "--format",
+        "json",
+    )
     assert res.exit_code == 0, res.output
     rows = {r["figure"]: r for r in json.loads(res.stdout)}
     assert rows["gap_closure"]["written"] == "-"
@@ -176,8 +196,11 @@ def test_heatmap_log_scale_when_values_span_decades(root, tmp_path):
 
     for b1 in (0.9, 0.99):
         for b2 in (0.9, 0.99):
-            write_run(tmp_path, make_run(grid="wide", beta1=b1, beta2=b2),
-                      val_ppl=20.0 if b1 == b2 else 2000.0)  # fmt: skip
+            write_run(
+                tmp_path,
+                make_run(grid="wide", beta1=b1, beta2=b2),
+                val_ppl=20.0 if b1 == b2 else 2000.0,
+            )
     assert isinstance(draw(_data(tmp_path, "wide")).axes[0].images[0].norm, LogNorm)
 
 

@@ -15,10 +15,14 @@ from harness.db import connect
 
 # Talk, Table 1: mean and 2-sigma over 3 seeds (val ppl, 160M, 3.2B tokens).
 TABLE1 = [
-    ("adamw", 1.0, 21.86, 0.21), ("signum", 1.0, 23.23, 0.16), ("rmsprop", 1.0, 27.04, 0.34),
-    ("sgd_cclip", 1.0, 33.40, 0.39), ("signsgd", 1.0, 36.78, 0.57), ("sgd", 1.0, 37.76, 0.61),
+    ("adamw", 1.0, 21.86, 0.21),
+    ("signum", 1.0, 23.23, 0.16),
+    ("rmsprop", 1.0, 27.04, 0.34),
+    ("sgd_cclip", 1.0, 33.40, 0.39),
+    ("signsgd", 1.0, 36.78, 0.57),
+    ("sgd", 1.0, 37.76, 0.61),
     ("sgd", "null", 53.62, 5.14),
-]  # fmt: skip
+]
 
 
 def _table1_csv(path: Path) -> Path:
@@ -40,8 +44,20 @@ def test_talk_table1_signum_closes_95_7_percent_of_the_gap(tmp_path):
     res = _run(tmp_path, "import", str(csv), "--grid", "talk", "--source", "Orvieto talk, Table 1")
     assert res.exit_code == 0, res.output
     assert "imported 21 row(s) into grid 'talk'" in res.stdout and "derived: val_loss" in res.stdout
-    res = _run(tmp_path, "analyze", "gap", "talk", "--baseline", "optimizer=sgd,grad_clip=null",
-               "--reference", "optimizer=adamw", "--format", "json", "--n-boot", "500")  # fmt: skip
+    res = _run(
+        tmp_path,
+        "analyze",
+        "gap",
+        "talk",
+        "--baseline",
+        "optimizer=sgd,grad_clip=null",
+        "--reference",
+        "optimizer=adamw",
+        "--format",
+        "json",
+        "--n-boot",
+        "500",
+    )
     assert res.exit_code == 0, res.output
     rows = {r["arm"]: r for r in json.loads(res.stdout)}
     signum = rows["optimizer=signum,grad_clip=1.0"]
@@ -76,8 +92,18 @@ def test_imported_rows_are_runs_with_status_source_and_types(tmp_path):
     assert _run(tmp_path, "import", str(csv), "--grid", "paper").exit_code == 0
     files = list((tmp_path / "paper" / "runs").glob("*.parquet"))
     assert len(files) == 1 and pq.read_table(files[0]).num_rows == 3
-    res = _run(tmp_path, "analyze", "best", "paper", "--by", "optimizer", "--metric", "val_loss",
-               "--format", "json")  # fmt: skip
+    res = _run(
+        tmp_path,
+        "analyze",
+        "best",
+        "paper",
+        "--by",
+        "optimizer",
+        "--metric",
+        "val_loss",
+        "--format",
+        "json",
+    )
     rows = {r["optimizer"]: r for r in json.loads(res.stdout)}
     assert rows["coupled_adam"]["mean"] == "inf"  # JSON has no infinity: the string "inf"
     assert rows["coupled_adam"]["n_diverged"] == 1  # the published divergence counts as worst

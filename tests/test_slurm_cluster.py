@@ -67,8 +67,8 @@ def test_array_runs_every_task(tmp_path: Path) -> None:
     array_id = sbatch(
         "--array=0-3%2", "--output", str(tmp_path / "%a.txt"), "--wrap", "echo $SLURM_ARRAY_TASK_ID"
     )
-    states = wait_for_state(array_id, {"COMPLETED"}, timeout=60)
-    assert sorted(states) == [f"{array_id}_{i}" for i in range(4)]
+    for i in range(4):
+        assert wait_for_state(f"{array_id}_{i}", {"COMPLETED"}, timeout=60)
     assert [(tmp_path / f"{i}.txt").read_text().strip() for i in range(4)] == ["0", "1", "2", "3"]
 
 
@@ -93,7 +93,8 @@ def test_submitit_map_array_round_trip(tmp_path: Path) -> None:
     assert [job.result() for job in jobs] == [(4, "0"), (9, "1"), (16, "2")]
     array_id = jobs[0].job_id.split("_")[0]
     assert [job.job_id for job in jobs] == [f"{array_id}_{i}" for i in range(3)]
-    wait_for_state(array_id, {"COMPLETED"}, timeout=30)
+    for job in jobs:
+        assert wait_for_state(job.job_id, {"COMPLETED"}, timeout=30) == {job.job_id: "COMPLETED"}
 
 
 def test_submitit_cancel_ends_cancelled(tmp_path: Path) -> None:

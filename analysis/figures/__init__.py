@@ -35,28 +35,58 @@ class FigureSpec:
 def _spec(
     name: str, description: str, module: str, needs: Iterable[str] = (), **kw: Any
 ) -> FigureSpec:
-    return FigureSpec(name=name, description=description, module=f"analysis.figures.{module}",
-                      needs=frozenset(needs), **kw)  # fmt: skip
+    return FigureSpec(
+        name=name,
+        description=description,
+        module=f"analysis.figures.{module}",
+        needs=frozenset(needs),
+        **kw,
+    )
 
 
 #: Every figure, by name.
 FIGURES: dict[str, FigureSpec] = {
     s.name: s
     for s in (
-        _spec("beta_heatmap", "beta1 x beta2 heatmap of the tuned metric per optimizer",
-              "heatmap", ("beta1", "beta2")),
-        _spec("lr_sensitivity", "metric vs learning rate per optimizer, mean and 2-sigma band",
-              "lr_sensitivity", ("lr",)),
-        _spec("batch_size", "tuned metric vs batch size per optimizer, crossover marked",
-              "batch_size", ("batch_size",)),
-        _spec("gap_closure", "gap closure between SGD and Adam per optimizer, with intervals",
-              "gap_bars", ("optimizer",)),
-        _spec("loss_curves", "training loss vs tokens of each optimizer's tuned configuration",
-              "loss_curves", (), queries=("runs", "curves")),
-        _spec("embedding_scale", "embedding metrics and loss vs the Coupled Adam scale exponent",
-              "embedding", ("coupled_scale_exp",)),
+        _spec(
+            "beta_heatmap",
+            "beta1 x beta2 heatmap of the tuned metric per optimizer",
+            "heatmap",
+            ("beta1", "beta2"),
+        ),
+        _spec(
+            "lr_sensitivity",
+            "metric vs learning rate per optimizer, mean and 2-sigma band",
+            "lr_sensitivity",
+            ("lr",),
+        ),
+        _spec(
+            "batch_size",
+            "tuned metric vs batch size per optimizer, crossover marked",
+            "batch_size",
+            ("batch_size",),
+        ),
+        _spec(
+            "gap_closure",
+            "gap closure between SGD and Adam per optimizer, with intervals",
+            "gap_bars",
+            ("optimizer",),
+        ),
+        _spec(
+            "loss_curves",
+            "training loss vs tokens of each optimizer's tuned configuration",
+            "loss_curves",
+            (),
+            queries=("runs", "curves"),
+        ),
+        _spec(
+            "embedding_scale",
+            "embedding metrics and loss vs the Coupled Adam scale exponent",
+            "embedding",
+            ("coupled_scale_exp",),
+        ),
     )
-}  # fmt: skip
+}
 
 
 def default_figures(axes: Iterable[str]) -> list[str]:

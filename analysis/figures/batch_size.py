@@ -62,11 +62,25 @@ def _panel(ax: Axes, part: pd.DataFrame, rows: pd.DataFrame) -> None:
         line = line.sort_values(X)
         ok = np.isfinite(line["mean"].to_numpy(float))
         st = method_style(rows, method)
-        ax.errorbar(line[X][ok], line["mean"][ok], yerr=line["two_sigma"][ok].fillna(0.0),
-                    marker="o", capsize=2, label=method, **st)  # fmt: skip
+        ax.errorbar(
+            line[X][ok],
+            line["mean"][ok],
+            yerr=line["two_sigma"][ok].fillna(0.0),
+            marker="o",
+            capsize=2,
+            label=method,
+            **st,
+        )
         if (~ok).any():
-            ax.plot(line[X][~ok], np.full(int((~ok).sum()), 0.97), "x", color=st["color"],
-                    transform=ax.get_xaxis_transform(), clip_on=False, mew=1.5)  # fmt: skip
+            ax.plot(
+                line[X][~ok],
+                np.full(int((~ok).sum()), 0.97),
+                "x",
+                color=st["color"],
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                mew=1.5,
+            )
     xs = sorted(part[X].unique())
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(xs))
@@ -86,11 +100,26 @@ def _mark_crossover(ax: Axes, seeds: pd.DataFrame, goal: str) -> None:
     res = crossover(arms, [], X, a, b, goal).iloc[0]
     if np.isnan(res["crossover"]):
         text = f"{b} vs {a}: no crossover ({b} better {res['b_better']})"
-        ax.text(0.02, 0.97, text, transform=ax.transAxes, fontsize=6, color="0.3", va="top",
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})  # fmt: skip
+        ax.text(
+            0.02,
+            0.97,
+            text,
+            transform=ax.transAxes,
+            fontsize=6,
+            color="0.3",
+            va="top",
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+        )
         return
     ax.axvline(res["crossover"], color="0.3", linestyle="--", linewidth=1)
     if np.isfinite([res["ci_low"], res["ci_high"]]).all():
         ax.axvspan(res["ci_low"], res["ci_high"], color="0.5", alpha=0.12, linewidth=0)
-    ax.text(res["crossover"], 0.97, f" {b} better {res['b_better']}\n {res['crossover']:.3g}",
-            transform=ax.get_xaxis_transform(), fontsize=6, color="0.2", va="top")  # fmt: skip
+    ax.text(
+        res["crossover"],
+        0.97,
+        f" {b} better {res['b_better']}\n {res['crossover']:.3g}",
+        transform=ax.get_xaxis_transform(),
+        fontsize=6,
+        color="0.2",
+        va="top",
+    )

@@ -126,8 +126,13 @@ def layout(n: int) -> tuple[Figure, list[Axes]]:
     cols = min(n, style.MAX_COLUMNS)
     nrows = math.ceil(n / cols)
     width = style.PAGE_WIDTH if cols > 1 else style.PAGE_WIDTH / 2
-    fig, axes = plt.subplots(nrows, cols, figsize=(width, style.ROW_HEIGHT * nrows + 0.3),
-                             squeeze=False, constrained_layout=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        nrows,
+        cols,
+        figsize=(width, style.ROW_HEIGHT * nrows + 0.3),
+        squeeze=False,
+        constrained_layout=True,
+    )
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -174,8 +179,13 @@ def legend(fig: Figure, axes: Sequence[Axes]) -> None:
             if not lab.startswith("_") and lab not in labels:
                 handles[lab], labels[lab] = h, lab
     if handles:
-        fig.legend(list(handles.values()), list(labels), loc="outside lower center",
-                   ncols=min(len(handles), 5), frameon=False)  # fmt: skip
+        fig.legend(
+            list(handles.values()),
+            list(labels),
+            loc="outside lower center",
+            ncols=min(len(handles), 5),
+            frameon=False,
+        )
 
 
 #: Default arms of figures comparing optimizers: baseline (SGD) and reference (Adam), in

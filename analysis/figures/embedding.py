@@ -58,8 +58,10 @@ def draw(data: FigureData) -> Figure:
 def _series_labels(rows: pd.DataFrame, keys: list[str]) -> list[str]:
     if not keys:
         return list(rows[METHOD])
-    return [f"{m}, {panel_title(dict(zip(keys, vals, strict=True)))}"
-            for m, vals in zip(rows[METHOD], rows[keys].itertuples(index=False), strict=True)]  # fmt: skip
+    return [
+        f"{m}, {panel_title(dict(zip(keys, vals, strict=True)))}"
+        for m, vals in zip(rows[METHOD], rows[keys].itertuples(index=False), strict=True)
+    ]
 
 
 def _panel(ax: Axes, seeds: pd.DataFrame, metric: str, rows: pd.DataFrame) -> None:
@@ -69,12 +71,23 @@ def _panel(ax: Axes, seeds: pd.DataFrame, metric: str, rows: pd.DataFrame) -> No
         mean, band = g.mean(), 2 * g.std(ddof=1).fillna(0.0)
         if mean.index.isna().all():  # no scale exponent: a reference line
             ax.axhline(mean.iloc[0], color=st["color"], linestyle="--", label=label)
-            ax.axhspan(mean.iloc[0] - band.iloc[0], mean.iloc[0] + band.iloc[0],
-                       color=st["color"], alpha=0.12, lw=0)  # fmt: skip
+            ax.axhspan(
+                mean.iloc[0] - band.iloc[0],
+                mean.iloc[0] + band.iloc[0],
+                color=st["color"],
+                alpha=0.12,
+                lw=0,
+            )
             continue
         mean, band = mean[mean.index.notna()], band[band.index.notna()]
         ok = np.isfinite(mean.to_numpy(float))
         ax.plot(mean.index[ok], mean[ok], marker="o", label=label, **st)
-        ax.fill_between(mean.index[ok], (mean - band)[ok], (mean + band)[ok],
-                        color=st["color"], alpha=0.18, lw=0)  # fmt: skip
+        ax.fill_between(
+            mean.index[ok],
+            (mean - band)[ok],
+            (mean + band)[ok],
+            color=st["color"],
+            alpha=0.18,
+            lw=0,
+        )
     ax.set_xlabel("scale exponent n (v_hat * 2^-n)")

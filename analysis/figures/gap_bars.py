@@ -36,8 +36,10 @@ def draw(data: FigureData) -> Figure:
     methods = list(rows[METHOD].unique())
     base, ref = pick(methods, BASELINES), pick(methods, REFERENCES)
     if base is None or ref is None:
-        raise FigureSkipped(f"needs a baseline ({'/'.join(BASELINES)}) and a reference "
-                            f"({'/'.join(REFERENCES)}); methods: {', '.join(sorted(methods))}")  # fmt: skip
+        raise FigureSkipped(
+            f"needs a baseline ({'/'.join(BASELINES)}) and a reference "
+            f"({'/'.join(REFERENCES)}); methods: {', '.join(sorted(methods))}"
+        )
     if len(methods) < 3:
         raise FigureSkipped("no optimizer besides the baseline and the reference")
     keys = panel_keys(rows)

@@ -81,8 +81,17 @@ def _annotate(ax: Axes, i: int, j: int, v: float, image, font: float) -> None:
     if np.isnan(v):
         return
     if np.isinf(v):
-        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85", hatch="////",
-                               edgecolor="0.55", linewidth=0))  # fmt: skip
+        ax.add_patch(
+            Rectangle(
+                (j - 0.5, i - 0.5),
+                1,
+                1,
+                facecolor="0.85",
+                hatch="////",
+                edgecolor="0.55",
+                linewidth=0,
+            )
+        )
         ax.text(j, i, "div", ha="center", va="center", fontsize=font, color="0.2")
         return
     r, g, b, _ = image.cmap(image.norm(v))

@@ -57,8 +57,17 @@ def _panel(ax: Axes, part, rows) -> None:
         ax.fill_between(x, m - band, m + band, color=st["color"], alpha=0.18, linewidth=0)
         div = line["lr"][~ok]
         if len(div):
-            ax.plot(div, np.full(len(div), 0.97), "x", color=st["color"], markersize=6, mew=1.5,
-                    transform=ax.get_xaxis_transform(), clip_on=False, label="_div")  # fmt: skip
+            ax.plot(
+                div,
+                np.full(len(div), 0.97),
+                "x",
+                color=st["color"],
+                markersize=6,
+                mew=1.5,
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                label="_div",
+            )
     ax.set_xscale("log")
     if use_log(finite):
         ax.set_yscale("log")

@@ -28,18 +28,38 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID and the options every analysis command takes."""
     opts = [
         click.argument("grid"),
-        click.option("--where", default=None, help="SQL predicate over runs' columns, e.g. \"lr < 0.01\"."),
-        click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to analyse."),
-        click.option("--goal", type=click.Choice(GOALS), default="auto", show_default=True,
-                     help="Is lower (min) or higher (max) better; auto knows the usual metrics."),
-        click.option("--scale", type=click.Choice(SCALES), default=None,
-                     help="full or local runs (default: the only scale present)."),
-        click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
-        click.option("--by", default="", help="Cell columns, comma separated, e.g. batch_size,model."),
-        click.option("--over", default="",
-                     help="Tuned columns, comma separated (default: the hyperparameters that vary)."),
+        click.option(
+            "--where", default=None, help='SQL predicate over runs\' columns, e.g. "lr < 0.01".'
+        ),
+        click.option(
+            "--metric", default=DEFAULT_METRIC, show_default=True, help="Column to analyse."
+        ),
+        click.option(
+            "--goal",
+            type=click.Choice(GOALS),
+            default="auto",
+            show_default=True,
+            help="Is lower (min) or higher (max) better; auto knows the usual metrics.",
+        ),
+        click.option(
+            "--scale",
+            type=click.Choice(SCALES),
+            default=None,
+            help="full or local runs (default: the only scale present).",
+        ),
+        click.option(
+            "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+        ),
+        click.option(
+            "--by", default="", help="Cell columns, comma separated, e.g. batch_size,model."
+        ),
+        click.option(
+            "--over",
+            default="",
+            help="Tuned columns, comma separated (default: the hyperparameters that vary).",
+        ),
         results_option,
-    ]  # fmt: skip
+    ]
     for opt in reversed(opts):
         f = opt(f)
     return f
@@ -48,10 +68,15 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
 def _boot(default: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def deco(f: Callable[..., Any]) -> Callable[..., Any]:
         f = click.option("--seed", default=0, show_default=True, help="Bootstrap random seed.")(f)
-        f = click.option("--confidence", default=CONFIDENCE, show_default=True,
-                         help="Two-sided level of intervals.")(f)  # fmt: skip
-        return click.option("--n-boot", default=default, show_default=True,
-                            help="Bootstrap resamples.")(f)  # fmt: skip
+        f = click.option(
+            "--confidence",
+            default=CONFIDENCE,
+            show_default=True,
+            help="Two-sided level of intervals.",
+        )(f)
+        return click.option(
+            "--n-boot", default=default, show_default=True, help="Bootstrap resamples."
+        )(f)
 
     return deco
 
@@ -61,16 +86,26 @@ def _selector(flag: str, example: str) -> Callable[[Callable[..., Any]], Callabl
         return parse_selector(value, flag)
 
     name = flag.lstrip("-")
-    return click.option(flag, name, required=True, callback=parse, metavar="K=V[,K=V]",
-                        help=f"Rows of this arm, e.g. {example}.")  # fmt: skip
+    return click.option(
+        flag,
+        name,
+        required=True,
+        callback=parse,
+        metavar="K=V[,K=V]",
+        help=f"Rows of this arm, e.g. {example}.",
+    )
 
 
 def _query(kw: dict[str, Any]) -> commands.Query:
     results = kw.pop("results")
     return commands.Query(
-        grid=kw.pop("grid"), results=str(results) if results else None, where=kw.pop("where"),
-        scale=kw.pop("scale"), metric=kw.pop("metric"), goal=kw.pop("goal"),
-    )  # fmt: skip
+        grid=kw.pop("grid"),
+        results=str(results) if results else None,
+        where=kw.pop("where"),
+        scale=kw.pop("scale"),
+        metric=kw.pop("metric"),
+        goal=kw.pop("goal"),
+    )
 
 
 def _cells(kw: dict[str, Any]) -> dict[str, list[str]]:
@@ -153,8 +188,13 @@ def crossover(**kw: Any) -> None:
     help="H1 about b vs a; auto: b better (less for a lower-is-better metric).",
 )
 @click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
-@click.option("--correction", type=click.Choice(list(CORRECTIONS)), default="none", show_default=True,
-              help="Multiple-comparison correction over the cells.")  # fmt: skip
+@click.option(
+    "--correction",
+    type=click.Choice(list(CORRECTIONS)),
+    default="none",
+    show_default=True,
+    help="Multiple-comparison correction over the cells.",
+)
 def compare(**kw: Any) -> None:
     """Is b better than a in each cell? Means, stds, n, difference, p-value, significance.
 

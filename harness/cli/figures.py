@@ -44,8 +44,16 @@ from harness.cli.options import results_option
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @results_option
-def figures(grid: str, names: tuple[str, ...], where: str | None, metric: str, goal: str,
-            scale: str | None, fmt: str, results: Path | None) -> None:  # fmt: skip
+def figures(
+    grid: str,
+    names: tuple[str, ...],
+    where: str | None,
+    metric: str,
+    goal: str,
+    scale: str | None,
+    fmt: str,
+    results: Path | None,
+) -> None:
     """Regenerate every figure of GRID into results/<grid>/figures/.
 
     The figures are those the grid YAML declares (figures:), else defaults from the columns that
@@ -59,9 +67,15 @@ def figures(grid: str, names: tuple[str, ...], where: str | None, metric: str, g
     chosen, why = plan_figures(sel, grid, list(names))
     done = render_figures(sel, chosen, metric, goal)
     table = pd.DataFrame(
-        [{"figure": r.name, "written": " ".join(p.name for p in r.files) or "-",
-          "skipped": r.skipped} for r in done]
-    )  # fmt: skip
+        [
+            {
+                "figure": r.name,
+                "written": " ".join(p.name for p in r.files) or "-",
+                "skipped": r.skipped,
+            }
+            for r in done
+        ]
+    )
     where = f"files in {paths.figures_dir(sel.root, sel.grid)}"
     text, notes = render(Answer(table=table, notes=[why, where]), fmt)
     click.echo(text)

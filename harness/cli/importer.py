@@ -39,8 +39,12 @@ def import_(
     Example: harness import talk_table1.csv --grid optimizer_gap --source "Orvieto talk, Table 1"
     """
     done = import_csv(
-        file, grid=grid, root=resolve_results(results), source=source, scale=scale,
+        file,
+        grid=grid,
+        root=resolve_results(results),
+        source=source,
+        scale=scale,
         extra=parse_columns(extra),
-    )  # fmt: skip
+    )
     derived = f" (derived: {', '.join(done.derived)})" if done.derived else ""
     click.echo(f"imported {done.rows} row(s) into grid {grid!r}: {done.path}{derived}")
