@@ -33,11 +33,13 @@ HYPERPARAMETERS = (
 )
 
 #: Config columns that do not define a different experiment: repeats (seed), identity
-#: (grid, scale), execution details, and ``steps`` (a function of tokens, batch_size, seq_len).
+#: (grid, scale, label), execution details, and ``steps`` (a function of tokens, batch_size,
+#: seq_len).
 NOT_COMPARED = (
     "seed",
     "grid",
     "scale",
+    "label",
     "micro_batch_size",
     "log_every",
     "eval_every",
@@ -84,7 +86,8 @@ def check_cells(df: pd.DataFrame, keys: Sequence[str], over: Sequence[str]) -> N
         keys_s = ", ".join(keys) or "(none)"
         raise UserError(
             f"column(s) {', '.join(mixed)} vary within the cells of {keys_s}; add them to "
-            "--by (conditions) or --over (tuned), or restrict the rows with --where"
+            "--by (conditions) or --over (tuned), select arms more narrowly (e.g. label=...), "
+            "or restrict the rows with --where"
         )
 
 

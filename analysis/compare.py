@@ -26,7 +26,7 @@ from scipy import stats
 from analysis.cells import iter_cells
 from analysis.corrections import CORRECTIONS
 from analysis.select import ARM
-from analysis.values import VALUE
+from analysis.values import VALUE, std_or_nan
 from harness.errors import UserError, unknown_choice
 
 ALTERNATIVES = ("less", "greater", "two-sided")
@@ -172,10 +172,10 @@ def compare(
 def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
     return {
         "mean_a": _mean(va),
-        "std_a": _std(va),
+        "std_a": std_or_nan(va),
         "n_a": va.size,
         "mean_b": _mean(vb),
-        "std_b": _std(vb),
+        "std_b": std_or_nan(vb),
         "n_b": vb.size,
         "diff": _mean(vb) - _mean(va),
         "statistic": np.nan,
@@ -234,9 +234,6 @@ def _arm_values(cell, key, a, b, paired: bool) -> tuple[np.ndarray, np.ndarray, 
 def _mean(v: np.ndarray) -> float:
     return float(v.mean()) if v.size else float("nan")
 
-
-def _std(v: np.ndarray) -> float:
-    return float(np.std(v, ddof=1)) if v.size > 1 and np.isfinite(v).all() else float("nan")
 
 
 def _describe(key: dict[str, object]) -> str:

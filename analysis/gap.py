@@ -16,7 +16,7 @@ import pandas as pd
 from analysis.bootstrap import CONFIDENCE, N_BOOT, interval, resampled_means
 from analysis.cells import iter_cells, with_keys
 from analysis.select import ARM
-from analysis.values import VALUE
+from analysis.values import VALUE, std_or_nan
 
 #: Output columns after the ``by`` columns.
 COLUMNS = (ARM, "mean", "std", "n", "closure_pct", "ci_low_pct", "ci_high_pct", "note")
@@ -76,7 +76,7 @@ def _cell(cell: pd.DataFrame, b: str, r: str, n_boot: int, conf: float, rng) -> 
     rows = []
     for a in order:
         v = arms[a]
-        row = {ARM: a, "mean": v.mean(), "std": _std(v), "n": v.size, "note": ""}
+        row = {ARM: a, "mean": v.mean(), "std": std_or_nan(v), "n": v.size, "note": ""}
         if missing:
             row.update(closure_pct=np.nan, ci_low_pct=np.nan, ci_high_pct=np.nan)
             row["note"] = f"no {' or '.join(missing)} in this cell"
@@ -93,9 +93,6 @@ def _cell(cell: pd.DataFrame, b: str, r: str, n_boot: int, conf: float, rng) -> 
         rows.append(row)
     return pd.DataFrame(rows)
 
-
-def _std(v: np.ndarray) -> float:
-    return float(np.std(v, ddof=1)) if v.size > 1 and np.isfinite(v).all() else float("nan")
 
 
 def _note(m_b: float, m_r: float, v: np.ndarray) -> str:

@@ -77,6 +77,7 @@ def require_rows(rows: pd.DataFrame, what: str) -> None:
         raise UserError(f"no completed or diverged runs {what}")
 
 
-def finite(values: np.ndarray) -> np.ndarray:
-    """The finite entries of ``values``."""
-    return values[np.isfinite(values)]
+def std_or_nan(values: np.ndarray) -> float:
+    """Corrected standard deviation (ddof 1); NaN for one value or a non-finite one."""
+    v = np.asarray(values, dtype=float)
+    return float(np.std(v, ddof=1)) if v.size > 1 and np.isfinite(v).all() else float("nan")

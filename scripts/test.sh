@@ -3,7 +3,7 @@
 # project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh), run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet torch==2.13.0 -e ".[dev]"
+bash scripts/install.sh
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   bash .ci/slurm/start.sh
 else

@@ -92,8 +92,7 @@ def _panel(ax: Axes, part: pd.DataFrame, rows: pd.DataFrame) -> None:
 
 
 def _mark_crossover(ax: Axes, seeds: pd.DataFrame, goal: str) -> None:
-    methods = list(seeds[METHOD].unique())
-    a, b = pick(methods, BASELINES), pick(methods, REFERENCES)
+    a, b = pick(seeds, BASELINES), pick(seeds, REFERENCES)
     if a is None or b is None:
         return
     arms = seeds[seeds[METHOD].isin([a, b])].assign(**{ARM: lambda d: d[METHOD]})

@@ -63,7 +63,8 @@ class FigureData:
 
 
 def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` with a ``method`` label per row (see the module docstring)."""
+    """``rows`` with a ``method`` label per row: the run's ``label`` when it has one, else the
+    optimizer with the extras that vary for it (see the module docstring)."""
     extras = [c for c in METHOD_EXTRAS if c in rows.columns]
     labels = rows["optimizer"].astype(str).to_numpy(dtype=object)
     for opt, g in rows.groupby("optimizer"):
@@ -74,6 +75,9 @@ def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
                 f"{opt} ({', '.join(f'{c}={_short(v)}' for c, v in zip(vary, vals, strict=True))})"
                 for vals in g[vary].itertuples(index=False)
             ]
+    if "label" in rows.columns:
+        named = rows["label"].notna().to_numpy()
+        labels[named] = rows["label"].to_numpy(dtype=object)[named]
     return rows.assign(**{METHOD: labels})
 
 
@@ -194,9 +198,18 @@ BASELINES = ("sgd",)
 REFERENCES = ("adamw", "adam")
 
 
-def pick(methods: Sequence[str], preferred: Sequence[str]) -> str | None:
-    """The first of ``preferred`` among ``methods``, else None."""
-    return next((p for p in preferred if p in methods), None)
+def pick(rows: pd.DataFrame, preferred: Sequence[str]) -> str | None:
+    """The method of the first of ``preferred`` optimizers present: a method named like it
+    (any case), else the shortest-named method of that optimizer (``SGD`` before ``SGD+Gclip``)."""
+    methods = sorted(rows[METHOD].unique())
+    for p in preferred:
+        named = [m for m in methods if m.lower() == p]
+        if named:
+            return named[0]
+        of_opt = sorted(set(rows.loc[rows["optimizer"] == p, METHOD]), key=lambda m: (len(m), m))
+        if of_opt:
+            return of_opt[0]
+    return None
 
 
 def restrict(df: pd.DataFrame, key: dict[str, Any]) -> pd.DataFrame:

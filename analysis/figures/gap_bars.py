@@ -34,7 +34,7 @@ def draw(data: FigureData) -> Figure:
     """The gap-closure figure (see the module docstring)."""
     rows = data.rows
     methods = list(rows[METHOD].unique())
-    base, ref = pick(methods, BASELINES), pick(methods, REFERENCES)
+    base, ref = pick(rows, BASELINES), pick(rows, REFERENCES)
     if base is None or ref is None:
         raise FigureSkipped(
             f"needs a baseline ({'/'.join(BASELINES)}) and a reference "

