@@ -50,7 +50,7 @@ class RunConfig:
     activation: str
     """``swiglu`` or ``gelu`` MLP."""
     positions: str
-    """``rope`` (rotary, on ``rotary_frac`` of each head's dims) or ``learned`` absolute positions."""
+    """``rope`` (rotary, on ``rotary_frac`` of each head's dims) or ``learned`` positions."""
     rotary_frac: float
     """Fraction of each head's dimensions that RoPE rotates (ignored for learned positions)."""
     tie_weights: bool
@@ -77,7 +77,7 @@ class RunConfig:
     steps: int
     """Optimizer steps, derived: ``tokens // (batch_size * seq_len)``."""
     eval_tokens: int
-    """Held-out tokens evaluated at the end (a fixed prefix of ``val.bin``, the same for every run)."""
+    """Held-out tokens evaluated at the end (a fixed prefix of ``val.bin``, same for all runs)."""
 
     # --- optimizer ------------------------------------------------------------------------
     optimizer: str

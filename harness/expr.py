@@ -51,11 +51,11 @@ def names_in(text: str) -> frozenset[str]:
     """Field names an expression refers to (function names excluded)."""
     tree = parse(text)
     called = {
-        n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
     }
-    return frozenset(
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in called
-    )
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in called)
 
 
 def evaluate(text: str, env: Mapping[str, float]) -> float:

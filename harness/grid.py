@@ -116,7 +116,9 @@ def load_grid(path: str | Path, *, local: bool = False, data_root: Path | None =
         raise UserError(f"{path}: 'name' must be a non-empty string without '/'")
     sections = _sections(doc, path, local)
     points = _expand(sections, str(path))
-    resolver = Resolver(name, "local" if local else "full", data_root or default_data_root(), str(path))
+    resolver = Resolver(
+        name, "local" if local else "full", data_root or default_data_root(), str(path)
+    )
     runs = tuple(resolver.resolve(p, _describe(p)) for p in points)
     _check_duplicates(runs, points, path)
     return Grid(
@@ -135,7 +137,9 @@ def _check_keys(d: Any, valid: tuple[str, ...] | frozenset[str], file: str, wher
         raise UserError(f"{file}: {where}: expected a mapping, got {type(d).__name__}")
     for k in d:
         if k not in valid:
-            raise UserError(f"{file}: {where}: unknown key {k!r}; valid keys: {', '.join(sorted(valid))}")
+            raise UserError(
+                f"{file}: {where}: unknown key {k!r}; valid keys: {', '.join(sorted(valid))}"
+            )
 
 
 def _sections(doc: dict[str, Any], path: Path, local: bool) -> dict[str, Any]:
@@ -235,7 +239,9 @@ def _seeds(spec: Any, file: str) -> list[int]:
         if len(set(spec)) != len(spec):
             raise UserError(f"{file}: seeds: repeated seed in {spec}")
         return spec
-    raise UserError(f"{file}: seeds: expected a positive int or a non-empty list of ints, got {spec!r}")
+    raise UserError(
+        f"{file}: seeds: expected a positive int or a non-empty list of ints, got {spec!r}"
+    )
 
 
 def _describe(point: dict[str, Any]) -> str:
@@ -243,7 +249,9 @@ def _describe(point: dict[str, Any]) -> str:
     return "run " + ", ".join(f"{k}={point[k]}" for k in keys if k in point)
 
 
-def _check_duplicates(runs: tuple[RunConfig, ...], points: list[dict[str, Any]], path: Path) -> None:
+def _check_duplicates(
+    runs: tuple[RunConfig, ...], points: list[dict[str, Any]], path: Path
+) -> None:
     seen: dict[str, int] = {}
     for i, run in enumerate(runs):
         j = seen.setdefault(run.run_id, i)
@@ -252,7 +260,7 @@ def _check_duplicates(runs: tuple[RunConfig, ...], points: list[dict[str, Any]],
             diff = {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
             raise UserError(
                 f"{path}: duplicate runs after expansion: points differing only in {diff} resolve "
-                "to the same config (a value that does not apply to the run, e.g. momentum for adamw?)"
+                "to the same config (a value that does not apply, e.g. momentum for adamw?)"
             )
 
 
@@ -290,5 +298,7 @@ def _varying(runs: tuple[RunConfig, ...]) -> tuple[str, ...]:
     if not runs:
         return ()
     first = runs[0].to_dict()
-    varying = {k for r in itertools.islice(runs, 1, None) for k, v in r.to_dict().items() if first[k] != v}
+    varying = {
+        k for r in itertools.islice(runs, 1, None) for k, v in r.to_dict().items() if first[k] != v
+    }
     return tuple(k for k in first if k in varying)

@@ -26,7 +26,7 @@ def compute_estimate(runs: Sequence[RunConfig]) -> tuple[float, float]:
 
 def preview(runs: Sequence[RunConfig], axes: Sequence[str], limit: int = 12) -> str:
     """A text table of the first ``limit`` runs over the columns that vary."""
-    cols = ["run_id", *[a for a in axes if a != "run_id"]] or ["run_id"]
+    cols = ["run_id", *[a for a in axes if a != "run_id"]]
     cols = cols[:10]
     rows = [[r.run_id] + [_fmt(getattr(r, c)) for c in cols[1:]] for r in runs[:limit]]
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]

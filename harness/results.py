@@ -91,10 +91,7 @@ def row_schema(extra_metrics: Iterable[str] = ()) -> pa.Schema:
 
 CURVE_SCHEMA = pa.schema(
     [pa.field("grid", pa.string()), pa.field("run_id", pa.string())]
-    + [
-        pa.field(c, pa.int64() if c in ("step", "tokens") else pa.float64())
-        for c in CURVE_COLUMNS
-    ]
+    + [pa.field(c, pa.int64() if c in ("step", "tokens") else pa.float64()) for c in CURVE_COLUMNS]
 )
 
 

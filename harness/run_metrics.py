@@ -10,7 +10,9 @@ import torch
 from harness.metrics import embedding_metrics, second_moment_probe
 
 
-def final_metrics(model: Any, optimizer: torch.optim.Optimizer, data: Any) -> dict[str, float | None]:
+def final_metrics(
+    model: Any, optimizer: torch.optim.Optimizer, data: Any
+) -> dict[str, float | None]:
     """Embedding metrics and the second-moment probe of a trained GPT.
 
     Args:

@@ -47,7 +47,9 @@ def format_status(s: GridStatus) -> str:
     lines.append(header)
     for scale, c in sorted(s.counts.items()):
         total = sum(c.values())
-        lines.append(f"{scale:8}" + "".join(f"{c.get(st, 0):>11}" for st in states) + f"{total:>11}")
+        lines.append(
+            f"{scale:8}" + "".join(f"{c.get(st, 0):>11}" for st in states) + f"{total:>11}"
+        )
     for run_id, status, reason in s.failures[:20]:
         lines.append(f"  {status:9} {run_id}  {reason[:150]}")
     if len(s.failures) > 20:

@@ -11,11 +11,11 @@ which records them.
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 import random
 import resource
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,7 +110,9 @@ class _Trainer:
     ) -> None:
         self.run, self.checkpoint, self.log = run, checkpoint, log
         self.rank, self.world = _rank_world()
-        local_rank = self.rank % max(1, torch.cuda.device_count()) if torch.cuda.is_available() else 0
+        local_rank = (
+            self.rank % max(1, torch.cuda.device_count()) if torch.cuda.is_available() else 0
+        )
         self.placement: Placement = place(run.precision, run.compile, local_rank)
         _seed_everything(run.seed)
         self.data = TokenData(resolve_dataset(run.dataset, data_root))

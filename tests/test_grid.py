@@ -44,8 +44,9 @@ def test_cartesian_axes_and_seeds(tmp_path):
 
 
 def test_derived_steps_and_expressions(tmp_path):
-    text = BASE.replace("lr: 1.0e-3", "lr: 3e-3\n"
-                        "  warmup_steps: '0.1 * steps'\n  lr_min: '0.1 * lr'")
+    text = BASE.replace(
+        "lr: 1.0e-3", "lr: 3e-3\n  warmup_steps: '0.1 * steps'\n  lr_min: '0.1 * lr'"
+    )
     g = load_grid(write(tmp_path, text), data_root=tmp_path)
     (run,) = g.runs
     assert run.steps == 102400 // (16 * 64) == 100
@@ -141,11 +142,7 @@ BAD = [
 @pytest.mark.parametrize(("extra", "message"), BAD)
 def test_bad_input_is_one_clear_line(tmp_path, extra, message):
     # later top-level keys replace BASE's, so merge 'base:' additions into the base mapping
-    text = BASE
-    if extra.startswith("base:\n"):
-        text = BASE + extra[len("base:\n"):]
-    else:
-        text = BASE + extra
+    text = BASE + (extra[len("base:\n") :] if extra.startswith("base:\n") else extra)
     path = write(tmp_path, text)
     with pytest.raises(UserError) as info:
         load_grid(path, data_root=tmp_path)

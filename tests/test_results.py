@@ -15,11 +15,35 @@ from harness.provenance import provenance
 from harness.results import read_row, row_schema, write_result
 from tests.runs import tiny_run
 
-REQUIRED_COLUMNS = (
-    "run_id grid status optimizer lr beta1 beta2 momentum weight_decay batch_size seq_len tokens "
-    "steps model params seed val_loss val_ppl train_loss wall_s tokens_per_s error git_commit "
-    "torch_version device hostname created_at"
-).split()
+REQUIRED_COLUMNS = [
+    "run_id",
+    "grid",
+    "status",
+    "optimizer",
+    "lr",
+    "beta1",
+    "beta2",
+    "momentum",
+    "weight_decay",
+    "batch_size",
+    "seq_len",
+    "tokens",
+    "steps",
+    "model",
+    "params",
+    "seed",
+    "val_loss",
+    "val_ppl",
+    "train_loss",
+    "wall_s",
+    "tokens_per_s",
+    "error",
+    "git_commit",
+    "torch_version",
+    "device",
+    "hostname",
+    "created_at",
+]
 
 
 def test_row_has_every_required_column_and_nulls(tmp_path):
@@ -36,8 +60,8 @@ def test_row_has_every_required_column_and_nulls(tmp_path):
     assert row["val_loss"] == 2.0 and row["status"] == "completed"
     assert pq.read_schema(path).equals(row_schema(), check_metadata=False)
     curve = pq.read_table(tmp_path / "t" / "curves" / f"{run.run_id}.parquet").to_pylist()
-    assert curve == [{"grid": "t", "run_id": run.run_id, "step": 1, "tokens": 256,
-                      "train_loss": 3.0, "lr": 1e-3, "val_loss": None, "elapsed_s": 0.1}]  # fmt: skip
+    point = {"step": 1, "tokens": 256, "train_loss": 3.0, "lr": 1e-3, "val_loss": None}
+    assert curve == [{"grid": "t", "run_id": run.run_id, **point, "elapsed_s": 0.1}]
 
 
 def test_killed_writer_leaves_no_partial_row(tmp_path):

@@ -23,12 +23,16 @@ OPTIMIZER_LRS = {"sgd": 0.3, "sgd_cclip": 0.3, "signsgd": 1e-3, "signum": 1e-3, 
 @pytest.mark.parametrize("optimizer", sorted(SPECS))
 def test_few_steps_per_optimizer(prepared_data, optimizer):
     extra = {"clip_value": 0.01} if optimizer == "sgd_cclip" else {}
-    run = tiny_run(prepared_data, optimizer=optimizer, lr=OPTIMIZER_LRS.get(optimizer, 3e-3), **extra)
+    run = tiny_run(
+        prepared_data, optimizer=optimizer, lr=OPTIMIZER_LRS.get(optimizer, 3e-3), **extra
+    )
     result = train(run, data_root=prepared_data, log=None)
     assert result.status == "completed", result.error
     assert result.steps_done == run.steps == 6
     assert result.tokens_seen == 6 * 8 * 32
-    assert math.isfinite(result.val_loss) and result.val_ppl == pytest.approx(math.exp(result.val_loss))
+    assert math.isfinite(result.val_loss) and result.val_ppl == pytest.approx(
+        math.exp(result.val_loss)
+    )
     assert result.val_loss < math.log(run.vocab_size)  # moved away from uniform
     assert [p["step"] for p in result.curve] == [2, 4, 6]
     assert result.curve[-1]["val_loss"] == result.val_loss

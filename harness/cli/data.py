@@ -24,7 +24,7 @@ def prepare(name: str | None, force: bool, data: Path | None) -> None:
 
     Example: harness data prepare classics-bpe8k
     """
-    from harness.data import DEFAULT_DATASET, data_root, read_meta, prepare
+    from harness.data import DEFAULT_DATASET, data_root, prepare, read_meta
 
     path = prepare(name or DEFAULT_DATASET, data_root(data), force=force)
     meta = read_meta(path)

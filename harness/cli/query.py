@@ -54,7 +54,7 @@ def query(
         sys.stdout.write(text)
 
 
-def _render(df, fmt: str, max_rows: int) -> str:  # noqa: ANN001
+def _render(df, fmt: str, max_rows: int) -> str:
     if fmt == "csv":
         return df.to_csv(index=False)
     if fmt == "json":
