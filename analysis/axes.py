@@ -83,9 +83,11 @@ def check_cells(df: pd.DataFrame, keys: Sequence[str], over: Sequence[str]) -> N
     """
     mixed = varying_within(df, list(keys) + list(over), experiment_columns(df))
     if mixed:
-        keys_s = ", ".join(keys) or "(none)"
+        named = [k for k in keys if k != "arm"]
+        cells = f"the cells of {', '.join(named)}" if named else "one cell"
+        cells += " and arm" if "arm" in keys else ""
         raise UserError(
-            f"column(s) {', '.join(mixed)} vary within the cells of {keys_s}; add them to "
+            f"column(s) {', '.join(mixed)} vary within {cells}; add them to "
             "--by (conditions) or --over (tuned), select arms more narrowly (e.g. label=...), "
             "or restrict the rows with --where"
         )

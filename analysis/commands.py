@@ -80,17 +80,33 @@ def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -
         *prep.notes(),
         f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}",
     ]
-    edges = int((table["edge"] != "").sum())
-    if edges:
-        notes.append(
-            f"{edges} cell(s) have a best value on the edge of the searched range (column edge)"
-        )
+    notes += edge_notes(table, keys, listed=ARM in keys)
     seeds = best_runs(rows, table, [*keys, *over])
     if ARM in keys:  # an arm to which a --by column does not apply joins every cell of it
         pairs = inapplicable(rows, [k for k in keys if k != ARM])
         table, seeds = broadcast(table, pairs), broadcast(seeds, pairs)
         notes += [f"{arm} has no {col}: it joins every {col} cell" for arm, col in pairs]
     return Tuned(table=table, seeds=seeds, over=over, notes=notes)
+
+
+#: Edge notes listed one by one, at most.
+MAX_EDGE_NOTES = 10
+
+
+def edge_notes(table: pd.DataFrame, keys: Sequence[str], *, listed: bool) -> list[str]:
+    """Notes on best values at the edge of the searched range: a count pointing at the
+    ``edge`` column, or (``listed``, for tables without that column) one line per cell."""
+    edged = table[table["edge"] != ""]
+    if edged.empty:
+        return []
+    if not listed:
+        return [f"{len(edged)} cell(s) have a best value on the edge of the range (column edge)"]
+    lines = [
+        f"edge: {', '.join(f'{k}={r[k]}' for k in keys)}: {r['edge']}"
+        for _, r in edged.head(MAX_EDGE_NOTES).iterrows()
+    ]
+    more = len(edged) - MAX_EDGE_NOTES
+    return lines + ([f"... and {more} more edge(s): see harness analyze best"] if more > 0 else [])
 
 
 def best(q: Query, *, by: Sequence[str] = (), over: Sequence[str] = ()) -> Answer:
@@ -156,7 +172,9 @@ def crossover(
         confidence=confidence,
         seed=seed,
     )
-    return Answer(table=out, notes=[*t.notes, f"b_better: where {b.label} beats {a.label}"])
+    return Answer(
+        table=out, notes=[*t.notes, f"a = {a.label}, b = {b.label}; b_better: where b beats a"]
+    )
 
 
 def compare(

@@ -235,6 +235,5 @@ def _mean(v: np.ndarray) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-
 def _describe(key: dict[str, object]) -> str:
     return f" ({', '.join(f'{k}={v}' for k, v in key.items())})" if key else ""

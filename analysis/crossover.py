@@ -25,7 +25,16 @@ from analysis.select import ARM
 from analysis.values import VALUE
 
 #: Output columns after the ``by`` columns.
-COLUMNS = ("crossover", "ci_low", "ci_high", "p_boot", "b_better", "x_range", "sign_changes")
+COLUMNS = (
+    "crossover",
+    "ci_low",
+    "ci_high",
+    "p_boot",
+    "b_better",
+    "x_range",
+    "sign_changes",
+    "note",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,25 +123,36 @@ def _cell(cell, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
         return dict.fromkeys(COLUMNS, np.nan) | {"b_better": "n/a: fewer than 2 shared x"}
     m = {arm: np.array([arms[(arm, xv)].mean() for xv in xs]) for arm in (a, b)}
     point = find_crossing(xs, advantage(m[a], m[b], goal))
+    row = {
+        "crossover": point.x,
+        "b_better": point.b_better,
+        "x_range": f"{xs[0]:g}..{xs[-1]:g}",
+        "sign_changes": point.sign_changes,
+        "note": "not monotone: the last crossing" if point.sign_changes > 1 else "",
+    }
+    if min(arms[(arm, xv)].size for arm in (a, b) for xv in xs) < 2:
+        return row | {
+            "ci_low": np.nan,
+            "ci_high": np.nan,
+            "p_boot": np.nan,
+            "note": "n = 1 at some x: no interval",
+        }
+    return row | _boot(arms, xs, point, a, b, goal, n_boot, conf, rng)
+
+
+def _boot(arms, xs, point: Crossing, a, b, goal, n_boot, conf, rng) -> dict[str, float]:
     boot = {
         arm: np.stack([resampled_means(arms[(arm, xv)], n_boot, rng) for xv in xs], axis=1)
         for arm in (a, b)
     }  # arm -> (n_boot, n_x)
     adv = advantage(boot[a], boot[b], goal)
     crossings = [find_crossing(xs, adv[k]) for k in range(n_boot)]
-    if np.isnan(point.x):
-        p_boot = np.mean([not np.isnan(c.x) for c in crossings])
-        lo = hi = np.nan
-    else:
-        same = np.array([c.x for c in crossings if c.b_better == point.b_better])
-        p_boot = same.size / n_boot
-        lo, hi = interval(same, conf)
-    return {
-        "crossover": point.x,
-        "ci_low": lo,
-        "ci_high": hi,
-        "p_boot": float(p_boot),
-        "b_better": point.b_better,
-        "x_range": f"{xs[0]:g}..{xs[-1]:g}",
-        "sign_changes": point.sign_changes,
-    }
+    if np.isnan(point.x):  # how often would the resamples find one?
+        return {
+            "ci_low": np.nan,
+            "ci_high": np.nan,
+            "p_boot": float(np.mean([not np.isnan(c.x) for c in crossings])),
+        }
+    same = np.array([c.x for c in crossings if c.b_better == point.b_better])
+    lo, hi = interval(same, conf)
+    return {"ci_low": lo, "ci_high": hi, "p_boot": same.size / n_boot}

@@ -88,11 +88,10 @@ def _cell(cell: pd.DataFrame, b: str, r: str, n_boot: int, conf: float, rng) -> 
             row["note"] = _note(m_b, m_r, v)
             if min(v.size, arms[b].size, arms[r].size) < 2:
                 lo, hi = np.nan, np.nan
-                row["note"] = row["note"] or "one seed: no interval"
+                row["note"] = row["note"] or "n = 1: no interval"
             row.update(closure_pct=100 * c, ci_low_pct=100 * lo, ci_high_pct=100 * hi)
         rows.append(row)
     return pd.DataFrame(rows)
-
 
 
 def _note(m_b: float, m_r: float, v: np.ndarray) -> str:

@@ -187,12 +187,11 @@ def _arm(cell: pd.DataFrame, arm: str, x: str) -> dict[float, np.ndarray]:
     return {float(xv): g[VALUE].to_numpy(float) for xv, g in sub.groupby(x)}
 
 
-def _cell(cell, key, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
+def _usable_budgets(cell, key, x, a, b) -> tuple[dict, dict, list[str]]:
+    """(a's seeds by budget, b's finite budgets, notes); refuses too few budgets of b."""
     va, vb = _arm(cell, a, x), _arm(cell, b, x)
-    notes = []
     diverged = [d for d, v in vb.items() if not np.isfinite(v.mean())]
-    if diverged:
-        notes.append(f"{b} diverged at {x}={', '.join(f'{d:g}' for d in diverged)}: not fitted")
+    notes = [f"{b} diverged at {x}={', '.join(f'{d:g}' for d in diverged)}: not fitted"]
     vb = {d: v for d, v in vb.items() if d not in diverged}
     if len(vb) < MIN_BUDGETS or not va:
         where = ", ".join(f"{k}={v}" for k, v in key.items()) or "the data"
@@ -200,32 +199,33 @@ def _cell(cell, key, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
             f"speedup needs at least {MIN_BUDGETS} values of {x} for {b} and one for {a}; "
             f"{where} has {len(vb)} for {b} and {len(va)} for {a}"
         )
+    return va, vb, notes if diverged else []
+
+
+def _cell(cell, key, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
+    va, vb, notes = _usable_budgets(cell, key, x, a, b)
     budget_a = max(va)
     a_final = float(va[budget_a].mean())
     d = np.array(sorted(vb))
     fit = fit_power_law(d, np.array([vb[k].mean() for k in d]), goal)
     budget_b = fit.budget_for(a_final)
-    samples = _boot(va[budget_a], vb, d, goal, n_boot, rng)
+    if min(v.size for v in [va[budget_a], *vb.values()]) < 2:
+        samples = np.full(n_boot, np.nan)
+        notes.append("n = 1 somewhere: no interval")
+    else:
+        samples = _boot(va[budget_a], vb, d, goal, n_boot, rng)
+        if failed := int(np.isnan(samples).sum()):
+            notes.append(f"{failed} of {n_boot} bootstrap fits failed")
     lo, hi = interval(samples / budget_a, conf)
     if np.isinf(budget_b):
         notes.append(f"{a}'s final value is beyond {b}'s asymptote E")
     elif not d[0] <= budget_b <= d[-1]:
         notes.append(f"extrapolated outside {b}'s budgets {d[0]:g}..{d[-1]:g}")
-    failed = int(np.isnan(samples).sum())
-    if failed:
-        notes.append(f"{failed} of {n_boot} bootstrap fits failed")
     return {
-        "a_final": a_final,
-        "budget_a": budget_a,
-        "budget_b": budget_b,
-        "ratio": budget_b / budget_a,
-        "ci_low": lo,
-        "ci_high": hi,
-        "A": fit.A,
-        "alpha": fit.alpha,
-        "E": fit.E,
-        "note": "; ".join(notes),
-    }
+        "a_final": a_final, "budget_a": budget_a, "budget_b": budget_b,
+        "ratio": budget_b / budget_a, "ci_low": lo, "ci_high": hi,
+        "A": fit.A, "alpha": fit.alpha, "E": fit.E, "note": "; ".join(notes),
+    }  # fmt: skip
 
 
 def _boot(va_final, vb, d, goal, n_boot, rng) -> np.ndarray:

@@ -6,6 +6,7 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/runs/<run_id>.parquet one result row per finished run
     <root>/<grid>/curves/<run_id>.parquet its loss curve
     <root>/<grid>/compact/              consolidated rows and curves (``harness compact``)
+    <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
     <root>/<grid>/submissions/          launcher records (job ids) and submitit logs
 """
@@ -58,6 +59,11 @@ def curve_path(root: Path, grid: str, run_id: str) -> Path:
 def compact_dir(root: Path, grid: str) -> Path:
     """Folder of consolidated rows and curves."""
     return grid_dir(root, grid) / "compact"
+
+
+def compile_cache_dir(root: Path, grid: str) -> Path:
+    """torch.compile's Inductor/Triton cache, shared by the runs of one grid."""
+    return grid_dir(root, grid) / "compile_cache"
 
 
 def checkpoint_path(root: Path, grid: str, run_id: str) -> Path:

@@ -10,6 +10,7 @@ type-checked against the RunConfig field it fills.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,9 @@ def _base_type(name: str) -> type:
     args = [a for a in typing.get_args(_HINTS[name]) if a is not type(None)]
     return args[0] if args else _HINTS[name]
 
+
+_NAMES = field_names()
+_VALUES_OF = operator.attrgetter(*_NAMES)  # run -> tuple of field values (to_dict, faster)
 
 FIELD_TYPE: dict[str, type] = {n: _base_type(n) for n in field_names()}
 OPTIONAL: frozenset[str] = frozenset(
@@ -77,7 +81,7 @@ class Resolver:
                 raise UserError(f"no value for {', '.join(map(repr, missing))}")
             values = {k: _coerce(k, v) for k, v in d.items()}
             run = RunConfig(grid=self.grid, scale=self.scale, **values)
-            _check(run.to_dict())
+            _check(dict(zip(_NAMES, _VALUES_OF(run), strict=True)))
             return run
         except UserError as e:
             raise UserError(f"{self.where}: {at}: {e}") from None
@@ -133,22 +137,26 @@ def _derive_and_evaluate(d: dict[str, Any]) -> None:
     for k, v in d.items():
         if k in NUMERIC and isinstance(v, str) and _number(v) is not None:
             d[k] = _number(v)  # YAML 1.1 reads 3e-3 and 3.2e9 as strings
+    # Only the pending expressions are revisited on each pass (grids of 10,000 points resolve
+    # every point through here); env holds the plain numbers known so far.
+    pending = {k: v for k, v in d.items() if _is_expression(k, v)}
+    env = {k: v for k, v in d.items() if _is_plain_number(v)}
     progress = True
     while progress:
         progress = False
-        env = {k: v for k, v in d.items() if _is_plain_number(v)}
-        for k, v in list(d.items()):
-            if _is_expression(k, v) and expr.names_in(v) <= env.keys():
+        for k, v in list(pending.items()):
+            if expr.names_in(v) <= env.keys():
                 value = expr.evaluate(v, env)
-                d[k] = round(value) if FIELD_TYPE[k] is int else value  # "0.1 * steps" -> steps
+                d[k] = env[k] = round(value) if FIELD_TYPE[k] is int else value  # "0.1 * steps"
+                del pending[k]
                 progress = True
         for k, (inputs, fn) in DERIVED.items():
             if k not in d and all(i in env for i in inputs):
                 d[k] = fn(*(env[i] for i in inputs))
+                if _is_plain_number(d[k]):
+                    env[k] = d[k]
                 progress = True
-    pending = {k: v for k, v in d.items() if _is_expression(k, v)}
     for k, v in pending.items():
-        env = {k2: v2 for k2, v2 in d.items() if _is_plain_number(v2)}
         missing = sorted(expr.names_in(v) - env.keys())
         raise UserError(f"{k}: expression {v!r} refers to {missing} which never resolve")
     for k in ("tokens", "seq_len", "batch_size"):

@@ -56,10 +56,13 @@ def submit(
     launcher: str | None = None,
     dry_run: bool = False,
     retry: Collection[str] = (),
-    wait: bool = True,
+    wait: bool | None = None,
     out: TextIO,
 ) -> SubmitReport:
-    """Expand ``grid_path`` and launch its runs that have no result yet (see module doc)."""
+    """Expand ``grid_path`` and launch its runs that have no result yet (see module doc).
+
+    ``wait`` None leaves it to the launcher: local runs block, SLURM returns once queued.
+    """
     bad = set(retry) - set(STATUSES)
     if bad:
         raise UserError(f"--retry: unknown state(s) {sorted(bad)}; valid: {', '.join(STATUSES)}")
@@ -74,6 +77,8 @@ def submit(
     for dataset in sorted({r.dataset for r in grid.runs}):
         ensure_prepared(dataset, data_root)
     write_manifest(root, grid.name, grid.runs)
+    if hasattr(runner, "reconcile"):  # rows for runs whose job died without writing one
+        runner.reconcile(root, grid.name)
     done = result_statuses(root, grid.name)
     todo = [r for r in grid.runs if r.run_id not in done or done[r.run_id] in retry]
     if hasattr(runner, "exclude_queued"):
@@ -86,5 +91,6 @@ def submit(
     )
     if not todo:
         return SubmitReport(grid.name, len(grid.runs), skipped, 0, {})
-    report = runner.launch(todo, root, grid.name, data_root, wait=wait)
+    options = {} if wait is None else {"wait": wait}  # each launcher has its own default
+    report = runner.launch(todo, root, grid.name, data_root, **options)
     return SubmitReport(grid.name, len(grid.runs), skipped, report.launched, report.statuses)

@@ -213,8 +213,7 @@ class _Trainer:
         )  # fmt: skip
         st.data_wait_s += time.perf_counter() - t_data
         for i, (x, y) in enumerate(micro):
-            x = x.to(self.placement.device, non_blocking=True)
-            y = y.to(self.placement.device, non_blocking=True)
+            x, y = self._to_device(x), self._to_device(y)
             sync = i == len(micro) - 1 or self.world == 1
             no_sync = not sync and hasattr(self.forward, "no_sync")
             with self.forward.no_sync() if no_sync else nullcontext(), self.placement.autocast():
@@ -233,6 +232,12 @@ class _Trainer:
             self._sync()
             st.opt_s += time.perf_counter() - t_opt
         return total, gnorm
+
+    def _to_device(self, t: torch.Tensor) -> torch.Tensor:
+        """Host batch -> device; on CUDA through pinned memory, so the copy is asynchronous."""
+        if self.placement.device.type != "cuda":
+            return t
+        return t.pin_memory().to(self.placement.device, non_blocking=True)
 
     def _sync(self) -> None:
         if self.placement.device.type == "cuda":
@@ -280,8 +285,7 @@ class _Trainer:
         total = torch.zeros((), device=self.placement.device, dtype=torch.float64)
         count = 0
         for x, y in self.data.eval_batches(run.eval_tokens, run.seq_len, run.micro_batch_size):
-            x = x.to(self.placement.device, non_blocking=True)
-            y = y.to(self.placement.device, non_blocking=True)
+            x, y = self._to_device(x), self._to_device(y)
             with self.placement.autocast():
                 loss = self.forward(x, y)
             total += loss.double() * y.numel()

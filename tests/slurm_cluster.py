@@ -81,8 +81,8 @@ def sacct_states(job_id: str) -> dict[str, str]:
 
     Args:
         job_id: a job id (``"12"``) or an array task (``"12_3"``). A whole array (``"12"``) gives
-            every task sacct knows so far, but sacct shows arrays incompletely: the task that carries
-            the array's own job id is absent while it runs and until about 3 s after it ends.
+            the tasks sacct knows so far, but sacct shows arrays incompletely: the task that
+            carries the array's own job id is absent while it runs and until about 3 s after.
 
     Returns:
         sacct's JobID -> first word of its State (``"CANCELLED by 0"`` reads ``"CANCELLED"``), one

@@ -80,6 +80,14 @@ def root(tmp_path_factory) -> Path:
             write_run(root, run, val_ppl=20.0 + s + (5 if scale == "local" else 0))
     for opt in ("adamw", "sgd"):
         write_run(root, make_run(grid="single", optimizer=opt, lr=0.1), val_ppl=30.0)
+    for opt, n, ppl in (
+        ("adamw", None, 23.0),
+        ("coupled_adam", 0.0, 22.0),
+        ("coupled_adam", 1.0, 22.5),
+    ):
+        for s in range(2):
+            run = make_run(grid="scaled", optimizer=opt, coupled_scale_exp=n, seed=s)
+            write_run(root, run, val_ppl=ppl + 0.1 * s - 0.05)
     return root
 
 
@@ -148,6 +156,40 @@ def test_gap_closure_per_batch_size(root):
     assert sig["ci_low_pct"] <= expected <= sig["ci_high_pct"]
     assert got[(128, "sgd")]["closure_pct"] == 0 and got[(128, "adamw")]["closure_pct"] == 100
     assert sig["lr"] == pytest.approx(3e-4)  # the tuned configuration is shown
+    res = _run(
+        root,
+        "analyze",
+        "gap",
+        "opt",
+        "--baseline",
+        "optimizer=sgd",
+        "--reference",
+        "optimizer=adamw",
+        "--by",
+        "batch_size",
+        "--n-boot",
+        "50",
+    )
+    assert "note: edge: batch_size=8, arm=signum: lr=0.0003 is the smallest tried" in res.stdout
+
+
+def test_arm_without_a_by_column_joins_every_cell(root):
+    """adamw has no coupled_scale_exp: compared against coupled_adam at every exponent."""
+    rows = _json(
+        root,
+        "analyze",
+        "compare",
+        "scaled",
+        "--a",
+        "optimizer=adamw",
+        "--b",
+        "optimizer=coupled_adam",
+        "--by",
+        "coupled_scale_exp",
+    )
+    assert [r["coupled_scale_exp"] for r in rows] == [0.0, 1.0]
+    assert all(r["mean_a"] == pytest.approx(23.0) and r["n_a"] == 2 for r in rows)
+    assert [r["mean_b"] for r in rows] == pytest.approx([22.0, 22.5])
 
 
 def test_crossover_of_adamw_over_sgd(root):
@@ -259,7 +301,7 @@ def test_scale_policy(root):
         (["best", "nosuchgrid"], "no results for grid 'nosuchgrid'"),
         (["best", "opt", "--metric", "nope"], "metric 'nope' has no known direction"),
         (["best", "opt", "--metric", "optimizer", "--goal", "min"], "is not numeric"),
-        (["best", "opt"], "vary within the cells"),  # batch_size mixed into one cell
+        (["best", "opt"], "batch_size vary within one cell"),  # batch_size mixed into one cell
         (
             ["gap", "opt", "--baseline", "optimizer=sgdd", "--reference", "optimizer=adamw"],
             "'optimizer=sgdd' matches no rows; values present: optimizer: adamw, sgd, signum",

@@ -133,7 +133,7 @@ def test_gap_closure_talk_table1_signum_closes_95_7_percent():
     assert round(out.loc["signum", "closure_pct"], 1) == 95.7
     assert out.loc["sgd", "closure_pct"] == 0 and out.loc["adamw", "closure_pct"] == 100
     assert np.isnan(out.loc["signum", "ci_low_pct"])  # one seed: no interval, and it says so
-    assert out.loc["signum", "note"] == "one seed: no interval"
+    assert out.loc["signum", "note"] == "n = 1: no interval"
 
 
 def test_gap_closure_per_cell_and_diverged_arm():
@@ -181,6 +181,17 @@ def test_find_crossing_interpolates_in_log2_x():
     assert c.x == pytest.approx(2**4.5) and c.sign_changes == 2
     c = find_crossing(xs, np.array([-math.inf, 1.0, 1.0]))  # a diverged: midpoint in log2 x
     assert c.x == pytest.approx(2**3.5)
+
+
+def test_crossover_single_seed_has_no_interval():
+    from analysis.crossover import crossover
+
+    seeds = _seeds({"a": [1.0]}, bs=8)
+    for arm, bs, v in (("b", 8, 2.0), ("a", 16, 2.0), ("b", 16, 1.0)):
+        seeds = pd.concat([seeds, _seeds({arm: [v]}, bs=bs)])
+    res = crossover(seeds, [], "bs", "a", "b", "min").iloc[0]
+    assert res["crossover"] == pytest.approx(2**3.5) and np.isnan(res["ci_low"])
+    assert res["note"] == "n = 1 at some x: no interval"
 
 
 def test_crossover_bootstrap_interval_covers_truth():

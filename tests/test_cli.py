@@ -126,3 +126,45 @@ def test_every_command_has_help_with_an_example():
         assert r.exit_code == 0, path
         if not isinstance(cmd, click.Group):
             assert "Example" in r.output or "example" in r.output, path
+
+
+def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepared_data):
+    from harness.grid import load_grid
+    from harness.launch.local import LocalLauncher
+    from harness.launch.profile import load_profile
+    from harness.manifest import write_manifest
+    from harness.results import read_row
+
+    root = tmp_path / "results"
+    run = load_grid(grid_file, local=True, data_root=prepared_data).runs[0]
+    write_manifest(root, run.grid, [run])
+    # a run whose process is killed: an eval budget so large the run never ends, then SIGKILL
+    import dataclasses
+    import os
+    import signal
+    import subprocess
+    import threading
+
+    slow = dataclasses.replace(run, tokens=8 * 32 * 100_000, steps=100_000)
+    write_manifest(root, run.grid, [slow])
+
+    def kill_soon() -> None:
+        import time
+
+        for _ in range(600):
+            time.sleep(0.1)
+            for f in (root / run.grid / "submissions" / "local").glob("*_submitted.pkl"):
+                time.sleep(2)  # the job id is the pid of submitit's wrapper; kill its child
+                wrapper = int(f.name.split("_")[0])
+                children = subprocess.run(["pgrep", "-P", str(wrapper)], capture_output=True)
+                for pid in children.stdout.split():
+                    os.kill(int(pid), signal.SIGKILL)
+                return
+
+    threading.Thread(target=kill_soon, daemon=True).start()
+    report = LocalLauncher(load_profile("local")).launch(
+        [slow], root, run.grid, prepared_data, show_progress=False
+    )
+    assert report.statuses == {slow.run_id: "failed"}
+    row = read_row(root / run.grid / "runs" / f"{slow.run_id}.parquet")
+    assert row["status"] == "failed" and "process died" in row["error"]

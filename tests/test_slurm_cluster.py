@@ -105,6 +105,7 @@ def test_submitit_cancel_ends_cancelled(tmp_path: Path) -> None:
     assert job.watcher.get_state(job.job_id, mode="force").startswith("CANCELLED")
 
 
+@pytest.mark.slow
 def test_submitit_checkpointable_resumes_after_preemption(tmp_path: Path) -> None:
     log = tmp_path / "progress.txt"
     job = _executor(tmp_path).submit(_Counter(log), 8, 0.5)

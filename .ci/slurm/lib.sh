@@ -1,5 +1,5 @@
 # Shared settings and helpers of start.sh and stop.sh (sourced, never executed).
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # the settings are used by the scripts that source this file
 
 # Everything the cluster keeps between runs: slurmctld state, slurmd spool, logs, fake GPU device nodes.
 STATE_DIR=${HARNESS_SLURM_DIR:-/var/lib/harness-slurm}

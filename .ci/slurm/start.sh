@@ -26,15 +26,18 @@ T0_NS=$(date +%s%N)
 # Configuration files that render wrote this time (their daemons restart).
 CHANGED=()
 
-# wait_for SECONDS WHAT CMD...: poll CMD every 0.2 s until it succeeds; return 1 after SECONDS.
+# wait_for SECONDS WHAT CMD...: poll CMD every 0.2 s until it succeeds; after SECONDS, or at once when
+# CMD reports a fatal error (a configuration it cannot parse), print its last output and return 1.
 wait_for() {
-  local seconds=$1 what=$2 i
+  local seconds=$1 what=$2 i out
   shift 2
   for ((i = 0; i < seconds * 5; i++)); do
-    "$@" >/dev/null 2>&1 && return 0
+    out=$("$@" 2>&1) && return 0
+    [[ $out == *"fatal:"* ]] && break
     sleep 0.2
   done
-  log "timed out after ${seconds} s waiting for: $what"
+  log "gave up waiting for: $what; last output of '$*':"
+  printf '%s\n' "$out" | tail -n 5 >&2
   return 1
 }
 
@@ -78,7 +81,8 @@ read_node_facts() {
   NODE=$(hostname -s)
   CPUS=$(nproc)
   REAL_MEMORY=$(slurmd -C 2>/dev/null | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
-  [[ $REAL_MEMORY =~ ^[0-9]+$ ]] || die "cannot read RealMemory from 'slurmd -C': $(slurmd -C 2>&1 | head -n 3)"
+  [[ $REAL_MEMORY =~ ^[0-9]+$ ]] ||
+    die "cannot read RealMemory from 'slurmd -C': $(slurmd -C 2>&1 | head -n 3)"
   # The whole memory split evenly over the CPUs: memory never limits how many jobs run, only CPUs do.
   DEF_MEM_PER_CPU=$((REAL_MEMORY / CPUS))
 }
@@ -104,7 +108,8 @@ start_munge() {
   install -d -m 0755 -o munge -g munge /run/munge
   install -d -m 0700 -o munge -g munge /var/log/munge /var/lib/munge
   [[ -s /etc/munge/munge.key ]] || runuser -u munge -- mungekey --create --keyfile=/etc/munge/munge.key
-  runuser -u munge -- /usr/sbin/munged || { show_log /var/log/munge/munged.log; die "munged failed to start"; }
+  runuser -u munge -- /usr/sbin/munged ||
+    { show_log /var/log/munge/munged.log; die "munged failed to start"; }
   wait_for 10 "munge credentials" sh -c 'munge -n | unmunge' ||
     { show_log /var/log/munge/munged.log; die "munged does not answer"; }
   log "started munged"
@@ -121,7 +126,7 @@ start_mariadb() {
       { show_log "$LOG_DIR/mariadbd.log"; die "mariadbd did not start"; }
     log "started mariadbd"
   fi
-  mariadb -u root <<SQL || die "cannot create the slurm database user (is MariaDB's root reachable by socket?)"
+  mariadb -u root <<SQL || die "cannot create the slurm database user (MariaDB root by socket?)"
 CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
 ALTER USER 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
 GRANT ALL PRIVILEGES ON slurm_acct_db.* TO 'slurm'@'localhost';
@@ -163,14 +168,24 @@ wait_until_ready() {
 
 print_summary() {
   local ms=$((($(date +%s%N) - T0_NS) / 1000000))
-  printf 'harness-slurm: up after %d.%d s: cluster harness, node %s (%s CPUs, %s MB, gpu:a100:2, feature a100),' \
+  printf 'harness-slurm: up after %d.%d s: cluster harness, node %s (%s CPUs, %s MB,' \
     $((ms / 1000)) $((ms % 1000 / 100)) "$NODE" "$CPUS" "$REAL_MEMORY"
+  printf ' gpu:a100:2, feature a100),' 
   printf ' partitions debug (default) and a100, state in %s\n' "$STATE_DIR"
   scontrol show config | grep -E 'MaxArraySize|MaxJobCount'
 }
 
+check_settings() {
+  local name value
+  for name in HARNESS_SLURM_MAX_ARRAY_SIZE HARNESS_SLURM_MAX_JOB_COUNT HARNESS_SLURM_KILL_WAIT; do
+    value=${!name:-}
+    [[ -z $value || $value =~ ^[1-9][0-9]*$ ]] || die "$name=$value is not a positive whole number"
+  done
+}
+
 main() {
   require_root
+  check_settings
   install -d -m 0755 "$STATE_DIR" "$LOG_DIR"
   install_packages
   make_dirs
@@ -185,8 +200,10 @@ main() {
   start_munge
   start_mariadb
   ensure_daemon slurmdbd "$LOG_DIR/slurmdbd.log" "$dbd_changed"
-  wait_for 60 "slurmdbd answers" sacctmgr -n list cluster ||
-    { show_log "$LOG_DIR/slurmdbd.log"; die "slurmdbd does not answer"; }
+  if ! wait_for 60 "slurmdbd answers" sacctmgr -n list cluster; then
+    show_log "$LOG_DIR/slurmdbd.log"
+    die "slurmdbd does not answer (or the clients cannot read $CONF_DIR/slurm.conf: see above)"
+  fi
   ensure_daemon slurmctld "$LOG_DIR/slurmctld.log" "$ctld_changed"
   ensure_daemon slurmd "$LOG_DIR/slurmd.log" "$ctld_changed"
   wait_until_ready

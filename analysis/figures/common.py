@@ -9,6 +9,7 @@ of a figure is the best configuration by the mean over seeds, as in ``harness an
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,8 +83,12 @@ def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _short(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "none"
+    if isinstance(v, int | np.integer | float) and abs(v) >= 1e4 and float(v).is_integer():
+        for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+            if abs(v) >= size:
+                return f"{v / size:.3g}{unit}"  # 5e9 tokens -> 5B
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
@@ -94,10 +99,27 @@ def method_style(rows: pd.DataFrame, method: str) -> dict[str, Any]:
     return {"color": style.color(opt), "linestyle": style.DASHES[variants.index(method) % 4]}
 
 
+#: Conditions named first in panel titles; columns they determine (a model's n_layer) are
+#: dropped from the titles.
+PANEL_PRIORITY = ("model", "dataset", "tokens", "batch_size", "seq_len")
+
+
 def panel_keys(rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
-    """Conditions that vary: experiment columns except hyperparameters, methods and ``exclude``."""
+    """Conditions that vary: experiment columns except hyperparameters, methods and ``exclude``,
+    minus those determined by the others (``n_layer`` when ``model`` is a key)."""
     skip = {*HYPERPARAMETERS, "optimizer", *METHOD_EXTRAS, *exclude}
-    return varying(rows, [c for c in experiment_columns(rows) if c not in skip])
+    keys = varying(rows, [c for c in experiment_columns(rows) if c not in skip])
+    keys.sort(key=lambda k: PANEL_PRIORITY.index(k) if k in PANEL_PRIORITY else len(PANEL_PRIORITY))
+    n_cells = _n_groups(rows, keys)
+    for k in reversed(list(keys)):
+        rest = [c for c in keys if c != k]
+        if rest and _n_groups(rows, rest) == n_cells:
+            keys = rest
+    return keys
+
+
+def _n_groups(rows: pd.DataFrame, keys: Sequence[str]) -> int:
+    return int(rows.groupby(list(keys), dropna=False).ngroups) if keys else 1
 
 
 def panels(rows: pd.DataFrame, keys: Sequence[str]) -> list[tuple[dict[str, Any], pd.DataFrame]]:
@@ -121,7 +143,8 @@ def subtitle(fig: Figure, over: Sequence[str], unit: str = "point") -> None:
     text = (
         f"each {unit}: best over {', '.join(over)}, mean over seeds" if over else "mean over seeds"
     )
-    fig.suptitle(text, fontsize=7, color="0.3")
+    chars = int(fig.get_figwidth() * 17)  # about 17 characters per inch at 7 pt
+    fig.suptitle(textwrap.fill(text, chars), fontsize=7, color="0.3")
 
 
 def layout(n: int) -> tuple[Figure, list[Axes]]:
@@ -130,10 +153,11 @@ def layout(n: int) -> tuple[Figure, list[Axes]]:
     cols = min(n, style.MAX_COLUMNS)
     nrows = math.ceil(n / cols)
     width = style.PAGE_WIDTH if cols > 1 else style.PAGE_WIDTH / 2
+    extra = 0.3 if cols > 1 else 0.9  # a lone panel shares its height with title and legend
     fig, axes = plt.subplots(
         nrows,
         cols,
-        figsize=(width, style.ROW_HEIGHT * nrows + 0.3),
+        figsize=(width, style.ROW_HEIGHT * nrows + extra),
         squeeze=False,
         constrained_layout=True,
     )
@@ -176,18 +200,19 @@ def use_log(values: np.ndarray) -> bool:
 
 
 def legend(fig: Figure, axes: Sequence[Axes]) -> None:
-    """One legend for the figure, from the first panel's labelled artists, below the panels."""
-    handles, labels = {}, {}
+    """One legend for the figure, from every panel's labelled artists, below the panels."""
+    handles: dict[str, Any] = {}
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            if not lab.startswith("_") and lab not in labels:
-                handles[lab], labels[lab] = h, lab
+            if not lab.startswith("_"):
+                handles.setdefault(lab, h)
     if handles:
+        per_row = max(1, int(fig.get_figwidth() / 1.3))  # entries that fit the width
         fig.legend(
             list(handles.values()),
-            list(labels),
+            list(handles),
             loc="outside lower center",
-            ncols=min(len(handles), 5),
+            ncols=min(len(handles), per_row),
             frameon=False,
         )
 

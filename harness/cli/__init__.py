@@ -13,11 +13,13 @@ from harness.errors import UserError
 #: Modules that add commands to ``main`` (each defines commands with ``@main.command``).
 COMMAND_MODULES = (
     "harness.cli.submit",
+    "harness.cli.cancel",
     "harness.cli.query",
     "harness.cli.data",
     "harness.cli.analyze",
     "harness.cli.figures",
     "harness.cli.importer",
+    "harness.cli.compact",
 )
 
 

@@ -146,8 +146,8 @@ def best(**kw: Any) -> None:
 def gap(**kw: Any) -> None:
     """Each other arm's closure of the baseline-reference gap, in percent, with a bootstrap CI.
 
-    Example: harness analyze gap grids/optimizer_gap.yaml --baseline optimizer=sgd
-    --reference optimizer=adamw
+    Example: harness analyze gap grids/optimizer_gap.yaml --baseline label=SGD
+    --reference label=Adam
     """
     fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
     _print(commands.gap(q, **cells, **kw), fmt)
@@ -162,8 +162,8 @@ def gap(**kw: Any) -> None:
 def crossover(**kw: Any) -> None:
     """The x at which b starts to beat a (interpolated in log2 x), with a bootstrap interval.
 
-    Example: harness analyze crossover grids/batch_size.yaml --x batch_size --a optimizer=sgd
-    --b optimizer=adamw
+    Example: harness analyze crossover grids/batch_size_gap.yaml --x batch_size
+    --a optimizer=sgd --b optimizer=adamw
     """
     fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
     _print(commands.crossover(q, **cells, **kw), fmt)
@@ -199,7 +199,7 @@ def compare(**kw: Any) -> None:
     """Is b better than a in each cell? Means, stds, n, difference, p-value, significance.
 
     Example: harness analyze compare grids/coupled_adam.yaml --a optimizer=adamw
-    --b optimizer=coupled_adam --by tokens --test paper
+    --b optimizer=coupled_adam --by model,tokens --test paper --metric val_loss
     """
     fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
     _print(commands.compare(q, **cells, **kw), fmt)
@@ -214,7 +214,8 @@ def compare(**kw: Any) -> None:
 def speedup(**kw: Any) -> None:
     """Budget ratio b needs to match a's final value (fit L(D) = E + A D^-alpha to b).
 
-    Example: harness analyze speedup grids/budget.yaml --a optimizer=signum --b optimizer=adamw
+    Example: harness analyze speedup grids/coupled_adam.yaml --a optimizer=adamw
+    --b optimizer=coupled_adam --by model
     """
     fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
     _print(commands.speedup(q, **cells, **kw), fmt)

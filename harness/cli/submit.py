@@ -12,6 +12,7 @@ from harness.cli.options import data_option, resolve_results, results_option
 from harness.data import data_root
 from harness.errors import UserError
 from harness.grid import grid_name
+from harness.launch.queue_view import format_queue_view, queue_view
 from harness.status import format_status, grid_status
 
 
@@ -25,7 +26,11 @@ from harness.status import format_status, grid_status
     default="",
     help="Comma-separated states to run again (e.g. failed,timeout); never completed runs.",
 )
-@click.option("--wait/--no-wait", default=None, help="Block until the runs finish (SLURM).")
+@click.option(
+    "--wait/--no-wait",
+    default=None,
+    help="Block until the runs finish (default: local runs block, SLURM returns once queued).",
+)
 @results_option
 @data_option
 def submit(
@@ -55,7 +60,7 @@ def submit(
         launcher=launcher,
         dry_run=dry_run,
         retry=states,
-        wait=True if wait is None else wait,
+        wait=wait,
         out=sys.stdout,
     )
     if report.statuses:
@@ -71,8 +76,13 @@ def submit(
 def status(grid: str, results: Path | None) -> None:
     """Counts of GRID's runs by state (completed, diverged, failed, ..., missing).
 
-    GRID is a grid YAML file or the name of a grid in the results.
+    GRID is a grid YAML file or the name of a grid in the results. A grid submitted to SLURM
+    also shows its runs by job state (squeue, sacct).
 
     Example: harness status grids/adam_betas.yaml
     """
-    click.echo(format_status(grid_status(resolve_results(results), grid_name(grid))))
+    root, name = resolve_results(results), grid_name(grid)
+    click.echo(format_status(grid_status(root, name)))
+    view = queue_view(root, name)
+    if view is not None:
+        click.echo(format_queue_view(view))

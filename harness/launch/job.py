@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -44,8 +45,12 @@ def run_job(
     job_id: str | None = None,
     keep_checkpoint: bool = False,
     checkpoint_every_s: float = 120.0,
+    should_stop: Callable[[], bool] | None = None,
 ) -> str:
     """Execute planned run ``run_id`` of ``grid`` and write its result row.
+
+    ``should_stop`` is polled once per training step; when it returns True the run writes its
+    checkpoint and :class:`TrainingInterrupted` propagates (no row is written).
 
     Returns:
         The run's status.
@@ -55,13 +60,18 @@ def run_job(
     """
     root = Path(results_root)
     run = load_run(root, grid, run_id)
+    share_compile_cache(root, grid)
     if threads:
         torch.set_num_threads(threads)
     ckpt = paths.checkpoint_path(root, grid, run_id)
     start = time.time()
     try:
         result = train(
-            run, data_root=Path(data_root), checkpoint=ckpt, checkpoint_every_s=checkpoint_every_s
+            run,
+            data_root=Path(data_root),
+            checkpoint=ckpt,
+            checkpoint_every_s=checkpoint_every_s,
+            should_stop=should_stop,
         )
     except TrainingInterrupted:
         raise
@@ -73,6 +83,25 @@ def run_job(
         if not keep_checkpoint:
             ckpt.unlink(missing_ok=True)
     return result.status
+
+
+def write_status(
+    results_root: str, grid: str, run_id: str, status: str, error: str, job_id: str | None
+) -> None:
+    """Write a row with only an outcome (``cancelled``, ``timeout``, ...) for a run that stopped
+    without a result; its checkpoint is kept, so a retry resumes it."""
+    root = Path(results_root)
+    run = load_run(root, grid, run_id)
+    write_result(root, run, RunResult(status=status, error=error), provenance(job_id))
+
+
+def share_compile_cache(root: Path, grid: str) -> None:
+    """Point torch.compile's kernel caches (Inductor's, Triton's) at ``<root>/<grid>/compile_cache``
+    unless the environment names them already: every run of a grid after the first reuses the
+    kernels the first one compiled (same shapes, same code) instead of compiling them again."""
+    folder = paths.compile_cache_dir(root, grid).resolve()
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(folder))
+    os.environ.setdefault("TRITON_CACHE_DIR", str(folder / "triton"))
 
 
 def _is_writer() -> bool:

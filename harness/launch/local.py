@@ -20,6 +20,10 @@ from harness.config import RunConfig
 from harness.launch.job import run_job
 from harness.launch.profile import LauncherProfile
 from harness.launch.progress import Progress
+from harness.manifest import load_run
+from harness.outcome import RunResult
+from harness.provenance import provenance
+from harness.results import write_result
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,7 @@ class LocalLauncher:
                     )  # fmt: skip
                 for run_id, job in list(active.items()):
                     if job.done():
-                        statuses[run_id] = _outcome(job)
+                        statuses[run_id] = _outcome(job, root, grid, run_id)
                         del active[run_id]
                         if progress:
                             progress.finished(statuses[run_id])
@@ -100,9 +104,14 @@ class LocalLauncher:
         return LaunchReport(launched=len(runs), statuses=statuses)
 
 
-def _outcome(job: submitit.Job) -> str:
-    """The status a finished local job reported, or ``failed`` if the process itself died."""
+def _outcome(job: submitit.Job, root: Path, grid: str, run_id: str) -> str:
+    """The status a finished local job reported; if its process died before writing a row
+    (killed, segfault), a ``failed`` row with the job's error is written so nothing is lost."""
     try:
         return str(job.result())
-    except Exception:  # the process died before writing a row (killed, segfault)
+    except Exception as exc:
+        if not paths.run_path(root, grid, run_id).exists():
+            run = load_run(root, grid, run_id)
+            error = "process died: " + "\n".join(str(exc).strip().splitlines()[-12:])
+            write_result(root, run, RunResult(status="failed", error=error), provenance(job.job_id))
         return "failed"

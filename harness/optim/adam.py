@@ -20,6 +20,7 @@ from torch import Tensor
 
 from harness.optim.base import (
     ForeachOptimizer,
+    Group,
     State,
     advance_steps,
     check_range,
@@ -66,6 +67,8 @@ def adam_update(
     torch._foreach_lerp_(exp_avgs, grads, 1 - beta1)
     torch._foreach_mul_(exp_avg_sqs, beta2)
     torch._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+    del grads  # frees Adam's g + wd * w before the next allocation (as torch does): on CPU
+    # the allocator then reuses that memory instead of page-faulting fresh pages in.
     step_size = [(lr / (1 - beta1**t)) * -1 for t in steps]
     bc2_sqrt = [(1 - beta2**t) ** 0.5 for t in steps]
     if coupled_scale is None:
@@ -83,6 +86,7 @@ def adam_update(
 
 
 def check_adam_args(betas: tuple[float, float], eps: float) -> None:
+    """Raise ValueError unless 0 <= beta1, beta2 < 1 and eps >= 0."""
     check_range("beta1", betas[0], 0.0, 1.0)
     check_range("beta2", betas[1], 0.0, 1.0)
     check_range("eps", eps, 0.0)
@@ -113,7 +117,7 @@ class AdamW(ForeachOptimizer):
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
         super().__init__(params, defaults)
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         adam_update(
             self.state,
             params,
@@ -180,7 +184,7 @@ class CoupledAdam(AdamW):
         }
         ForeachOptimizer.__init__(self, params, defaults)
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         coupled = group["coupled"]
         adam_update(
             self.state,
@@ -221,7 +225,7 @@ class RMSprop(ForeachOptimizer):
         defaults = {"lr": lr, "beta2": beta2, "eps": eps, "weight_decay": weight_decay}
         super().__init__(params, defaults)
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         lr, beta2 = group["lr"], group["beta2"]
         steps = advance_steps(self.state, params)
         decay_weights(params, lr, group["weight_decay"])

@@ -19,6 +19,8 @@ from torch import Tensor
 
 State = dict[Tensor, dict[str, Any]]
 """An optimizer's per-parameter state (``optimizer.state``)."""
+Group = dict[str, Any]
+"""A torch param group: ``params`` plus hyperparameters (``lr``, ``weight_decay``, ...)."""
 
 
 def zeros_like(p: Tensor) -> Tensor:
@@ -99,6 +101,6 @@ class ForeachOptimizer(torch.optim.Optimizer):
             self._update_group(group, params, grads)
         return loss
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         """Update ``params`` (those of ``group`` with a gradient) in place."""
         raise NotImplementedError

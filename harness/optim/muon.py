@@ -32,7 +32,14 @@ import torch
 from torch import Tensor
 
 from harness.optim.adam import adam_update, check_adam_args
-from harness.optim.base import ForeachOptimizer, State, check_range, decay_weights, state_tensors
+from harness.optim.base import (
+    ForeachOptimizer,
+    Group,
+    State,
+    check_range,
+    decay_weights,
+    state_tensors,
+)
 
 #: Keller Jordan's quintic Newton-Schulz coefficients (a, b, c).
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
@@ -148,7 +155,7 @@ class Muon(ForeachOptimizer):
         }
         super().__init__(params, defaults)
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         is_matrix = [group["muon"] and p.ndim >= 2 for p in params]
         mats = [p for p, m in zip(params, is_matrix, strict=True) if m]
         if mats:

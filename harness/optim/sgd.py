@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from harness.optim.base import ForeachOptimizer, State, check_range, decay_weights
+from harness.optim.base import ForeachOptimizer, Group, State, check_range, decay_weights
 
 
 def momentum_direction(
@@ -82,13 +82,13 @@ class SGD(ForeachOptimizer):
     ) -> None:
         super().__init__(params, _sgd_defaults(lr, momentum, nesterov, weight_decay))
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         lr = group["lr"]
         decay_weights(params, lr, group["weight_decay"])
         d = momentum_direction(self.state, params, grads, group["momentum"], group["nesterov"])
         torch._foreach_add_(params, self._transform(group, d), alpha=-lr)
 
-    def _transform(self, group: dict[str, Any], direction: list[Tensor]) -> list[Tensor]:
+    def _transform(self, group: Group, direction: list[Tensor]) -> list[Tensor]:
         """Map the momentum direction to the step (identity for SGD)."""
         return direction
 
@@ -116,7 +116,7 @@ class SGDCClip(SGD):
         defaults = _sgd_defaults(lr, momentum, nesterov, weight_decay)
         ForeachOptimizer.__init__(self, params, {**defaults, "clip_value": clip_value})
 
-    def _transform(self, group: dict[str, Any], direction: list[Tensor]) -> list[Tensor]:
+    def _transform(self, group: Group, direction: list[Tensor]) -> list[Tensor]:
         c = group["clip_value"]
         clipped = torch._foreach_clamp_min(direction, -c)  # a copy: direction may be the buffers
         torch._foreach_clamp_max_(clipped, c)

@@ -19,7 +19,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from harness.optim.base import ForeachOptimizer, check_range, decay_weights, state_tensors
+from harness.optim.base import (
+    ForeachOptimizer,
+    Group,
+    check_range,
+    decay_weights,
+    state_tensors,
+)
 
 
 class SignSGD(ForeachOptimizer):
@@ -34,7 +40,7 @@ class SignSGD(ForeachOptimizer):
     def __init__(self, params: Iterable[Any], lr: float = 1e-4, weight_decay: float = 0.0) -> None:
         super().__init__(params, {"lr": lr, "weight_decay": weight_decay})
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         decay_weights(params, group["lr"], group["weight_decay"])
         torch._foreach_add_(params, torch._foreach_sign(grads), alpha=-group["lr"])
 
@@ -55,7 +61,7 @@ class Signum(ForeachOptimizer):
         check_range("beta", beta, 0.0, 1.0)
         super().__init__(params, {"lr": lr, "beta": beta, "weight_decay": weight_decay})
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         decay_weights(params, group["lr"], group["weight_decay"])
         exp_avgs = state_tensors(self.state, params, "exp_avg")
         torch._foreach_lerp_(exp_avgs, grads, 1 - group["beta"])  # beta = 0: exp_avg == g exactly
@@ -84,7 +90,7 @@ class Lion(ForeachOptimizer):
         defaults = {"lr": lr, "betas": tuple(betas), "weight_decay": weight_decay}
         super().__init__(params, defaults)
 
-    def _update_group(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor]):
+    def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         beta1, beta2 = group["betas"]
         decay_weights(params, group["lr"], group["weight_decay"])
         exp_avgs = state_tensors(self.state, params, "exp_avg")

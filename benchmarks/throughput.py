@@ -1,0 +1,264 @@
+"""Training throughput of the harness against a bare PyTorch loop doing the same steps.
+
+For each model preset and sequence length, the same run (AdamW, batch ``--batch-size`` sequences
+in micro-batches, warmup + cosine, global clip 1.0, weight decay on matrices) is trained
+
+- by the harness: ``harness.train.train(run)``, exactly as a launched job does;
+- by a bare loop in the nanoGPT style: the same ``GPT``, ``torch.optim.AdamW`` over the same
+  parameter groups, the same batches read from the same memmap, the same autocast, compile, clip
+  and lr schedule, and a host sync at the same logging steps; nothing else.
+
+Steady-state tokens/s is timed identically for both, by the host clock at the logging steps
+(where both synchronise): from the first logging step (past the warmup / compile steps) to the
+last. The harness's own ``tokens_per_s`` is printed beside it. ``e2e`` is the whole run's wall
+time (model build, training, evaluation; the harness also computes its end-of-run metrics): the
+harness overhead of issue 2, item 11. Loops alternate for ``--repeats`` rounds; medians are
+printed with [min, max], the ratio is the median of the per-round ratios. Final training losses
+are printed for both (on CPU in fp32 they agree to rounding: the same computation).
+
+MFU = tokens/s * FLOPs per token (6 * matmul params + 12 * layers * d_model * seq_len) / the
+device's bf16 peak (``harness.device.PEAK_BF16_FLOPS``); on CPU it is not defined.
+
+Data are uniform random tokens (``--vocab``): speed does not depend on the ids.
+
+Example:
+    python benchmarks/throughput.py --device cpu --preset tiny
+    python benchmarks/throughput.py --device cuda --preset gpt2-124m,160m --seq-len 1024,2048
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from common import bench_run, machine, summary, synthetic_dataset  # benchmarks/common.py
+
+from harness.config import RunConfig
+from harness.device import PEAK_BF16_FLOPS, place
+from harness.model import GPT, flops_per_token, model_config
+from harness.optim.routing import param_groups
+from harness.schedule import lr_at
+from harness.train import train
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """One timed training run."""
+
+    tokens_per_s: float
+    """Steady-state throughput between the first and the last logging step (host clock)."""
+    wall_s: float
+    """The whole run: build, train, evaluate."""
+    final_loss: float
+    """Mean training loss of the last logging interval."""
+    reported_tokens_per_s: float | None = None
+    """The harness's own ``tokens_per_s`` (None for the bare loop)."""
+
+
+class _Clock:
+    """Timestamps of logging steps: (step, perf_counter)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[int, float]] = []
+
+    def mark(self, step: int) -> None:
+        self.marks.append((step, time.perf_counter()))
+
+    def rate(self, tokens_per_step: int) -> float:
+        (s0, t0), (s1, t1) = self.marks[0], self.marks[-1]
+        assert s1 > s0, "need at least two logging steps"
+        return (s1 - s0) * tokens_per_step / (t1 - t0)
+
+
+def time_harness(run: RunConfig, data_root: Path) -> Measure:
+    """Train ``run`` with the harness; time its logging steps through the ``log`` callback."""
+    clock = _Clock()
+
+    def log(line: str) -> None:  # "[run_id] step k/n loss ..." after the interval's sync
+        clock.mark(int(line.split(" step ")[1].split("/")[0]))
+
+    start = time.perf_counter()
+    result = train(run, data_root=data_root, log=log)
+    wall = time.perf_counter() - start
+    assert result.status == "completed", result.error
+    tokens = run.batch_size * run.seq_len
+    final = result.curve[-1]["train_loss"]
+    return Measure(clock.rate(tokens), wall, final, result.tokens_per_s)
+
+
+def time_bare(run: RunConfig, data_dir: Path, fused: bool) -> Measure:
+    """The same run as a bare loop (see the module docstring)."""
+    start = time.perf_counter()
+    placement = place(run.precision, run.compile)
+    torch.manual_seed(run.seed)  # the harness seeds the same way before building the model
+    model = GPT(model_config(run)).to(placement.device)
+    opt = torch.optim.AdamW(
+        param_groups(model, run.weight_decay), lr=run.lr, betas=(run.beta1, run.beta2),
+        eps=run.eps, **({"fused": True} if fused else {"foreach": True}),
+    )  # fmt: skip
+    forward = torch.compile(model) if placement.compile else model
+    train_bin = np.memmap(data_dir / "train.bin", dtype=np.uint16, mode="r")
+    to_device = _transfer(placement.device)
+    clock, loss_sum = _Clock(), torch.zeros((), device=placement.device)
+    accum = run.batch_size // run.micro_batch_size
+    for step in range(run.steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, run)
+        offsets = np.random.default_rng([run.seed, step]).integers(
+            0, len(train_bin) - run.seq_len, size=run.batch_size
+        )
+        buf = np.stack([train_bin[o : o + run.seq_len + 1] for o in offsets]).astype(np.int64)
+        x, y = torch.from_numpy(buf[:, :-1].copy()), torch.from_numpy(buf[:, 1:].copy())
+        for i in range(0, run.batch_size, run.micro_batch_size):
+            j = slice(i, i + run.micro_batch_size)
+            xb, yb = to_device(x[j]), to_device(y[j])
+            with placement.autocast():
+                loss = forward(xb, yb) / accum
+            loss.backward()
+            loss_sum += loss.detach()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if (step + 1) % run.log_every == 0 or step + 1 == run.steps:
+            final = loss_sum.item() / run.log_every  # the interval's host sync
+            clock.mark(step + 1)
+            loss_sum.zero_()
+    _bare_eval(forward, run, data_dir, placement, to_device)
+    wall = time.perf_counter() - start
+    return Measure(clock.rate(run.batch_size * run.seq_len), wall, final)
+
+
+def _transfer(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
+    if device.type == "cuda":
+        return lambda t: t.pin_memory().to(device, non_blocking=True)
+    return lambda t: t
+
+
+@torch.no_grad()
+def _bare_eval(forward, run, data_dir, placement, to_device) -> float:
+    """Mean loss over the same held-out windows the harness evaluates."""
+    val = np.memmap(data_dir / "val.bin", dtype=np.uint16, mode="r")
+    n = run.eval_tokens // run.seq_len
+    total, count = torch.zeros((), device=placement.device, dtype=torch.float64), 0
+    for i in range(0, n, run.micro_batch_size):
+        starts = np.arange(i, min(n, i + run.micro_batch_size)) * run.seq_len
+        buf = np.stack([val[s : s + run.seq_len + 1] for s in starts]).astype(np.int64)
+        x = to_device(torch.from_numpy(buf[:, :-1].copy()))
+        y = to_device(torch.from_numpy(buf[:, 1:].copy()))
+        with placement.autocast():
+            total += forward(x, y).double() * y.numel()
+        count += y.numel()
+    return (total / count).item()
+
+
+def peak_flops() -> float | None:
+    """bf16 peak FLOP/s of this process's GPU, None on CPU or an unknown GPU."""
+    if not torch.cuda.is_available():
+        return None
+    name = torch.cuda.get_device_name()
+    keys = [k for k in sorted(PEAK_BF16_FLOPS, key=len, reverse=True) if k in name]
+    return PEAK_BF16_FLOPS[keys[0]] if keys else None
+
+
+def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path) -> None:
+    """Alternate harness and bare loop ``args.repeats`` times for one configuration; print."""
+    micro = args.micro_batch_size or max(1, min(args.batch_size, args.micro_tokens // seq_len))
+    warm = args.warmup_steps
+    run = bench_run(
+        data_dir, model=preset, seq_len=seq_len, batch_size=args.batch_size,
+        micro_batch_size=micro, steps=warm + args.steps, warmup_steps=warm, log_every=warm,
+        eval_tokens=micro * seq_len, compile=args.compile, precision=args.precision,
+    )  # fmt: skip
+    pairs = []
+    for _ in range(args.repeats):
+        pairs.append((time_harness(run, data_dir.parent), time_bare(run, data_dir, args.fused)))
+        h, b = pairs[-1]
+        print(f"  round: harness {h.tokens_per_s:,.0f} tok/s, bare {b.tokens_per_s:,.0f} tok/s, "
+              f"ratio {h.tokens_per_s / b.tokens_per_s:.3f}; "
+              f"e2e {h.wall_s:.1f}s vs {b.wall_s:.1f}s", flush=True)  # fmt: skip
+    _report(run, pairs)
+
+
+def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> None:
+    h, b = zip(*pairs, strict=True)
+    ratio = statistics.median(x.tokens_per_s / y.tokens_per_s for x, y in pairs)
+    e2e = statistics.median(x.wall_s / y.wall_s for x, y in pairs)
+    fpt, peak = flops_per_token(model_config(run)), peak_flops()
+    mfu = (lambda r: f"{r * fpt / peak:.1%}") if peak else (lambda r: "n/a")
+    hr, br = (statistics.median(m.tokens_per_s for m in ms) for ms in (h, b))
+    print(
+        f"{run.model} seq {run.seq_len} batch {run.batch_size} (micro {run.micro_batch_size}), "
+        f"{run.steps - run.warmup_steps} timed steps, compile {run.compile}\n"
+        f"  harness tokens/s {summary([m.tokens_per_s for m in h])}  MFU {mfu(hr)}  "
+        f"(harness-reported {summary([m.reported_tokens_per_s for m in h])})\n"
+        f"  bare    tokens/s {summary([m.tokens_per_s for m in b])}  MFU {mfu(br)}\n"
+        f"  ratio harness/bare tokens/s {ratio:.3f}   end-to-end wall ratio {e2e:.3f} "
+        f"({statistics.median(m.wall_s for m in h):.2f}s vs "
+        f"{statistics.median(m.wall_s for m in b):.2f}s)\n"
+        f"  final train loss: harness {h[-1].final_loss:.6f}, bare {b[-1].final_loss:.6f}",
+        flush=True,
+    )
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--preset", default="tiny", help="comma-separated model presets")
+    ap.add_argument("--seq-len", default=None, help="comma-separated (default: cpu 64, cuda 1024)")
+    ap.add_argument("--batch-size", type=int, default=None, help="default: cpu 16, cuda 256")
+    ap.add_argument(
+        "--micro-batch-size", type=int, default=None, help="default: from --micro-tokens"
+    )
+    ap.add_argument("--micro-tokens", type=int, default=32768, help="tokens per micro-batch")
+    ap.add_argument(
+        "--steps", type=int, default=None, help="timed steps (default: cpu 40, cuda 20)"
+    )
+    ap.add_argument(
+        "--warmup-steps", type=int, default=None, help="untimed (default: cpu 4, cuda 5)"
+    )
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto")
+    ap.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto")
+    ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=None,
+                    help="bare loop: fused AdamW (default on cuda), else foreach")  # fmt: skip
+    ap.add_argument("--vocab", type=int, default=None, help="default: 8192 tiny, 50304 others")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
+    args = ap.parse_args()
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device visible to torch")
+    if not cuda and torch.cuda.is_available():
+        ap.error("--device cpu on a CUDA machine: hide the GPUs (CUDA_VISIBLE_DEVICES=)")
+    args.seq_len = args.seq_len or ("1024" if cuda else "64")
+    args.batch_size = args.batch_size or (256 if cuda else 16)
+    args.steps = args.steps or (20 if cuda else 40)
+    args.warmup_steps = args.warmup_steps or (5 if cuda else 4)
+    args.fused = cuda if args.fused is None else args.fused
+    if args.steps % args.warmup_steps:
+        ap.error("--steps must be a multiple of --warmup-steps (the logging interval)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}  {machine()}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for preset in args.preset.split(","):
+            vocab = args.vocab or (8192 if preset.startswith("tiny") else 50304)
+            for seq_len in (int(s) for s in args.seq_len.split(",")):
+                tokens = max(1 << 20, 4 * args.batch_size * seq_len)
+                data = synthetic_dataset(Path(tmp) / f"v{vocab}", vocab, tokens, 1 << 18)
+                measure(args, preset, seq_len, data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Rows for runs whose SLURM job ended without writing one (killed for memory, at the time
+limit, cancelled while pending, node failure), classified from the job's sacct state.
+
+A run is reconciled only when its latest job task has left the queue (squeue) and sacct reports a
+final state for it; its row then says how the job ended and where its log is. Runs of tasks that
+ended ``COMPLETED`` without a row (not started because an earlier packed run timed out) stay
+missing, so the next ``submit`` runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from harness import paths
+from harness.launch.job import write_status
+from harness.launch.records import Placement, latest_placements, read_submissions
+from harness.launch.scheduler import active_tasks, final_states
+
+#: sacct state of an ended task -> status of its runs that have no row.
+SACCT_STATUS: dict[str, str] = {
+    "OUT_OF_MEMORY": "oom",
+    "TIMEOUT": "timeout",
+    "DEADLINE": "timeout",
+    "CANCELLED": "cancelled",
+    "FAILED": "failed",
+    "NODE_FAIL": "failed",
+    "BOOT_FAIL": "failed",
+    "PREEMPTED": "failed",
+}
+
+
+def row_jobs(root: Path, grid: str) -> dict[str, str | None]:
+    """run_id -> job id recorded in its newest row (None for rows made outside SLURM)."""
+    folder = paths.runs_dir(root, grid)
+    if not folder.is_dir() or not any(folder.glob("*.parquet")):
+        return {}
+    rows = duckdb.connect(":memory:").execute(
+        "SELECT run_id, arg_max(job_id, created_at) FROM read_parquet(?, union_by_name = true) "
+        "GROUP BY run_id",
+        [str(folder / "*.parquet")],
+    )
+    return dict(rows.fetchall())
+
+
+def row_of(root: Path, grid: str, run_id: str) -> tuple[str | None, str] | None:
+    """(job id, status) of a run's row, or None when it has none."""
+    path = paths.run_path(root, grid, run_id)
+    if not path.exists():
+        return None
+    row = pq.read_table(path, columns=["job_id", "status"]).to_pylist()[0]
+    return row["job_id"], row["status"]
+
+
+def unfinished(
+    placements: Mapping[str, Placement], rows: Mapping[str, str | None]
+) -> dict[str, Placement]:
+    """Runs whose latest job task has not written their row."""
+    return {r: p for r, p in placements.items() if rows.get(r, "") != p.task}
+
+
+def reconcile(root: Path, grid: str) -> dict[str, str]:
+    """Write rows for runs whose job ended without one; returns run_id -> status written.
+
+    Raises:
+        SchedulerError: squeue or sacct cannot answer.
+    """
+    subs = read_submissions(root, grid)
+    if not subs:
+        return {}
+    todo = unfinished(latest_placements(subs), row_jobs(root, grid))
+    if not todo:
+        return {}
+    job_ids = {p.submission.job_id for p in todo.values()}
+    active = active_tasks(job_ids)
+    ended = final_states(job_ids)
+    written: dict[str, str] = {}
+    for run_id, p in sorted(todo.items()):
+        if p.task in active or p.task not in ended:
+            continue
+        state, code = ended[p.task]
+        status = SACCT_STATUS.get(state)
+        if status is None:
+            continue
+        log = Path(p.submission.log_dir) / f"{p.task}_0_log.err"
+        error = f"job {p.task} ended {state} (exit {code}) without a result row; log: {log}"
+        write_status(str(root), grid, run_id, status, error, p.task)
+        written[run_id] = status
+    return written

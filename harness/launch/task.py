@@ -1,0 +1,151 @@
+"""What one SLURM array task executes: its packed runs, one after another, resumable.
+
+The task is a ``submitit.helpers.Checkpointable``. Signals never interrupt a training step: the
+task records them and the training loop polls the record once per step (all ranks agree through
+an all-reduce), writes a checkpoint and stops. Then:
+
+- ``USR2`` (submitit's ``--signal``: time limit ahead, or preemption): submitit's own handler is
+  called, which requeues the task (counting time limits against ``max_num_timeout``); a task
+  that timed out too often records its run as ``timeout``.
+- ``SIGTERM``: the controller tells why. A requeue (``scontrol requeue``, preemption) restarts
+  the task, which resumes from the checkpoint; the time limit records ``timeout``; anything
+  else (``scancel``) records ``cancelled``. The checkpoint is kept, so a retry resumes.
+
+A restarted task skips the runs it already finished (their rows carry its job id).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import submitit
+from submitit.core.utils import UncompletedJobError
+
+from harness.launch import distributed
+from harness.launch.boot import EARLY_SIGNAL_ENV
+from harness.launch.job import run_job, write_status
+from harness.launch.reconcile import row_of
+from harness.launch.scheduler import SchedulerError, job_fields
+from harness.train import TrainingInterrupted
+
+_Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+class _Signals:
+    """Records USR2 and SIGTERM instead of acting on them; keeps submitit's USR2 handler."""
+
+    def __init__(self) -> None:
+        early = os.environ.pop(EARLY_SIGNAL_ENV, None)  # arrived before submitit's handlers
+        self.caught: int | None = signal.SIGUSR2 if early == "SIGUSR2" else None
+        self.submitit_usr2: _Handler = signal.getsignal(signal.SIGUSR2)
+        signal.signal(signal.SIGUSR2, self._record)
+        signal.signal(signal.SIGTERM, self._record)
+
+    def _record(self, signum: int, frame: FrameType | None) -> None:
+        if self.caught != signal.SIGUSR2:  # USR2 (requeue through submitit) takes precedence
+            self.caught = signum
+        name = signal.Signals(signum).name
+        print(f"harness: caught {name}; stopping at the next step", flush=True)
+
+    def stop_requested(self) -> bool:
+        """Whether any rank caught a signal (a collective call: every rank polls together)."""
+        return distributed.any_rank(self.caught is not None)
+
+
+def sigterm_status() -> str | None:
+    """Why SLURM sent SIGTERM: None for a requeue (the job restarts), ``timeout`` for the time
+    limit, ``cancelled`` otherwise (scancel). A controller that cannot answer counts as a requeue
+    (nothing is recorded; the next submit, cancel or ``--wait`` classifies the job from sacct)."""
+    try:
+        fields = job_fields(os.environ["SLURM_JOB_ID"])
+    except (KeyError, SchedulerError):
+        return None
+    restarts = int(fields.get("Restarts", "0") or 0)
+    if restarts > int(os.environ.get("SLURM_RESTART_COUNT") or 0):
+        return None
+    return "timeout" if fields.get("Reason") == "TimeLimit" else "cancelled"
+
+
+def finished_here(root: Path, grid: str, run_id: str, job_id: str) -> str | None:
+    """Status of ``run_id``'s row when this job wrote it in an earlier attempt (not cancelled)."""
+    row = row_of(root, grid, run_id)
+    if row is not None and row[0] == job_id and row[1] != "cancelled":
+        return row[1]
+    return None
+
+
+class RunTask(submitit.helpers.Checkpointable):
+    """One array task: train ``run_ids`` of ``grid`` in order (see the module docstring)."""
+
+    def __init__(
+        self,
+        results_root: str,
+        grid: str,
+        run_ids: Sequence[str],
+        data_root: str,
+        threads: int,
+        keep_checkpoint: bool = False,
+        checkpoint_every_s: float = 120.0,
+    ) -> None:
+        self.results_root, self.grid, self.run_ids = results_root, grid, tuple(run_ids)
+        self.data_root, self.threads = data_root, threads
+        self.keep_checkpoint, self.checkpoint_every_s = keep_checkpoint, checkpoint_every_s
+
+    def __call__(self) -> dict[str, str]:
+        """Train the task's runs; returns run_id -> status of the runs finished by this task."""
+        signals = _Signals()
+        distributed.init_from_job()
+        job_id = submitit.JobEnvironment().job_id
+        statuses: dict[str, str] = {}
+        try:
+            for run_id in self.run_ids:
+                done = finished_here(Path(self.results_root), self.grid, run_id, job_id)
+                if done is not None:
+                    statuses[run_id] = done
+                    continue
+                if signals.stop_requested():
+                    return self._stop(signals, run_id, job_id, statuses)
+                try:
+                    statuses[run_id] = run_job(
+                        self.results_root, self.grid, run_id, self.data_root, self.threads,
+                        job_id=job_id, keep_checkpoint=self.keep_checkpoint,
+                        checkpoint_every_s=self.checkpoint_every_s,
+                        should_stop=signals.stop_requested,
+                    )  # fmt: skip
+                except TrainingInterrupted:
+                    return self._stop(signals, run_id, job_id, statuses)
+        finally:
+            distributed.shutdown()
+        return statuses
+
+    def _stop(
+        self, signals: _Signals, run_id: str, job_id: str, statuses: dict[str, str]
+    ) -> dict[str, str]:
+        """Act on the signal that stopped ``run_id`` (its checkpoint is on disk)."""
+        if signals.caught == signal.SIGUSR2 and callable(signals.submitit_usr2):
+            if distributed.rank() != 0:
+                sys.exit(-1)  # rank 0 requeues the whole job
+            try:
+                signals.submitit_usr2(signal.SIGUSR2, None)  # requeues and exits
+            except UncompletedJobError as e:  # timed out too many times
+                return self._record(run_id, "timeout", str(e), job_id, statuses)
+        status = sigterm_status()
+        if status is None:
+            print(f"harness: job {job_id} is being requeued; {run_id} resumes", flush=True)
+            sys.exit(-1)
+        reason = {"timeout": "job hit its time limit", "cancelled": "job was cancelled (scancel)"}
+        return self._record(run_id, status, f"{reason[status]} at {job_id}", job_id, statuses)
+
+    def _record(
+        self, run_id: str, status: str, error: str, job_id: str, statuses: dict[str, str]
+    ) -> dict[str, str]:
+        if distributed.rank() == 0:
+            write_status(self.results_root, self.grid, run_id, status, error, job_id)
+        statuses[run_id] = status
+        return statuses

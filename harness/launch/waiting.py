@@ -1,0 +1,123 @@
+"""``harness submit --wait`` on SLURM: follow submitted runs until each has its row, with a
+progress line; submit deferred tasks as the controller gets room."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.launch.arrays import TaskPlan
+from harness.launch.progress import Progress
+from harness.launch.reconcile import reconcile, row_of
+from harness.launch.records import Placement, Submission, latest_placements
+from harness.launch.scheduler import SchedulerError, active_tasks
+
+if TYPE_CHECKING:
+    from harness.launch.slurm import SlurmLauncher
+
+GONE_GRACE_S = 30.0
+"""Seconds a task may be out of the queue without its rows (sacct lags) before waiting stops."""
+
+
+def _collect(
+    root: Path, grid: str, pending: dict[str, Placement], progress: Progress | None
+) -> dict[str, str]:
+    """Statuses of pending runs whose row from their task has arrived (removed from pending)."""
+    out = {}
+    for run_id, p in list(pending.items()):
+        row = row_of(root, grid, run_id)
+        if row is not None and row[0] == p.task:
+            out[run_id] = row[1]
+            del pending[run_id]
+            if progress:
+                progress.finished(row[1])
+    return out
+
+
+def wait_for_runs(
+    launcher: SlurmLauncher,
+    root: Path,
+    grid: str,
+    data_root: Path,
+    subs: Sequence[Submission],
+    deferred: Sequence[TaskPlan],
+    show_progress: bool = True,
+    poll_s: float = 5.0,
+) -> dict[str, str]:
+    """Block until every run of ``subs`` (and of ``deferred``, submitted on the way) has a row.
+
+    Returns:
+        run_id -> status of the runs that finished. Ctrl-C stops waiting, not the jobs.
+    """
+    pending = dict(latest_placements(subs))
+    deferred = list(deferred)
+    total = len(pending) + sum(len(t.run_ids) for t in deferred)
+    progress = Progress(total) if show_progress else None
+    statuses: dict[str, str] = {}
+    gone: dict[str, float] = {}
+    try:
+        while pending or deferred:
+            time.sleep(poll_s)
+            statuses.update(_collect(root, grid, pending, progress))
+            if deferred:
+                deferred = _top_up(launcher, root, grid, data_root, deferred, pending)
+            try:
+                active = active_tasks({p.submission.job_id for p in pending.values()})
+            except SchedulerError as e:
+                print(f"squeue: {e}; still waiting")
+                continue
+            _drop_vanished(root, grid, pending, active, gone, statuses, progress)
+            if progress:
+                progress.running = sum(1 for s in active.values() if s == "RUNNING")
+                progress.draw()
+    except KeyboardInterrupt:
+        print(f"\nstopped waiting; the jobs keep running ('harness cancel {grid}' stops them)")
+    finally:
+        if progress:
+            progress.close()
+    return statuses
+
+
+def _top_up(
+    launcher: SlurmLauncher,
+    root: Path,
+    grid: str,
+    data_root: Path,
+    deferred: list[TaskPlan],
+    pending: dict[str, Placement],
+) -> list[TaskPlan]:
+    limits = launcher.limits()
+    room = launcher._room(limits)
+    if room <= 0:
+        return deferred
+    subs = launcher.submit_tasks(deferred[:room], root, grid, data_root, limits)
+    pending.update(latest_placements(subs))
+    return deferred[room:]
+
+
+def _drop_vanished(
+    root: Path,
+    grid: str,
+    pending: dict[str, Placement],
+    active: dict[str, str],
+    gone: dict[str, float],
+    statuses: dict[str, str],
+    progress: Progress | None,
+) -> None:
+    """Runs whose task left the queue without a row: classify from sacct, or give up after a
+    grace period (the run stays missing; the next submit runs it)."""
+    vanished = {r for r, p in pending.items() if p.task not in active}
+    if not vanished:
+        return
+    now = time.monotonic()
+    for r in vanished:
+        gone.setdefault(r, now)
+    with contextlib.suppress(SchedulerError):
+        reconcile(root, grid)
+    statuses.update(_collect(root, grid, pending, progress))
+    for r in [r for r in vanished if r in pending and now - gone[r] > GONE_GRACE_S]:
+        print(f"run {r}: job {pending[r].task} ended without a row (see its log)")
+        del pending[r]

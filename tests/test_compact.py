@@ -1,0 +1,190 @@
+"""Compaction keeps every row and column, is atomic, and queries see old and new rows alike."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+
+from harness import paths
+from harness.cli import main
+from harness.compact import compact, remove_covered, snapshot, write_generation
+from harness.db import connect, result_statuses
+from harness.outcome import RunResult
+from harness.results import write_result
+from tests.runs import tiny_run
+
+GRID = "t"
+
+
+def _curve(n: int, start: float) -> list[dict[str, Any]]:
+    return [
+        {"step": 2 * i + 2, "tokens": 512 * (i + 1), "train_loss": start - 0.1 * i,
+         "lr": 1e-3, "val_loss": None if i < n - 1 else start - 0.5, "elapsed_s": 0.5 * i}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def _write(
+    root: Path,
+    lr: float,
+    *,
+    status: str = "completed",
+    points: int = 3,
+    extra: dict[str, float] | None = None,
+    when: dt.datetime | None = None,
+) -> str:
+    """Write one run's row and curve; returns its run_id."""
+    run = tiny_run(root / "data", grid=GRID, lr=lr)
+    ok = status == "completed"
+    result = RunResult(
+        status=status, params=1234, val_loss=3.0 + lr if ok else None,
+        val_ppl=20.0 if ok else None, train_loss=3.1, steps_done=6, tokens_seen=1536,
+        wall_s=1.5, tokens_per_s=1000.0 + lr, error=None if ok else "non-finite loss",
+        device="cpu", metrics={"iso": 0.5, "mfu": None, **(extra or {})},
+        curve=_curve(points, 5.0 + lr) if ok else [],
+    )  # fmt: skip
+    created = when or dt.datetime.now(dt.UTC)
+    write_result(root, run, result, {"hostname": "h", "created_at": created})
+    return run.run_id
+
+
+def _populate(root: Path, n: int = 6) -> list[str]:
+    ids = [_write(root, 1e-3 * (i + 1), extra={"extra_metric": float(i)} if i % 2 else None)
+           for i in range(n)]  # fmt: skip
+    ids.append(_write(root, 0.5, status="diverged"))  # no curve points, NULL losses
+    return ids
+
+
+def _files(folder: Path) -> pa.Table:
+    tables = [pq.read_table(p) for p in sorted(folder.glob("*.parquet"))]
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def _records(table: pa.Table, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    rows = table.to_pylist()
+    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in keys))
+
+
+def _view(root: Path, sql: str, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    return _records(connect(root).sql(sql).to_arrow_table(), keys)
+
+
+def _views(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Everything the runs and curves views show (rows as dicts: column order is irrelevant)."""
+    runs = _view(root, "SELECT * FROM runs", ("run_id",))
+    curves = _view(root, "SELECT * FROM curves", ("run_id", "step"))
+    return runs, curves
+
+
+def test_compaction_keeps_every_row_and_column(tmp_path):
+    ids = _populate(tmp_path)
+    rows = _files(paths.runs_dir(tmp_path, GRID))
+    curves = _files(paths.curves_dir(tmp_path, GRID))
+    before = _views(tmp_path)
+
+    report = compact(tmp_path, GRID)
+
+    assert (report.generation, report.rows, report.curve_points) == (1, len(ids), 6 * 3)
+    assert report.consolidated_files == report.removed_files == 2 * len(ids)
+    assert not any(paths.runs_dir(tmp_path, GRID).glob("*.parquet"))
+    assert not any(paths.curves_dir(tmp_path, GRID).glob("*.parquet"))
+    folder = paths.compact_dir(tmp_path, GRID)
+    packed_rows = pq.read_table(folder / "runs-000001.parquet")
+    packed_curves = pq.read_table(folder / "curves-000001.parquet")
+    for original, packed in ((rows, packed_rows), (curves, packed_curves)):
+        assert {(f.name, f.type) for f in packed.schema} == {
+            (f.name, f.type) for f in original.schema
+        }
+        assert all(f.nullable for f in packed.schema)
+    assert "extra_metric" in packed_rows.column_names
+    assert _records(packed_rows, ("run_id",)) == _records(rows, ("run_id",))
+    assert _records(packed_curves, ("run_id", "step")) == _records(curves, ("run_id", "step"))
+    assert _views(tmp_path) == before
+    assert set(result_statuses(tmp_path, GRID)) == set(ids)  # submit still skips them
+
+
+def test_queries_see_consolidated_and_new_rows_alike(tmp_path):
+    ids = _populate(tmp_path)
+    compact(tmp_path, GRID)
+    new = _write(tmp_path, 0.25)
+    # A compacted run retried: a newer row and a new (longer) curve in per-run files.
+    retried = _write(tmp_path, 1e-3, points=5, when=dt.datetime.now(dt.UTC) + dt.timedelta(1))
+
+    con = connect(tmp_path)
+    assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == len(ids) + 1
+    sql = f"SELECT step FROM curves WHERE run_id = '{retried}' ORDER BY step"
+    steps = con.execute(sql).fetchall()
+    assert [s for (s,) in steps] == [2, 4, 6, 8, 10]  # the new curve only, not both
+    assert con.execute(f"SELECT count(*) FROM curves WHERE run_id = '{new}'").fetchone()[0] == 3
+    statuses = result_statuses(tmp_path, GRID)
+    assert set(statuses) == {*ids, new}
+    before = _views(tmp_path)
+
+    report = compact(tmp_path, GRID)
+
+    assert report.generation == 2 and report.rows == len(ids) + 2  # both rows of the retried run
+    assert report.removed_files == 4 + 2  # two runs' per-run files, generation 1's two files
+    assert sorted(p.name for p in paths.compact_dir(tmp_path, GRID).glob("*.parquet")) == [
+        "curves-000002.parquet", "runs-000002.parquet"]  # fmt: skip
+    assert _views(tmp_path) == before
+    assert result_statuses(tmp_path, GRID) == statuses
+
+
+def test_interrupted_compaction_shows_nothing_twice(tmp_path):
+    _populate(tmp_path)
+    compact(tmp_path, GRID)
+    _write(tmp_path, 0.25)
+    _write(tmp_path, 1e-3, points=5, when=dt.datetime.now(dt.UTC) + dt.timedelta(1))
+    before = _views(tmp_path)
+    snap = snapshot(tmp_path, GRID)
+
+    write_generation(snap)  # stopped here: generations 1 and 2 and the per-run files on disk
+    assert _views(tmp_path) == before
+    for f in (*snap.run_files, *snap.curve_files):
+        f.path.unlink()  # stopped after removing the per-run files: generations 1 and 2 remain
+    assert _views(tmp_path) == before
+
+    report = compact(tmp_path, GRID)  # the next compaction finishes the job
+
+    assert report.generation == 3
+    names = sorted(p.name for p in paths.compact_dir(tmp_path, GRID).glob("*.parquet"))
+    assert names == ["curves-000003.parquet", "runs-000003.parquet"]
+    assert _views(tmp_path) == before
+    total = pq.read_table(paths.compact_dir(tmp_path, GRID) / "runs-000003.parquet").num_rows
+    assert total == len(before[0]) + 1  # exact copies collapsed; the retried run's old row kept
+
+
+def test_a_row_rewritten_during_compaction_is_kept(tmp_path):
+    ids = _populate(tmp_path, n=2)
+    snap = snapshot(tmp_path, GRID)
+    write_generation(snap)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(1)
+    again = _write(tmp_path, 1e-3, points=4, when=later)  # a retry lands mid-compaction
+    assert again == ids[0]
+
+    remove_covered(snap)
+
+    assert paths.run_path(tmp_path, GRID, again).exists()
+    assert paths.curve_path(tmp_path, GRID, again).exists()
+    con = connect(tmp_path)
+    assert con.execute(f"SELECT count(*) FROM curves WHERE run_id = '{again}'").fetchone()[0] == 4
+    sql = f"SELECT epoch_us(created_at) FROM runs WHERE run_id = '{again}'"
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    assert con.execute(sql).fetchone()[0] == (later - epoch) // dt.timedelta(microseconds=1)
+
+
+def test_compact_command(tmp_path):
+    _populate(tmp_path, n=2)
+    runner = CliRunner()
+    first = runner.invoke(main, ["compact", GRID, "--results", str(tmp_path)])
+    assert first.exit_code == 0, first.output
+    assert "generation 1: 3 result rows and 6 curve points from 6 per-run files" in first.output
+    second = runner.invoke(main, ["compact", GRID, "--results", str(tmp_path)])
+    assert second.exit_code == 0 and "nothing to compact" in second.output
+    bad = runner.invoke(main, ["compact", "nope", "--results", str(tmp_path)])
+    assert bad.exit_code == 2 and "grids there: t" in bad.output
