@@ -4,10 +4,14 @@ Layout (library first, CLI thin):
 
 - ``queries.py``: every SQL statement, by name.
 - ``load.py``: the only module touching the database: grid, scale and ``--where`` resolution.
-- ``values.py``, ``axes.py``, ``select.py``, ``metrics.py``: turning rows into per-seed values.
-- ``tuning.py``, ``gap.py``, ``crossover.py``, ``compare.py``, ``corrections.py``,
+- ``gridref.py``: GRID arguments (a YAML path or a name) and a YAML's declared figures.
+- ``values.py``, ``axes.py``, ``select.py``, ``metrics.py``, ``cells.py``: turning rows into
+  per-seed values of arms in cells (diverged = worst, K=V selectors, tuned vs condition columns).
+- ``tuning.py``, ``edges.py``, ``gap.py``, ``crossover.py``, ``compare.py``, ``corrections.py``,
   ``speedup.py``, ``bootstrap.py``: pure statistics (DataFrame in, DataFrame out).
-- ``commands.py``: one function per ``harness analyze`` command (load, then statistics).
-- ``importing.py``: external results (CSV) as result rows.
+- ``commands.py``: one function per ``harness analyze`` command (load, tune, statistic).
+- ``output.py``: tables, CSV and JSON.
+- ``importing.py``: external results (CSV) as result rows; ``published/`` holds some.
 - ``figures/``: the figure registry and one module per figure kind.
+- ``testing.py``: synthetic result rows for tests and examples.
 """

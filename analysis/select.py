@@ -34,8 +34,19 @@ class Selector:
 
     @property
     def label(self) -> str:
-        """Short name: the value for a one-column selector, else the text."""
-        return self.pairs[0][1] if len(self.pairs) == 1 else self.text
+        """Short name: the value of a one-column selector (``adamw``), else the text
+        (``coupled_scale_exp=5``, ``optimizer=sgd,grad_clip=null``)."""
+        if len(self.pairs) == 1 and not _is_number(self.pairs[0][1]):
+            return self.pairs[0][1]
+        return self.text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_selector(text: str, flag: str) -> Selector:
@@ -139,7 +150,7 @@ def label_arms(
 
 
 def _other_label(row: pd.Series, keys: Sequence[str]) -> str:
-    if len(keys) == 1:
+    if len(keys) == 1 and not _is_number(_show(row[keys[0]])):
         return _show(row[keys[0]])
     return ",".join(f"{k}={_show(row[k])}" for k in keys)
 

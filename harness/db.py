@@ -11,6 +11,7 @@ newest consolidated generation that holds it (see :func:`curves_select`).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -156,12 +157,30 @@ def connect(root: Path, grid: str | None = None) -> duckdb.DuckDBPyConnection:
 
 def result_statuses(root: Path, grid: str) -> dict[str, str]:
     """run_id -> status of every result row of ``grid`` (newest row per run)."""
+    return {k: v[0] for k, v in newest_values(root, grid, ["status"]).items()}
+
+
+def newest_values(
+    root: Path, grid: str, columns: list[str], run_id: str | None = None
+) -> dict[str, tuple[Any, ...]]:
+    """run_id -> values of ``columns`` in the newest row of each run of ``grid``, from per-run
+    and consolidated files alike (the rows the ``runs`` view shows).
+
+    Args:
+        root: the results root.
+        grid: the grid's name.
+        columns: row columns to return (e.g. ``["status", "job_id"]``).
+        run_id: only this run (an empty dict when it has no row).
+    """
     globs = _globs(root, [grid], "runs")
     if not globs:
         return {}
+    values = ", ".join(f'arg_max("{c}", created_at)' for c in columns)
+    where = "WHERE run_id = $run_id" if run_id is not None else ""
     con = duckdb.connect(":memory:")
     rows = con.execute(
-        f"SELECT run_id, arg_max(status, created_at) FROM read_parquet({globs!r}, "
-        "union_by_name = true) GROUP BY run_id"
+        f"SELECT run_id, {values} FROM read_parquet({sql_list(globs)}, union_by_name = true) "
+        f"{where} GROUP BY run_id",
+        {"run_id": run_id} if run_id is not None else None,
     ).fetchall()
-    return dict(rows)
+    return {r[0]: tuple(r[1:]) for r in rows}

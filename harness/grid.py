@@ -23,7 +23,7 @@ A grid file::
       base: {model: tiny, tokens: 300000}
       grid: {lr: [1e-3]}           # replaces those axes
       seeds: [0]
-    figures: [heatmap_betas]       # figures `harness figures` draws
+    figures: [beta_heatmap]        # figures `harness figures` draws
 
 Axes override base values; two axes setting the same key in one point is an error. A block
 (``grid``, a sub-grid) may itself hold a ``zip`` key. Every error names the file and the key path.

@@ -220,6 +220,9 @@ class _Trainer:
                 loss = self.forward(x, y) / len(micro)
             loss.backward()
             total += loss.detach()
+        if self.world > 1:  # ranks saw different rows: log, test and checkpoint the global mean
+            dist.all_reduce(total)
+            total /= self.world
         gnorm = None
         if run.grad_clip is not None:
             gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), run.grad_clip)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from harness import paths
 from harness.cli import main
 from harness.compact import compact, remove_covered, snapshot, write_generation
-from harness.db import connect, result_statuses
+from harness.db import connect, newest_values, result_statuses
 from harness.outcome import RunResult
 from harness.results import write_result
 from tests.runs import tiny_run
@@ -37,6 +37,7 @@ def _write(
     points: int = 3,
     extra: dict[str, float] | None = None,
     when: dt.datetime | None = None,
+    host: str = "h",
 ) -> str:
     """Write one run's row and curve; returns its run_id."""
     run = tiny_run(root / "data", grid=GRID, lr=lr)
@@ -49,7 +50,7 @@ def _write(
         curve=_curve(points, 5.0 + lr) if ok else [],
     )  # fmt: skip
     created = when or dt.datetime.now(dt.UTC)
-    write_result(root, run, result, {"hostname": "h", "created_at": created})
+    write_result(root, run, result, {"hostname": host, "created_at": created})
     return run.run_id
 
 
@@ -113,7 +114,8 @@ def test_queries_see_consolidated_and_new_rows_alike(tmp_path):
     compact(tmp_path, GRID)
     new = _write(tmp_path, 0.25)
     # A compacted run retried: a newer row and a new (longer) curve in per-run files.
-    retried = _write(tmp_path, 1e-3, points=5, when=dt.datetime.now(dt.UTC) + dt.timedelta(1))
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(1)
+    retried = _write(tmp_path, 1e-3, points=5, when=later, host="retry")
 
     con = connect(tmp_path)
     assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == len(ids) + 1
@@ -133,6 +135,8 @@ def test_queries_see_consolidated_and_new_rows_alike(tmp_path):
         "curves-000002.parquet", "runs-000002.parquet"]  # fmt: skip
     assert _views(tmp_path) == before
     assert result_statuses(tmp_path, GRID) == statuses
+    newest = newest_values(tmp_path, GRID, ["hostname", "status"], run_id=retried)
+    assert newest == {retried: ("retry", "completed")}  # not the older consolidated row's "h"
 
 
 def test_interrupted_compaction_shows_nothing_twice(tmp_path):

@@ -248,3 +248,32 @@ def test_sidecar_hash_changes_with_the_rows(root, tmp_path):
     write_run(tmp_path, make_run(grid="h", lr=4e-3, seed=0), status="diverged")
     assert _figures(tmp_path, "h", "--figure", "lr_sensitivity").exit_code == 0
     assert json.loads(side.read_text())["rows_sha256"] != first
+
+
+def test_local_scale_figures_get_their_own_files(tmp_path):
+    for scale, model in (("full", "tiny"), ("local", "micro")):
+        for lr in (1e-3, 2e-3):
+            run = make_run(grid="s", scale=scale, model=model, lr=lr)
+            write_run(tmp_path, run, val_ppl=20.0 + 1000 * lr)
+    assert _figures(tmp_path, "s", "--figure", "lr_sensitivity").exit_code == 2  # which scale?
+    for scale in ("full", "local"):
+        assert (
+            _figures(tmp_path, "s", "--figure", "lr_sensitivity", "--scale", scale).exit_code == 0
+        )
+    out = tmp_path / "s" / "figures"
+    assert (out / "lr_sensitivity.png").exists() and (out / "lr_sensitivity-local.png").exists()
+    assert json.loads((out / "lr_sensitivity-local.json").read_text())["scale"] == "local"
+
+
+def test_embedding_figure_draws_metrics_and_reference_lines(root):
+    from analysis.figures.embedding import draw
+
+    fig = draw(_data(root, "coupled"))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["validation perplexity", "isotropy Iso(E)", "mean embedding norm ||mu||"]
+    iso = fig.axes[1]
+    (line,) = [ln for ln in iso.get_lines() if ln.get_label() == "coupled_adam"]
+    assert list(line.get_xdata()) == [0.0, 1.0, 2.0]
+    assert list(line.get_ydata()) == pytest.approx([0.905, 0.805, 0.705])  # mean of 2 seeds
+    (ref,) = [ln for ln in iso.get_lines() if ln.get_label() == "adamw"]
+    assert ref.get_ydata()[0] == pytest.approx(0.305)  # AdamW: a horizontal reference line

@@ -36,7 +36,7 @@ def import_(
     Rows get status completed (unless a status column says otherwise) and a source, and are then
     analysed and plotted like trained runs.
 
-    Example: harness import talk_table1.csv --grid optimizer_gap --source "Orvieto talk, Table 1"
+    Example: harness import analysis/published/talk_table1.csv --grid talk_table1
     """
     done = import_csv(
         file,

@@ -1,0 +1,109 @@
+"""Total tokens/s of one device running several small runs at once vs one at a time.
+
+The same N runs (one grid, the same shape, different seeds) are trained through
+``harness.launch.packing.run_packed`` with ``per_device = 1`` (one after another, all cores for
+each run) and with ``per_device = k`` for each ``k`` of ``--packs`` (k processes at once, the
+cores split between them). Each mode starts from an empty results folder and is repeated
+``--repeats`` times, modes alternating; medians are printed with [min, max].
+
+- ``total tok/s``: N * tokens per run / wall time from the first process start to the last exit
+  (process start-up and evaluation included: what a packed task really delivers).
+- ``per-run tok/s``: the median of the runs' own ``tokens_per_s`` (their training steps).
+- ``steady tok/s``: per-run tok/s * runs at once, the device's throughput while all are training.
+
+Example:
+    python benchmarks/packing.py --device cpu --runs 4 --packs 2,4
+    python benchmarks/packing.py --device cuda --batch-size 32 --seq-len 256 --packs 2,4,8
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import torch
+from common import bench_run, machine, summary, synthetic_dataset  # benchmarks/common.py
+
+from harness import paths
+from harness.launch.local import available_cores
+from harness.launch.packing import run_packed
+from harness.manifest import write_manifest
+
+
+def one_mode(args: argparse.Namespace, data_dir: Path, per_device: int, tmp: Path) -> dict:
+    """Train the N runs with ``per_device`` at once in a fresh results root; time it."""
+    root = Path(tempfile.mkdtemp(dir=tmp))
+    runs = [
+        bench_run(data_dir, grid="packing", model=args.preset, seq_len=args.seq_len,
+                  batch_size=args.batch_size, steps=args.steps, warmup_steps=1,
+                  log_every=args.steps // 4 or 1, eval_tokens=args.batch_size * args.seq_len,
+                  seed=s, compile=args.compile)
+        for s in range(args.runs)
+    ]  # fmt: skip
+    write_manifest(root, "packing", runs)
+    threads = max(1, args.cores // per_device) if args.device == "cpu" else None
+    start = time.perf_counter()
+    statuses = run_packed(
+        str(root), "packing", [r.run_id for r in runs], str(data_dir.parent),
+        per_device=per_device, threads=threads,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    assert set(statuses.values()) == {"completed"}, statuses
+    rows = pq.read_table(paths.runs_dir(root, "packing")).to_pylist()
+    per_run = statistics.median(r["tokens_per_s"] for r in rows)
+    tokens = sum(r["tokens_seen"] for r in rows)
+    return {"total": tokens / wall, "per_run": per_run, "steady": per_run * per_device}
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--runs", type=int, default=4, help="runs per mode (N)")
+    ap.add_argument("--packs", default="2,4", help="comma-separated runs at once to compare")
+    ap.add_argument("--seq-len", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto")
+    ap.add_argument("--vocab", type=int, default=8192)
+    args = ap.parse_args()
+    if (args.device == "cuda") != torch.cuda.is_available():
+        ap.error(f"--device {args.device}, but CUDA available: {torch.cuda.is_available()} "
+                 "(hide GPUs with CUDA_VISIBLE_DEVICES= for cpu)")  # fmt: skip
+    args.cores = available_cores()
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}  {machine()}; {args.cores} cores", flush=True)
+    modes = [1, *(int(k) for k in args.packs.split(","))]
+    with tempfile.TemporaryDirectory() as tmp:
+        data = synthetic_dataset(Path(tmp) / "data" / "synthetic", args.vocab, 1 << 20, 1 << 16)
+        measured: dict[int, list[dict]] = {k: [] for k in modes}
+        for _ in range(args.repeats):
+            for k in modes:
+                measured[k].append(one_mode(args, data, k, Path(tmp)))
+                m = measured[k][-1]
+                print(f"  {k} at once: total {m['total']:,.0f} tok/s, per run "
+                      f"{m['per_run']:,.0f} tok/s", flush=True)  # fmt: skip
+    tokens = args.batch_size * args.seq_len * args.steps
+    print(f"{args.runs} runs of {args.preset}, {args.steps} steps of {args.batch_size} x "
+          f"{args.seq_len} ({tokens:,} tokens each), pid {os.getpid()}")  # fmt: skip
+    base = statistics.median(m["total"] for m in measured[1])
+    for k in modes:
+        ms = measured[k]
+        ratio = statistics.median(m["total"] for m in ms) / base
+        print(f"  {k} at once: total tok/s {summary([m['total'] for m in ms])} ({ratio:.2f}x)  "
+              f"per-run {summary([m['per_run'] for m in ms])}  "
+              f"steady {summary([m['steady'] for m in ms])}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

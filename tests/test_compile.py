@@ -1,0 +1,65 @@
+"""torch.compile changes no result, and the runs of a grid share its compile cache.
+
+Inductor on CPU compiles C++ kernels with gcc: about a minute for the first compiled run on
+2 busy cores (the model is one small layer to keep it short), seconds for the next one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness import paths
+from harness.manifest import write_manifest
+from harness.results import read_row
+from tests.runs import tiny_run
+
+GRID = "compiled"
+SMALL = {"n_layer": 1, "n_head": 2, "d_model": 32, "tokens": 8 * 32 * 4, "log_every": 2}
+
+
+def _run_job(root: Path, data_root: Path, run_id: str) -> None:
+    """One run as a launched job does it: a fresh process through ``run_job``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCHINDUCTOR_CACHE_DIR",
+                                                             "TRITON_CACHE_DIR")}  # fmt: skip
+    code = textwrap.dedent(
+        f"""
+        from harness.launch.job import run_job
+        print(run_job({str(root)!r}, {GRID!r}, {run_id!r}, {str(data_root)!r}, threads=2))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("completed"), proc.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_compiled_and_eager_agree_and_later_runs_reuse_the_compile_cache(tmp_path, prepared_data):
+    eager = tiny_run(prepared_data, grid=GRID, compile="off", **SMALL)
+    first = tiny_run(prepared_data, grid=GRID, compile="on", **SMALL)
+    second = tiny_run(prepared_data, grid=GRID, compile="on", seed=1, **SMALL)
+    write_manifest(tmp_path, GRID, [eager, first, second])
+    for run in (eager, first, second):
+        _run_job(tmp_path, prepared_data, run.run_id)
+    rows = {r.run_id: read_row(paths.run_path(tmp_path, GRID, r.run_id)) for r in (eager, first)}
+
+    # Same losses, eager and compiled: every logged training loss and the validation loss.
+    curves = [pq.read_table(paths.curve_path(tmp_path, GRID, r.run_id)).to_pylist()
+              for r in (eager, first)]  # fmt: skip
+    assert [p["step"] for p in curves[0]] == [p["step"] for p in curves[1]] == [2, 4]
+    for a, b in zip(*curves, strict=True):
+        assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-5, abs=1e-6)
+    assert rows[first.run_id]["val_loss"] == pytest.approx(rows[eager.run_id]["val_loss"], rel=1e-5)
+    assert rows[eager.run_id]["compile_s"] is None  # eager really ran eagerly ...
+    assert rows[first.run_id]["compile_s"] > 0  # ... and the other one compiled
+
+    # The second compiled run found the first one's kernels in the grid's cache.
+    cache = paths.compile_cache_dir(tmp_path, GRID)
+    assert (cache / "fxgraph").is_dir() and any(cache.rglob("*.so"))
+    later = read_row(paths.run_path(tmp_path, GRID, second.run_id))["compile_s"]
+    assert later < rows[first.run_id]["compile_s"] / 2, (later, rows[first.run_id]["compile_s"])
