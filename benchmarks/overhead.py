@@ -82,8 +82,11 @@ def _write_share(args: tuple[str, Path, int, int, int]) -> list[float]:
     latencies = []
     for i, run in enumerate(runs):
         loss = 3.0 + (i % 97) / 100
-        curve = [{"step": 5 * (k + 1), "tokens": 2560 * (k + 1), "train_loss": 9.0 - k / points,
-                  "lr": 1e-3, "val_loss": None, "elapsed_s": 0.1 * k} for k in range(points)]  # fmt: skip
+        curve = [
+            {"step": 5 * (k + 1), "tokens": 2560 * (k + 1), "train_loss": 9.0 - k / points,
+             "lr": 1e-3, "val_loss": None, "elapsed_s": 0.1 * k}
+            for k in range(points)
+        ]  # fmt: skip
         result = RunResult(
             status="completed", params=2_500_000, val_loss=loss, val_ppl=2.718**loss,
             train_loss=loss + 0.1, steps_done=200, tokens_seen=102400, wall_s=60.0,
@@ -113,24 +116,28 @@ def time_writes(root: Path, path: Path, writers: int, points: int) -> list[float
 
 
 def time_queries(root: Path, repeats: int, label: str) -> None:
+    """Each query with a fresh connection (as ``harness query`` does): wall time of connect +
+    query, of the query alone, and the process CPU time of the query (all DuckDB threads; on a
+    shared machine the wall time also counts other processes' load, the CPU time does not)."""
     for name, sql in QUERIES.items():
-        totals, only = [], []
+        totals, only, cpu = [], [], []
         for _ in range(repeats):
             t = time.perf_counter()
             con = connect(root, "overhead")
-            q = time.perf_counter()
+            q, c = time.perf_counter(), time.process_time()
             rows = con.execute(sql).fetchall()
+            cpu.append(time.process_time() - c)
             end = time.perf_counter()
             totals.append(end - t)
             only.append(end - q)
             con.close()
-        ms = [x * 1e3 for x in totals]
-        print(f"query {label:>9} {name:<16} connect+query {_ms(ms)}  "
-              f"query alone {_ms([x * 1e3 for x in only])}  ({len(rows)} rows)")  # fmt: skip
+        print(f"query {label:>9} {name:<16} connect+query {_ms(totals)}  query alone "
+              f"{_ms(only)}  query cpu {_ms(cpu)}  ({len(rows)} rows)")  # fmt: skip
 
 
-def _ms(values: list[float]) -> str:
-    return f"{statistics.median(values):7.1f} ms [{min(values):.1f}, {max(values):.1f}]"
+def _ms(seconds: list[float]) -> str:
+    ms = [x * 1e3 for x in seconds]
+    return f"{statistics.median(ms):7.1f} ms [{min(ms):.1f}, {max(ms):.1f}]"
 
 
 def main() -> None:
@@ -143,10 +150,10 @@ def main() -> None:
     print(f"{dt.datetime.now():%Y-%m-%d %H:%M}  {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
         path = grid_yaml(Path(tmp), args.runs)
-        print(f"expand: load_grid {_ms([x * 1e3 for x in time_expand(path, args.repeats)])}")
+        print(f"expand: load_grid {_ms(time_expand(path, args.repeats))}")
         root = Path(tmp) / "results"
         time_writes(root, path, args.writers, args.points)
-        time_queries(root, max(1, args.repeats // 2), "per-run")
+        time_queries(root, 1, "per-run")  # seconds each: once is enough
         t = time.perf_counter()
         report = compact(root, "overhead")
         print(f"compact: {report.rows:,} rows, {report.curve_points:,} curve points from "

@@ -9,12 +9,14 @@ in micro-batches, warmup + cosine, global clip 1.0, weight decay on matrices) is
   and lr schedule, and a host sync at the same logging steps; nothing else.
 
 Steady-state tokens/s is timed identically for both, by the host clock at the logging steps
-(where both synchronise): from the first logging step (past the warmup / compile steps) to the
-last. The harness's own ``tokens_per_s`` is printed beside it. ``e2e`` is the whole run's wall
-time (model build, training, evaluation; the harness also computes its end-of-run metrics): the
-harness overhead of issue 2, item 11. Loops alternate for ``--repeats`` rounds; medians are
-printed with [min, max], the ratio is the median of the per-round ratios. Final training losses
-are printed for both (on CPU in fp32 they agree to rounding: the same computation).
+(where both synchronise): the median over the logging intervals after the first one (which holds
+the warmup / compile steps), so that a burst of another process on a shared machine does not
+decide it; likewise per second of the process's CPU time. The harness's own ``tokens_per_s`` is
+printed beside it. ``e2e`` is the whole run's wall time (model build, training, evaluation; the
+harness also computes its end-of-run metrics): the harness overhead of issue 2, item 11. Loops
+alternate for ``--repeats`` rounds; medians are printed with [min, max], ratios are medians of
+the per-round ratios. Final training losses are printed for both (on CPU in fp32 they agree to
+rounding: the same computation).
 
 MFU = tokens/s * FLOPs per token (6 * matmul params + 12 * layers * d_model * seq_len) / the
 device's bf16 peak (``harness.device.PEAK_BF16_FLOPS``); on CPU it is not defined.
@@ -53,7 +55,9 @@ class Measure:
     """One timed training run."""
 
     tokens_per_s: float
-    """Steady-state throughput between the first and the last logging step (host clock)."""
+    """Steady-state throughput: the median over logging intervals past the first (host clock)."""
+    tokens_per_cpu_s: float
+    """The same tokens per second of this process's CPU time (all its threads)."""
     wall_s: float
     """The whole run: build, train, evaluate."""
     final_loss: float
@@ -63,18 +67,22 @@ class Measure:
 
 
 class _Clock:
-    """Timestamps of logging steps: (step, perf_counter)."""
+    """Wall and CPU clocks at the logging steps: (step, perf_counter, process_time)."""
 
     def __init__(self) -> None:
-        self.marks: list[tuple[int, float]] = []
+        self.marks: list[tuple[int, float, float]] = []
 
     def mark(self, step: int) -> None:
-        self.marks.append((step, time.perf_counter()))
+        self.marks.append((step, time.perf_counter(), time.process_time()))
 
-    def rate(self, tokens_per_step: int) -> float:
-        (s0, t0), (s1, t1) = self.marks[0], self.marks[-1]
-        assert s1 > s0, "need at least two logging steps"
-        return (s1 - s0) * tokens_per_step / (t1 - t0)
+    def rates(self, tokens_per_step: int) -> tuple[float, float]:
+        """(tokens per wall second, tokens per CPU second): the median over the logging
+        intervals after the first mark (robust to another process's burst on a shared host)."""
+        assert len(self.marks) >= 2, "need at least two logging steps"
+        pairs = list(zip(self.marks, self.marks[1:], strict=False))
+        wall = [(s1 - s0) * tokens_per_step / (w1 - w0) for (s0, w0, _), (s1, w1, _) in pairs]
+        cpu = [(s1 - s0) * tokens_per_step / (c1 - c0) for (s0, _, c0), (s1, _, c1) in pairs]
+        return statistics.median(wall), statistics.median(cpu)
 
 
 def time_harness(run: RunConfig, data_root: Path) -> Measure:
@@ -90,7 +98,7 @@ def time_harness(run: RunConfig, data_root: Path) -> Measure:
     assert result.status == "completed", result.error
     tokens = run.batch_size * run.seq_len
     final = result.curve[-1]["train_loss"]
-    return Measure(clock.rate(tokens), wall, final, result.tokens_per_s)
+    return Measure(*clock.rates(tokens), wall, final, result.tokens_per_s)
 
 
 def time_bare(run: RunConfig, data_dir: Path, fused: bool) -> Measure:
@@ -132,7 +140,7 @@ def time_bare(run: RunConfig, data_dir: Path, fused: bool) -> Measure:
             loss_sum.zero_()
     _bare_eval(forward, run, data_dir, placement, to_device)
     wall = time.perf_counter() - start
-    return Measure(clock.rate(run.batch_size * run.seq_len), wall, final)
+    return Measure(*clock.rates(run.batch_size * run.seq_len), wall, final)
 
 
 def _transfer(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -181,7 +189,8 @@ def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path)
         pairs.append((time_harness(run, data_dir.parent), time_bare(run, data_dir, args.fused)))
         h, b = pairs[-1]
         print(f"  round: harness {h.tokens_per_s:,.0f} tok/s, bare {b.tokens_per_s:,.0f} tok/s, "
-              f"ratio {h.tokens_per_s / b.tokens_per_s:.3f}; "
+              f"ratio {h.tokens_per_s / b.tokens_per_s:.3f} (CPU-time ratio "
+              f"{h.tokens_per_cpu_s / b.tokens_per_cpu_s:.3f}); "
               f"e2e {h.wall_s:.1f}s vs {b.wall_s:.1f}s", flush=True)  # fmt: skip
     _report(run, pairs)
 
@@ -189,19 +198,22 @@ def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path)
 def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> None:
     h, b = zip(*pairs, strict=True)
     ratio = statistics.median(x.tokens_per_s / y.tokens_per_s for x, y in pairs)
+    cpu_ratio = statistics.median(x.tokens_per_cpu_s / y.tokens_per_cpu_s for x, y in pairs)
     e2e = statistics.median(x.wall_s / y.wall_s for x, y in pairs)
     fpt, peak = flops_per_token(model_config(run)), peak_flops()
     mfu = (lambda r: f"{r * fpt / peak:.1%}") if peak else (lambda r: "n/a")
     hr, br = (statistics.median(m.tokens_per_s for m in ms) for ms in (h, b))
+    wall = [statistics.median(m.wall_s for m in ms) for ms in (h, b)]
     print(
         f"{run.model} seq {run.seq_len} batch {run.batch_size} (micro {run.micro_batch_size}), "
         f"{run.steps - run.warmup_steps} timed steps, compile {run.compile}\n"
         f"  harness tokens/s {summary([m.tokens_per_s for m in h])}  MFU {mfu(hr)}  "
-        f"(harness-reported {summary([m.reported_tokens_per_s for m in h])})\n"
-        f"  bare    tokens/s {summary([m.tokens_per_s for m in b])}  MFU {mfu(br)}\n"
-        f"  ratio harness/bare tokens/s {ratio:.3f}   end-to-end wall ratio {e2e:.3f} "
-        f"({statistics.median(m.wall_s for m in h):.2f}s vs "
-        f"{statistics.median(m.wall_s for m in b):.2f}s)\n"
+        f"(harness-reported {summary([m.reported_tokens_per_s for m in h])}; "
+        f"per CPU-s {summary([m.tokens_per_cpu_s for m in h])})\n"
+        f"  bare    tokens/s {summary([m.tokens_per_s for m in b])}  MFU {mfu(br)}  "
+        f"(per CPU-s {summary([m.tokens_per_cpu_s for m in b])})\n"
+        f"  ratio harness/bare: tokens/s {ratio:.3f}, tokens per CPU-s {cpu_ratio:.3f}; "
+        f"end-to-end wall {wall[0]:.2f}s vs {wall[1]:.2f}s, ratio {e2e:.3f}\n"
         f"  final train loss: harness {h[-1].final_loss:.6f}, bare {b[-1].final_loss:.6f}",
         flush=True,
     )
@@ -212,7 +224,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--preset", default="tiny", help="comma-separated model presets")
     ap.add_argument("--seq-len", default=None, help="comma-separated (default: cpu 64, cuda 1024)")
-    ap.add_argument("--batch-size", type=int, default=None, help="default: cpu 16, cuda 256")
+    ap.add_argument("--batch-size", type=int, default=None, help="default: cpu 8, cuda 256")
     ap.add_argument(
         "--micro-batch-size", type=int, default=None, help="default: from --micro-tokens"
     )
@@ -229,7 +241,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=None,
                     help="bare loop: fused AdamW (default on cuda), else foreach")  # fmt: skip
     ap.add_argument("--vocab", type=int, default=None, help="default: 8192 tiny, 50304 others")
-    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: cpu 1)")
     args = ap.parse_args()
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -237,14 +249,14 @@ def parse_args() -> argparse.Namespace:
     if not cuda and torch.cuda.is_available():
         ap.error("--device cpu on a CUDA machine: hide the GPUs (CUDA_VISIBLE_DEVICES=)")
     args.seq_len = args.seq_len or ("1024" if cuda else "64")
-    args.batch_size = args.batch_size or (256 if cuda else 16)
+    args.batch_size = args.batch_size or (256 if cuda else 8)
     args.steps = args.steps or (20 if cuda else 40)
     args.warmup_steps = args.warmup_steps or (5 if cuda else 4)
     args.fused = cuda if args.fused is None else args.fused
     if args.steps % args.warmup_steps:
         ap.error("--steps must be a multiple of --warmup-steps (the logging interval)")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    if args.threads or not cuda:  # one thread: stable timings on a shared CPU
+        torch.set_num_threads(args.threads or 1)
     return args
 
 

@@ -38,9 +38,10 @@ def _write(
     extra: dict[str, float] | None = None,
     when: dt.datetime | None = None,
     host: str = "h",
+    grid: str = GRID,
 ) -> str:
     """Write one run's row and curve; returns its run_id."""
-    run = tiny_run(root / "data", grid=GRID, lr=lr)
+    run = tiny_run(root / "data", grid=grid, lr=lr)
     ok = status == "completed"
     result = RunResult(
         status=status, params=1234, val_loss=3.0 + lr if ok else None,
@@ -180,6 +181,19 @@ def test_a_row_rewritten_during_compaction_is_kept(tmp_path):
     sql = f"SELECT epoch_us(created_at) FROM runs WHERE run_id = '{again}'"
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     assert con.execute(sql).fetchone()[0] == (later - epoch) // dt.timedelta(microseconds=1)
+
+
+def test_views_span_grids_in_different_states(tmp_path):
+    for lr in (1e-3, 2e-3):
+        for grid in ("a", "b", "c"):
+            _write(tmp_path, lr, grid=grid)
+    compact(tmp_path, "a")
+    compact(tmp_path, "c")
+    _write(tmp_path, 3e-3, grid="a")  # a: one generation + a per-run file; b: per-run; c: packed
+    sql = "SELECT grid, count(*), count(DISTINCT run_id) FROM curves GROUP BY grid ORDER BY grid"
+    assert connect(tmp_path).execute(sql).fetchall() == [("a", 9, 3), ("b", 6, 2), ("c", 6, 2)]
+    sql = "SELECT grid, count(*) FROM runs GROUP BY grid ORDER BY grid"
+    assert connect(tmp_path).execute(sql).fetchall() == [("a", 3), ("b", 2), ("c", 2)]
 
 
 def test_compact_command(tmp_path):

@@ -142,8 +142,8 @@ def test_executor_parameters_map_the_profile_to_sbatch():
     assert "gpus_per_node" not in cpu and "mem" not in cpu and cpu["ntasks_per_node"] == 2
 
 
-def test_signal_comes_at_most_halfway_through_short_limits():
-    assert [arrays.signal_delay_s(m) for m in (1, 2, 3, 60)] == [30, 60, 90, 90]
+def test_signal_comes_no_earlier_than_10_s_after_the_start():
+    assert [arrays.signal_delay_s(m) for m in (1, 2, 3, 60)] == [50, 90, 90, 90]
 
 
 def test_runs_needing_more_gpus_than_the_profile_allows_are_refused():

@@ -103,9 +103,9 @@ def executor_parameters(profile: LauncherProfile, processes: int, grid: str) -> 
 
 def signal_delay_s(timeout_min: int) -> int:
     """Seconds before the time limit at which SLURM signals a task to checkpoint: submitit's 90,
-    but at most half the limit (slurmctld checks limits every 30 s, so a 1-minute task still gets
-    its signal after 30 s of work rather than at its start)."""
-    return max(10, min(90, timeout_min * 60 // 2))
+    but never earlier than 10 s after the start (a 1-minute test limit gets its signal 10 to
+    40 s in, as slurmctld checks limits every 30 s, rather than before the task has started)."""
+    return max(10, min(90, timeout_min * 60 - 10))
 
 
 def make_executor(

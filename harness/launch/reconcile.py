@@ -32,6 +32,21 @@ SACCT_STATUS: dict[str, str] = {
     "PREEMPTED": "failed",
 }
 
+MEMORY_KILL_MARKERS = ("exceeded memory limit", "oom-kill", "oom_kill", "out of memory")
+"""Lines SLURM writes to a task's log when it kills the task for memory (slurmstepd without
+cgroups ends such a job ``FAILED``, with cgroups ``OUT_OF_MEMORY``)."""
+
+
+def killed_for_memory(log: Path, tail_bytes: int = 8192) -> bool:
+    """Whether the end of a task's log says SLURM killed it for memory."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, log.stat().st_size - tail_bytes))
+            text = fh.read().decode(errors="replace").lower()
+    except OSError:
+        return False
+    return any(m in text for m in MEMORY_KILL_MARKERS)
+
 
 def row_jobs(root: Path, grid: str) -> dict[str, str | None]:
     """run_id -> job id recorded in its newest row (None for rows made outside SLURM)."""
@@ -86,6 +101,8 @@ def reconcile(root: Path, grid: str) -> dict[str, str]:
         if status is None:
             continue
         log = Path(p.submission.log_dir) / f"{p.task}_0_log.err"
+        if status in ("failed", "cancelled") and killed_for_memory(log):
+            status = "oom"
         error = f"job {p.task} ended {state} (exit {code}) without a result row; log: {log}"
         write_status(str(root), grid, run_id, status, error, p.task)
         written[run_id] = status

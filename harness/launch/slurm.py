@@ -145,8 +145,8 @@ class SlurmLauncher:
         if not wait:
             print(f"follow with 'harness status {grid}'; stop with 'harness cancel {grid}'")
             return LaunchReport(launched=launched, statuses={})
-        statuses = wait_for_runs(self, root, grid, data_root, subs, deferred, show_progress)
-        return LaunchReport(launched=len(statuses), statuses=statuses)
+        statuses, late = wait_for_runs(self, root, grid, data_root, subs, deferred, show_progress)
+        return LaunchReport(launched=launched + late, statuses=statuses)
 
     def submit_tasks(
         self,
@@ -171,7 +171,7 @@ class SlurmLauncher:
                 except UserError as e:
                     done = sum(len(t.run_ids) for s in subs for t in s.tasks)
                     raise UserError(
-                        f"{e}; nothing of this array was queued"
+                        f"launcher {self.profile.name!r}: {e}; nothing of this array was queued"
                         + (f" ({done} runs queued before it are recorded)" if subs else "")
                     ) from None
         return subs

@@ -133,8 +133,9 @@ class RunTask(submitit.helpers.Checkpointable):
                 sys.exit(-1)  # rank 0 requeues the whole job
             try:
                 signals.submitit_usr2(signal.SIGUSR2, None)  # requeues and exits
-            except UncompletedJobError as e:  # timed out too many times
-                return self._record(run_id, "timeout", str(e), job_id, statuses)
+            except UncompletedJobError as e:  # timed out more than max_num_timeout times
+                error = f"time limit reached too often, not requeued ({e}); checkpoint kept"
+                return self._record(run_id, "timeout", error, job_id, statuses)
         status = sigterm_status()
         if status is None:
             print(f"harness: job {job_id} is being requeued; {run_id} resumes", flush=True)

@@ -46,15 +46,17 @@ def wait_for_runs(
     deferred: Sequence[TaskPlan],
     show_progress: bool = True,
     poll_s: float = 5.0,
-) -> dict[str, str]:
+) -> tuple[dict[str, str], int]:
     """Block until every run of ``subs`` (and of ``deferred``, submitted on the way) has a row.
 
     Returns:
-        run_id -> status of the runs that finished. Ctrl-C stops waiting, not the jobs.
+        run_id -> status of the runs that finished, and how many deferred runs were submitted
+        while waiting. Ctrl-C stops waiting, not the jobs.
     """
     pending = dict(latest_placements(subs))
     deferred = list(deferred)
-    total = len(pending) + sum(len(t.run_ids) for t in deferred)
+    held_back = sum(len(t.run_ids) for t in deferred)
+    total = len(pending) + held_back
     progress = Progress(total) if show_progress else None
     statuses: dict[str, str] = {}
     gone: dict[str, float] = {}
@@ -78,7 +80,7 @@ def wait_for_runs(
     finally:
         if progress:
             progress.close()
-    return statuses
+    return statuses, held_back - sum(len(t.run_ids) for t in deferred)
 
 
 def _top_up(

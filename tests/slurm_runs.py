@@ -1,0 +1,104 @@
+"""Helpers for tests that launch harness runs on the local SLURM test cluster: launcher profiles,
+grid files, the CLI, and polling for rows (jobs run asynchronously)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click.testing
+import pyarrow.parquet as pq
+import yaml
+from click.testing import CliRunner
+
+from harness import paths
+from harness.cli import main
+
+#: The test cluster's profile (``launchers/slurm-test.yaml``) as a dict; tests derive variants.
+TEST_PROFILE: dict[str, Any] = yaml.safe_load(
+    (Path(__file__).resolve().parent.parent / "launchers" / "slurm-test.yaml").read_text()
+)
+
+#: A tiny run on the test data (6 steps of 8 x 32 tokens); tests override ``tokens`` for length.
+TINY_BASE: dict[str, Any] = {
+    "model": "tiny",
+    "dataset": "classics-bpe8k",
+    "optimizer": "adamw",
+    "lr": 3.0e-3,
+    "seq_len": 32,
+    "batch_size": 8,
+    "tokens": 8 * 32 * 6,
+    "eval_tokens": 1024,
+    "log_every": 10,
+}
+
+
+def steps(n: int) -> int:
+    """``tokens`` of a tiny run of ``n`` steps."""
+    return 8 * 32 * n
+
+
+def write_profile(folder: Path, name: str, **overrides: Any) -> str:
+    """Write ``folder/name.yaml``: the test profile with ``overrides``; returns ``name``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.yaml").write_text(yaml.safe_dump({**TEST_PROFILE, **overrides}))
+    return name
+
+
+def write_grid(folder: Path, name: str, launcher: str, seeds: int = 1, **spec: Any) -> Path:
+    """A grid file: ``TINY_BASE`` updated by ``spec['base']``, axes ``spec['grid']``."""
+    doc = {
+        "name": name,
+        "launcher": launcher,
+        "base": {**TINY_BASE, **spec.get("base", {})},
+        "seeds": seeds,
+    }
+    if spec.get("grid"):
+        doc["grid"] = spec["grid"]
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def invoke(*args: str) -> click.testing.Result:
+    """Run the ``harness`` CLI in-process."""
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.5) -> Any:
+    """Poll ``check`` until it returns something truthy; AssertionError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def rows(root: Path, grid: str) -> dict[str, dict[str, Any]]:
+    """run_id -> result row of every run of ``grid`` with a row."""
+    folder = paths.runs_dir(root, grid)
+    out = {}
+    for p in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():
+        row = pq.read_table(p).to_pylist()[0]
+        out[row["run_id"]] = row
+    return out
+
+
+def curve_losses(root: Path, grid: str, run_id: str) -> list[float]:
+    """The training losses of a run's loss curve."""
+    return pq.read_table(paths.curve_path(root, grid, run_id)).column("train_loss").to_pylist()
+
+
+def task_log(root: Path, grid: str, task: str) -> str:
+    """stdout + stderr of a SLURM task (``<job>_<index>`` or ``<job>``) of ``grid``."""
+    job = task.split("_")[0]
+    folder = paths.submissions_dir(root, grid) / "slurm" / job
+    return "".join(
+        (folder / f"{task}_0_log.{ext}").read_text()
+        for ext in ("out", "err")
+        if (folder / f"{task}_0_log.{ext}").exists()
+    )

@@ -1,0 +1,151 @@
+"""Runs on the real test cluster that are interrupted and resume: ``scontrol requeue``
+(preemption) and the time limit, each compared with an uninterrupted twin run at the same time;
+and a run spread over two SLURM tasks with DDP (gloo).
+
+Fails (never skips) under CI=true when the cluster is absent.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from runs import tiny_run
+from slurm_cluster import require_cluster
+from slurm_runs import (
+    curve_losses,
+    invoke,
+    rows,
+    steps,
+    task_log,
+    wait_until,
+    write_grid,
+    write_profile,
+)
+
+from harness import paths
+from harness.grid import load_grid
+from harness.launch.records import read_submissions
+from harness.train import train
+
+pytestmark = pytest.mark.slurm
+
+#: Result columns that must be identical between an interrupted run and its uninterrupted twin.
+SAME = ("status", "val_loss", "val_ppl", "train_loss", "steps_done", "tokens_seen", "iso", "rho")
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The cluster is required; launcher profiles are read from ``tmp_path/launchers``."""
+    require_cluster()
+    monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path / "launchers"))
+    monkeypatch.setenv("HARNESS_CHECKPOINT_EVERY_S", "1")
+    return tmp_path
+
+
+def _twins(env: Path, prepared_data: Path, launchers: tuple[str, str], n_steps: int) -> list:
+    """Submit the same run in grids ``ref`` and ``int`` (on ``launchers``); returns their files."""
+    files = [
+        write_grid(env, name, launcher, base={"tokens": steps(n_steps)})
+        for name, launcher in zip(("ref", "int"), launchers, strict=True)
+    ]
+    for f in files:
+        out = invoke("submit", f, "--results", env / "results", "--data", prepared_data)
+        assert out.exit_code == 0 and "launching 1" in out.output, out.output
+    return files
+
+
+def _assert_identical(root: Path, run_id: str) -> dict:
+    """Both twins completed with the same metrics and loss curve; returns the interrupted row."""
+    ref = wait_until(lambda: rows(root, "ref").get(run_id), 400, "the reference row")
+    got = wait_until(lambda: rows(root, "int").get(run_id), 400, "the interrupted run's row")
+    assert got["status"] == "completed", got["error"]
+    assert {k: got[k] for k in SAME} == {k: ref[k] for k in SAME}
+    assert curve_losses(root, "int", run_id) == curve_losses(root, "ref", run_id)
+    assert not paths.checkpoint_path(root, "int", run_id).exists()  # removed after the row
+    return got
+
+
+def test_a_requeued_run_resumes_from_its_checkpoint_with_identical_metrics(env, prepared_data):
+    launcher = write_profile(env / "launchers", "slurm-t")
+    files = _twins(env, prepared_data, (launcher, launcher), n_steps=200)
+    root = env / "results"
+    run_id = load_grid(files[1], data_root=prepared_data).runs[0].run_id
+    job = read_submissions(root, "int")[0].job_id
+    wait_until(lambda: "step 20/200" in task_log(root, "int", job), 120, "20 steps done")
+    subprocess.run(["scontrol", "requeue", job], check=True)  # as a preemption would
+
+    got = _assert_identical(root, run_id)
+    log = task_log(root, "int", job)
+    assert "is being requeued" in log and got["job_id"] == job
+    logged = [int(s) for s in re.findall(r"step (\d+)/200", log)]
+    assert logged == list(range(10, 201, 10))  # resumed where it stopped: no step twice
+
+
+def _steps_lasting(seconds: float, prepared_data: Path) -> int:
+    """Steps of the twin runs that take about ``seconds`` of training on this machine now."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in a job with cpus_per_task 1
+    try:
+        probe = train(tiny_run(prepared_data, tokens=steps(30)), data_root=prepared_data, log=None)
+    finally:
+        torch.set_num_threads(before)
+    return max(200, min(4000, round(seconds * probe.tokens_per_s / steps(1) / 10) * 10))
+
+
+def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(env, prepared_data):
+    write_profile(env / "launchers", "slurm-t")
+    write_profile(env / "launchers", "slurm-1min", timeout_min=1)
+    # A 1-minute limit signals its task 10 to 40 s after the start (slurmctld checks every 30 s):
+    # a run of 45 s is interrupted at least once, whatever this machine's speed.
+    n_steps = _steps_lasting(45.0, prepared_data)
+    files = _twins(env, prepared_data, ("slurm-t", "slurm-1min"), n_steps=n_steps)
+    root = env / "results"
+    run_id = load_grid(files[1], data_root=prepared_data).runs[0].run_id
+    job = read_submissions(root, "int")[0].job_id
+
+    _assert_identical(root, run_id)
+    log = task_log(root, "int", job)
+    assert "this job is timed-out" in log and "Requeued job" in log
+
+
+def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(env, prepared_data):
+    launcher = write_profile(env / "launchers", "slurm-t")
+    base = {"gpus_per_run": 2, "micro_batch_size": 4, "tokens": steps(10), "log_every": 2}
+    grid_file = write_grid(env, "ddp", launcher, base=base)
+    root = env / "results"
+    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data, "--wait")
+    assert out.exit_code == 0 and "finished: completed 1" in out.output, out.output
+    run = load_grid(grid_file, data_root=prepared_data).runs[0]
+    job = read_submissions(root, "ddp")[0].job_id
+    folder = paths.submissions_dir(root, "ddp") / "slurm" / job
+    script = (folder / f"{job}_submission.sh").read_text()
+    assert "--ntasks-per-node=2" in script and "--gpus-per-node=2" in script
+    assert "step 10/10" in task_log(root, "ddp", job)  # rank 0 logs
+    assert (folder / f"{job}_1_log.err").exists()  # rank 1 ran too
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        single = train(run, data_root=prepared_data, log=None)
+    finally:
+        torch.set_num_threads(before)
+    row = rows(root, "ddp")[run.run_id]
+    assert row["val_loss"] == pytest.approx(single.val_loss, rel=1e-5)
+    ddp_curve = curve_losses(root, "ddp", run.run_id)
+    assert ddp_curve == pytest.approx([p["train_loss"] for p in single.curve], rel=1e-5)
+    assert len(ddp_curve) == 5
+
+
+def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(env, prepared_data):
+    launcher = write_profile(env / "launchers", "slurm-1min-0", timeout_min=1, max_num_timeout=0)
+    tokens = steps(_steps_lasting(45.0, prepared_data))  # signalled before it can finish
+    grid_file = write_grid(env, "tl0", launcher, base={"tokens": tokens})
+    root = env / "results"
+    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data, "--wait")
+    assert out.exit_code == 0 and "finished: timeout 1" in out.output, out.output
+    (row,) = rows(root, "tl0").values()
+    assert row["status"] == "timeout" and "time limit reached too often" in row["error"]
+    assert paths.checkpoint_path(root, "tl0", row["run_id"]).exists()  # a retry resumes it
