@@ -7,13 +7,14 @@ order needs no state: batch ``k`` is a pure function of (seed, k).
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from harness.fsutil import atomic_write
 
 
 def rng_state() -> dict[str, Any]:
@@ -39,16 +40,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def save(path: Path, state: dict[str, Any]) -> None:
     """Write ``state`` to ``path`` atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            torch.save(state, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(path, lambda fh: torch.save(state, fh))
 
 
 def load(path: Path) -> dict[str, Any] | None:

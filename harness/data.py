@@ -21,13 +21,11 @@ ranks of a DDP run take disjoint slices of the same global batch.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +36,7 @@ import torch
 
 from harness.corpora import Document, load_documents, split_documents
 from harness.errors import UserError, unknown_choice
+from harness.fsutil import locked
 from harness.tokenizers import Encoder, get_tokenizer
 
 DATA_ENV = "HARNESS_DATA"
@@ -173,7 +172,7 @@ def prepare(name: str, root: Path, force: bool = False) -> Path:
     if not force and (out / "meta.json").is_file():
         return out
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f".{name}.lock"):
+    with locked(root / f".{name}.lock"):
         if not force and (out / "meta.json").is_file():
             return out  # built by a concurrent caller while we waited
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.build-", dir=root))
@@ -192,16 +191,6 @@ def ensure_prepared(name_or_path: str | os.PathLike[str], root: Path) -> Path:
     if name in DATASETS:
         return prepare(name, root)
     return resolve_dataset(name, root)
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _replace_dir(src: Path, dst: Path) -> None:

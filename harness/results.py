@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -22,6 +21,7 @@ import pyarrow.parquet as pq
 
 from harness import paths
 from harness.config import RunConfig
+from harness.fsutil import atomic_write
 from harness.outcome import CURVE_COLUMNS, RunResult
 
 _ARROW_OF = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
@@ -112,16 +112,7 @@ def make_row(run: RunConfig, result: RunResult, provenance: Mapping[str, Any]) -
 
 def atomic_write_table(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            pq.write_table(table, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(path, lambda fh: pq.write_table(table, fh))
 
 
 def write_result(
