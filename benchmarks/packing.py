@@ -1,9 +1,10 @@
 """Total tokens/s of one device running several small runs at once vs one at a time.
 
 The same N runs (one grid, the same shape, different seeds) are trained through
-``harness.launch.packing.run_packed`` with ``per_device = 1`` (one after another, all cores for
-each run) and with ``per_device = k`` for each ``k`` of ``--packs`` (k processes at once, the
-cores split between them). Each mode starts from an empty results folder and is repeated
+``harness.launch.packing.run_packed`` with ``per_device = 1`` (one after another; on CPU once
+with all cores per run, once with one core) and with ``per_device = k`` for each ``k`` of
+``--packs`` (k processes at once; on CPU the cores split between them). The ratio is against the
+first mode. Each mode starts from an empty results folder and is repeated
 ``--repeats`` times, modes alternating; medians are printed with [min, max].
 
 - ``total tok/s``: N * tokens per run / wall time from the first process start to the last exit
@@ -35,8 +36,11 @@ from harness.launch.packing import run_packed
 from harness.manifest import write_manifest
 
 
-def one_mode(args: argparse.Namespace, data_dir: Path, per_device: int, tmp: Path) -> dict:
-    """Train the N runs with ``per_device`` at once in a fresh results root; time it."""
+def one_mode(
+    args: argparse.Namespace, data_dir: Path, per_device: int, threads: int | None, tmp: Path
+) -> dict:
+    """Train the N runs, ``per_device`` at once with ``threads`` torch threads each, in a fresh
+    results root; time it."""
     root = Path(tempfile.mkdtemp(dir=tmp))
     runs = [
         bench_run(data_dir, grid="packing", model=args.preset, seq_len=args.seq_len,
@@ -46,7 +50,6 @@ def one_mode(args: argparse.Namespace, data_dir: Path, per_device: int, tmp: Pat
         for s in range(args.runs)
     ]  # fmt: skip
     write_manifest(root, "packing", runs)
-    threads = max(1, args.cores // per_device) if args.device == "cpu" else None
     start = time.perf_counter()
     statuses = run_packed(
         str(root), "packing", [r.run_id for r in runs], str(data_dir.parent),
@@ -83,26 +86,37 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     print(f"{time.strftime('%Y-%m-%d %H:%M')}  {machine()}; {args.cores} cores", flush=True)
-    modes = [1, *(int(k) for k in args.packs.split(","))]
+    # (runs at once, torch threads each): one at a time with all cores, then with one core (on a
+    # busy machine a second thread can cost more than it gives), then the packs.
+    packs = [int(k) for k in args.packs.split(",")]
+    if args.device == "cpu":
+        modes = [(1, args.cores), (1, 1), *((k, max(1, args.cores // k)) for k in packs)]
+    else:
+        modes = [(1, None), *((k, None) for k in packs)]
     with tempfile.TemporaryDirectory() as tmp:
         data = synthetic_dataset(Path(tmp) / "data" / "synthetic", args.vocab, 1 << 20, 1 << 16)
-        measured: dict[int, list[dict]] = {k: [] for k in modes}
+        measured: dict[tuple[int, int | None], list[dict]] = {mode: [] for mode in modes}
         for _ in range(args.repeats):
-            for k in modes:
-                measured[k].append(one_mode(args, data, k, Path(tmp)))
-                m = measured[k][-1]
-                print(f"  {k} at once: total {m['total']:,.0f} tok/s, per run "
+            for mode in modes:
+                measured[mode].append(one_mode(args, data, *mode, Path(tmp)))
+                m = measured[mode][-1]
+                print(f"  {_label(mode)}: total {m['total']:,.0f} tok/s, per run "
                       f"{m['per_run']:,.0f} tok/s", flush=True)  # fmt: skip
     tokens = args.batch_size * args.seq_len * args.steps
     print(f"{args.runs} runs of {args.preset}, {args.steps} steps of {args.batch_size} x "
           f"{args.seq_len} ({tokens:,} tokens each), pid {os.getpid()}")  # fmt: skip
-    base = statistics.median(m["total"] for m in measured[1])
-    for k in modes:
-        ms = measured[k]
+    base = statistics.median(m["total"] for m in measured[modes[0]])
+    for mode in modes:
+        ms = measured[mode]
         ratio = statistics.median(m["total"] for m in ms) / base
-        print(f"  {k} at once: total tok/s {summary([m['total'] for m in ms])} ({ratio:.2f}x)  "
+        print(f"  {_label(mode)}: total tok/s {summary([m['total'] for m in ms])} ({ratio:.2f}x)  "
               f"per-run {summary([m['per_run'] for m in ms])}  "
               f"steady {summary([m['steady'] for m in ms])}")  # fmt: skip
+
+
+def _label(mode: tuple[int, int | None]) -> str:
+    k, threads = mode
+    return f"{k} at once" + (f" x {threads} thread{'s' if threads > 1 else ''}" if threads else "")
 
 
 if __name__ == "__main__":

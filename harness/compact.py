@@ -30,13 +30,10 @@ file), so the generation holds the points the view showed.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import duckdb
 import pyarrow as pa
@@ -45,6 +42,7 @@ import pyarrow.parquet as pq
 from harness import paths
 from harness.db import curves_select, sql_list
 from harness.errors import UserError
+from harness.fsutil import atomic_write, locked
 
 ROW_GROUP_SIZE = 131_072
 """Rows per Parquet row group of a generation file (curve files are sorted by run, so a query
@@ -130,7 +128,7 @@ def compact(root: Path, grid: str) -> CompactReport:
         raise UserError(f"no results for grid {grid!r} under {root}; grids there: {known}")
     folder = paths.compact_dir(root, grid)
     folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder / ".lock"):
+    with locked(folder / ".lock"):
         snap = snapshot(root, grid)
         if not snap.needs_work:
             return CompactReport(grid, None, 0, 0, 0, 0)
@@ -208,33 +206,20 @@ def write_generation(snap: Snapshot) -> tuple[int, int]:
 def _write_atomically(con: duckdb.DuckDBPyConnection, select: str, path: Path) -> int:
     """Stream the result of ``select`` into ``path`` (temp name, fsync, rename); returns its
     rows. Written by pyarrow like the per-run files, every column nullable as there (DuckDB's
-    own writer marks the columns that happen to hold no NULL as required).
-    """
+    own writer marks the columns that happen to hold no NULL as required)."""
     reader = con.sql(select).to_arrow_reader(ROW_GROUP_SIZE)
     schema = pa.schema([f.with_nullable(True) for f in reader.schema])
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     count = 0
-    try:
-        with open(tmp, "wb") as fh:
-            with pq.ParquetWriter(fh, schema) as writer:
-                for batch in reader:
-                    writer.write_batch(pa.RecordBatch.from_arrays(batch.columns, schema=schema))
-                    count += batch.num_rows
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    def write(fh: IO[bytes]) -> None:
+        nonlocal count
+        with pq.ParquetWriter(fh, schema) as writer:
+            for batch in reader:
+                writer.write_batch(pa.RecordBatch.from_arrays(batch.columns, schema=schema))
+                count += batch.num_rows
+
+    atomic_write(path, write)
     return count
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def remove_covered(snap: Snapshot) -> int:
@@ -256,13 +241,3 @@ def remove_covered(snap: Snapshot) -> int:
         p.unlink(missing_ok=True)
         removed += 1
     return removed
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)

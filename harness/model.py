@@ -342,26 +342,36 @@ def count_params(model_or_cfg: nn.Module | GPTConfig) -> int:
     return sum(p.numel() for p in model_or_cfg.parameters() if p.requires_grad)
 
 
+#: Linear layers per block's MLP (weights) and the bias sizes they carry, per activation.
+_MLP_MATS = {"gelu": 2, "swiglu": 3}
+
+
 @functools.cache
-def _meta_counts(cfg: GPTConfig) -> tuple[int, int]:
-    """(all parameters, Linear weights + the head) of ``GPT(cfg)``, built on the meta device."""
-    with torch.device("meta"):
-        model = GPT(cfg)
-    total = sum(p.numel() for p in model.parameters())
-    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
-    tied_head = cfg.vocab_size * cfg.d_model if cfg.tie_weights else 0
-    return total, linear + tied_head
+def _counts(cfg: GPTConfig) -> tuple[int, int]:
+    """(all parameters, Linear weights + the head) of ``GPT(cfg)``, by formula (no tensors;
+    ``tests/test_model.py`` checks it against instantiated models of every preset)."""
+    d, h, V, b = cfg.d_model, cfg.mlp_hidden, cfg.vocab_size, int(cfg.bias)
+    norm = d + (d * b if cfg.norm == "layernorm" else 0)
+    mats = _MLP_MATS[cfg.activation]
+    attn = 4 * d * d + 4 * d * b
+    mlp = mats * d * h + b * ((mats - 1) * h + d)
+    block = 2 * norm + attn + mlp
+    pos = cfg.seq_len * d if cfg.positions == "learned" else 0
+    head = 0 if cfg.tie_weights else V * d
+    total = V * d + pos + cfg.n_layer * block + norm + head
+    linear = cfg.n_layer * (4 * d * d + mats * d * h) + V * d
+    return total, linear
 
 
 def param_count_from_config(cfg: GPTConfig) -> int:
-    """Parameters of ``GPT(cfg)`` without allocating memory (meta device; cached per config)."""
-    return _meta_counts(cfg)[0]
+    """Parameters of ``GPT(cfg)`` without building it (cached per config)."""
+    return _counts(cfg)[0]
 
 
 def matmul_params(cfg: GPTConfig) -> int:
     """Weights of all matrix multiplies per token: every Linear and the output head (counted even
     when tied); no embeddings, positions, norms or biases."""
-    return _meta_counts(cfg)[1]
+    return _counts(cfg)[1]
 
 
 def flops_per_token(cfg: GPTConfig) -> float:

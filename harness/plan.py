@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.config import RunConfig
-from harness.model import model_config, param_count_from_config
+from harness.model import ARCH_FIELDS, model_config, param_count_from_config
 
 #: Assumed model-FLOPs utilisation and device for GPU-hour estimates (stated in the output).
 ASSUMED_MFU = 0.40
@@ -18,9 +18,19 @@ def run_params(run: RunConfig) -> int:
     return param_count_from_config(model_config(run))
 
 
+def _arch(run: RunConfig) -> tuple[object, ...]:
+    return (*(getattr(run, f) for f in ARCH_FIELDS), run.vocab_size, run.seq_len)
+
+
 def compute_estimate(runs: Sequence[RunConfig]) -> tuple[float, float]:
     """(total training FLOPs = sum 6 * params * tokens, GPU-hours at ``ASSUMED_MFU``)."""
-    flops = sum(6.0 * run_params(r) * r.tokens for r in runs)
+    tokens: dict[tuple[object, ...], int] = {}
+    first: dict[tuple[object, ...], RunConfig] = {}
+    for r in runs:  # one parameter count per architecture, not per run
+        key = _arch(r)
+        tokens[key] = tokens.get(key, 0) + r.tokens
+        first.setdefault(key, r)
+    flops = sum(6.0 * run_params(first[k]) * n for k, n in tokens.items())
     return flops, flops / (ASSUMED_MFU * ASSUMED_PEAK_FLOPS) / 3600.0
 
 
@@ -37,6 +47,10 @@ def preview(runs: Sequence[RunConfig], axes: Sequence[str], limit: int = 12) -> 
     return "\n".join(lines)
 
 
+def _firsts(runs: Sequence[RunConfig]) -> list[RunConfig]:
+    return list({_arch(r): r for r in runs}.values())
+
+
 def _fmt(v: object) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
@@ -44,7 +58,7 @@ def _fmt(v: object) -> str:
 def describe(runs: Sequence[RunConfig], axes: Sequence[str]) -> str:
     """The dry-run report: count, preview, compute."""
     flops, gpu_h = compute_estimate(runs)
-    models = sorted({f"{r.model} ({run_params(r) / 1e6:.1f}M params)" for r in runs})
+    models = sorted({f"{r.model} ({run_params(r) / 1e6:.1f}M params)" for r in _firsts(runs)})
     return "\n".join(
         [
             f"runs: {len(runs)}",

@@ -3,6 +3,7 @@ grid files, the CLI, and polling for rows (jobs run asynchronously)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,8 @@ from click.testing import CliRunner
 
 from harness import paths
 from harness.cli import main
+from harness.launch.records import read_submissions
+from harness.launch.scheduler import SchedulerError, cancel
 
 #: The test cluster's profile (``launchers/slurm-test.yaml``) as a dict; tests derive variants.
 TEST_PROFILE: dict[str, Any] = yaml.safe_load(
@@ -102,3 +105,11 @@ def task_log(root: Path, grid: str, task: str) -> str:
         for ext in ("out", "err")
         if (folder / f"{task}_0_log.{ext}").exists()
     )
+
+
+def cancel_leftovers(root: Path) -> None:
+    """scancel every job recorded under ``root`` (a failed test leaves nothing running)."""
+    grids = [d.name for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
+    jobs = {s.job_id for g in grids for s in read_submissions(root, g)}
+    with contextlib.suppress(SchedulerError):
+        cancel(jobs)

@@ -14,6 +14,7 @@ from runs import tiny_run
 from harness.errors import UserError
 from harness.launch import arrays
 from harness.launch.profile import LauncherProfile, load_profile
+from harness.launch.reconcile import killed_for_memory, unfinished
 from harness.launch.records import (
     Submission,
     latest_placements,
@@ -186,3 +187,29 @@ def test_dry_run_plan_of_10000_runs_is_fast(prepared_data, tmp_path, monkeypatch
     assert "sbatch calls: 3 " in packed.plan(runs)  # 2500 tasks in arrays of <= 1001
     few = SlurmLauncher(load_profile("slurm-a100"), limits=ClusterLimits(10, 9000, "test"))
     assert "sbatch calls: 1000 " in few.plan(runs) and "exceed MaxJobCount" in few.plan(runs)
+
+
+# --- classification helpers and the CLI without a cluster ---------------------------------------
+def test_memory_kills_are_read_from_the_task_log(tmp_path):
+    log = tmp_path / "7_0_0_log.err"
+    log.write_text("x" * 20000 + "\nslurmstepd: error: StepId=7.0 exceeded memory limit (3 > 2)\n")
+    assert killed_for_memory(log)
+    log.write_text("Traceback ...\nValueError: bad\n")
+    assert not killed_for_memory(log) and not killed_for_memory(tmp_path / "missing.err")
+
+
+def test_unfinished_runs_are_those_without_a_row_from_their_latest_task():
+    sub = Submission("9", True, (("a", "b"), ("c",)), "2026-01-01T00:00:00+00:00", "p", "/l")
+    where = latest_placements([sub])
+    rows = {"a": "9_0", "b": "3_1", "x": "9_0"}  # b's row is from an older job
+    assert sorted(unfinished(where, rows)) == ["b", "c"]
+
+
+def test_cancel_without_submissions_is_a_one_line_error(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    out = CliRunner().invoke(main, ["cancel", "nosuch", "--results", str(tmp_path)])
+    assert out.exit_code == 2
+    assert "grid 'nosuch' has no SLURM submissions" in out.output

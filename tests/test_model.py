@@ -264,3 +264,17 @@ def test_model_config_from_run_config() -> None:
 def test_config_errors_name_the_value(change: dict, message: str) -> None:
     with pytest.raises(UserError, match=message):
         cfg_of(**change)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize("vocab", [1000, 50304])
+def test_formula_counts_match_instantiated_models(preset, vocab):
+    from harness.model import _counts
+
+    fields = preset_fields(preset)
+    cfg = GPTConfig(**fields, vocab_size=vocab, seq_len=256)
+    with torch.device("meta"):
+        model = GPT(cfg)
+    total = sum(p.numel() for p in model.parameters())
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    assert _counts(cfg) == (total, linear + (vocab * cfg.d_model if cfg.tie_weights else 0))

@@ -6,11 +6,12 @@ Fails (never skips) under CI=true when the cluster is absent.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from slurm_cluster import require_cluster
-from slurm_runs import invoke, rows, steps, wait_until, write_grid, write_profile
+from slurm_runs import cancel_leftovers, invoke, rows, steps, wait_until, write_grid, write_profile
 
 from harness import paths
 from harness.grid import load_grid
@@ -25,12 +26,13 @@ pytestmark = pytest.mark.slurm
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The cluster is required; launcher profiles are read from ``tmp_path/launchers``."""
     require_cluster()
     monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path / "launchers"))
     monkeypatch.setenv("HARNESS_CHECKPOINT_EVERY_S", "1")
-    return tmp_path
+    yield tmp_path
+    cancel_leftovers(tmp_path / "results")
 
 
 def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothing(

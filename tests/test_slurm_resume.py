@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import torch
 from runs import tiny_run
 from slurm_cluster import require_cluster
 from slurm_runs import (
+    cancel_leftovers,
     curve_losses,
     invoke,
     rows,
@@ -38,12 +40,13 @@ SAME = ("status", "val_loss", "val_ppl", "train_loss", "steps_done", "tokens_see
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The cluster is required; launcher profiles are read from ``tmp_path/launchers``."""
     require_cluster()
     monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path / "launchers"))
     monkeypatch.setenv("HARNESS_CHECKPOINT_EVERY_S", "1")
-    return tmp_path
+    yield tmp_path
+    cancel_leftovers(tmp_path / "results")
 
 
 def _twins(env: Path, prepared_data: Path, launchers: tuple[str, str], n_steps: int) -> list:

@@ -1,5 +1,8 @@
 """The ``harness`` command line: thin commands, each parsing flags, calling one library function
-and printing. Bad input exits with code 2 and a one-line message, having written nothing."""
+and printing. Bad input exits with code 2 and a one-line message, having written nothing.
+
+Commands are imported only when invoked (``harness submit`` never imports the analysis layer).
+"""
 
 from __future__ import annotations
 
@@ -10,21 +13,31 @@ import click
 
 from harness.errors import UserError
 
-#: Modules that add commands to ``main`` (each defines commands with ``@main.command``).
-COMMAND_MODULES = (
-    "harness.cli.submit",
-    "harness.cli.cancel",
-    "harness.cli.query",
-    "harness.cli.data",
-    "harness.cli.analyze",
-    "harness.cli.figures",
-    "harness.cli.importer",
-    "harness.cli.compact",
-)
+#: Command name -> "module:attribute" of its click command.
+COMMANDS: dict[str, str] = {
+    "submit": "harness.cli.submit:submit",
+    "status": "harness.cli.submit:status",
+    "cancel": "harness.cli.cancel:cancel",
+    "query": "harness.cli.query:query",
+    "compact": "harness.cli.compact:compact",
+    "data": "harness.cli.data:data",
+    "analyze": "harness.cli.analyze:analyze",
+    "figures": "harness.cli.figures:figures",
+    "import": "harness.cli.importer:import_",
+}
 
 
 class _Group(click.Group):
-    """Turns UserError into one line on stderr and exit code 2."""
+    """Loads commands lazily; turns UserError into one line on stderr and exit code 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attr)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
@@ -41,11 +54,3 @@ def main() -> None:
 
     Example: harness submit grids/adam_betas.yaml --local
     """
-
-
-def _load_commands() -> None:
-    for mod in COMMAND_MODULES:
-        importlib.import_module(mod)
-
-
-_load_commands()

@@ -20,7 +20,6 @@ from analysis.metrics import DEFAULT_METRIC, GOALS
 from analysis.output import FORMATS, Answer, render
 from analysis.select import Selector, parse_columns, parse_selector
 from analysis.speedup import N_BOOT_FIT
-from harness.cli import main
 from harness.cli.options import results_option
 
 
@@ -119,7 +118,7 @@ def _print(answer: Answer, fmt: str) -> None:
         click.echo(n, err=fmt != "table")
 
 
-@main.group()
+@click.group()
 def analyze() -> None:
     """Answer questions about a grid's results (GRID: a grid YAML or a grid name).
 

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import click
 
-from harness.cli import main
 from harness.cli.options import resolve_results, results_option
 from harness.grid import grid_name
 
 
-@main.command()
+@click.command()
 @click.argument("grid")
 @click.option(
     "--wait-s",

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import click
 
-from harness.cli import main
 from harness.cli.options import resolve_results, results_option
 from harness.compact import compact as compact_grid
 from harness.grid import grid_name
 
 
-@main.command()
+@click.command()
 @click.argument("grid")
 @results_option
 def compact(grid: str, results: Path | None) -> None:

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import click
 
-from harness.cli import main
 from harness.cli.options import data_option
 
 
-@main.group()
+@click.group()
 def data() -> None:
     """Tokenized datasets (nanoGPT-style train.bin / val.bin memmaps)."""
 

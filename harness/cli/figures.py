@@ -14,11 +14,10 @@ from analysis.load import SCALES, select
 from analysis.metrics import DEFAULT_METRIC, GOALS, metric_goal
 from analysis.output import FORMATS, Answer, render
 from harness import paths
-from harness.cli import main
 from harness.cli.options import results_option
 
 
-@main.command()
+@click.command()
 @click.argument("grid")
 @click.option(
     "--figure",

@@ -9,11 +9,10 @@ import click
 from analysis.importing import import_csv
 from analysis.load import SCALES
 from analysis.select import parse_columns
-from harness.cli import main
 from harness.cli.options import resolve_results, results_option
 
 
-@main.command(name="import")
+@click.command(name="import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--grid", required=True, help="Grid the rows belong to (results/<grid>/).")
 @click.option(

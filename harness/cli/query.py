@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 import duckdb
 
-from harness.cli import main
 from harness.cli.options import resolve_results, results_option
 from harness.db import connect
 from harness.errors import UserError
@@ -16,7 +15,7 @@ from harness.errors import UserError
 FORMATS = ("table", "csv", "json", "parquet")
 
 
-@main.command()
+@click.command()
 @click.argument("sql")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,

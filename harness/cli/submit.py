@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from harness.cli import main
 from harness.cli.options import data_option, resolve_results, results_option
 from harness.data import data_root
 from harness.errors import UserError
@@ -16,7 +15,7 @@ from harness.launch.queue_view import format_queue_view, queue_view
 from harness.status import format_status, grid_status
 
 
-@main.command()
+@click.command()
 @click.argument("grid", type=click.Path(path_type=Path))
 @click.option("--local", is_flag=True, help="Apply the grid's local: overrides (laptop scale).")
 @click.option("--launcher", default=None, help="Launcher profile name (launchers/NAME.yaml).")
@@ -70,7 +69,7 @@ def submit(
         click.echo("finished: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
 
-@main.command()
+@click.command()
 @click.argument("grid")
 @results_option
 def status(grid: str, results: Path | None) -> None:

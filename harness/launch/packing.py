@@ -63,13 +63,12 @@ def run_packed(
         TrainingInterrupted: ``should_stop`` asked to stop; unfinished runs have checkpoints.
     """
     assert per_device >= 1, per_device
-    root = Path(results_root)
-    statuses = _done_by(root, grid, run_ids, job_id)
+    statuses = _done_by(Path(results_root), grid, run_ids, job_id)
     pending = [r for r in run_ids if r not in statuses]
     ctx = mp.get_context("spawn")  # CUDA cannot be forked; each run gets a fresh interpreter
     stop, results = ctx.Event(), ctx.SimpleQueue()
     active: dict[str, mp.process.BaseProcess] = {}
-    interrupted = False
+    exits: list[int] = []
     while pending or active:
         while pending and len(active) < per_device and not stop.is_set():
             run_id = pending.pop(0)
@@ -80,22 +79,24 @@ def run_packed(
         if should_stop is not None and not stop.is_set() and should_stop():
             stop.set()
             pending.clear()
-        while not results.empty():
-            run_id, status = results.get()
-            statuses[run_id] = status
+        _drain(results, statuses)
         for run_id, proc in list(active.items()):
-            if proc.exitcode is None:
-                continue
-            del active[run_id]
-            interrupted |= proc.exitcode == INTERRUPTED_EXIT
-            if proc.exitcode not in (0, INTERRUPTED_EXIT) and run_id not in statuses:
-                statuses[run_id] = _died(results_root, grid, run_id, proc.exitcode, job_id)
+            if proc.exitcode is not None:
+                del active[run_id]
+                exits.append(proc.exitcode)
+                if proc.exitcode not in (0, INTERRUPTED_EXIT) and run_id not in statuses:
+                    statuses[run_id] = _died(results_root, grid, run_id, proc.exitcode, job_id)
+    _drain(results, statuses)
+    if stop.is_set() or INTERRUPTED_EXIT in exits:
+        raise TrainingInterrupted(f"stopped; unfinished runs of {grid} have checkpoints")
+    return statuses
+
+
+def _drain(results: mp.SimpleQueue, statuses: dict[str, str]) -> None:
+    """Move the (run_id, status) pairs the run processes reported into ``statuses``."""
     while not results.empty():
         run_id, status = results.get()
         statuses[run_id] = status
-    if interrupted or stop.is_set():
-        raise TrainingInterrupted(f"stopped; unfinished runs of {grid} have checkpoints")
-    return statuses
 
 
 def _done_by(root: Path, grid: str, run_ids: Sequence[str], job_id: str | None) -> dict[str, str]:
