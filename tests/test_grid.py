@@ -170,3 +170,22 @@ def test_every_shipped_grid_expands_at_both_scales():
         local = load_grid(f, local=True)
         assert full.runs and local.runs, f
         assert all(r.scale == "local" for r in local.runs)
+
+
+def test_launcher_profiles_validate(tmp_path, monkeypatch):
+    from harness.launch.profile import load_profile, profile_names
+
+    assert {"local", "slurm-a100", "slurm-a100x8"} <= set(profile_names())
+    assert load_profile("slurm-a100").gpus_per_node == 1
+    monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path))
+    (tmp_path / "odd.yaml").write_text("kind: slurm\npartitoin: a100\n")
+    with pytest.raises(UserError, match="unknown key 'partitoin'; valid keys: "):
+        load_profile("odd")
+    (tmp_path / "odd.yaml").write_text("kind: slurm\ngpus_per_node: two\n")
+    with pytest.raises(UserError, match="gpus_per_node: expected int"):
+        load_profile("odd")
+    (tmp_path / "odd.yaml").write_text("kind: cloud\n")
+    with pytest.raises(UserError, match="unknown launcher kind 'cloud'"):
+        load_profile("odd")
+    (tmp_path / "odd.yaml").write_text("kind: slurm\nsetup:\n  # - module load cuda\n")
+    assert load_profile("odd").setup == ()

@@ -82,7 +82,8 @@ class LocalLauncher:
                     run = pending.pop(0)
                     active[run.run_id] = executor.submit(
                         run_job, str(root.resolve()), grid, run.run_id, str(data_root.resolve()),
-                        threads,
+                        threads, None, self.profile.keep_checkpoints,
+                        self.profile.checkpoint_every_s,
                     )  # fmt: skip
                 for run_id, job in list(active.items()):
                     if job.done():

@@ -52,6 +52,10 @@ class LauncherProfile:
     """slurm: runs packed into one array task, executed one after another."""
     max_num_timeout: int = 20
     """Requeues after a time limit or preemption before the run is recorded as ``timeout``."""
+    checkpoint_every_s: float = 600.0
+    """Seconds between a run's checkpoints (the work a preemption can lose)."""
+    keep_checkpoints: bool = False
+    """Keep a run's checkpoint after its row is written (default: removed)."""
     setup: tuple[str, ...] = ()
     """Shell lines run before each task (module load, environment activation)."""
     sbatch: dict[str, Any] = field(default_factory=dict)
@@ -122,6 +126,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "runs_per_task": (int,),
     "max_num_timeout": (int,),
     "mem_gb": (int, float),
+    "checkpoint_every_s": (int, float),
+    "keep_checkpoints": (bool,),
     "setup": (list,),
     "sbatch": (dict,),
 }
@@ -131,11 +137,13 @@ def _typed(doc: dict[str, Any], path: Path) -> dict[str, Any]:
     out = dict(doc)
     for k, v in doc.items():
         want = _TYPES.get(k, (str,))
-        if v is not None and (not isinstance(v, want) or isinstance(v, bool)):
+        if v is not None and (
+            not isinstance(v, want) or (isinstance(v, bool) and bool not in want)
+        ):
             names = " or ".join(t.__name__ for t in want)
             raise UserError(f"{path}: {k}: expected {names}, got {type(v).__name__} {v!r}")
-        if k in _TYPES and want[0] is int and v is not None and v < 0:
+        if want[0] in (int, float) and v is not None and v < 0:
             raise UserError(f"{path}: {k}: must be >= 0, got {v}")
-    if "setup" in out:
-        out["setup"] = tuple(str(s) for s in out["setup"])
+    out["setup"] = tuple(str(s) for s in out.get("setup") or ())  # a commented-out list is None
+    out["sbatch"] = dict(out.get("sbatch") or {})
     return out

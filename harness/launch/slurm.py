@@ -8,8 +8,9 @@ accepted array is recorded under ``results/<grid>/submissions/records/`` at once
 skips runs with a result or a queued task (``exclude_queued``), and ``reconcile`` gives runs whose
 job died without a row their status from sacct.
 
-Two environment variables tune the jobs: ``HARNESS_CHECKPOINT_EVERY_S`` (seconds between
-checkpoints, default 600) and ``HARNESS_KEEP_CHECKPOINTS=1`` (keep checkpoints after the row).
+Checkpoint cadence and retention come from the profile (``checkpoint_every_s``,
+``keep_checkpoints``); the environment variables ``HARNESS_CHECKPOINT_EVERY_S`` and
+``HARNESS_KEEP_CHECKPOINTS=1`` override them for one submission.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from harness.launch.task import RunTask
 from harness.launch.waiting import wait_for_runs
 
 CHECKPOINT_ENV = "HARNESS_CHECKPOINT_EVERY_S"
-"""Environment variable: seconds between checkpoints of SLURM runs (default 600)."""
+"""Environment variable overriding the profile's ``checkpoint_every_s``."""
 KEEP_ENV = "HARNESS_KEEP_CHECKPOINTS"
 """Environment variable: ``1`` keeps a run's checkpoint after its row is written."""
 DRY_RUN_SCONTROL_TIMEOUT_S = 1.0
@@ -53,8 +54,11 @@ class SlurmLauncher:
         """``limits`` overrides the controller's (tests use it to force several arrays)."""
         self.profile = profile
         self._limits = limits
-        self.checkpoint_every_s = float(os.environ.get(CHECKPOINT_ENV) or 600.0)
-        self.keep_checkpoint = os.environ.get(KEEP_ENV, "") in ("1", "true", "yes")
+        self.checkpoint_every_s = float(
+            os.environ.get(CHECKPOINT_ENV) or profile.checkpoint_every_s
+        )
+        keep = os.environ.get(KEEP_ENV)
+        self.keep_checkpoint = profile.keep_checkpoints if keep is None else keep in ("1", "true")
 
     def limits(self, timeout_s: float = 10.0) -> ClusterLimits:
         """The array limits in force (the controller's, cached)."""
