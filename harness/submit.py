@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness import plan
-from harness.data import ensure_prepared
+from harness.data import TokenData, ensure_prepared
 from harness.db import result_statuses
 from harness.errors import UserError
 from harness.grid import Grid, load_grid
@@ -47,6 +47,20 @@ def choose_profile(grid: Grid, local: bool, launcher: str | None) -> LauncherPro
     return load_profile(name)
 
 
+def check_data(grid: Grid, data_root: Path) -> None:
+    """Prepare each dataset the grid uses (registered ones on first use) and check that it holds
+    every run's evaluation windows, so that no run fails at its end for want of held-out text."""
+    for dataset in sorted({r.dataset for r in grid.runs}):
+        data = TokenData(ensure_prepared(dataset, data_root))
+        for seq_len, eval_tokens in sorted(
+            {(r.seq_len, r.eval_tokens) for r in grid.runs if r.dataset == dataset}
+        ):
+            try:
+                data.eval_windows(eval_tokens, seq_len)
+            except UserError as e:
+                raise UserError(f"{grid.path}: dataset {dataset}: {e}") from None
+
+
 def submit(
     grid_path: str | Path,
     *,
@@ -74,8 +88,7 @@ def submit(
         if hasattr(runner, "plan"):
             out.write(runner.plan(grid.runs) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
-    for dataset in sorted({r.dataset for r in grid.runs}):
-        ensure_prepared(dataset, data_root)
+    check_data(grid, data_root)
     write_manifest(root, grid.name, grid.runs)
     if hasattr(runner, "reconcile"):  # rows for runs whose job died without writing one
         runner.reconcile(root, grid.name)

@@ -168,3 +168,18 @@ def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepare
     assert report.statuses == {slow.run_id: "failed"}
     row = read_row(root / run.grid / "runs" / f"{slow.run_id}.parquet")
     assert row["status"] == "failed" and "process died" in row["error"]
+
+
+def test_eval_tokens_beyond_the_validation_split_is_refused_before_launch(
+    tmp_path, grid_file, prepared_data
+):
+    text = grid_file.read_text().replace("eval_tokens: 2048", "eval_tokens: 1.0e+8")
+    grid_file.write_text(text)
+    res_root = tmp_path / "results"
+    r = CliRunner().invoke(
+        main, ["submit", str(grid_file), "--local", "--results", str(res_root),
+               "--data", str(prepared_data)]
+    )  # fmt: skip
+    assert r.exit_code == 2
+    assert "val.bin has" in r.output and "lower eval_tokens" in r.output
+    assert not res_root.exists()
