@@ -14,8 +14,9 @@ the warmup / compile steps), so that a burst of another process on a shared mach
 decide it; likewise per second of the process's CPU time. The harness's own ``tokens_per_s`` is
 printed beside it. ``e2e`` is the whole run's wall time (model build, training, evaluation; the
 harness also computes its end-of-run metrics): the harness overhead of issue 2, item 11. Loops
-alternate for ``--repeats`` rounds; medians are printed with [min, max], ratios are medians of
-the per-round ratios. Final training losses are printed for both (on CPU in fp32 they agree to
+alternate for ``--repeats`` rounds, in ABBA order (on a CPU the loop run second in a process tends
+to be a few % slower); medians are printed with [min, max], ratios are medians of the per-round
+ratios. Final training losses are printed for both (on CPU in fp32 they agree to
 rounding: the same computation).
 
 MFU = tokens/s * FLOPs per token (6 * matmul params + 12 * layers * d_model * seq_len) / the
@@ -31,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import tempfile
 import time
@@ -185,14 +187,23 @@ def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path)
         eval_tokens=micro * seq_len, compile=args.compile, precision=args.precision,
     )  # fmt: skip
     pairs = []
-    for _ in range(args.repeats):
-        pairs.append((time_harness(run, data_dir.parent), time_bare(run, data_dir, args.fused)))
-        h, b = pairs[-1]
+    for i in range(args.repeats):  # ABBA order: the second loop of a round tends to be slower
+        loops = [lambda: time_harness(run, data_dir.parent),
+                 lambda: time_bare(run, data_dir, args.fused)]  # fmt: skip
+        order = loops if i % 2 == 0 else loops[::-1]
+        done = [_collected(f) for f in order]
+        h, b = done if i % 2 == 0 else done[::-1]
+        pairs.append((h, b))
         print(f"  round: harness {h.tokens_per_s:,.0f} tok/s, bare {b.tokens_per_s:,.0f} tok/s, "
               f"ratio {h.tokens_per_s / b.tokens_per_s:.3f} (CPU-time ratio "
               f"{h.tokens_per_cpu_s / b.tokens_per_cpu_s:.3f}); "
               f"e2e {h.wall_s:.1f}s vs {b.wall_s:.1f}s", flush=True)  # fmt: skip
     _report(run, pairs)
+
+
+def _collected(loop: Callable[[], Measure]) -> Measure:
+    gc.collect()  # the previous loop's garbage is not collected inside this one's timing
+    return loop()
 
 
 def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> None:
