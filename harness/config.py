@@ -125,6 +125,9 @@ class RunConfig:
     """Steps between intermediate validation evaluations; 0: only at the end."""
     diverge_factor: float = 1.5
     """A run diverges when its loss is not finite or exceeds ``diverge_factor * ln(vocab_size)``."""
+    diverge_rise: float = 1.0
+    """A run diverges when its logged training loss (a mean over ``log_every`` steps) exceeds the
+    lowest one logged so far by more than this many nats (a loss that explodes slowly)."""
     precision: str = "auto"
     """``auto`` (bf16 autocast on GPU, fp32 on CPU), ``bf16`` or ``fp32``."""
     compile: str = "auto"

@@ -3,7 +3,8 @@
 Per optimizer step: the global batch (``batch_size`` sequences, a pure function of (seed, step))
 is split into micro-batches (and across DDP ranks), gradients are accumulated, the global gradient
 norm is clipped, every group's lr is set from the schedule and the optimizer steps. A non-finite
-loss, a non-finite gradient norm or a loss above ``diverge_factor * ln(V)`` stops the run with
+loss, a non-finite gradient norm, a loss above ``diverge_factor * ln(V)`` or a logged loss more than
+``diverge_rise`` nats above the run's best logged loss (an exploding run) stops the run with
 status ``diverged``: a result, not an error. Exceptions (OOM, bugs) propagate to the caller,
 which records them.
 """
@@ -251,6 +252,12 @@ class _Trainer:
             return f"non-finite training loss {loss} at step {self.state.step}"
         if loss > limit:
             return f"training loss {loss:.3f} above {limit:.3f} at step {self.state.step}"
+        best = min((p["train_loss"] for p in self.state.curve), default=math.inf)
+        if loss > best + self.run.diverge_rise:
+            return (
+                f"training loss {loss:.3f} rose more than {self.run.diverge_rise} above its best "
+                f"{best:.3f} at step {self.state.step}"
+            )
         if gnorm is not None and not torch.isfinite(gnorm).item():
             return f"non-finite gradient norm at step {self.state.step}"
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -92,3 +93,18 @@ def test_gradient_accumulation_matches_full_batch(prepared_data):
     full = train(tiny_run(prepared_data), data_root=prepared_data, log=None)
     accum = train(tiny_run(prepared_data, micro_batch_size=2), data_root=prepared_data, log=None)
     assert accum.val_loss == pytest.approx(full.val_loss, rel=1e-4)
+
+
+def test_a_loss_that_climbs_away_from_its_best_is_diverged(prepared_data):
+    # a constant, too-high SGD lr without clipping: the loss first falls, then climbs
+    run = tiny_run(prepared_data, optimizer="sgd", lr=3.0, grad_clip=None, log_every=1,
+                   schedule="constant", warmup_steps=0, tokens=8 * 32 * 40, diverge_rise=0.5)  # fmt: skip
+    result = train(run, data_root=prepared_data, log=None)
+    assert result.status == "diverged", [p["train_loss"] for p in result.curve]
+    losses = [p["train_loss"] for p in result.curve]
+    assert "rose more than 0.5 above its best" in result.error
+    assert losses[-1] > min(losses[:-1]) + 0.5
+    assert max(losses) < 1.5 * math.log(run.vocab_size)  # not the absolute cap
+    # the same run with the criterion relaxed keeps going
+    relaxed = train(dataclasses.replace(run, diverge_rise=100.0), data_root=prepared_data, log=None)
+    assert relaxed.steps_done > result.steps_done
