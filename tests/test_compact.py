@@ -206,3 +206,14 @@ def test_compact_command(tmp_path):
     assert second.exit_code == 0 and "nothing to compact" in second.output
     bad = runner.invoke(main, ["compact", "nope", "--results", str(tmp_path)])
     assert bad.exit_code == 2 and "grids there: t" in bad.output
+
+
+def test_slurm_reconciliation_sees_compacted_rows(tmp_path):
+    from harness.launch.reconcile import row_jobs, row_of
+
+    run_id = _write(tmp_path, 1e-3)
+    compact(tmp_path, GRID)
+    assert not list(paths.runs_dir(tmp_path, GRID).glob("*.parquet"))  # only compacted now
+    assert row_of(tmp_path, GRID, run_id) == (None, "completed")
+    assert row_jobs(tmp_path, GRID) == {run_id: None}
+    assert row_of(tmp_path, GRID, "0" * 16) is None

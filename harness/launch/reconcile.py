@@ -12,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import duckdb
-import pyarrow.parquet as pq
-
-from harness import paths
+from harness.db import newest_values
 from harness.launch.job import write_status
 from harness.launch.records import Placement, latest_placements, read_submissions
 from harness.launch.scheduler import active_tasks, final_states
@@ -49,25 +46,15 @@ def killed_for_memory(log: Path, tail_bytes: int = 8192) -> bool:
 
 
 def row_jobs(root: Path, grid: str) -> dict[str, str | None]:
-    """run_id -> job id recorded in its newest row (None for rows made outside SLURM)."""
-    folder = paths.runs_dir(root, grid)
-    if not folder.is_dir() or not any(folder.glob("*.parquet")):
-        return {}
-    rows = duckdb.connect(":memory:").execute(
-        "SELECT run_id, arg_max(job_id, created_at) FROM read_parquet(?, union_by_name = true) "
-        "GROUP BY run_id",
-        [str(folder / "*.parquet")],
-    )
-    return dict(rows.fetchall())
+    """run_id -> job id recorded in its newest row (None for rows made outside SLURM), from
+    per-run and compacted files alike."""
+    return {r: v[0] for r, v in newest_values(root, grid, ["job_id"]).items()}
 
 
 def row_of(root: Path, grid: str, run_id: str) -> tuple[str | None, str] | None:
-    """(job id, status) of a run's row, or None when it has none."""
-    path = paths.run_path(root, grid, run_id)
-    if not path.exists():
-        return None
-    row = pq.read_table(path, columns=["job_id", "status"]).to_pylist()[0]
-    return row["job_id"], row["status"]
+    """(job id, status) of a run's newest row (per-run or compacted), or None when it has none."""
+    found = newest_values(root, grid, ["job_id", "status"], run_id=run_id)
+    return found.get(run_id)
 
 
 def unfinished(
