@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness import paths
+from harness.fsutil import atomic_write
 from harness.launch.scheduler import task_name
 
 
@@ -68,10 +68,7 @@ def now_iso() -> str:
 
 def write_submission(root: Path, grid: str, sub: Submission) -> Path:
     """Record ``sub`` atomically; returns the record's path."""
-    folder = records_dir(root, grid)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{sub.job_id}.json"
-    tmp = folder / f".{sub.job_id}.json.tmp-{os.getpid()}"
+    path = records_dir(root, grid) / f"{sub.job_id}.json"
     doc = {
         "job_id": sub.job_id,
         "array": sub.array,
@@ -80,14 +77,7 @@ def write_submission(root: Path, grid: str, sub: Submission) -> Path:
         "log_dir": sub.log_dir,
         "tasks": [list(t) for t in sub.tasks],
     }
-    try:
-        with open(tmp, "w") as fh:
-            json.dump(doc, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(path, lambda fh: fh.write(json.dumps(doc).encode()))
     return path
 
 
