@@ -31,7 +31,6 @@ Axes override base values; two axes setting the same key in one point is an erro
 
 from __future__ import annotations
 
-import itertools
 import operator
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,10 +299,5 @@ def _varying(runs: tuple[RunConfig, ...]) -> tuple[str, ...]:
         return ()
     names = field_names()
     values_of = operator.attrgetter(*names)  # run -> tuple of its field values (C speed)
-    first = values_of(runs[0])
-    varying = set()
-    for run in itertools.islice(runs, 1, None):
-        values = values_of(run)
-        if values != first:
-            varying.update(i for i, (a, b) in enumerate(zip(first, values, strict=True)) if a != b)
-    return tuple(n for i, n in enumerate(names) if i in varying)
+    columns = zip(*map(values_of, runs), strict=True)  # one tuple per field, across runs
+    return tuple(n for n, col in zip(names, columns, strict=True) if len(set(col)) > 1)
