@@ -97,8 +97,9 @@ def test_gradient_accumulation_matches_full_batch(prepared_data):
 
 def test_a_loss_that_climbs_away_from_its_best_is_diverged(prepared_data):
     # a constant, too-high SGD lr without clipping: the loss first falls, then climbs
-    setup = {"schedule": "constant", "warmup_steps": 0, "tokens": 8 * 32 * 40, "log_every": 1}
-    run = tiny_run(prepared_data, optimizer="sgd", lr=3.0, grad_clip=None, diverge_rise=0.5, **setup)
+    setup = {"schedule": "constant", "warmup_steps": 0, "tokens": 8 * 32 * 40, "log_every": 1,
+             "grad_clip": None}  # fmt: skip
+    run = tiny_run(prepared_data, optimizer="sgd", lr=3.0, diverge_rise=0.5, **setup)
     result = train(run, data_root=prepared_data, log=None)
     assert result.status == "diverged", [p["train_loss"] for p in result.curve]
     losses = [p["train_loss"] for p in result.curve]
