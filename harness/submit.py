@@ -14,12 +14,10 @@ from typing import TextIO
 
 from harness import plan
 from harness.data import TokenData, ensure_prepared
-from harness.db import result_statuses
 from harness.errors import UserError
 from harness.grid import Grid, load_grid
 from harness.launch.profile import LauncherProfile, load_profile
 from harness.launch.registry import launcher_for
-from harness.manifest import write_manifest
 from harness.outcome import STATUSES
 
 
@@ -88,6 +86,9 @@ def submit(
         if hasattr(runner, "plan"):
             out.write(runner.plan(grid.runs) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
+    from harness.db import result_statuses  # DuckDB and Arrow: not needed by a dry run
+    from harness.manifest import write_manifest
+
     check_data(grid, data_root)
     write_manifest(root, grid.name, grid.runs)
     if hasattr(runner, "reconcile"):  # rows for runs whose job died without writing one
