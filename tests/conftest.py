@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,20 @@ def prepared_data() -> Path:
     root = base / f"v-{_data_code_fingerprint()}"
     prepare("classics-bpe8k", root)
     return root
+
+
+# --- SLURM (harness.launch.slurm) ----------------------------------------------------------------
+
+
+@pytest.fixture
+def slurm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The cluster is required (fails under CI=true when absent); launcher profiles are read from
+    ``tmp_path/launchers``; runs checkpoint every second."""
+    from slurm_cluster import require_cluster
+    from slurm_runs import cancel_leftovers
+
+    require_cluster()
+    monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path / "launchers"))
+    monkeypatch.setenv("HARNESS_CHECKPOINT_EVERY_S", "1")
+    yield tmp_path
+    cancel_leftovers(tmp_path / "results")

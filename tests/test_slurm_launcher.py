@@ -6,12 +6,10 @@ Fails (never skips) under CI=true when the cluster is absent.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from slurm_cluster import require_cluster
-from slurm_runs import cancel_leftovers, invoke, rows, steps, wait_until, write_grid, write_profile
+from slurm_runs import invoke, rows, steps, wait_until, write_grid, write_profile
 
 from harness import paths
 from harness.grid import load_grid
@@ -25,23 +23,13 @@ from harness.manifest import write_manifest
 pytestmark = pytest.mark.slurm
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The cluster is required; launcher profiles are read from ``tmp_path/launchers``."""
-    require_cluster()
-    monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path / "launchers"))
-    monkeypatch.setenv("HARNESS_CHECKPOINT_EVERY_S", "1")
-    yield tmp_path
-    cancel_leftovers(tmp_path / "results")
-
-
 def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothing(
-    env, prepared_data
+    slurm_env, prepared_data
 ):
-    launcher = write_profile(env / "launchers", "slurm-pack", runs_per_task=6)
+    launcher = write_profile(slurm_env / "launchers", "slurm-pack", runs_per_task=6)
     lrs = [round(1e-3 * 1.2**i, 6) for i in range(11)]
-    grid_file = write_grid(env, "arrays", launcher, seeds=4, grid={"lr": lrs})
-    root = env / "results"
+    grid_file = write_grid(slurm_env, "arrays", launcher, seeds=4, grid={"lr": lrs})
+    root = slurm_env / "results"
     grid = load_grid(grid_file, data_root=prepared_data)
     assert len(grid.runs) == 44
     write_manifest(root, grid.name, grid.runs)
@@ -81,12 +69,14 @@ def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothin
     wait_until(sacct_done, 30, "sacct to report 44 completed runs")
 
 
-def test_cancel_records_cancelled_runs_and_retry_resubmits_exactly_those(env, prepared_data):
-    launcher = write_profile(env / "launchers", "slurm-c")
+def test_cancel_records_cancelled_runs_and_retry_resubmits_exactly_those(slurm_env, prepared_data):
+    launcher = write_profile(slurm_env / "launchers", "slurm-c")
     # Run 0 is short; runs 1-3 would take minutes. Two tasks run at once, the rest waits.
     tokens = [steps(6), steps(5000), steps(5001), steps(5002)]
-    grid_file = write_grid(env, "cx", launcher, base={"log_every": 5}, grid={"tokens": tokens})
-    root = env / "results"
+    grid_file = write_grid(
+        slurm_env, "cx", launcher, base={"log_every": 5}, grid={"tokens": tokens}
+    )
+    root = slurm_env / "results"
     common = ["--results", root, "--data", prepared_data]
     out = invoke("submit", grid_file, *common)
     assert out.exit_code == 0 and "launching 4" in out.output, out.output
@@ -118,10 +108,10 @@ def test_cancel_records_cancelled_runs_and_retry_resubmits_exactly_those(env, pr
     assert rows(root, "cx")[short]["status"] == "completed"
 
 
-def _rejected(env: Path, prepared_data: Path, launcher: str, **base) -> str:
+def _rejected(slurm_env: Path, prepared_data: Path, launcher: str, **base) -> str:
     """Submit a one-run grid on ``launcher``; assert exit 2 and nothing queued or recorded."""
-    grid_file = write_grid(env, "bad", launcher, base=base)
-    root = env / "results"
+    grid_file = write_grid(slurm_env, "bad", launcher, base=base)
+    root = slurm_env / "results"
     before = jobs_in_controller()
     out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
     assert out.exit_code == 2, out.output
@@ -134,26 +124,26 @@ def _rejected(env: Path, prepared_data: Path, launcher: str, **base) -> str:
     return error[0]
 
 
-def test_impossible_requests_and_sbatch_errors_exit_2_and_record_nothing(env, prepared_data):
-    profiles = env / "launchers"
+def test_impossible_requests_and_sbatch_errors_exit_2_and_record_nothing(slurm_env, prepared_data):
+    profiles = slurm_env / "launchers"
     write_profile(profiles, "too-many-gpus", gpus_per_node=4)
-    msg = _rejected(env, prepared_data, "too-many-gpus", gpus_per_run=4, micro_batch_size=2)
+    msg = _rejected(slurm_env, prepared_data, "too-many-gpus", gpus_per_run=4, micro_batch_size=2)
     assert "asks for 4 GPUs, 4 CPUs" in msg and "the most there: 2 GPUs, 2 CPUs" in msg
     write_profile(profiles, "too-much-mem", mem_gb=100000)
-    assert "100000 GB but no node" in _rejected(env, prepared_data, "too-much-mem")
+    assert "100000 GB but no node" in _rejected(slurm_env, prepared_data, "too-much-mem")
     write_profile(profiles, "no-such-partition", partition="h100")
-    assert "unknown partition 'h100'" in _rejected(env, prepared_data, "no-such-partition")
+    assert "unknown partition 'h100'" in _rejected(slurm_env, prepared_data, "no-such-partition")
     write_profile(profiles, "bad-gres", sbatch={"gres": "nic:1"})
-    msg = _rejected(env, prepared_data, "bad-gres")
+    msg = _rejected(slurm_env, prepared_data, "bad-gres")
     assert "'bad-gres': sbatch refused the job: Invalid generic resource" in msg
     (profiles / "typo.yaml").write_text("kind: slurm\ngpus: 1\n")
-    assert "unknown key 'gpus'" in _rejected(env, prepared_data, "typo")
+    assert "unknown key 'gpus'" in _rejected(slurm_env, prepared_data, "typo")
 
 
-def test_a_run_killed_for_memory_is_recorded_as_oom(env, prepared_data):
-    launcher = write_profile(env / "launchers", "slurm-small", mem_gb=0.2)  # torch needs more
-    grid_file = write_grid(env, "mem", launcher, base={"tokens": steps(200)})
-    root = env / "results"
+def test_a_run_killed_for_memory_is_recorded_as_oom(slurm_env, prepared_data):
+    launcher = write_profile(slurm_env / "launchers", "slurm-small", mem_gb=0.2)  # torch needs more
+    grid_file = write_grid(slurm_env, "mem", launcher, base={"tokens": steps(200)})
+    root = slurm_env / "results"
     out = invoke("submit", grid_file, "--results", root, "--data", prepared_data, "--wait")
     assert out.exit_code == 0, out.output
     assert "finished: oom 1" in out.output, out.output

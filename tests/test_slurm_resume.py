@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 from runs import tiny_run
-from slurm_cluster import require_cluster
 from slurm_runs import (
-    cancel_leftovers,
     curve_losses,
     invoke,
     rows,
@@ -39,24 +36,14 @@ pytestmark = pytest.mark.slurm
 SAME = ("status", "val_loss", "val_ppl", "train_loss", "steps_done", "tokens_seen", "iso", "rho")
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The cluster is required; launcher profiles are read from ``tmp_path/launchers``."""
-    require_cluster()
-    monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path / "launchers"))
-    monkeypatch.setenv("HARNESS_CHECKPOINT_EVERY_S", "1")
-    yield tmp_path
-    cancel_leftovers(tmp_path / "results")
-
-
-def _twins(env: Path, prepared_data: Path, launchers: tuple[str, str], n_steps: int) -> list:
+def _twins(slurm_env: Path, prepared_data: Path, launchers: tuple[str, str], n_steps: int) -> list:
     """Submit the same run in grids ``ref`` and ``int`` (on ``launchers``); returns their files."""
     files = [
-        write_grid(env, name, launcher, base={"tokens": steps(n_steps)})
+        write_grid(slurm_env, name, launcher, base={"tokens": steps(n_steps)})
         for name, launcher in zip(("ref", "int"), launchers, strict=True)
     ]
     for f in files:
-        out = invoke("submit", f, "--results", env / "results", "--data", prepared_data)
+        out = invoke("submit", f, "--results", slurm_env / "results", "--data", prepared_data)
         assert out.exit_code == 0 and "launching 1" in out.output, out.output
     return files
 
@@ -72,10 +59,12 @@ def _assert_identical(root: Path, run_id: str) -> dict:
     return got
 
 
-def test_a_requeued_run_resumes_from_its_checkpoint_with_identical_metrics(env, prepared_data):
-    launcher = write_profile(env / "launchers", "slurm-t")
-    files = _twins(env, prepared_data, (launcher, launcher), n_steps=200)
-    root = env / "results"
+def test_a_requeued_run_resumes_from_its_checkpoint_with_identical_metrics(
+    slurm_env, prepared_data
+):
+    launcher = write_profile(slurm_env / "launchers", "slurm-t")
+    files = _twins(slurm_env, prepared_data, (launcher, launcher), n_steps=200)
+    root = slurm_env / "results"
     run_id = load_grid(files[1], data_root=prepared_data).runs[0].run_id
     job = read_submissions(root, "int")[0].job_id
     wait_until(lambda: "step 20/200" in task_log(root, "int", job), 120, "20 steps done")
@@ -99,14 +88,14 @@ def _steps_lasting(seconds: float, prepared_data: Path) -> int:
     return max(200, min(4000, round(seconds * probe.tokens_per_s / steps(1) / 10) * 10))
 
 
-def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(env, prepared_data):
-    write_profile(env / "launchers", "slurm-t")
-    write_profile(env / "launchers", "slurm-1min", timeout_min=1)
+def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(slurm_env, prepared_data):
+    write_profile(slurm_env / "launchers", "slurm-t")
+    write_profile(slurm_env / "launchers", "slurm-1min", timeout_min=1)
     # A 1-minute limit signals its task 10 to 40 s after the start (slurmctld checks every 30 s):
     # a run of 45 s is interrupted at least once, whatever this machine's speed.
     n_steps = _steps_lasting(45.0, prepared_data)
-    files = _twins(env, prepared_data, ("slurm-t", "slurm-1min"), n_steps=n_steps)
-    root = env / "results"
+    files = _twins(slurm_env, prepared_data, ("slurm-t", "slurm-1min"), n_steps=n_steps)
+    root = slurm_env / "results"
     run_id = load_grid(files[1], data_root=prepared_data).runs[0].run_id
     job = read_submissions(root, "int")[0].job_id
 
@@ -115,11 +104,11 @@ def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(env, prepa
     assert "this job is timed-out" in log and "Requeued job" in log
 
 
-def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(env, prepared_data):
-    launcher = write_profile(env / "launchers", "slurm-t")
+def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(slurm_env, prepared_data):
+    launcher = write_profile(slurm_env / "launchers", "slurm-t")
     base = {"gpus_per_run": 2, "micro_batch_size": 4, "tokens": steps(10), "log_every": 2}
-    grid_file = write_grid(env, "ddp", launcher, base=base)
-    root = env / "results"
+    grid_file = write_grid(slurm_env, "ddp", launcher, base=base)
+    root = slurm_env / "results"
     out = invoke("submit", grid_file, "--results", root, "--data", prepared_data, "--wait")
     assert out.exit_code == 0 and "finished: completed 1" in out.output, out.output
     run = load_grid(grid_file, data_root=prepared_data).runs[0]
@@ -142,11 +131,15 @@ def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(env, prepared_d
     assert len(ddp_curve) == 5
 
 
-def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(env, prepared_data):
-    launcher = write_profile(env / "launchers", "slurm-1min-0", timeout_min=1, max_num_timeout=0)
+def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
+    slurm_env, prepared_data
+):
+    launcher = write_profile(
+        slurm_env / "launchers", "slurm-1min-0", timeout_min=1, max_num_timeout=0
+    )
     tokens = steps(_steps_lasting(45.0, prepared_data))  # signalled before it can finish
-    grid_file = write_grid(env, "tl0", launcher, base={"tokens": tokens})
-    root = env / "results"
+    grid_file = write_grid(slurm_env, "tl0", launcher, base={"tokens": tokens})
+    root = slurm_env / "results"
     out = invoke("submit", grid_file, "--results", root, "--data", prepared_data, "--wait")
     assert out.exit_code == 0 and "finished: timeout 1" in out.output, out.output
     (row,) = rows(root, "tl0").values()

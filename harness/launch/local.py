@@ -17,6 +17,7 @@ import submitit
 
 from harness import paths
 from harness.config import RunConfig
+from harness.db import newest_values
 from harness.launch.job import run_job
 from harness.launch.profile import LauncherProfile
 from harness.launch.progress import Progress
@@ -111,7 +112,7 @@ def _outcome(job: submitit.Job, root: Path, grid: str, run_id: str) -> str:
     try:
         return str(job.result())
     except Exception as exc:
-        if not paths.run_path(root, grid, run_id).exists():
+        if not newest_values(root, grid, ["status"], run_id=run_id):  # per-run or compacted
             run = load_run(root, grid, run_id)
             error = "process died: " + "\n".join(str(exc).strip().splitlines()[-12:])
             write_result(root, run, RunResult(status="failed", error=error), provenance(job.job_id))
