@@ -189,3 +189,25 @@ def test_launcher_profiles_validate(tmp_path, monkeypatch):
         load_profile("odd")
     (tmp_path / "odd.yaml").write_text("kind: slurm\nsetup:\n  # - module load cuda\n")
     assert load_profile("odd").setup == ()
+    (tmp_path / "odd.yaml").write_text("kind: slurm\ntimeout_min:\n")
+    with pytest.raises(UserError, match="timeout_min: expected a value, got nothing"):
+        load_profile("odd")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ("runs_per_device: 0", "runs_per_device: must be >= 1, got 0"),
+        ("runs_per_device: 4", "runs_per_device: 4 exceeds runs_per_task: 1"),
+        ("runs_per_task: 6\nruns_per_device: 8", "runs_per_device: 8 exceeds runs_per_task: 6"),
+    ],
+)
+def test_runs_per_device_must_fit_in_a_task(tmp_path, monkeypatch, fields, message):
+    from harness.launch.profile import load_profile
+
+    monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path))
+    (tmp_path / "odd.yaml").write_text(f"kind: slurm\n{fields}\n")
+    with pytest.raises(UserError, match=message):
+        load_profile("odd")
+    (tmp_path / "odd.yaml").write_text("kind: slurm\nruns_per_task: 8\nruns_per_device: 4\n")
+    assert load_profile("odd").runs_per_device == 4

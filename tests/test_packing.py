@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+import signal
+
 import pytest
 
 from harness import paths
 from harness.db import newest_values
-from harness.launch.packing import run_packed
+from harness.launch.packing import PackInterrupted, run_packed
 from harness.manifest import write_manifest
-from harness.train import TrainingInterrupted
 from tests.runs import tiny_run
 
 GRID = "packed"
@@ -21,8 +24,9 @@ def test_packed_runs_stop_together_resume_and_each_write_a_row(tmp_path, prepare
     args = (str(tmp_path), GRID, ids, str(prepared_data))
 
     # A stop request reaches both running processes: each checkpoints, none writes a row.
-    with pytest.raises(TrainingInterrupted):
+    with pytest.raises(PackInterrupted) as stopped:
         run_packed(*args, per_device=2, threads=1, job_id="j1", should_stop=lambda: True)
+    assert stopped.value.interrupted == tuple(ids[:2]) and stopped.value.statuses == {}
     started = [paths.checkpoint_path(tmp_path, GRID, r).exists() for r in ids]
     assert started == [True, True, False]  # the third never started
     assert newest_values(tmp_path, GRID, ["status"]) == {}
@@ -35,3 +39,53 @@ def test_packed_runs_stop_together_resume_and_each_write_a_row(tmp_path, prepare
     assert not any(paths.checkpoint_path(tmp_path, GRID, r).exists() for r in ids)
     # A requeued task skips what it finished (rows carrying its job id) without starting them.
     assert run_packed(*args, per_device=2, job_id="j1", should_stop=lambda: True) == statuses
+
+
+def test_run_processes_leave_slurm_signals_to_the_parent(tmp_path, prepared_data):
+    # SLURM signals every process of a job step (USR2 before the time limit, SIGTERM on scancel
+    # or requeue). A run process must neither die of them (its run would be recorded as failed)
+    # nor stop on its own: the parent decides, through the stop event.
+    runs = [tiny_run(prepared_data, grid=GRID, seed=s, tokens=8 * 32 * 60) for s in range(2)]
+    write_manifest(tmp_path, GRID, runs)
+    signalled: list[int] = []
+
+    def signal_every_child() -> bool:  # polled every 0.2 s: during start-up and training
+        for child in mp.active_children():
+            for signum in (signal.SIGTERM, signal.SIGUSR2, signal.SIGINT):
+                os.kill(child.pid, signum)
+            signalled.append(child.pid)
+        return False
+
+    ids = [r.run_id for r in runs]
+    statuses = run_packed(
+        str(tmp_path), GRID, ids, str(prepared_data), per_device=2, threads=1,
+        should_stop=signal_every_child,
+    )  # fmt: skip
+
+    assert len(set(signalled)) == 2 and len(signalled) > 10
+    assert statuses == dict.fromkeys(ids, "completed")
+    assert newest_values(tmp_path, GRID, ["status"]) == {r: ("completed",) for r in ids}
+
+
+def test_a_killed_run_process_is_recorded_as_failed_and_its_neighbour_completes(
+    tmp_path, prepared_data
+):
+    runs = [tiny_run(prepared_data, grid=GRID, seed=s, tokens=8 * 32 * 60) for s in range(2)]
+    write_manifest(tmp_path, GRID, runs)
+    ids = [r.run_id for r in runs]
+    victim = f"run-{ids[0]}"
+
+    def kill_first_run() -> bool:
+        for child in mp.active_children():
+            if child.name == victim:
+                os.kill(child.pid, signal.SIGKILL)
+        return False
+
+    statuses = run_packed(
+        str(tmp_path), GRID, ids, str(prepared_data), per_device=2, threads=1,
+        should_stop=kill_first_run,
+    )  # fmt: skip
+
+    assert statuses == {ids[0]: "failed", ids[1]: "completed"}
+    (error,) = newest_values(tmp_path, GRID, ["error"])[ids[0]]
+    assert "died by SIGKILL while packed" in error

@@ -145,3 +145,42 @@ def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
     (row,) = rows(root, "tl0").values()
     assert row["status"] == "timeout" and "time limit reached too often" in row["error"]
     assert paths.checkpoint_path(root, "tl0", row["run_id"]).exists()  # a retry resumes it
+
+
+def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env, prepared_data):
+    # One task, three runs, two at a time on its device (each a process with one of its 2 CPUs).
+    launcher = write_profile(
+        slurm_env / "launchers", "slurm-packed", runs_per_task=3, runs_per_device=2, cpus_per_task=2
+    )
+    grid_file = write_grid(slurm_env, "packed", launcher, seeds=3, base={"tokens": steps(200)})
+    root = slurm_env / "results"
+    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
+    assert out.exit_code == 0 and "as 1 array tasks" in out.output, out.output
+    runs = load_grid(grid_file, data_root=prepared_data).runs
+    job = read_submissions(root, "packed")[0].job_id
+
+    def both_running() -> bool:
+        log = task_log(root, "packed", job)
+        return sum(f"[{r.run_id}] step 20/200" in log for r in runs) >= 2
+
+    wait_until(both_running, 180, "two runs of the task training at once")
+    subprocess.run(["scontrol", "requeue", job], check=True)  # as a preemption would
+
+    got = wait_until(lambda: len(rows(root, "packed")) == 3 and rows(root, "packed"), 400, "rows")
+    log = task_log(root, "packed", job)
+    assert "is being requeued" in log
+    for run in runs:
+        row = got[run.run_id]
+        assert (row["status"], row["job_id"]) == ("completed", job), row["error"]
+        logged = [int(s) for s in re.findall(rf"\[{run.run_id}\] step (\d+)/200", log)]
+        assert logged == list(range(10, 201, 10))  # resumed where it stopped: no step twice
+        assert not paths.checkpoint_path(root, "packed", run.run_id).exists()
+    # Packed, interrupted and resumed, each run is the run trained alone in one process.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = train(runs[0], data_root=prepared_data, log=None)
+    finally:
+        torch.set_num_threads(before)
+    assert got[runs[0].run_id]["val_loss"] == alone.val_loss
+    assert curve_losses(root, "packed", runs[0].run_id) == [p["train_loss"] for p in alone.curve]

@@ -9,14 +9,21 @@ batches): total tokens/s of the device rises while each run's own tokens/s falls
 (``benchmarks/packing.py`` measures both). ``per_device=1`` runs them one after another.
 
 Interruption: ``should_stop`` (polled between checks, e.g. a SLURM signal record) is passed on to
-every running process, which checkpoints and stops; then :class:`TrainingInterrupted` is raised
-so that the caller can requeue. A requeued task skips the runs whose newest row it wrote
-(``job_id``) and resumes the others from their checkpoints.
+every running process, which checkpoints and stops; then :class:`PackInterrupted` is raised so
+that the caller can requeue or record the unfinished runs. A requeued task skips the runs whose
+newest row it wrote (``job_id``) and resumes the others from their checkpoints.
+
+Signals are the parent's business: SLURM signals every process of a job step (``USR2`` before
+the time limit, ``SIGTERM`` on scancel or requeue), so the run processes ignore ``SIGTERM``,
+``SIGUSR2`` and ``SIGINT`` (which would kill them before they checkpoint) and stop when the
+parent sets the shared stop event, or when the parent is gone.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +36,20 @@ from harness.train import TrainingInterrupted
 
 INTERRUPTED_EXIT = 75
 """Exit code of a run process stopped by ``should_stop`` (its checkpoint is on disk)."""
+_PARENT_SIGNALS = (signal.SIGTERM, signal.SIGUSR2, signal.SIGINT)
+"""Signals a run process leaves to its parent (see the module docstring)."""
+
+
+class PackInterrupted(TrainingInterrupted):
+    """``should_stop`` stopped a packed task: what finished, and what has to resume."""
+
+    def __init__(self, grid: str, statuses: dict[str, str], interrupted: Sequence[str]) -> None:
+        super().__init__(f"stopped; {len(interrupted)} runs of {grid} checkpointed")
+        self.statuses = statuses
+        """run_id -> status of the runs that finished (or were skipped as finished)."""
+        self.interrupted = tuple(interrupted)
+        """Runs stopped while training (each has a checkpoint); runs never started are in
+        neither."""
 
 
 def run_packed(
@@ -40,6 +61,8 @@ def run_packed(
     per_device: int,
     threads: int | None = None,
     job_id: str | None = None,
+    keep_checkpoint: bool = False,
+    checkpoint_every_s: float = 120.0,
     should_stop: Callable[[], bool] | None = None,
     poll_s: float = 0.2,
 ) -> dict[str, str]:
@@ -53,6 +76,8 @@ def run_packed(
         per_device: runs training at once (>= 1).
         threads: torch CPU threads per run process (None: torch's default).
         job_id: recorded in the rows; runs whose newest row has this job id are skipped.
+        keep_checkpoint: keep each run's checkpoint after its row is written.
+        checkpoint_every_s: seconds between a run's checkpoints.
         should_stop: polled every ``poll_s``; True stops every running run (checkpointed).
         poll_s: seconds between polls.
 
@@ -60,7 +85,8 @@ def run_packed(
         run_id -> status of each run (skipped runs included).
 
     Raises:
-        TrainingInterrupted: ``should_stop`` asked to stop; unfinished runs have checkpoints.
+        PackInterrupted: ``should_stop`` asked to stop (or a run was interrupted); the
+            interrupted runs have checkpoints.
     """
     assert per_device >= 1, per_device
     statuses = _done_by(Path(results_root), grid, run_ids, job_id)
@@ -68,13 +94,14 @@ def run_packed(
     ctx = mp.get_context("spawn")  # CUDA cannot be forked; each run gets a fresh interpreter
     stop, results = ctx.Event(), ctx.SimpleQueue()
     active: dict[str, mp.process.BaseProcess] = {}
-    exits: list[int] = []
+    interrupted: list[str] = []
     while pending or active:
         while pending and len(active) < per_device and not stop.is_set():
             run_id = pending.pop(0)
-            args = (results_root, grid, run_id, data_root, threads, job_id, stop, results)
+            args = (results_root, grid, run_id, data_root, threads, job_id)
+            args += (keep_checkpoint, checkpoint_every_s, os.getpid(), stop, results)
             active[run_id] = ctx.Process(target=_child, args=args, name=f"run-{run_id}")
-            active[run_id].start()
+            _start_shielded(active[run_id])
         time.sleep(poll_s)
         if should_stop is not None and not stop.is_set() and should_stop():
             stop.set()
@@ -83,13 +110,25 @@ def run_packed(
         for run_id, proc in list(active.items()):
             if proc.exitcode is not None:
                 del active[run_id]
-                exits.append(proc.exitcode)
+                if proc.exitcode == INTERRUPTED_EXIT:
+                    interrupted.append(run_id)
                 if proc.exitcode not in (0, INTERRUPTED_EXIT) and run_id not in statuses:
                     statuses[run_id] = _died(results_root, grid, run_id, proc.exitcode, job_id)
     _drain(results, statuses)
-    if stop.is_set() or INTERRUPTED_EXIT in exits:
-        raise TrainingInterrupted(f"stopped; unfinished runs of {grid} have checkpoints")
+    if stop.is_set() or interrupted:
+        raise PackInterrupted(grid, statuses, [r for r in run_ids if r in interrupted])
     return statuses
+
+
+def _start_shielded(proc: mp.process.BaseProcess) -> None:
+    """Start ``proc`` with the parent's signals blocked: the child inherits the mask through
+    exec and unblocks them only once it ignores them, so a signal during its start-up (torch's
+    import takes seconds) cannot kill it. Signals reaching the parent meanwhile stay pending."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _drain(results: mp.SimpleQueue, statuses: dict[str, str]) -> None:
@@ -114,14 +153,28 @@ def _child(
     data_root: str,
     threads: int | None,
     job_id: str | None,
+    keep_checkpoint: bool,
+    checkpoint_every_s: float,
+    parent: int,
     stop: Event,
     results: mp.SimpleQueue,
 ) -> None:
     """One run in its own process; reports its status, or exits INTERRUPTED_EXIT."""
+    for signum in _PARENT_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)  # blocked by _start_shielded
+    for stream in (sys.stdout, sys.stderr):  # progress lines reach the task's log as they come
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(line_buffering=True)
+
+    def should_stop() -> bool:
+        return stop.is_set() or os.getppid() != parent  # a dead parent re-parents us
+
     try:
         status = run_job(
-            results_root, grid, run_id, data_root, threads, job_id, should_stop=stop.is_set
-        )
+            results_root, grid, run_id, data_root, threads, job_id,
+            keep_checkpoint, checkpoint_every_s, should_stop,
+        )  # fmt: skip
     except TrainingInterrupted:
         sys.exit(INTERRUPTED_EXIT)
     results.put((run_id, status))
@@ -129,6 +182,7 @@ def _child(
 
 def _died(results_root: str, grid: str, run_id: str, exitcode: int, job_id: str | None) -> str:
     """Record a run whose process died before reporting (killed, segfault) as ``failed``."""
-    error = f"run process died with exit code {exitcode} (killed or crashed) while packed"
+    how = f"by {signal.Signals(-exitcode).name}" if exitcode < 0 else f"with exit code {exitcode}"
+    error = f"run process died {how} while packed (killed, out of memory, or crashed)"
     write_status(results_root, grid, run_id, "failed", error, job_id)
     return "failed"

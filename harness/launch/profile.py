@@ -50,6 +50,10 @@ class LauncherProfile:
     """slurm: array tasks running at once (``--array=...%N``)."""
     runs_per_task: int = 1
     """slurm: runs packed into one array task, executed one after another."""
+    runs_per_device: int = 1
+    """slurm: of a task's runs, how many train at once on its device (one GPU, or its CPUs),
+    each in its own process: small runs that cannot fill a GPU alone. Applies to runs with
+    ``gpus_per_run: 1``; must not exceed ``runs_per_task``. 1: one after another."""
     max_num_timeout: int = 20
     """Requeues after a time limit or preemption before the run is recorded as ``timeout``."""
     checkpoint_every_s: float = 600.0
@@ -66,6 +70,11 @@ class LauncherProfile:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(LauncherProfile))
+_DEFAULTS = {
+    f.name: f.default
+    for f in dataclasses.fields(LauncherProfile)
+    if f.default is not dataclasses.MISSING
+}
 
 
 def search_path() -> list[Path]:
@@ -114,7 +123,16 @@ def load_profile(name: str) -> LauncherProfile:
             raise UserError(f"{path}: unknown key {k!r}; valid keys: {', '.join(valid)}")
     if doc.get("kind") not in KINDS:
         raise unknown_choice("launcher kind", doc.get("kind"), KINDS, where=f"{path}: kind")
-    return LauncherProfile(name=name, **_typed(doc, path))
+    fields = _typed(doc, path)
+    per_device, per_task = fields.get("runs_per_device", 1), fields.get("runs_per_task", 1)
+    if per_device < 1:
+        raise UserError(f"{path}: runs_per_device: must be >= 1, got {per_device}")
+    if per_device > max(1, per_task):
+        raise UserError(
+            f"{path}: runs_per_device: {per_device} exceeds runs_per_task: {per_task}; a task "
+            f"packs only its own runs (set runs_per_task to a multiple of {per_device})"
+        )
+    return LauncherProfile(name=name, **fields)
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -124,6 +142,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "timeout_min": (int,),
     "array_parallelism": (int,),
     "runs_per_task": (int,),
+    "runs_per_device": (int,),
     "max_num_timeout": (int,),
     "mem_gb": (int, float),
     "checkpoint_every_s": (int, float),
@@ -137,6 +156,8 @@ def _typed(doc: dict[str, Any], path: Path) -> dict[str, Any]:
     out = dict(doc)
     for k, v in doc.items():
         want = _TYPES.get(k, (str,))
+        if v is None and _DEFAULTS.get(k) is not None and k not in ("setup", "sbatch"):
+            raise UserError(f"{path}: {k}: expected a value, got nothing (default: {_DEFAULTS[k]})")
         if v is not None and (
             not isinstance(v, want) or (isinstance(v, bool) and bool not in want)
         ):

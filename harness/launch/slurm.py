@@ -1,9 +1,10 @@
 """The SLURM launcher: runs as job arrays through submitit, fire and forget.
 
-``launch`` packs runs into array tasks (``runs_per_task``; runs with ``gpus_per_run: N`` get N
-processes per task), checks the request against the cluster's nodes (sinfo), splits the tasks
-into arrays of at most ``MaxArraySize`` and submits no more than ``MaxJobCount`` leaves room for
-(the rest is deferred: submit again later, or ``--wait`` submits it as room frees up). Every
+``launch`` packs runs into array tasks (``runs_per_task``, trained ``runs_per_device`` at once on
+a one-GPU task; runs with ``gpus_per_run: N`` get N processes per task), checks the request
+against the cluster's nodes (sinfo), splits the tasks into arrays of at most ``MaxArraySize`` and
+submits no more than ``MaxJobCount`` leaves room for (the rest is deferred: submit again later,
+or ``--wait`` submits it as room frees up). Every
 accepted array is recorded under ``results/<grid>/submissions/records/`` at once; re-submitting
 skips runs with a result or a queued task (``exclude_queued``), and ``reconcile`` gives runs whose
 job died without a row their status from sacct.
@@ -76,8 +77,8 @@ class SlurmLauncher:
         )
         lines = [
             f"slurm launcher {self.profile.name!r}: {len(runs)} runs in {len(tasks)} array tasks "
-            f"({self.profile.runs_per_task} runs per task; processes per task: "
-            f"{', '.join(map(str, shapes)) or '-'})",
+            f"({self.profile.runs_per_task} runs per task, {self.profile.runs_per_device} at once "
+            f"on a one-GPU task; processes per task: {', '.join(map(str, shapes)) or '-'})",
             f"sbatch calls: {calls} (arrays of at most {limits.max_array_size} tasks; "
             f"MaxArraySize {limits.max_array_size}, MaxJobCount {limits.max_job_count}: "
             f"{limits.source})",
@@ -193,6 +194,7 @@ class SlurmLauncher:
             RunTask(
                 str(root.resolve()), grid, t.run_ids, str(data_root.resolve()),
                 self.profile.cpus_per_task, self.keep_checkpoint, self.checkpoint_every_s,
+                self.profile.runs_per_device if t.processes == 1 else 1,
             )
             for t in chunk
         ]  # fmt: skip

@@ -12,6 +12,10 @@ an all-reduce), writes a checkpoint and stops. Then:
   else (``scancel``) records ``cancelled``. The checkpoint is kept, so a retry resumes.
 
 A restarted task skips the runs it already finished (their rows carry its job id).
+
+With ``per_device > 1`` (the profile's ``runs_per_device``) a one-process task trains that many of
+its runs at once on its device, each in its own process (:mod:`harness.launch.packing`); a signal
+then stops all of them, and each interrupted run is requeued or recorded as above.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from submitit.core.utils import UncompletedJobError
 from harness.launch import distributed
 from harness.launch.boot import EARLY_SIGNAL_ENV
 from harness.launch.job import run_job, write_status
+from harness.launch.packing import PackInterrupted, run_packed
 from harness.launch.reconcile import row_of
 from harness.launch.scheduler import SchedulerError, job_fields
 from harness.train import TrainingInterrupted
@@ -92,42 +97,64 @@ class RunTask(submitit.helpers.Checkpointable):
         threads: int,
         keep_checkpoint: bool = False,
         checkpoint_every_s: float = 120.0,
+        per_device: int = 1,
     ) -> None:
         self.results_root, self.grid, self.run_ids = results_root, grid, tuple(run_ids)
         self.data_root, self.threads = data_root, threads
         self.keep_checkpoint, self.checkpoint_every_s = keep_checkpoint, checkpoint_every_s
+        self.per_device = per_device
 
     def __call__(self) -> dict[str, str]:
         """Train the task's runs; returns run_id -> status of the runs finished by this task."""
         signals = _Signals()
-        distributed.init_from_job()
+        several_ranks = distributed.init_from_job()
         job_id = submitit.JobEnvironment().job_id
-        statuses: dict[str, str] = {}
         try:
-            for run_id in self.run_ids:
-                done = finished_here(Path(self.results_root), self.grid, run_id, job_id)
-                if done is not None:
-                    statuses[run_id] = done
-                    continue
-                if signals.stop_requested():
-                    return self._stop(signals, run_id, job_id, statuses)
-                try:
-                    statuses[run_id] = run_job(
-                        self.results_root, self.grid, run_id, self.data_root, self.threads,
-                        job_id=job_id, keep_checkpoint=self.keep_checkpoint,
-                        checkpoint_every_s=self.checkpoint_every_s,
-                        should_stop=signals.stop_requested,
-                    )  # fmt: skip
-                except TrainingInterrupted:
-                    return self._stop(signals, run_id, job_id, statuses)
+            if self.per_device > 1 and not several_ranks:
+                return self._packed(signals, job_id)
+            return self._in_order(signals, job_id)
         finally:
             distributed.shutdown()
+
+    def _in_order(self, signals: _Signals, job_id: str) -> dict[str, str]:
+        """The runs one after another in this process (every rank of a DDP task together)."""
+        statuses: dict[str, str] = {}
+        for run_id in self.run_ids:
+            done = finished_here(Path(self.results_root), self.grid, run_id, job_id)
+            if done is not None:
+                statuses[run_id] = done
+                continue
+            if signals.stop_requested():
+                return self._stop(signals, [run_id], job_id, statuses)
+            try:
+                statuses[run_id] = run_job(
+                    self.results_root, self.grid, run_id, self.data_root, self.threads,
+                    job_id=job_id, keep_checkpoint=self.keep_checkpoint,
+                    checkpoint_every_s=self.checkpoint_every_s,
+                    should_stop=signals.stop_requested,
+                )  # fmt: skip
+            except TrainingInterrupted:
+                return self._stop(signals, [run_id], job_id, statuses)
         return statuses
 
+    def _packed(self, signals: _Signals, job_id: str) -> dict[str, str]:
+        """``per_device`` runs at once, each in its own process, splitting the CPU threads."""
+        try:
+            return run_packed(
+                self.results_root, self.grid, self.run_ids, self.data_root,
+                per_device=self.per_device, threads=max(1, self.threads // self.per_device),
+                job_id=job_id, keep_checkpoint=self.keep_checkpoint,
+                checkpoint_every_s=self.checkpoint_every_s, should_stop=signals.stop_requested,
+            )  # fmt: skip
+        except PackInterrupted as e:
+            return self._stop(signals, e.interrupted, job_id, dict(e.statuses))
+
     def _stop(
-        self, signals: _Signals, run_id: str, job_id: str, statuses: dict[str, str]
+        self, signals: _Signals, run_ids: Sequence[str], job_id: str, statuses: dict[str, str]
     ) -> dict[str, str]:
-        """Act on the signal that stopped ``run_id`` (its checkpoint is on disk)."""
+        """Act on the signal that stopped ``run_ids`` (their checkpoints are on disk): requeue the
+        task, or record them as ``timeout`` or ``cancelled``. Runs of the task that never started
+        get no row (see :mod:`harness.launch.reconcile`)."""
         if signals.caught == signal.SIGUSR2 and callable(signals.submitit_usr2):
             if distributed.rank() != 0:
                 sys.exit(-1)  # rank 0 requeues the whole job
@@ -135,18 +162,20 @@ class RunTask(submitit.helpers.Checkpointable):
                 signals.submitit_usr2(signal.SIGUSR2, None)  # requeues and exits
             except UncompletedJobError as e:  # timed out more than max_num_timeout times
                 error = f"time limit reached too often, not requeued ({e}); checkpoint kept"
-                return self._record(run_id, "timeout", error, job_id, statuses)
+                return self._record(run_ids, "timeout", error, job_id, statuses)
         status = sigterm_status()
         if status is None:
-            print(f"harness: job {job_id} is being requeued; {run_id} resumes", flush=True)
+            names = ", ".join(run_ids)
+            print(f"harness: job {job_id} is being requeued; {names} resume", flush=True)
             sys.exit(-1)
         reason = {"timeout": "job hit its time limit", "cancelled": "job was cancelled (scancel)"}
-        return self._record(run_id, status, f"{reason[status]} at {job_id}", job_id, statuses)
+        return self._record(run_ids, status, f"{reason[status]} at {job_id}", job_id, statuses)
 
     def _record(
-        self, run_id: str, status: str, error: str, job_id: str, statuses: dict[str, str]
+        self, run_ids: Sequence[str], status: str, error: str, job_id: str, statuses: dict[str, str]
     ) -> dict[str, str]:
-        if distributed.rank() == 0:
-            write_status(self.results_root, self.grid, run_id, status, error, job_id)
-        statuses[run_id] = status
+        for run_id in run_ids:
+            if distributed.rank() == 0:
+                write_status(self.results_root, self.grid, run_id, status, error, job_id)
+            statuses[run_id] = status
         return statuses
