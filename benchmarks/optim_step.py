@@ -27,7 +27,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from harness.model import GPT, GPTConfig, preset_fields
+from harness.architecture import GPTConfig, preset_fields
+from harness.model import GPT
 from harness.optim import OPTIMIZERS, SPECS
 from harness.optim.routing import param_groups
 
@@ -103,7 +104,7 @@ def timer(opt: torch.optim.Optimizer, device: str, clock: str) -> Callable[[], f
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--preset", default="160m", help="harness.model preset for the recipe")
+    ap.add_argument("--preset", default="160m", help="harness.architecture preset for the recipe")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--d-model", type=int, default=512)
     ap.add_argument("--vocab", type=int, default=32768)

@@ -44,9 +44,10 @@ import numpy as np
 import torch
 from common import bench_run, machine, summary, synthetic_dataset  # benchmarks/common.py
 
+from harness.architecture import flops_per_token, model_config
 from harness.config import RunConfig
 from harness.device import PEAK_BF16_FLOPS, place
-from harness.model import GPT, flops_per_token, model_config
+from harness.model import GPT
 from harness.optim.routing import param_groups
 from harness.schedule import lr_at
 from harness.train import train

@@ -37,7 +37,7 @@ class RunConfig:
 
     # --- model ----------------------------------------------------------------------------
     model: str
-    """Model preset name (``harness.model.PRESETS``); the fields below are its resolved values."""
+    """Model preset (``harness.architecture.PRESETS``); the fields below are its resolved values."""
     n_layer: int
     """Number of transformer blocks."""
     n_head: int

@@ -29,15 +29,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from harness.corpora import Document, load_documents, split_documents
 from harness.errors import UserError, unknown_choice
 from harness.fsutil import locked
 from harness.tokenizers import Encoder, get_tokenizer
+
+if TYPE_CHECKING:  # torch is imported where batches are made: planning a grid needs no torch
+    import torch
 
 DATA_ENV = "HARNESS_DATA"
 """Environment variable naming the data root."""
@@ -381,6 +383,8 @@ class TokenData:
 
 def _windows(data: np.ndarray, offsets: np.ndarray, seq_len: int) -> tuple[torch.Tensor, ...]:
     """x = data[o : o+T], y = data[o+1 : o+T+1] for each offset; int64 tensors (len, T)."""
+    import torch
+
     buf = np.stack([data[o : o + seq_len + 1] for o in offsets]).astype(np.int64)  # (B, T+1)
     return torch.from_numpy(buf[:, :-1].copy()), torch.from_numpy(buf[:, 1:].copy())
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.architecture import ARCH_FIELDS, model_config, param_count_from_config
 from harness.config import RunConfig
-from harness.model import ARCH_FIELDS, model_config, param_count_from_config
 
 #: Assumed model-FLOPs utilisation and device for GPU-hour estimates (stated in the output).
 ASSUMED_MFU = 0.40

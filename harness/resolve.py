@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import expr
+from harness.architecture import preset_fields
 from harness.config import RunConfig, field_names
 from harness.errors import UserError
 from harness.optim.spec import OPTIMIZER_FIELDS, REQUIRED, get_spec
@@ -87,8 +88,6 @@ class Resolver:
             raise UserError(f"{self.where}: {at}: {e}") from None
 
     def _fill_model(self, d: dict[str, Any]) -> None:
-        from harness.model import preset_fields
-
         if "model" not in d:
             raise UserError("no 'model' given; set it in base (e.g. model: tiny)")
         for k, v in preset_fields(str(d["model"])).items():

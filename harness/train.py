@@ -26,10 +26,11 @@ import torch
 import torch.distributed as dist
 
 from harness import checkpoint as ckpt
+from harness.architecture import flops_per_token, model_config
 from harness.config import RunConfig
 from harness.data import TokenData, resolve_dataset
 from harness.device import Placement, place
-from harness.model import GPT, count_params, flops_per_token, model_config
+from harness.model import GPT, count_params
 from harness.optim import build_optimizer
 from harness.outcome import RunResult
 from harness.schedule import lr_at

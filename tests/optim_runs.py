@@ -7,8 +7,9 @@ from typing import Any
 
 import torch
 
+from harness.architecture import model_config
 from harness.config import RunConfig
-from harness.model import GPT, model_config
+from harness.model import GPT
 from harness.resolve import Resolver
 
 VOCAB, SEQ = 64, 8

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -86,6 +88,22 @@ def test_dry_run_submits_nothing(tmp_path, grid_file):
     assert r.exit_code == 0, r.output
     assert "runs: 4" in r.output and "GPU-hours" in r.output and "FLOPs" in r.output
     assert not res_root.exists()
+
+
+@pytest.mark.parametrize("launcher", ["local", "slurm-a100"])
+def test_a_dry_run_imports_neither_torch_nor_duckdb(tmp_path, grid_file, launcher):
+    # Planning 10,000 runs takes about a second; importing torch alone costs most of one more.
+    code = textwrap.dedent(f"""
+        import sys
+        from click.testing import CliRunner
+        from harness.cli import main
+        r = CliRunner().invoke(main, ["submit", {str(grid_file)!r}, "--dry-run", "--launcher",
+                               {launcher!r}, "--results", {str(tmp_path / "results")!r}])
+        assert r.exit_code == 0, r.output
+        print(sorted(m for m in ("torch", "duckdb", "pyarrow") if m in sys.modules))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 BAD_INPUTS = [

@@ -8,21 +8,20 @@ import math
 import pytest
 import torch
 
-from harness.config import RunConfig, field_names
-from harness.errors import UserError
-from harness.model import (
+from harness import architecture
+from harness.architecture import (
     ARCH_FIELDS,
-    GPT,
     PRESETS,
     GPTConfig,
-    Rotary,
-    count_params,
     flops_per_token,
     matmul_params,
     model_config,
     param_count_from_config,
     preset_fields,
 )
+from harness.config import RunConfig, field_names
+from harness.errors import UserError
+from harness.model import GPT, MLPS, NORMS, Rotary, count_params
 from harness.optim.routing import split_parameters
 
 
@@ -269,7 +268,7 @@ def test_config_errors_name_the_value(change: dict, message: str) -> None:
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 @pytest.mark.parametrize("vocab", [1000, 50304])
 def test_formula_counts_match_instantiated_models(preset, vocab):
-    from harness.model import _counts
+    from harness.architecture import _counts
 
     fields = preset_fields(preset)
     cfg = GPTConfig(**fields, vocab_size=vocab, seq_len=256)
@@ -278,3 +277,8 @@ def test_formula_counts_match_instantiated_models(preset, vocab):
     total = sum(p.numel() for p in model.parameters())
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     assert _counts(cfg) == (total, linear + (vocab * cfg.d_model if cfg.tie_weights else 0))
+
+
+def test_every_valid_norm_and_activation_has_a_builder():
+    assert set(NORMS) == set(architecture.NORMS)
+    assert set(MLPS) == set(architecture.ACTIVATIONS)

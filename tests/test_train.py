@@ -44,7 +44,8 @@ def test_few_steps_per_optimizer(prepared_data, optimizer):
 
 
 def _model(run):
-    from harness.model import GPT, model_config
+    from harness.architecture import model_config
+    from harness.model import GPT
 
     return GPT(model_config(run))
 

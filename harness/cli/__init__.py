@@ -16,7 +16,7 @@ from harness.errors import UserError
 #: Command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
     "submit": "harness.cli.submit:submit",
-    "status": "harness.cli.submit:status",
+    "status": "harness.cli.status:status",
     "cancel": "harness.cli.cancel:cancel",
     "query": "harness.cli.query:query",
     "compact": "harness.cli.compact:compact",

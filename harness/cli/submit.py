@@ -1,4 +1,4 @@
-"""``harness submit`` and ``harness status``."""
+"""``harness submit``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ import click
 from harness.cli.options import data_option, resolve_results, results_option
 from harness.data import data_root
 from harness.errors import UserError
-from harness.grid import grid_name
-from harness.launch.queue_view import format_queue_view, queue_view
-from harness.status import format_status, grid_status
 
 
 @click.command()
@@ -67,21 +64,3 @@ def submit(
         for s in report.statuses.values():
             counts[s] = counts.get(s, 0) + 1
         click.echo("finished: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-
-
-@click.command()
-@click.argument("grid")
-@results_option
-def status(grid: str, results: Path | None) -> None:
-    """Counts of GRID's runs by state (completed, diverged, failed, ..., missing).
-
-    GRID is a grid YAML file or the name of a grid in the results. A grid submitted to SLURM
-    also shows its runs by job state (squeue, sacct).
-
-    Example: harness status grids/adam_betas.yaml
-    """
-    root, name = resolve_results(results), grid_name(grid)
-    click.echo(format_status(grid_status(root, name)))
-    view = queue_view(root, name)
-    if view is not None:
-        click.echo(format_queue_view(view))

@@ -10,31 +10,15 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import submitit
 
 from harness import paths
 from harness.config import RunConfig
-from harness.db import newest_values
-from harness.launch.job import run_job
 from harness.launch.profile import LauncherProfile
 from harness.launch.progress import Progress
-from harness.manifest import load_run
-from harness.outcome import RunResult
-from harness.provenance import provenance
-from harness.results import write_result
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchReport:
-    """What a launcher did."""
-
-    launched: int
-    """Runs handed to the executor."""
-    statuses: dict[str, str]
-    """run_id -> status of runs that finished while the launcher waited."""
+from harness.launch.registry import LaunchReport
 
 
 def available_cores() -> int:
@@ -69,6 +53,8 @@ class LocalLauncher:
         show_progress: bool = True,
     ) -> LaunchReport:
         """Run ``runs`` (all of one grid) and wait for them; returns their statuses."""
+        from harness.launch.job import run_job  # torch: not for a dry run, which only plans
+
         parallel, threads = split_cores(self.profile.max_parallel, len(runs))
         folder = paths.submissions_dir(root, grid) / "local"
         executor = submitit.LocalExecutor(folder=folder)
@@ -109,6 +95,12 @@ class LocalLauncher:
 def _outcome(job: submitit.Job, root: Path, grid: str, run_id: str) -> str:
     """The status a finished local job reported; if its process died before writing a row
     (killed, segfault), a ``failed`` row with the job's error is written so nothing is lost."""
+    from harness.db import newest_values
+    from harness.manifest import load_run
+    from harness.outcome import RunResult
+    from harness.provenance import provenance
+    from harness.results import write_result
+
     try:
         return str(job.result())
     except Exception as exc:

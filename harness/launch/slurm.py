@@ -24,9 +24,7 @@ from harness import paths
 from harness.config import RunConfig
 from harness.errors import UserError
 from harness.launch import arrays
-from harness.launch.local import LaunchReport
 from harness.launch.profile import LauncherProfile
-from harness.launch.reconcile import reconcile
 from harness.launch.records import (
     Submission,
     latest_placements,
@@ -34,11 +32,10 @@ from harness.launch.records import (
     read_submissions,
     write_submission,
 )
+from harness.launch.registry import LaunchReport
 from harness.launch.resources import check_fits, read_nodes
 from harness.launch.sbatch_limits import ClusterLimits, array_sizes, cluster_limits
 from harness.launch.scheduler import SchedulerError, active_tasks, jobs_in_controller
-from harness.launch.task import RunTask
-from harness.launch.waiting import wait_for_runs
 
 CHECKPOINT_ENV = "HARNESS_CHECKPOINT_EVERY_S"
 """Environment variable overriding the profile's ``checkpoint_every_s``."""
@@ -109,6 +106,8 @@ class SlurmLauncher:
 
     def reconcile(self, root: Path, grid: str) -> dict[str, str]:
         """Rows for runs whose job ended without one (see ``harness.launch.reconcile``)."""
+        from harness.launch.reconcile import reconcile  # DuckDB: imported when used
+
         try:
             return reconcile(root, grid)
         except SchedulerError as e:
@@ -150,6 +149,8 @@ class SlurmLauncher:
         if not wait:
             print(f"follow with 'harness status {grid}'; stop with 'harness cancel {grid}'")
             return LaunchReport(launched=launched, statuses={})
+        from harness.launch.waiting import wait_for_runs
+
         statuses, late = wait_for_runs(self, root, grid, data_root, subs, deferred, show_progress)
         return LaunchReport(launched=launched + late, statuses=statuses)
 
@@ -190,6 +191,8 @@ class SlurmLauncher:
         data_root: Path,
         folder: Path,
     ) -> Submission:
+        from harness.launch.task import RunTask  # torch, via the training loop it calls
+
         callables = [
             RunTask(
                 str(root.resolve()), grid, t.run_ids, str(data_root.resolve()),

@@ -13,9 +13,27 @@ groups), ``composite.py`` (per-group optimizer override), ``build.py`` (run -> o
 
 from __future__ import annotations
 
-from harness.optim.build import build_optimizer
-from harness.optim.composite import CompositeOptimizer
-from harness.optim.spec import OPTIMIZERS, SPECS, OptimizerSpec, get_spec
+from typing import Any
+
+from harness.optim.spec import SPECS, OptimizerSpec, get_spec
+
+#: Imported on first access (PEP 562), so that ``harness.optim.spec`` loads without torch.
+_LAZY = {
+    "build_optimizer": "harness.optim.build",
+    "CompositeOptimizer": "harness.optim.composite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``OPTIMIZERS`` (name -> optimizer class), ``build_optimizer``, ``CompositeOptimizer``."""
+    import importlib
+
+    if name == "OPTIMIZERS":
+        return {n: spec.load() for n, spec in SPECS.items()}
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'harness.optim' has no attribute {name!r}")
+
 
 __all__ = [
     "OPTIMIZERS",

@@ -52,4 +52,4 @@ def _construct(
 ) -> torch.optim.Optimizer:
     for g in groups:
         g.update(spec.group_options.get(g["name"], {}))
-    return spec.cls(groups, lr=run.lr, **spec.kwargs(run, fill_defaults=fill_defaults))
+    return spec.load()(groups, lr=run.lr, **spec.kwargs(run, fill_defaults=fill_defaults))

@@ -1,5 +1,6 @@
 """The built-in optimizers, registered by name. A new optimizer adds one ``register`` call.
 
+Classes are named by import path (``module:Class``), so resolving a grid imports no torch.
 Defaults are torch's where torch has the optimizer, else the defining paper's. Choices:
 
 - ``sgd``: momentum 0.9 by default (the paper's Sec. 6.2 embedding SGD, and the usual choice);
@@ -17,32 +18,33 @@ Defaults are torch's where torch has the optimizer, else the defining paper's. C
 
 from __future__ import annotations
 
-from harness.optim.adam import Adam, AdamW, CoupledAdam, RMSprop
-from harness.optim.muon import Muon
-from harness.optim.sgd import SGD, SGDCClip
-from harness.optim.sign import Lion, SignSGD, Signum
 from harness.optim.spec import REQUIRED, OptimizerSpec, register
 
 _ADAM_FIELDS = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
 _NOT_MUON = {"muon": False}
 
-register("adamw", OptimizerSpec(cls=AdamW, fields=dict(_ADAM_FIELDS)))
-register("adam", OptimizerSpec(cls=Adam, fields=dict(_ADAM_FIELDS)))
-register("rmsprop", OptimizerSpec(cls=RMSprop, fields={"beta2": 0.999, "eps": 1e-8}))
-register("sgd", OptimizerSpec(cls=SGD, fields={"momentum": 0.9, "nesterov": False}))
+register("adamw", OptimizerSpec(cls="harness.optim.adam:AdamW", fields=dict(_ADAM_FIELDS)))
+register("adam", OptimizerSpec(cls="harness.optim.adam:Adam", fields=dict(_ADAM_FIELDS)))
+register(
+    "rmsprop", OptimizerSpec(cls="harness.optim.adam:RMSprop", fields={"beta2": 0.999, "eps": 1e-8})
+)
+register(
+    "sgd", OptimizerSpec(cls="harness.optim.sgd:SGD", fields={"momentum": 0.9, "nesterov": False})
+)
 register(
     "sgd_cclip",
     OptimizerSpec(
-        cls=SGDCClip, fields={"momentum": 0.9, "nesterov": False, "clip_value": REQUIRED}
+        cls="harness.optim.sgd:SGDCClip",
+        fields={"momentum": 0.9, "nesterov": False, "clip_value": REQUIRED},
     ),
 )
-register("signsgd", OptimizerSpec(cls=SignSGD))
-register("signum", OptimizerSpec(cls=Signum, fields={"beta1": 0.9}))
-register("lion", OptimizerSpec(cls=Lion, fields={"beta1": 0.9, "beta2": 0.99}))
+register("signsgd", OptimizerSpec(cls="harness.optim.sign:SignSGD"))
+register("signum", OptimizerSpec(cls="harness.optim.sign:Signum", fields={"beta1": 0.9}))
+register("lion", OptimizerSpec(cls="harness.optim.sign:Lion", fields={"beta1": 0.9, "beta2": 0.99}))
 register(
     "coupled_adam",
     OptimizerSpec(
-        cls=CoupledAdam,
+        cls="harness.optim.adam:CoupledAdam",
         fields={**_ADAM_FIELDS, "coupled_scale_exp": 0.0},
         group_options={"embedding": {"coupled": True}, "head": {"coupled": True}},
     ),
@@ -50,7 +52,7 @@ register(
 register(
     "muon",
     OptimizerSpec(
-        cls=Muon,
+        cls="harness.optim.muon:Muon",
         fields={"momentum": 0.95, "nesterov": True, **_ADAM_FIELDS},
         group_options={"embedding": _NOT_MUON, "head": _NOT_MUON, "vector": _NOT_MUON},
     ),

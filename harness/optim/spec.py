@@ -1,13 +1,19 @@
-"""Registry of optimizers and the run fields each one reads."""
+"""Registry of optimizers and the run fields each one reads.
+
+Torch-free: resolving a grid (which fields an optimizer reads, their defaults) needs no torch;
+an optimizer's class is imported the first time a run builds it (``OptimizerSpec.load``).
+"""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import UserError, unknown_choice
+
+if TYPE_CHECKING:
+    import torch
 
 REQUIRED = object()
 """Marker: the field has no default and must be given in the grid."""
@@ -20,13 +26,19 @@ _SAME_NAME = ("eps", "momentum", "nesterov", "clip_value", "coupled_scale_exp")
 class OptimizerSpec:
     """How a run's fields become an optimizer's constructor arguments."""
 
-    cls: type[torch.optim.Optimizer]
-    """The optimizer class, constructed as ``cls(groups, lr=..., **kwargs)``."""
+    cls: str
+    """Where the ``torch.optim.Optimizer`` subclass lives, ``module:Class``; it is constructed
+    as ``cls(groups, lr=..., **kwargs)``."""
     fields: dict[str, Any] = field(default_factory=dict)
     """RunConfig optimizer field -> default (or ``REQUIRED``); fields not listed are set to None."""
     group_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Routed group name (``embedding``, ``head``, ``matrix``, ``vector``) -> extra param-group
     keys this optimizer needs, e.g. ``{"embedding": {"coupled": True}}`` for Coupled Adam."""
+
+    def load(self) -> type[torch.optim.Optimizer]:
+        """The optimizer class (imports its module)."""
+        module, _, name = self.cls.partition(":")
+        return getattr(importlib.import_module(module), name)
 
     def kwargs(self, run: Any, *, fill_defaults: bool = False) -> dict[str, Any]:
         """Constructor kwargs (beyond ``lr`` and ``weight_decay``) from a resolved run.
@@ -53,7 +65,8 @@ class OptimizerSpec:
             value = self.fields[name]
             if value is REQUIRED:
                 raise UserError(
-                    f"optimizer {self.cls.__name__} needs {name!r}, which the run leaves unset; "
+                    f"optimizer {self.cls.partition(':')[2]} needs {name!r}, which the run leaves "
+                    "unset; "
                     f"set {name} in the grid"
                 )
         return value
@@ -70,8 +83,8 @@ OPTIMIZER_FIELDS = (
     "coupled_scale_exp",
 )
 
-OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {}
 SPECS: dict[str, OptimizerSpec] = {}
+"""Registered optimizers: name -> spec (``harness.optim.OPTIMIZERS`` maps names to classes)."""
 
 
 def register(name: str, spec: OptimizerSpec) -> None:
@@ -82,7 +95,6 @@ def register(name: str, spec: OptimizerSpec) -> None:
     if unknown:
         raise ValueError(f"optimizer {name!r} reads unknown run fields {sorted(unknown)}")
     SPECS[name] = spec
-    OPTIMIZERS[name] = spec.cls
 
 
 def get_spec(name: str) -> OptimizerSpec:
