@@ -103,7 +103,8 @@ class RunConfig:
     """``coupled_adam``: the coupled second moment is multiplied by 2^-n (paper Eq. 29)."""
     embedding_optimizer: str | None = None
     """Optional optimizer for the embedding group (e.g. ``sgd``, paper Sec. 6.2); None: same as
-    ``optimizer``."""
+    ``optimizer``. The fields it reads (``momentum`` for ``sgd``) are resolved like the main
+    optimizer's, and a field both read has one value."""
     embedding_lr_factor: float | None = None
     """Embedding-group lr = ``lr * embedding_lr_factor`` (the paper's f)."""
 

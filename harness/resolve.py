@@ -103,19 +103,24 @@ class Resolver:
             d["vocab_size"] = self._vocab[name]
 
     def _fill_optimizer(self, d: dict[str, Any]) -> None:
+        """Resolve the optimizer fields the run's optimizers read (the main one's, then the
+        embedding optimizer's): the grid's value, else the optimizer's default. Fields neither
+        reads are None, so runs that differ only in an unread field are one run."""
         if "optimizer" not in d:
             raise UserError("no 'optimizer' given")
-        spec = get_spec(str(d["optimizer"]))
+        names = [str(d["optimizer"])]
+        if d.get("embedding_optimizer") is not None:
+            names.append(str(d["embedding_optimizer"]))
+        specs = {name: get_spec(name) for name in names}
         for f in OPTIMIZER_FIELDS:
-            if f not in spec.fields:
+            readers = [name for name, spec in specs.items() if f in spec.fields]
+            if not readers:
                 d[f] = None
             elif f not in d:
-                if spec.fields[f] is REQUIRED:
-                    raise UserError(f"optimizer {d['optimizer']!r} needs {f!r}")
-                d[f] = spec.fields[f]
-        emb = d.get("embedding_optimizer")
-        if emb is not None:
-            get_spec(str(emb))
+                default = specs[readers[0]].fields[f]
+                if default is REQUIRED:
+                    raise UserError(f"optimizer {readers[0]!r} needs {f!r}")
+                d[f] = default
 
 
 def _is_expression(k: str, v: Any) -> bool:

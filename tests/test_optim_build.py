@@ -114,6 +114,20 @@ def test_embedding_optimizer_override_is_sgd_with_lr_factor() -> None:
     assert "exp_avg_sq" in opt.state[net.blocks[0].attn.proj.weight]
 
 
+def test_embedding_optimizer_fields_are_resolved_and_settable() -> None:
+    # adamw reads no momentum; the embedding optimizer sgd does: the grid's value reaches it.
+    run = make_run(optimizer="adamw", embedding_optimizer="sgd", momentum=0.8, nesterov=True)
+    assert (run.momentum, run.nesterov, run.beta1) == (0.8, True, 0.9)
+    (emb_group,) = build_optimizer(make_model(run), run).parts["embedding"].param_groups
+    assert (emb_group["momentum"], emb_group["nesterov"]) == (0.8, True)
+    # Unset, it is sgd's default, recorded in the run (and its run_id), not left NULL.
+    assert make_run(optimizer="adamw", embedding_optimizer="sgd").momentum == 0.9
+    # Without an embedding optimizer that reads it, momentum is not a field of the run.
+    assert make_run(optimizer="adamw", momentum=0.8).momentum is None
+    with pytest.raises(UserError, match="optimizer 'sgd_cclip' needs 'clip_value'"):
+        make_run(optimizer="adamw", embedding_optimizer="sgd_cclip")
+
+
 def test_embedding_optimizer_equal_to_main_only_scales_lr() -> None:
     run = make_run(optimizer="adamw", embedding_optimizer="adamw", embedding_lr_factor=3)
     opt = build_optimizer(make_model(run), run)
