@@ -53,13 +53,23 @@ class Placement:
         return None
 
 
+def mfu(
+    tokens_per_s: float | None, flops_per_token: float, peak_flops: float | None, devices: int
+) -> float | None:
+    """Model-FLOPs utilisation: achieved training FLOP/s over the peak of all ``devices`` the
+    run used (``tokens_per_s`` counts the whole global batch); None without a known peak."""
+    if not tokens_per_s or not peak_flops:
+        return None
+    return tokens_per_s * flops_per_token / (peak_flops * devices)
+
+
 def place(precision: str, compile: str, local_rank: int = 0) -> Placement:
     """Choose device, autocast dtype and compilation for a run's ``precision``/``compile``."""
     cuda = torch.cuda.is_available()
     device = torch.device(f"cuda:{local_rank}") if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls
         torch.backends.cudnn.allow_tf32 = True
     bf16 = precision == "bf16" or (precision == "auto" and cuda)
     do_compile = compile == "on" or (compile == "auto" and cuda)

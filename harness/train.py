@@ -29,7 +29,7 @@ from harness import checkpoint as ckpt
 from harness.architecture import flops_per_token, model_config
 from harness.config import RunConfig
 from harness.data import TokenData, resolve_dataset
-from harness.device import Placement, place
+from harness.device import Placement, mfu, place
 from harness.model import GPT, count_params
 from harness.optim import build_optimizer
 from harness.outcome import RunResult
@@ -313,7 +313,7 @@ class _Trainer:
             st.compile_s = max(0.0, st.compile_s - st.timed_s / steps_timed)
         peak = self.placement.peak_flops()
         metrics: dict[str, float | None] = {
-            "mfu": (rate * flops_per_token(self.cfg) / peak) if rate and peak else None,
+            "mfu": mfu(rate, flops_per_token(self.cfg), peak, self.world),
             "peak_mem_gb": _peak_mem_gb(self.placement),
             "compile_s": st.compile_s,
             "data_wait_s": st.data_wait_s,

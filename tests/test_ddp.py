@@ -16,7 +16,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from runs import tiny_run
 
+from harness.architecture import flops_per_token, model_config
 from harness.config import RunConfig
+from harness.device import Placement
 from harness.launch.distributed import any_rank, rendezvous_port
 from harness.train import train
 
@@ -35,9 +37,18 @@ def _worker(rank: int, world: int, port: int, run: dict, data_root: str, out: st
     torch.set_num_threads(1)
     try:
         stop_votes = [any_rank(rank == 1), any_rank(False)]  # one rank's flag reaches all
+        # Under NCCL the vote goes through a gloo group of its own (no GPU sync per step):
+        # the same votes through that path, with the default group's backend read as NCCL.
+        gloo_backend, dist.get_backend = dist.get_backend, lambda group=None: "nccl"
+        try:
+            stop_votes += [any_rank(rank == 0), any_rank(False)]
+        finally:
+            dist.get_backend = gloo_backend
+        Placement.peak_flops = lambda self: 1e12  # a pretend device peak, to check MFU's sum
         result = train(RunConfig.from_dict(run), data_root=Path(data_root), log=None)
         if rank == 0:
             doc = {"curve": result.curve, "val_loss": result.val_loss, "votes": stop_votes}
+            doc |= {"mfu": result.metrics["mfu"], "tokens_per_s": result.tokens_per_s}
             Path(out).write_text(json.dumps(doc))
     finally:
         dist.destroy_process_group()
@@ -62,7 +73,10 @@ def test_two_gloo_processes_match_one_process(tmp_path, prepared_data, one_threa
     mp.spawn(_worker, args=args, nprocs=2, join=True)
     ddp = json.loads(out.read_text())
 
-    assert ddp["votes"] == [True, False]
+    assert ddp["votes"] == [True, False, True, False]
+    # MFU is the global batch's FLOP/s over the peak of both devices.
+    fpt = flops_per_token(model_config(run))
+    assert ddp["mfu"] == pytest.approx(ddp["tokens_per_s"] * fpt / (2 * 1e12), rel=1e-12)
     steps = [p["step"] for p in single.curve]
     assert steps == [2, 4, 6, 8, 10]
     assert [p["step"] for p in ddp["curve"]] == steps

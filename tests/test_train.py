@@ -43,6 +43,17 @@ def test_few_steps_per_optimizer(prepared_data, optimizer):
     assert result.metrics["mfu"] is None  # no GPU peak on CPU
 
 
+def test_mfu_is_model_flops_per_second_over_the_device_peak(prepared_data, monkeypatch):
+    from harness.architecture import flops_per_token, model_config
+    from harness.device import Placement
+
+    monkeypatch.setattr(Placement, "peak_flops", lambda self: 2e12)  # a pretend accelerator
+    run = tiny_run(prepared_data)
+    result = train(run, data_root=prepared_data, log=None)
+    fpt = flops_per_token(model_config(run))  # 6 * matmul params + 12 * L * d * T
+    assert result.metrics["mfu"] == pytest.approx(result.tokens_per_s * fpt / 2e12, rel=1e-12)
+
+
 def _model(run):
     from harness.architecture import model_config
     from harness.model import GPT

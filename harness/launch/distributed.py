@@ -58,18 +58,32 @@ def rank() -> int:
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
+_flag_group: dist.ProcessGroup | None = None
+"""The gloo group :func:`any_rank` votes in when the default group is NCCL (made on first use)."""
+
+
 def any_rank(flag: bool) -> bool:
-    """True on every rank when ``flag`` is True on any rank (all ranks must call it together)."""
+    """True on every rank when ``flag`` is True on any rank (all ranks must call it together).
+
+    The vote is a CPU collective (gloo): the training loop polls it every step, and an NCCL
+    all-reduce read back with ``.item()`` would make the host wait for the GPU every step.
+    """
+    global _flag_group
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return flag
-    nccl = dist.get_backend() == "nccl"
-    device = torch.device("cuda", torch.cuda.current_device()) if nccl else None
-    t = torch.tensor([int(flag)], dtype=torch.int32, device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    group = None
+    if dist.get_backend() != "gloo":
+        if _flag_group is None:
+            _flag_group = dist.new_group(backend="gloo")  # collective: every rank, first vote
+        group = _flag_group
+    t = torch.tensor([int(flag)], dtype=torch.int32)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
     return bool(t.item())
 
 
 def shutdown() -> None:
-    """Destroy the process group if one exists."""
+    """Destroy the process groups if they exist."""
+    global _flag_group
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+    _flag_group = None
