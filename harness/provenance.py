@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import socket
 import subprocess
 from pathlib import Path
@@ -34,6 +35,7 @@ def provenance(job_id: str | None = None, source: str | None = None) -> dict[str
     """Provenance columns of a result row."""
     return {
         "hostname": socket.gethostname(),
+        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "git_commit": git_commit(),
         "torch_version": torch.__version__,
         "job_id": job_id,

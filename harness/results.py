@@ -52,6 +52,7 @@ METRIC_COLUMNS = (
 PROVENANCE_COLUMNS: dict[str, pa.DataType] = {
     "device": pa.string(),
     "hostname": pa.string(),
+    "visible_devices": pa.string(),  # CUDA_VISIBLE_DEVICES of the run's process
     "git_commit": pa.string(),
     "torch_version": pa.string(),
     "job_id": pa.string(),

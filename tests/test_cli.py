@@ -201,3 +201,47 @@ def test_eval_tokens_beyond_the_validation_split_is_refused_before_launch(
     assert r.exit_code == 2
     assert "val.bin has" in r.output and "lower eval_tokens" in r.output
     assert not res_root.exists()
+
+
+def test_the_local_launcher_gives_each_run_one_gpu(tmp_path, grid_file, prepared_data):
+    from harness.db import newest_values
+    from harness.grid import load_grid
+    from harness.launch.local import LocalLauncher
+    from harness.launch.profile import load_profile
+    from harness.manifest import write_manifest
+
+    root = tmp_path / "results"
+    runs = load_grid(grid_file, local=True, data_root=prepared_data).runs
+    write_manifest(root, runs[0].grid, runs)
+    # GPUs 3 and 5, one run each at a time (this machine has none: the runs compute on CPU,
+    # but each sees only the GPU it was given, in CUDA_VISIBLE_DEVICES).
+    report = LocalLauncher(load_profile("local"), gpus=[3, 5]).launch(
+        runs, root, runs[0].grid, prepared_data, show_progress=False
+    )
+    assert len(report.statuses) == len(runs) == 4
+    seen = newest_values(root, runs[0].grid, ["visible_devices"])
+    assert sorted(v for (v,) in seen.values()) == ["3", "3", "5", "5"]
+
+
+def test_gpus_are_filled_evenly_up_to_runs_per_device():
+    from harness.launch.local import gpu_for_next_run
+
+    assert gpu_for_next_run({0: 0, 1: 0}, 2) == 0
+    assert gpu_for_next_run({0: 1, 1: 0}, 2) == 1
+    assert gpu_for_next_run({0: 1, 1: 1}, 2) == 0
+    assert gpu_for_next_run({0: 2, 1: 2}, 2) is None
+    assert gpu_for_next_run({}, 1) is None
+
+
+def test_gpus_named_by_uuid_are_a_one_line_error(monkeypatch):
+    import torch
+
+    from harness.errors import UserError
+    from harness.launch.local import local_gpus
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,6")
+    assert local_gpus() == [2, 6]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f2c,GPU-91ab")
+    with pytest.raises(UserError, match="name them by index"):
+        local_gpus()

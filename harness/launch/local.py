@@ -1,8 +1,10 @@
 """The local launcher: runs on this machine through submitit's local executor, several at once.
 
-Each run is its own process (a crash or an OOM kills one run, not the sweep). At most
-``max_parallel`` run at once (default: one per core), and the cores are split between them as
-torch threads. Blocks until every run has finished, with a live progress display.
+Each run is its own process (a crash or an OOM kills one run, not the sweep). Without a GPU, at
+most ``max_parallel`` run at once (default: one per core). With GPUs (those ``CUDA_VISIBLE_DEVICES``
+leaves visible), each run is given one GPU, ``runs_per_device`` runs per GPU at once (default 1;
+``max_parallel`` caps the total when set). Either way the cores are split between the running
+runs as torch threads. Blocks until every run has finished, with a live progress display.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import submitit
 
 from harness import paths
 from harness.config import RunConfig
+from harness.errors import UserError
 from harness.launch.profile import LauncherProfile
 from harness.launch.progress import Progress
 from harness.launch.registry import LaunchReport
@@ -36,11 +39,41 @@ def split_cores(max_parallel: int, runs: int, cores: int | None = None) -> tuple
     return parallel, max(1, cores // parallel)
 
 
+def local_gpus() -> list[int]:
+    """Indices of the GPUs runs may use: those ``CUDA_VISIBLE_DEVICES`` names, else all.
+
+    Raises:
+        UserError: ``CUDA_VISIBLE_DEVICES`` names GPUs by UUID (runs are given GPUs by index).
+    """
+    import torch
+
+    n = torch.cuda.device_count()  # honours CUDA_VISIBLE_DEVICES
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if n == 0 or env is None:
+        return list(range(n))
+    ids = [x.strip() for x in env.split(",") if x.strip()][:n]
+    if not all(x.isdigit() for x in ids):
+        raise UserError(
+            f"CUDA_VISIBLE_DEVICES={env!r}: the local launcher gives runs GPUs by index; "
+            "name them by index (e.g. 0,1)"
+        )
+    return [int(x) for x in ids]
+
+
+def gpu_for_next_run(running: dict[int, int], per_gpu: int) -> int | None:
+    """The GPU with the fewest running runs (the lowest index on ties), None when every GPU
+    already runs ``per_gpu``; ``running`` maps GPU index -> its running runs."""
+    gpu = min(running, key=lambda g: (running[g], g), default=None)
+    return gpu if gpu is not None and running[gpu] < per_gpu else None
+
+
 class LocalLauncher:
     """Runs a batch on this machine; see the module docstring."""
 
-    def __init__(self, profile: LauncherProfile) -> None:
+    def __init__(self, profile: LauncherProfile, gpus: Sequence[int] | None = None) -> None:
+        """``gpus``: GPU indices to give runs (default: :func:`local_gpus`; ``[]``: none)."""
         self.profile = profile
+        self._gpus = None if gpus is None else list(gpus)
 
     def launch(
         self,
@@ -55,27 +88,40 @@ class LocalLauncher:
         """Run ``runs`` (all of one grid) and wait for them; returns their statuses."""
         from harness.launch.job import run_job  # torch: not for a dry run, which only plans
 
-        parallel, threads = split_cores(self.profile.max_parallel, len(runs))
+        gpus = local_gpus() if self._gpus is None else self._gpus
+        per_gpu = self.profile.runs_per_device
+        slots = self.profile.max_parallel or (len(gpus) * per_gpu if gpus else 0)
+        parallel, threads = split_cores(slots, len(runs))
         folder = paths.submissions_dir(root, grid) / "local"
         executor = submitit.LocalExecutor(folder=folder)
         executor.update_parameters(timeout_min=self.profile.timeout_min)
         progress = Progress(len(runs)) if show_progress else None
         pending = list(runs)
-        active: dict[str, submitit.Job] = {}
+        active: dict[str, tuple[submitit.Job, int | None]] = {}
+        on_gpu = dict.fromkeys(gpus, 0)  # GPU index -> runs on it now
         statuses: dict[str, str] = {}
         try:
             while pending or active:
                 while pending and len(active) < parallel:
+                    gpu = gpu_for_next_run(on_gpu, per_gpu) if gpus else None
+                    if gpus and gpu is None:
+                        break
+                    if gpu is not None:  # submitit sets CUDA_VISIBLE_DEVICES to this one
+                        executor.update_parameters(gpus_per_node=1, visible_gpus=[gpu])
+                        on_gpu[gpu] += 1
                     run = pending.pop(0)
-                    active[run.run_id] = executor.submit(
+                    job = executor.submit(
                         run_job, str(root.resolve()), grid, run.run_id, str(data_root.resolve()),
                         threads, None, self.profile.keep_checkpoints,
                         self.profile.checkpoint_every_s,
                     )  # fmt: skip
-                for run_id, job in list(active.items()):
+                    active[run.run_id] = (job, gpu)
+                for run_id, (job, gpu) in list(active.items()):
                     if job.done():
                         statuses[run_id] = _outcome(job, root, grid, run_id)
                         del active[run_id]
+                        if gpu is not None:
+                            on_gpu[gpu] -= 1
                         if progress:
                             progress.finished(statuses[run_id])
                 if progress:
@@ -83,7 +129,7 @@ class LocalLauncher:
                     progress.draw()
                 time.sleep(0.2)
         except KeyboardInterrupt:
-            for job in active.values():
+            for job, _ in active.values():
                 job.cancel(check=False)
             raise
         finally:

@@ -29,7 +29,8 @@ class LauncherProfile:
     kind: str
     """``local`` (submitit's local executor on this machine) or ``slurm`` (job arrays)."""
     max_parallel: int = 0
-    """local: runs at once; 0 = as many as the cores allow (torch threads split between them)."""
+    """local: runs at once; 0 = one per core without GPUs, ``runs_per_device`` per GPU with them
+    (torch threads are split between the running runs)."""
     partition: str | None = None
     """slurm: partition (``--partition``)."""
     account: str | None = None
@@ -51,9 +52,9 @@ class LauncherProfile:
     runs_per_task: int = 1
     """slurm: runs packed into one array task, executed one after another."""
     runs_per_device: int = 1
-    """slurm: of a task's runs, how many train at once on its device (one GPU, or its CPUs),
-    each in its own process: small runs that cannot fill a GPU alone. Applies to runs with
-    ``gpus_per_run: 1``; must not exceed ``runs_per_task``. 1: one after another."""
+    """Runs training at once on one GPU, each in its own process: small runs that cannot fill a
+    GPU alone. local: per visible GPU. slurm: of a task's runs (one-GPU tasks; must not exceed
+    ``runs_per_task``); on a CPU-only task, on its CPUs. 1: one run per GPU at a time."""
     max_num_timeout: int = 20
     """Requeues after a time limit or preemption before the run is recorded as ``timeout``."""
     checkpoint_every_s: float = 600.0
@@ -127,7 +128,7 @@ def load_profile(name: str) -> LauncherProfile:
     per_device, per_task = fields.get("runs_per_device", 1), fields.get("runs_per_task", 1)
     if per_device < 1:
         raise UserError(f"{path}: runs_per_device: must be >= 1, got {per_device}")
-    if per_device > max(1, per_task):
+    if doc["kind"] == "slurm" and per_device > max(1, per_task):
         raise UserError(
             f"{path}: runs_per_device: {per_device} exceeds runs_per_task: {per_task}; a task "
             f"packs only its own runs (set runs_per_task to a multiple of {per_device})"
