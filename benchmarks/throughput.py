@@ -46,7 +46,7 @@ from common import bench_run, machine, summary, synthetic_dataset  # benchmarks/
 
 from harness.architecture import flops_per_token, model_config
 from harness.config import RunConfig
-from harness.device import PEAK_BF16_FLOPS, place
+from harness.device import peak_flops, place
 from harness.model import GPT
 from harness.optim.routing import param_groups
 from harness.schedule import lr_at
@@ -169,15 +169,6 @@ def _bare_eval(forward, run, data_dir, placement, to_device) -> float:
     return (total / count).item()
 
 
-def peak_flops() -> float | None:
-    """bf16 peak FLOP/s of this process's GPU, None on CPU or an unknown GPU."""
-    if not torch.cuda.is_available():
-        return None
-    name = torch.cuda.get_device_name()
-    keys = [k for k in sorted(PEAK_BF16_FLOPS, key=len, reverse=True) if k in name]
-    return PEAK_BF16_FLOPS[keys[0]] if keys else None
-
-
 def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path) -> None:
     """Alternate harness and bare loop ``args.repeats`` times for one configuration; print."""
     micro = args.micro_batch_size or max(1, min(args.batch_size, args.micro_tokens // seq_len))
@@ -212,7 +203,8 @@ def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> None:
     ratio = statistics.median(x.tokens_per_s / y.tokens_per_s for x, y in pairs)
     cpu_ratio = statistics.median(x.tokens_per_cpu_s / y.tokens_per_cpu_s for x, y in pairs)
     e2e = statistics.median(x.wall_s / y.wall_s for x, y in pairs)
-    fpt, peak = flops_per_token(model_config(run)), peak_flops()
+    fpt = flops_per_token(model_config(run))
+    peak = peak_flops(torch.device("cuda")) if torch.cuda.is_available() else None
     mfu = (lambda r: f"{r * fpt / peak:.1%}") if peak else (lambda r: "n/a")
     hr, br = (statistics.median(m.tokens_per_s for m in ms) for ms in (h, b))
     wall = [statistics.median(m.wall_s for m in ms) for ms in (h, b)]

@@ -44,13 +44,19 @@ class Placement:
 
     def peak_flops(self) -> float | None:
         """bf16 peak FLOP/s of this device, None on CPU or an unknown GPU."""
-        if self.device.type != "cuda":
-            return None
-        name = torch.cuda.get_device_name(self.device)
-        for key in sorted(PEAK_BF16_FLOPS, key=len, reverse=True):
-            if key in name:
-                return PEAK_BF16_FLOPS[key]
+        return peak_flops(self.device)
+
+
+def peak_flops(device: torch.device) -> float | None:
+    """bf16 peak FLOP/s of ``device`` (longest matching name in ``PEAK_BF16_FLOPS``), None on
+    CPU or an unknown GPU."""
+    if device.type != "cuda":
         return None
+    name = torch.cuda.get_device_name(device)
+    for key in sorted(PEAK_BF16_FLOPS, key=len, reverse=True):
+        if key in name:
+            return PEAK_BF16_FLOPS[key]
+    return None
 
 
 def mfu(
