@@ -10,6 +10,7 @@ import pytest
 
 from harness import paths
 from harness.db import newest_values
+from harness.launch.job import done_by_job, write_status
 from harness.launch.packing import PackInterrupted, run_packed
 from harness.manifest import write_manifest
 from tests.runs import tiny_run
@@ -89,3 +90,16 @@ def test_a_killed_run_process_is_recorded_as_failed_and_its_neighbour_completes(
     assert statuses == {ids[0]: "failed", ids[1]: "completed"}
     (error,) = newest_values(tmp_path, GRID, ["error"])[ids[0]]
     assert "died by SIGKILL while packed" in error
+
+
+def test_a_restarted_task_skips_its_finished_runs_but_not_cancelled_ones(tmp_path, prepared_data):
+    runs = [tiny_run(prepared_data, grid=GRID, seed=s) for s in range(4)]
+    write_manifest(tmp_path, GRID, runs)
+    ids = [r.run_id for r in runs]
+    written = [("completed", "j1"), ("cancelled", "j1"), ("failed", "j0")]  # the 4th has no row
+    for run_id, (status, job) in zip(ids, written, strict=False):
+        write_status(str(tmp_path), GRID, run_id, status, "", job)
+
+    assert done_by_job(tmp_path, GRID, ids, "j1") == {ids[0]: "completed"}
+    assert done_by_job(tmp_path, GRID, ids, "j0") == {ids[2]: "failed"}
+    assert done_by_job(tmp_path, GRID, ids, None) == {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -93,6 +93,24 @@ def write_status(
     root = Path(results_root)
     run = load_run(root, grid, run_id)
     write_result(root, run, RunResult(status=status, error=error), provenance(job_id))
+
+
+def done_by_job(
+    root: Path, grid: str, run_ids: Sequence[str], job_id: str | None
+) -> dict[str, str]:
+    """Statuses of the runs among ``run_ids`` whose newest row job ``job_id`` wrote in an earlier
+    attempt (a requeued task skips them). A ``cancelled`` row does not count: a requeue that
+    looked like a cancellation resumes the run rather than leaving it cancelled."""
+    if job_id is None:
+        return {}
+    from harness.db import newest_values  # DuckDB: only where a task restarts
+
+    rows = newest_values(root, grid, ["job_id", "status"])
+    return {
+        r: rows[r][1]
+        for r in run_ids
+        if r in rows and rows[r][0] == job_id and rows[r][1] != "cancelled"
+    }
 
 
 def share_compile_cache(root: Path, grid: str) -> None:

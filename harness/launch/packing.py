@@ -30,8 +30,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.synchronize import Event
 from pathlib import Path
 
-from harness.db import newest_values
-from harness.launch.job import run_job, write_status
+from harness.launch.job import done_by_job, run_job, write_status
 from harness.train import TrainingInterrupted
 
 INTERRUPTED_EXIT = 75
@@ -89,7 +88,7 @@ def run_packed(
             interrupted runs have checkpoints.
     """
     assert per_device >= 1, per_device
-    statuses = _done_by(Path(results_root), grid, run_ids, job_id)
+    statuses = done_by_job(Path(results_root), grid, run_ids, job_id)
     pending = [r for r in run_ids if r not in statuses]
     ctx = mp.get_context("spawn")  # CUDA cannot be forked; each run gets a fresh interpreter
     stop, results = ctx.Event(), ctx.SimpleQueue()
@@ -136,14 +135,6 @@ def _drain(results: mp.SimpleQueue, statuses: dict[str, str]) -> None:
     while not results.empty():
         run_id, status = results.get()
         statuses[run_id] = status
-
-
-def _done_by(root: Path, grid: str, run_ids: Sequence[str], job_id: str | None) -> dict[str, str]:
-    """Statuses of the runs whose newest row this job wrote (an earlier attempt of the task)."""
-    if job_id is None:
-        return {}
-    rows = newest_values(root, grid, ["job_id", "status"])
-    return {r: rows[r][1] for r in run_ids if r in rows and rows[r][0] == job_id}
 
 
 def _child(

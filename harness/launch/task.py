@@ -33,9 +33,8 @@ from submitit.core.utils import UncompletedJobError
 
 from harness.launch import distributed
 from harness.launch.boot import EARLY_SIGNAL_ENV
-from harness.launch.job import run_job, write_status
+from harness.launch.job import done_by_job, run_job, write_status
 from harness.launch.packing import PackInterrupted, run_packed
-from harness.launch.reconcile import row_of
 from harness.launch.scheduler import SchedulerError, job_fields
 from harness.train import TrainingInterrupted
 
@@ -77,14 +76,6 @@ def sigterm_status() -> str | None:
     return "timeout" if fields.get("Reason") == "TimeLimit" else "cancelled"
 
 
-def finished_here(root: Path, grid: str, run_id: str, job_id: str) -> str | None:
-    """Status of ``run_id``'s row when this job wrote it in an earlier attempt (not cancelled)."""
-    row = row_of(root, grid, run_id)
-    if row is not None and row[0] == job_id and row[1] != "cancelled":
-        return row[1]
-    return None
-
-
 class RunTask(submitit.helpers.Checkpointable):
     """One array task: train ``run_ids`` of ``grid`` in order (see the module docstring)."""
 
@@ -118,11 +109,9 @@ class RunTask(submitit.helpers.Checkpointable):
 
     def _in_order(self, signals: _Signals, job_id: str) -> dict[str, str]:
         """The runs one after another in this process (every rank of a DDP task together)."""
-        statuses: dict[str, str] = {}
+        statuses = done_by_job(Path(self.results_root), self.grid, self.run_ids, job_id)
         for run_id in self.run_ids:
-            done = finished_here(Path(self.results_root), self.grid, run_id, job_id)
-            if done is not None:
-                statuses[run_id] = done
+            if run_id in statuses:
                 continue
             if signals.stop_requested():
                 return self._stop(signals, [run_id], job_id, statuses)
