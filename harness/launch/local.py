@@ -103,9 +103,9 @@ class LocalLauncher:
         try:
             while pending or active:
                 while pending and len(active) < parallel:
-                    gpu = gpu_for_next_run(on_gpu, per_gpu) if gpus else None
-                    if gpus and gpu is None:
-                        break
+                    gpu = gpu_for_next_run(on_gpu, per_gpu)  # None without GPUs
+                    if on_gpu and gpu is None:
+                        break  # every GPU is full
                     if gpu is not None:  # submitit sets CUDA_VISIBLE_DEVICES to this one
                         executor.update_parameters(gpus_per_node=1, visible_gpus=[gpu])
                         on_gpu[gpu] += 1
