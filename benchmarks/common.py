@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.config import RunConfig
-from harness.resolve import Resolver
+from harness.core.config import RunConfig
+from harness.grid.resolve import Resolver
 
 
 def synthetic_dataset(folder: Path, vocab_size: int, train_tokens: int, val_tokens: int) -> Path:

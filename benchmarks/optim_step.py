@@ -1,6 +1,6 @@
 """Step time of every optimizer of the zoo as a ratio to ``torch.optim.AdamW(foreach=True)``.
 
-The parameters are those of a real ``harness.model.GPT`` (the talk's 160M recipe by default,
+The parameters are those of a real ``harness.model.gpt.GPT`` (the talk's 160M recipe by default,
 scaled down so that the whole benchmark takes about a minute on 2 CPU cores), routed into the
 harness's param groups (weight decay on matrices; ``coupled``/``muon`` flags as
 ``build_optimizer`` sets them), with fixed random gradients. Each optimizer is timed in
@@ -27,9 +27,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from harness.architecture import GPTConfig, preset_fields
-from harness.model import GPT
-from harness.optim import OPTIMIZERS, SPECS
+from harness.model.architecture import GPTConfig, preset_fields
+from harness.model.gpt import GPT
+from harness.optim.registry import OPTIMIZERS
 from harness.optim.routing import param_groups
 
 #: Constructor arguments the specs leave to the grid.
@@ -62,7 +62,7 @@ def make(name: str, template: list[dict], device: str) -> torch.optim.Optimizer:
     if name == "torch_adamw":
         groups = materialize(template, device, {})
         return torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.95), weight_decay=0.0, foreach=True)
-    spec = SPECS[name]
+    spec = OPTIMIZERS[name]
     kwargs = spec.kwargs(_Defaults(spec.fields)) | EXTRA.get(name, {})
     groups = materialize(template, device, spec.group_options)
     return OPTIMIZERS[name](groups, lr=1e-3, **kwargs)
@@ -104,7 +104,9 @@ def timer(opt: torch.optim.Optimizer, device: str, clock: str) -> Callable[[], f
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--preset", default="160m", help="harness.architecture preset for the recipe")
+    ap.add_argument(
+        "--preset", default="160m", help="harness.model.architecture preset for the recipe"
+    )
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--d-model", type=int, default=512)
     ap.add_argument("--vocab", type=int, default=32768)

@@ -6,9 +6,9 @@ compaction.
    and what a user waits for: ``harness submit GRID --dry-run --launcher slurm-a100`` in a fresh
    process (interpreter start and imports included; it imports neither torch nor DuckDB).
 2. ``write``: 10,000 result rows, each with a 200-point loss curve (2M points), written by
-   ``harness.results.write_result`` from ``--writers`` processes at once, each run to its own
+   ``harness.store.rows.write_result`` from ``--writers`` processes at once, each run to its own
    files (no shared writer). Per-row latency percentiles (target < 1 s per row) and rows/s.
-3. ``query``: three queries through ``harness.db.connect`` (views ``runs``/``curves``), timed
+3. ``query``: three queries through ``harness.store.db.connect`` (views ``runs``/``curves``), timed
    with the connection (as ``harness query`` does), over the 10,000 per-run files; then
    ``harness compact`` (timed) and the same queries over the consolidated files
    (target < 100 ms).
@@ -34,18 +34,19 @@ from pathlib import Path
 
 from common import machine  # benchmarks/common.py
 
-from harness.compact import compact
-from harness.db import connect
-from harness.grid import load_grid
-from harness.outcome import RunResult
-from harness.results import write_result
+from harness.core.result import RunResult
+from harness.data.catalogue import vocab_lookup
+from harness.grid.load import load_grid
+from harness.store.compact import compact
+from harness.store.db import connect
+from harness.store.rows import write_result
 
 QUERIES = {
     "best 5 runs": "SELECT optimizer, lr, beta1, beta2, seed, val_loss FROM runs "
     "ORDER BY val_loss LIMIT 5",
     "mean over seeds": "SELECT lr, beta1, beta2, avg(val_loss), stddev_samp(val_loss) FROM runs "
     "GROUP BY ALL ORDER BY 4 LIMIT 5",
-    "curves x runs": "SELECT r.beta1, avg(c.train_loss) FROM curves c JOIN runs r "
+    "curves x runs": "SELECT r.optim.beta1, avg(c.train_loss) FROM curves c JOIN runs r "
     "USING (grid, run_id) WHERE c.step > 100 GROUP BY ALL ORDER BY 1",
 }
 
@@ -73,7 +74,7 @@ def time_expand(path: Path, repeats: int) -> list[float]:
     out = []
     for _ in range(repeats):
         t = time.perf_counter()
-        grid = load_grid(path)
+        grid = load_grid(path, vocab=vocab_lookup(Path("data")))
         out.append(time.perf_counter() - t)
     print(f"expand: {len(grid.runs):,} runs, {len(grid.axes)} varying axes")
     return out
@@ -95,7 +96,7 @@ def time_dry_run(path: Path, root: Path, repeats: int) -> list[float]:
 def _write_share(args: tuple[str, Path, int, int, int]) -> list[float]:
     """Write every ``step``-th run of the grid from ``first``; per-row seconds."""
     root, path, first, step, points = args
-    runs = load_grid(path).runs[first::step]
+    runs = load_grid(path, vocab=vocab_lookup(Path("data"))).runs[first::step]
     latencies = []
     for i, run in enumerate(runs):
         loss = 3.0 + (i % 97) / 100

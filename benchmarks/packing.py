@@ -1,7 +1,7 @@
 """Total tokens/s of one device running several small runs at once vs one at a time.
 
 The same N runs (one grid, the same shape, different seeds) are trained through
-``harness.launch.packing.run_packed`` with ``per_device = 1`` (one after another; on CPU once
+``harness.launch.worker.packing.run_packed`` with ``per_device = 1`` (one after another; on CPU once
 with all cores per run, once with one core) and with ``per_device = k`` for each ``k`` of
 ``--packs`` (k processes at once; on CPU the cores split between them). The ratio is against the
 first mode. Each mode starts from an empty results folder and is repeated
@@ -30,10 +30,12 @@ import pyarrow.parquet as pq
 import torch
 from common import bench_run, machine, summary, synthetic_dataset  # benchmarks/common.py
 
-from harness import paths
-from harness.launch.local import available_cores
-from harness.launch.packing import run_packed
-from harness.manifest import write_manifest
+from harness.core import paths
+from harness.launch.contract import ExecutionSpec
+from harness.launch.local.slots import available_cores
+from harness.launch.profile import load_profile
+from harness.launch.worker.packing import run_packed
+from harness.store.manifest import write_manifest
 
 
 def one_mode(
@@ -51,10 +53,9 @@ def one_mode(
     ]  # fmt: skip
     write_manifest(root, "packing", runs)
     start = time.perf_counter()
-    statuses = run_packed(
-        str(root), "packing", [r.run_id for r in runs], str(data_dir.parent),
-        per_device=per_device, threads=threads,
-    )  # fmt: skip
+    spec = ExecutionSpec.build(load_profile("local"), root, "packing", data_dir.parent)
+    ids = [r.run_id for r in runs]
+    statuses = run_packed(spec.with_threads(threads), ids, per_device=per_device)
     wall = time.perf_counter() - start
     assert set(statuses.values()) == {"completed"}, statuses
     rows = pq.read_table(paths.runs_dir(root, "packing")).to_pylist()

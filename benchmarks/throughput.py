@@ -3,7 +3,7 @@
 For each model preset and sequence length, the same run (AdamW, batch ``--batch-size`` sequences
 in micro-batches, warmup + cosine, global clip 1.0, weight decay on matrices) is trained
 
-- by the harness: ``harness.train.train(run)``, exactly as a launched job does;
+- by the harness: ``harness.train.loop.train(run)``, exactly as a launched job does;
 - by a bare loop in the nanoGPT style: the same ``GPT``, ``torch.optim.AdamW`` over the same
   parameter groups, the same batches read from the same memmap, the same autocast, compile, clip
   and lr schedule, and a host sync at the same logging steps; nothing else.
@@ -20,7 +20,7 @@ ratios. Final training losses are printed for both (on CPU in fp32 they agree to
 rounding: the same computation).
 
 MFU = tokens/s * FLOPs per token (6 * matmul params + 12 * layers * d_model * seq_len) / the
-device's bf16 peak (``harness.device.PEAK_BF16_FLOPS``); on CPU it is not defined.
+device's bf16 peak (``harness.train.device.PEAK_BF16_FLOPS``); on CPU it is not defined.
 
 Data are uniform random tokens (``--vocab``): speed does not depend on the ids.
 
@@ -44,13 +44,13 @@ import numpy as np
 import torch
 from common import bench_run, machine, summary, synthetic_dataset  # benchmarks/common.py
 
-from harness.architecture import flops_per_token, model_config
-from harness.config import RunConfig
-from harness.device import peak_flops, place
-from harness.model import GPT
+from harness.core.config import RunConfig
+from harness.model.architecture import flops_per_token
+from harness.model.gpt import GPT
 from harness.optim.routing import param_groups
-from harness.schedule import lr_at
-from harness.train import train
+from harness.optim.schedule import lr_at
+from harness.train.device import peak_flops, place
+from harness.train.loop import train
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,51 +99,52 @@ def time_harness(run: RunConfig, data_root: Path) -> Measure:
     result = train(run, data_root=data_root, log=log)
     wall = time.perf_counter() - start
     assert result.status == "completed", result.error
-    tokens = run.batch_size * run.seq_len
+    tokens = run.data.batch_size * run.data.seq_len
     final = result.curve[-1]["train_loss"]
-    return Measure(*clock.rates(tokens), wall, final, result.tokens_per_s)
+    return Measure(*clock.rates(tokens), wall, final, result.metrics["tokens_per_s"])
 
 
 def time_bare(run: RunConfig, data_dir: Path, fused: bool) -> Measure:
     """The same run as a bare loop (see the module docstring)."""
     start = time.perf_counter()
-    placement = place(run.precision, run.compile)
-    torch.manual_seed(run.seed)  # the harness seeds the same way before building the model
-    model = GPT(model_config(run)).to(placement.device)
+    placement = place(run.execution.precision, run.execution.compile)
+    torch.manual_seed(run.execution.seed)  # as the harness seeds before building the model
+    model = GPT(run.arch, run.data.seq_len).to(placement.device)
     opt = torch.optim.AdamW(
-        param_groups(model, run.weight_decay), lr=run.lr, betas=(run.beta1, run.beta2),
-        eps=run.eps, **({"fused": True} if fused else {"foreach": True}),
+        param_groups(model, run.optim.weight_decay), lr=run.optim.lr,
+        betas=(run.optim.beta1, run.optim.beta2), eps=run.optim.eps,
+        **({"fused": True} if fused else {"foreach": True}),
     )  # fmt: skip
     forward = torch.compile(model) if placement.compile else model
     train_bin = np.memmap(data_dir / "train.bin", dtype=np.uint16, mode="r")
     to_device = _transfer(placement.device)
     clock, loss_sum = _Clock(), torch.zeros((), device=placement.device)
-    accum = run.batch_size // run.micro_batch_size
-    for step in range(run.steps):
+    accum = run.data.batch_size // run.data.micro_batch_size
+    for step in range(run.data.steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, run)
-        offsets = np.random.default_rng([run.seed, step]).integers(
-            0, len(train_bin) - run.seq_len, size=run.batch_size
+        offsets = np.random.default_rng([run.execution.seed, step]).integers(
+            0, len(train_bin) - run.data.seq_len, size=run.data.batch_size
         )
-        buf = np.stack([train_bin[o : o + run.seq_len + 1] for o in offsets]).astype(np.int64)
+        buf = np.stack([train_bin[o : o + run.data.seq_len + 1] for o in offsets]).astype(np.int64)
         x, y = torch.from_numpy(buf[:, :-1].copy()), torch.from_numpy(buf[:, 1:].copy())
-        for i in range(0, run.batch_size, run.micro_batch_size):
-            j = slice(i, i + run.micro_batch_size)
+        for i in range(0, run.data.batch_size, run.data.micro_batch_size):
+            j = slice(i, i + run.data.micro_batch_size)
             xb, yb = to_device(x[j]), to_device(y[j])
             with placement.autocast():
                 loss = forward(xb, yb) / accum
             loss.backward()
             loss_sum += loss.detach()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), run.optim.grad_clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if (step + 1) % run.log_every == 0 or step + 1 == run.steps:
-            final = loss_sum.item() / run.log_every  # the interval's host sync
+        if (step + 1) % run.execution.log_every == 0 or step + 1 == run.data.steps:
+            final = loss_sum.item() / run.execution.log_every  # the interval's host sync
             clock.mark(step + 1)
             loss_sum.zero_()
     _bare_eval(forward, run, data_dir, placement, to_device)
     wall = time.perf_counter() - start
-    return Measure(*clock.rates(run.batch_size * run.seq_len), wall, final)
+    return Measure(*clock.rates(run.data.batch_size * run.data.seq_len), wall, final)
 
 
 def _transfer(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -156,11 +157,11 @@ def _transfer(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
 def _bare_eval(forward, run, data_dir, placement, to_device) -> float:
     """Mean loss over the same held-out windows the harness evaluates."""
     val = np.memmap(data_dir / "val.bin", dtype=np.uint16, mode="r")
-    n = run.eval_tokens // run.seq_len
+    n = run.data.eval_tokens // run.data.seq_len
     total, count = torch.zeros((), device=placement.device, dtype=torch.float64), 0
-    for i in range(0, n, run.micro_batch_size):
-        starts = np.arange(i, min(n, i + run.micro_batch_size)) * run.seq_len
-        buf = np.stack([val[s : s + run.seq_len + 1] for s in starts]).astype(np.int64)
+    for i in range(0, n, run.data.micro_batch_size):
+        starts = np.arange(i, min(n, i + run.data.micro_batch_size)) * run.data.seq_len
+        buf = np.stack([val[s : s + run.data.seq_len + 1] for s in starts]).astype(np.int64)
         x = to_device(torch.from_numpy(buf[:, :-1].copy()))
         y = to_device(torch.from_numpy(buf[:, 1:].copy()))
         with placement.autocast():
@@ -203,14 +204,15 @@ def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> None:
     ratio = statistics.median(x.tokens_per_s / y.tokens_per_s for x, y in pairs)
     cpu_ratio = statistics.median(x.tokens_per_cpu_s / y.tokens_per_cpu_s for x, y in pairs)
     e2e = statistics.median(x.wall_s / y.wall_s for x, y in pairs)
-    fpt = flops_per_token(model_config(run))
+    fpt = flops_per_token(run.arch, run.data.seq_len)
     peak = peak_flops(torch.device("cuda")) if torch.cuda.is_available() else None
     mfu = (lambda r: f"{r * fpt / peak:.1%}") if peak else (lambda r: "n/a")
     hr, br = (statistics.median(m.tokens_per_s for m in ms) for ms in (h, b))
     wall = [statistics.median(m.wall_s for m in ms) for ms in (h, b)]
     print(
-        f"{run.model} seq {run.seq_len} batch {run.batch_size} (micro {run.micro_batch_size}), "
-        f"{run.steps - run.warmup_steps} timed steps, compile {run.compile}\n"
+        f"{run.arch.model} seq {run.data.seq_len} batch {run.data.batch_size} "
+        f"(micro {run.data.micro_batch_size}), "
+        f"{run.data.steps - run.optim.warmup_steps} timed steps, compile {run.execution.compile}\n"
         f"  harness tokens/s {summary([m.tokens_per_s for m in h])}  MFU {mfu(hr)}  "
         f"(harness-reported {summary([m.reported_tokens_per_s for m in h])}; "
         f"per CPU-s {summary([m.tokens_per_cpu_s for m in h])})\n"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: install the package with its test tools, start the
-# project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh), run pytest.
+# project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh), lint (ruff),
+# check the import contracts (lint-imports), run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -9,4 +10,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 else
   echo "not root: SLURM test cluster not started; SLURM tests skip (they fail under CI=true)"
 fi
+ruff check . && ruff format --check .
+lint-imports  # the architecture's layers and "never" rules (pyproject.toml [tool.importlinter])
 python3 -m pytest -q "$@"

@@ -11,12 +11,12 @@ import pytest
 
 # --- data (harness.data) -----------------------------------------------------------------------
 
-_DATA_CODE = ("corpora.py", "tokenizers.py", "data.py")
+_DATA_CODE = ("corpora.py", "tokenizers.py", "prepare.py", "catalogue.py")
 
 
 def _data_code_fingerprint() -> str:
     """Hash of the code that builds datasets: a changed builder never reuses a stale cache."""
-    pkg = Path(__file__).resolve().parent.parent / "harness"
+    pkg = Path(__file__).resolve().parent.parent / "harness" / "data"
     h = hashlib.sha256()
     for name in _DATA_CODE:
         h.update((pkg / name).read_bytes())
@@ -30,7 +30,7 @@ def prepared_data() -> Path:
     Cached across sessions under ``$HARNESS_TEST_DATA`` (default ``~/.cache/harness-test-data``),
     in a subdirectory named after the hash of the dataset-building code.
     """
-    from harness.data import prepare
+    from harness.data.prepare import prepare
 
     base = Path(os.environ.get("HARNESS_TEST_DATA") or Path.home() / ".cache/harness-test-data")
     root = base / f"v-{_data_code_fingerprint()}"
@@ -38,7 +38,7 @@ def prepared_data() -> Path:
     return root
 
 
-# --- SLURM (harness.launch.slurm) ----------------------------------------------------------------
+# --- SLURM (harness.launch.slurm) -------------------------------------------------------------
 
 
 @pytest.fixture

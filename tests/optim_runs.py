@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from harness.architecture import model_config
-from harness.config import RunConfig
-from harness.model import GPT
-from harness.resolve import Resolver
+from harness.core.config import RunConfig
+from harness.grid.resolve import Resolver
+from harness.model.gpt import GPT
 
 VOCAB, SEQ = 64, 8
 
@@ -21,13 +19,13 @@ def make_run(**point: Any) -> RunConfig:
     base |= {"seq_len": SEQ, "batch_size": 2, "tokens": 10_000, "lr": 1e-2, "weight_decay": 0.1}
     if point.get("optimizer") == "sgd_cclip":
         base["clip_value"] = 0.5
-    resolver = Resolver("test", "local", Path("/nonexistent"), "test")
+    resolver = Resolver("test", "local", lambda dataset: VOCAB, "test")
     return resolver.resolve(base | point, "point")
 
 
 def make_model(run: RunConfig, seed: int = 0) -> GPT:
     torch.manual_seed(seed)
-    return GPT(model_config(run))
+    return GPT(run.arch, run.data.seq_len)
 
 
 def train_steps(

@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.config import RunConfig
-from harness.resolve import Resolver
+from harness.core.config import RunConfig
+from harness.data.catalogue import vocab_lookup
+from harness.grid.resolve import Resolver
+from harness.launch.contract import ExecutionSpec, Launcher, LaunchReport
+from harness.launch.profile import load_profile
 
 TINY: dict[str, Any] = {
     "model": "tiny",
@@ -26,4 +29,18 @@ TINY: dict[str, Any] = {
 def tiny_run(data_root: Path, grid: str = "t", **overrides: Any) -> RunConfig:
     """A resolved tiny run (6 steps of 8 x 32 tokens unless overridden)."""
     point = {**TINY, **overrides}
-    return Resolver(grid, "local", data_root, "test").resolve(point, "test run")
+    return Resolver(grid, "local", vocab_lookup(data_root), "test").resolve(point, "test run")
+
+
+def spec_for(root: Path, grid: str, data_root: Path, threads: int | None = None) -> ExecutionSpec:
+    """The execution spec a ``local`` submission of ``grid`` would hand its runs."""
+    profile = load_profile("local")
+    return ExecutionSpec.build(profile, root, grid, data_root).with_threads(threads)
+
+
+def launch_and_wait(
+    launcher: Launcher, runs: list[RunConfig], root: Path, data_root: Path
+) -> LaunchReport:
+    """What ``submit`` does with a backend once the manifest is written: launch, then wait."""
+    spec = ExecutionSpec.build(launcher.profile, root, runs[0].grid, data_root)
+    return launcher.wait(launcher.launch(runs, spec), spec, show_progress=False)

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import yaml
 from click.testing import CliRunner
 
-from harness import paths
 from harness.cli import main
-from harness.launch.records import read_submissions
-from harness.launch.scheduler import SchedulerError, cancel
+from harness.core import paths
+from harness.launch.slurm.records import read_submissions
+from harness.launch.slurm.scheduler import SchedulerError, cancel
 
 #: The test cluster's profile (``launchers/slurm-test.yaml``) as a dict; tests derive variants.
 TEST_PROFILE: dict[str, Any] = yaml.safe_load(

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from analysis.compare import paper_test
-from analysis.testing import make_run, write_run
+from harness.analysis.compare import paper_test
+from harness.analysis.testing import make_run, write_run
 from harness.cli import main
 
 OFFSETS = (-0.1, 0.0, 0.1)  # seed s adds OFFSETS[s]: mean exact, std 0.1

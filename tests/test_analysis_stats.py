@@ -9,16 +9,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.compare import compare, paper_test
-from analysis.corrections import bh, holm
-from analysis.crossover import find_crossing
-from analysis.edges import edge_note
-from analysis.gap import closure, gap_closure
-from analysis.select import ARM
-from analysis.speedup import PowerLaw, fit_power_law
-from analysis.tuning import seed_stats, tune
-from analysis.values import VALUE, prepare
-from harness.errors import UserError
+from harness.analysis.compare import compare, paper_test
+from harness.analysis.corrections import bh, holm
+from harness.analysis.crossover import find_crossing
+from harness.analysis.edges import edge_note
+from harness.analysis.gap import closure, gap_closure
+from harness.analysis.select import ARM
+from harness.analysis.speedup import PowerLaw, fit_power_law
+from harness.analysis.tuning import seed_stats, tune
+from harness.analysis.values import VALUE, prepare
+from harness.core.errors import UserError
 
 # Talk, Table 1 (val ppl, 160M, 3.2B tokens, mean of 3 seeds).
 TABLE1 = {
@@ -184,7 +184,7 @@ def test_find_crossing_interpolates_in_log2_x():
 
 
 def test_crossover_single_seed_has_no_interval():
-    from analysis.crossover import crossover
+    from harness.analysis.crossover import crossover
 
     seeds = _seeds({"a": [1.0]}, bs=8)
     for arm, bs, v in (("b", 8, 2.0), ("a", 16, 2.0), ("b", 16, 1.0)):
@@ -196,7 +196,7 @@ def test_crossover_single_seed_has_no_interval():
 
 def test_crossover_bootstrap_interval_covers_truth():
     """a worsens by 1 per doubling, b by 0.25 from 2 worse: b wins above 2^(3 + 8/3)."""
-    from analysis.crossover import crossover
+    from harness.analysis.crossover import crossover
 
     truth = 2 ** (3 + 8 / 3)
     rng = np.random.default_rng(1)
@@ -325,7 +325,7 @@ def test_power_law_fit_recovers_parameters_and_budget():
 
 def test_speedup_ratio_and_interval_cover_truth():
     """b = adam: 2.4 + 300 D^-0.3; a = signum: 2.5 + 300 D^-0.3, final value at 8e9 tokens."""
-    from analysis.speedup import speedup
+    from harness.analysis.speedup import speedup
 
     truth = ((2.5 + 300 * 8e9**-0.3 - 2.4) / 300) ** (-1 / 0.3) / 8e9  # 0.405
     covered, trials = 0, 20
@@ -348,7 +348,7 @@ def test_speedup_ratio_and_interval_cover_truth():
 
 
 def test_speedup_needs_three_budgets():
-    from analysis.speedup import speedup
+    from harness.analysis.speedup import speedup
 
     rows = [{ARM: a, "tokens": x, "seed": 0, VALUE: 3.0} for a in ("a", "b") for x in (1.0, 2.0)]
     with pytest.raises(UserError, match="at least 3 values of tokens"):

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
+from tests.runs import launch_and_wait
 
 GRID = """
 name: cli_grid
@@ -108,6 +109,8 @@ def test_a_dry_run_imports_neither_torch_nor_duckdb(tmp_path, grid_file, launche
 
 BAD_INPUTS = [
     (["submit", "{grid_bad}", "--local"], "unknown key 'colour'"),
+    (["submit", "{grid_launcher}"], "launcher: unknown launcher 'nowhere'; valid choices: "),
+    (["submit", "{grid_figure}", "--local"], "figures: unknown figure 'nope'; valid choices: "),
     (["submit", "{grid}", "--launcher", "moon"], "unknown launcher 'moon'"),
     (["submit", "{grid}", "--local", "--retry", "completed"], "never run again"),
     (["submit", "{grid}", "--local", "--retry", "exploded"], "unknown state"),
@@ -119,10 +122,13 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize(("args", "message"), BAD_INPUTS)
 def test_bad_input_exit_2_nothing_written(tmp_path, grid_file, args, message):
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(textwrap.dedent(GRID) + "colour: red\n")
+    fmt = {"grid": str(grid_file), "missing": str(tmp_path / "x.yaml")}
+    for name, extra in [("bad", "colour: red"), ("launcher", "launcher: nowhere"),
+                        ("figure", "figures: [nope]")]:  # fmt: skip
+        bad = tmp_path / f"{name}.yaml"
+        bad.write_text(textwrap.dedent(GRID).replace("launcher: local\n", "") + extra + "\n")
+        fmt[f"grid_{name}"] = str(bad)
     res_root = tmp_path / "results"
-    fmt = {"grid": str(grid_file), "grid_bad": str(bad), "missing": str(tmp_path / "x.yaml")}
     argv = [a.format(**fmt) for a in args] + ["--results", str(res_root)]
     r = CliRunner().invoke(main, argv)
     assert r.exit_code == 2, r.output
@@ -147,14 +153,15 @@ def test_every_command_has_help_with_an_example():
 
 
 def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepared_data):
-    from harness.grid import load_grid
-    from harness.launch.local import LocalLauncher
+    from harness.data.catalogue import vocab_lookup
+    from harness.grid.load import load_grid
+    from harness.launch.local.launcher import LocalLauncher
     from harness.launch.profile import load_profile
-    from harness.manifest import write_manifest
-    from harness.results import read_row
+    from harness.store.manifest import write_manifest
+    from harness.store.rows import read_row
 
     root = tmp_path / "results"
-    run = load_grid(grid_file, local=True, data_root=prepared_data).runs[0]
+    run = load_grid(grid_file, local=True, vocab=vocab_lookup(prepared_data)).runs[0]
     write_manifest(root, run.grid, [run])
     # a run whose process is killed: an eval budget so large the run never ends, then SIGKILL
     import dataclasses
@@ -163,7 +170,8 @@ def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepare
     import subprocess
     import threading
 
-    slow = dataclasses.replace(run, tokens=8 * 32 * 100_000, steps=100_000)
+    data = dataclasses.replace(run.data, tokens=8 * 32 * 100_000, steps=100_000)
+    slow = dataclasses.replace(run, data=data)
     write_manifest(root, run.grid, [slow])
 
     def kill_soon() -> None:
@@ -180,9 +188,7 @@ def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepare
                 return
 
     threading.Thread(target=kill_soon, daemon=True).start()
-    report = LocalLauncher(load_profile("local")).launch(
-        [slow], root, run.grid, prepared_data, show_progress=False
-    )
+    report = launch_and_wait(LocalLauncher(load_profile("local")), [slow], root, prepared_data)
     assert report.statuses == {slow.run_id: "failed"}
     row = read_row(root / run.grid / "runs" / f"{slow.run_id}.parquet")
     assert row["status"] == "failed" and "process died" in row["error"]
@@ -204,19 +210,20 @@ def test_eval_tokens_beyond_the_validation_split_is_refused_before_launch(
 
 
 def test_the_local_launcher_gives_each_run_one_gpu(tmp_path, grid_file, prepared_data):
-    from harness.db import newest_values
-    from harness.grid import load_grid
-    from harness.launch.local import LocalLauncher
+    from harness.data.catalogue import vocab_lookup
+    from harness.grid.load import load_grid
+    from harness.launch.local.launcher import LocalLauncher
     from harness.launch.profile import load_profile
-    from harness.manifest import write_manifest
+    from harness.store.db import newest_values
+    from harness.store.manifest import write_manifest
 
     root = tmp_path / "results"
-    runs = load_grid(grid_file, local=True, data_root=prepared_data).runs
+    runs = load_grid(grid_file, local=True, vocab=vocab_lookup(prepared_data)).runs
     write_manifest(root, runs[0].grid, runs)
     # GPUs 3 and 5, one run each at a time (this machine has none: the runs compute on CPU,
     # but each sees only the GPU it was given, in CUDA_VISIBLE_DEVICES).
-    report = LocalLauncher(load_profile("local"), gpus=[3, 5]).launch(
-        runs, root, runs[0].grid, prepared_data, show_progress=False
+    report = launch_and_wait(
+        LocalLauncher(load_profile("local"), gpus=[3, 5]), list(runs), root, prepared_data
     )
     assert len(report.statuses) == len(runs) == 4
     seen = newest_values(root, runs[0].grid, ["visible_devices"])
@@ -224,7 +231,7 @@ def test_the_local_launcher_gives_each_run_one_gpu(tmp_path, grid_file, prepared
 
 
 def test_gpus_are_filled_evenly_up_to_runs_per_device():
-    from harness.launch.local import gpu_for_next_run
+    from harness.launch.local.slots import gpu_for_next_run
 
     assert gpu_for_next_run({0: 0, 1: 0}, 2) == 0
     assert gpu_for_next_run({0: 1, 1: 0}, 2) == 1
@@ -236,8 +243,8 @@ def test_gpus_are_filled_evenly_up_to_runs_per_device():
 def test_gpus_named_by_uuid_are_a_one_line_error(monkeypatch):
     import torch
 
-    from harness.errors import UserError
-    from harness.launch.local import local_gpus
+    from harness.core.errors import UserError
+    from harness.launch.local.slots import local_gpus
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,6")

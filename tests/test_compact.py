@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -10,12 +11,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from click.testing import CliRunner
 
-from harness import paths
 from harness.cli import main
-from harness.compact import compact, remove_covered, snapshot, write_generation
-from harness.db import connect, newest_values, result_statuses
-from harness.outcome import RunResult
-from harness.results import write_result
+from harness.core import paths
+from harness.core.config import Hyperparameters
+from harness.core.result import RunResult
+from harness.store.compact import compact, remove_covered, snapshot, write_generation
+from harness.store.db import connect, newest_values, result_statuses
+from harness.store.rows import write_result
 from tests.runs import tiny_run
 
 GRID = "t"
@@ -42,12 +44,21 @@ def _write(
 ) -> str:
     """Write one run's row and curve; returns its run_id."""
     run = tiny_run(root / "data", grid=grid, lr=lr)
+    if extra:  # an optimizer's own hyperparameter: a column some rows have and others lack
+        own = Hyperparameters.of(extra)
+        run = dataclasses.replace(run, optim=dataclasses.replace(run.optim, hyperparameters=own))
     ok = status == "completed"
+    metrics = {
+        "val_loss": 3.0 + lr if ok else None,
+        "val_ppl": 20.0 if ok else None,
+        "train_loss": 3.1,
+        "wall_s": 1.5,
+        "tokens_per_s": 1000.0 + lr,
+        "iso": 0.5,
+    }
     result = RunResult(
-        status=status, params=1234, val_loss=3.0 + lr if ok else None,
-        val_ppl=20.0 if ok else None, train_loss=3.1, steps_done=6, tokens_seen=1536,
-        wall_s=1.5, tokens_per_s=1000.0 + lr, error=None if ok else "non-finite loss",
-        device="cpu", metrics={"iso": 0.5, "mfu": None, **(extra or {})},
+        status=status, params=1234, steps_done=6, tokens_seen=1536,
+        error=None if ok else "non-finite loss", device="cpu", metrics=metrics,
         curve=_curve(points, 5.0 + lr) if ok else [],
     )  # fmt: skip
     created = when or dt.datetime.now(dt.UTC)
@@ -56,7 +67,7 @@ def _write(
 
 
 def _populate(root: Path, n: int = 6) -> list[str]:
-    ids = [_write(root, 1e-3 * (i + 1), extra={"extra_metric": float(i)} if i % 2 else None)
+    ids = [_write(root, 1e-3 * (i + 1), extra={"extra_hp": float(i)} if i % 2 else None)
            for i in range(n)]  # fmt: skip
     ids.append(_write(root, 0.5, status="diverged"))  # no curve points, NULL losses
     return ids
@@ -103,7 +114,7 @@ def test_compaction_keeps_every_row_and_column(tmp_path):
             (f.name, f.type) for f in original.schema
         }
         assert all(f.nullable for f in packed.schema)
-    assert "extra_metric" in packed_rows.column_names
+    assert "extra_hp" in packed_rows.column_names
     assert _records(packed_rows, ("run_id",)) == _records(rows, ("run_id",))
     assert _records(packed_curves, ("run_id", "step")) == _records(curves, ("run_id", "step"))
     assert _views(tmp_path) == before
@@ -209,7 +220,7 @@ def test_compact_command(tmp_path):
 
 
 def test_slurm_reconciliation_sees_compacted_rows(tmp_path):
-    from harness.launch.reconcile import row_jobs, row_of
+    from harness.launch.slurm.reconcile import row_jobs, row_of
 
     run_id = _write(tmp_path, 1e-3)
     compact(tmp_path, GRID)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness import paths
-from harness.manifest import write_manifest
-from harness.results import read_row
+from harness.core import paths
+from harness.store.manifest import write_manifest
+from harness.store.rows import read_row
 from tests.runs import tiny_run
 
 GRID = "compiled"
@@ -30,8 +30,11 @@ def _run_job(root: Path, data_root: Path, run_id: str) -> None:
                                                              "TRITON_CACHE_DIR")}  # fmt: skip
     code = textwrap.dedent(
         f"""
-        from harness.launch.job import run_job
-        print(run_job({str(root)!r}, {GRID!r}, {run_id!r}, {str(data_root)!r}, threads=2))
+        from pathlib import Path
+        from harness.launch.worker.job import run_job
+        from tests.runs import spec_for
+        spec = spec_for(Path({str(root)!r}), {GRID!r}, Path({str(data_root)!r}), threads=2)
+        print(run_job(spec, {run_id!r}))
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -12,23 +12,20 @@ import numpy as np
 import pytest
 import torch
 
-from harness import data
-from harness.corpora import CORPORA, Document, load_documents, split_documents, strip_markdown
-from harness.data import (
+from harness.core.errors import UserError
+from harness.data.batches import TokenData
+from harness.data.catalogue import (
     DATASETS,
     DEFAULT_DATASET,
     DatasetSpec,
-    TokenData,
     data_root,
-    dataset_encoder,
     dataset_vocab_size,
-    ensure_prepared,
-    prepare,
     read_meta,
     resolve_dataset,
 )
-from harness.errors import UserError
-from harness.tokenizers import TOKENIZERS, gpt2_encoder, load_bpe, train_bpe
+from harness.data.corpora import CORPORA, Document, load_documents, split_documents, strip_markdown
+from harness.data.prepare import dataset_encoder, ensure_prepared, prepare
+from harness.data.tokenizers import TOKENIZERS, gpt2_encoder, load_bpe, train_bpe
 
 NAME = "classics-bpe8k"
 
@@ -231,7 +228,7 @@ def test_registered_names_resolve_without_preparing(tmp_path: Path) -> None:
     assert dataset_vocab_size("classics-gpt2", tmp_path) == 50304
     assert not (tmp_path / "classics-gpt2").exists()
     assert DEFAULT_DATASET in DATASETS
-    for spec in DATASETS.values():
+    for _, spec in DATASETS.items():
         assert spec.vocab_size % 64 == 0
         assert spec.vocab_size >= TOKENIZERS[spec.tokenizer].vocab_size
 
@@ -248,23 +245,23 @@ def _prepare_in_child(name: str, root: str, force: bool) -> None:
     prepare(name, Path(root), force=force)
 
 
-def test_concurrent_prepare_is_safe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_concurrent_prepare_is_safe(tmp_path: Path) -> None:
     # a small registered dataset (the Bible, GPT-2 BPE: ~1 s) built by two processes at once
     spec = DatasetSpec(
         name="kjv-gpt2", sources=("kjv",), tokenizer="gpt2", vocab_size=50304, doc="test"
     )
-    monkeypatch.setitem(data.DATASETS, spec.name, spec)
-    ctx = multiprocessing.get_context("fork")  # the child sees the patched registry
-    procs = [
-        ctx.Process(target=_prepare_in_child, args=(spec.name, str(tmp_path), force))
-        for force in (False, True)
-    ]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    assert [p.exitcode for p in procs] == [0, 0]
-    out = prepare(spec.name, tmp_path)  # already there: returns at once
+    with DATASETS.temporarily(spec.name, spec):
+        ctx = multiprocessing.get_context("fork")  # the child sees the registered dataset
+        procs = [
+            ctx.Process(target=_prepare_in_child, args=(spec.name, str(tmp_path), force))
+            for force in (False, True)
+        ]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        assert [p.exitcode for p in procs] == [0, 0]
+        out = prepare(spec.name, tmp_path)  # already there: returns at once
     meta = read_meta(out)
     assert meta["train_docs"] + meta["val_docs"] == 66
     assert TokenData(out).unigram_counts().sum() == meta["train_tokens"]

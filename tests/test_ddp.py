@@ -1,7 +1,7 @@
 """DDP on CPU: a run split over 2 processes (gloo) follows the loss curve of 1 process.
 
 No SLURM needed: the test spawns the processes and initialises torch.distributed itself, as
-``harness.launch.distributed`` does inside a job of ``gpus_per_run`` tasks.
+``harness.launch.worker.distributed`` does inside a job of ``gpus_per_run`` tasks.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from runs import tiny_run
 
-from harness.architecture import flops_per_token, model_config
-from harness.config import RunConfig
-from harness.device import Placement
-from harness.launch.distributed import any_rank, rendezvous_port
-from harness.train import train
+from harness.core.catalogue import flat, from_flat
+from harness.launch.worker.distributed import any_rank, rendezvous_port
+from harness.model.architecture import flops_per_token
+from harness.train.device import Placement
+from harness.train.loop import train
 
 
 def _free_port() -> int:
@@ -45,10 +45,14 @@ def _worker(rank: int, world: int, port: int, run: dict, data_root: str, out: st
         finally:
             dist.get_backend = gloo_backend
         Placement.peak_flops = lambda self: 1e12  # a pretend device peak, to check MFU's sum
-        result = train(RunConfig.from_dict(run), data_root=Path(data_root), log=None)
+        result = train(from_flat(run), data_root=Path(data_root), log=None)
         if rank == 0:
-            doc = {"curve": result.curve, "val_loss": result.val_loss, "votes": stop_votes}
-            doc |= {"mfu": result.metrics["mfu"], "tokens_per_s": result.tokens_per_s}
+            doc = {
+                "curve": result.curve,
+                "val_loss": result.metrics["val_loss"],
+                "votes": stop_votes,
+            }
+            doc |= {"mfu": result.metrics["mfu"], "tokens_per_s": result.metrics["tokens_per_s"]}
             Path(out).write_text(json.dumps(doc))
     finally:
         dist.destroy_process_group()
@@ -69,20 +73,20 @@ def test_two_gloo_processes_match_one_process(tmp_path, prepared_data, one_threa
     single = train(run, data_root=prepared_data, log=None)
 
     out = tmp_path / "ddp.json"
-    args = (2, _free_port(), run.to_dict(), str(prepared_data), str(out))
+    args = (2, _free_port(), flat(run), str(prepared_data), str(out))
     mp.spawn(_worker, args=args, nprocs=2, join=True)
     ddp = json.loads(out.read_text())
 
     assert ddp["votes"] == [True, False, True, False]
     # MFU is the global batch's FLOP/s over the peak of both devices.
-    fpt = flops_per_token(model_config(run))
+    fpt = flops_per_token(run.arch, run.data.seq_len)
     assert ddp["mfu"] == pytest.approx(ddp["tokens_per_s"] * fpt / (2 * 1e12), rel=1e-12)
     steps = [p["step"] for p in single.curve]
     assert steps == [2, 4, 6, 8, 10]
     assert [p["step"] for p in ddp["curve"]] == steps
     for a, b in zip(ddp["curve"], single.curve, strict=True):
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5, abs=1e-6)
-    assert ddp["val_loss"] == pytest.approx(single.val_loss, rel=1e-5)
+    assert ddp["val_loss"] == pytest.approx(single.metrics["val_loss"], rel=1e-5)
     # The curve moved: a rank that trained on half the batch alone would not match this closely.
     assert single.curve[-1]["train_loss"] < single.curve[0]["train_loss"] - 0.3
 

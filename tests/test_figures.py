@@ -12,14 +12,14 @@ from click.testing import CliRunner
 from matplotlib.colors import LogNorm
 from matplotlib.patches import Rectangle
 
-from analysis.figures import FIGURES, default_figures
-from analysis.figures.common import FigureData, FigureSkipped, add_methods
-from analysis.figures.render import render_figures, rows_sha256
-from analysis.load import select
-from analysis.testing import make_run, write_run
-from analysis.values import prepare
+from harness.analysis.figures import FIGURES, default_figures
+from harness.analysis.figures.common import FigureData, FigureSkipped, add_methods
+from harness.analysis.figures.render import render_figures, rows_sha256
+from harness.analysis.load import select
+from harness.analysis.testing import make_run, write_run
+from harness.analysis.values import prepare
 from harness.cli import main
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 BETAS = (0.9, 0.95, 0.99)
 
@@ -172,7 +172,7 @@ def _data(root: Path, grid: str, metric: str = "val_ppl") -> FigureData:
 
 
 def test_heatmap_marks_diverged_outlines_best_and_annotates(root):
-    from analysis.figures.heatmap import draw
+    from harness.analysis.figures.beta_heatmap import draw
 
     fig = draw(_data(root, "betas"))
     ax = fig.axes[0]
@@ -192,7 +192,7 @@ def test_heatmap_marks_diverged_outlines_best_and_annotates(root):
 
 
 def test_heatmap_log_scale_when_values_span_decades(root, tmp_path):
-    from analysis.figures.heatmap import draw
+    from harness.analysis.figures.beta_heatmap import draw
 
     for b1 in (0.9, 0.99):
         for b2 in (0.9, 0.99):
@@ -205,7 +205,7 @@ def test_heatmap_log_scale_when_values_span_decades(root, tmp_path):
 
 
 def test_batch_size_figure_marks_the_crossover(root):
-    from analysis.figures.batch_size import draw
+    from harness.analysis.figures.batch_size import draw
 
     fig = draw(_data(root, "opt"))
     ax = fig.axes[0]
@@ -215,7 +215,7 @@ def test_batch_size_figure_marks_the_crossover(root):
 
 
 def test_gap_closure_figure_bars(root):
-    from analysis.figures.gap_bars import draw
+    from harness.analysis.figures.gap_closure import draw
 
     fig = draw(_data(root, "opt"))
     titles = [ax.get_title() for ax in fig.axes]
@@ -226,7 +226,7 @@ def test_gap_closure_figure_bars(root):
 
 
 def test_loss_curves_need_curves(root):
-    from analysis.figures.loss_curves import draw
+    from harness.analysis.figures.loss_curves import draw
 
     data = _data(root, "betas")
     with pytest.raises(FigureSkipped, match="no loss curves"):
@@ -266,7 +266,7 @@ def test_local_scale_figures_get_their_own_files(tmp_path):
 
 
 def test_embedding_figure_draws_metrics_and_reference_lines(root):
-    from analysis.figures.embedding import draw
+    from harness.analysis.figures.embedding_scale import draw
 
     fig = draw(_data(root, "coupled"))
     titles = [ax.get_title() for ax in fig.axes]

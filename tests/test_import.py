@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.db import connect
+from harness.store.db import connect
 
 # Talk, Table 1: mean and 2-sigma over 3 seeds (val ppl, 160M, 3.2B tokens).
 TABLE1 = [

@@ -11,21 +11,22 @@ import time
 import pytest
 from runs import tiny_run
 
-from harness.errors import UserError
-from harness.launch import arrays
+from harness.core.catalogue import with_values
+from harness.core.errors import UserError
 from harness.launch.profile import LauncherProfile, load_profile
-from harness.launch.reconcile import killed_for_memory, unfinished
-from harness.launch.records import (
+from harness.launch.slurm import arrays
+from harness.launch.slurm.launcher import SlurmLauncher
+from harness.launch.slurm.limits import ClusterLimits, array_sizes, cluster_limits, parse_config
+from harness.launch.slurm.reconcile import killed_for_memory, unfinished
+from harness.launch.slurm.records import (
     Submission,
-    latest_placements,
+    latest_assignments,
     read_submissions,
     records_dir,
     write_submission,
 )
-from harness.launch.resources import Node, Request, check_fits, gpu_count, parse_sinfo
-from harness.launch.sbatch_limits import ClusterLimits, array_sizes, cluster_limits, parse_config
-from harness.launch.scheduler import expand_ids
-from harness.launch.slurm import SlurmLauncher
+from harness.launch.slurm.resources import Node, Request, check_fits, gpu_count, parse_sinfo
+from harness.launch.slurm.scheduler import expand_ids
 
 
 def _profile(**fields: object) -> LauncherProfile:
@@ -123,7 +124,7 @@ def test_requests_that_fit_pass():
 def test_pack_groups_by_processes_and_packs_runs(prepared_data):
     runs = [tiny_run(prepared_data, seed=s) for s in range(5)]
     runs += [tiny_run(prepared_data, seed=s, gpus_per_run=2, micro_batch_size=4) for s in range(2)]
-    tasks = arrays.pack(runs, 2)
+    tasks = arrays.group_into_tasks(runs, 2)
     assert [(t.processes, len(t.run_ids)) for t in tasks] == [(1, 2), (1, 2), (1, 1), (2, 2)]
     assert [r for t in tasks for r in t.run_ids] == [r.run_id for r in runs]
 
@@ -165,7 +166,7 @@ def test_records_round_trip_and_the_latest_submission_wins(tmp_path):
     write_submission(tmp_path, "g", retry)
     write_submission(tmp_path, "g", first)
     assert read_submissions(tmp_path, "g") == [first, retry]
-    where = latest_placements(read_submissions(tmp_path, "g"))
+    where = latest_assignments(read_submissions(tmp_path, "g"))
     assert {r: p.task for r, p in where.items()} == {"a": "41_0", "b": "41_0", "c": "57"}
     assert not list(records_dir(tmp_path, "g").glob(".*"))  # no temporary files left
 
@@ -175,7 +176,7 @@ def test_dry_run_plan_of_10000_runs_is_fast(prepared_data, tmp_path, monkeypatch
     monkeypatch.setenv("PATH", str(tmp_path))  # as on a laptop: no Slurm, defaults assumed
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     one = tiny_run(prepared_data)
-    runs = [dataclasses.replace(one, seed=s) for s in range(10_000)]
+    runs = [with_values(one, seed=s) for s in range(10_000)]
     launcher = SlurmLauncher(load_profile("slurm-a100"))
     start = time.perf_counter()
     text = launcher.plan(runs)
@@ -200,7 +201,7 @@ def test_memory_kills_are_read_from_the_task_log(tmp_path):
 
 def test_unfinished_runs_are_those_without_a_row_from_their_latest_task():
     sub = Submission("9", True, (("a", "b"), ("c",)), "2026-01-01T00:00:00+00:00", "p", "/l")
-    where = latest_placements([sub])
+    where = latest_assignments([sub])
     rows = {"a": "9_0", "b": "3_1", "x": "9_0"}  # b's row is from an older job
     assert sorted(unfinished(where, rows)) == ["b", "c"]
 

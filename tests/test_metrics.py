@@ -10,8 +10,14 @@ import pytest
 import torch
 from torch import nn
 
-from harness.metrics import EMBEDDING_METRICS, embedding_metrics, isotropy, second_moment_probe
-from harness.optim import OPTIMIZERS, CompositeOptimizer
+from harness.metrics.embedding import (
+    EMBEDDING_METRICS,
+    embedding_metrics,
+    isotropy,
+    second_moment_probe,
+)
+from harness.optim.composite import CompositeOptimizer
+from harness.optim.registry import OPTIMIZERS
 
 
 def gaussian(V: int, H: int, seed: int = 0) -> torch.Tensor:
@@ -113,7 +119,7 @@ def test_second_moment_probe_recovers_slope_and_r2() -> None:
     counts = np.arange(V, dtype=float)  # includes a token with zero count
     p = torch.from_numpy(counts / counts.sum())
     emb = nn.Parameter(torch.zeros(V, H, dtype=torch.float64))
-    opt = OPTIMIZERS["adamw"]([emb], lr=1e-3, betas=(0.9, 0.95))
+    opt = OPTIMIZERS["adamw"].load()([emb], lr=1e-3, betas=(0.9, 0.95))
     _train_embedding(opt, emb, k * p.sqrt())
     # constant gradients: bias-corrected v_hat = g^2 = p_i k^2 c_j^2, row mean = p_i k^2 mean(c^2)
     gen = torch.Generator().manual_seed(0)
@@ -127,7 +133,7 @@ def test_second_moment_probe_r2_low_without_relation() -> None:
     V, H = 400, 4
     counts = np.arange(1, V + 1, dtype=float)
     emb = nn.Parameter(torch.zeros(V, H, dtype=torch.float64))
-    opt = OPTIMIZERS["adamw"]([emb], lr=1e-3)
+    opt = OPTIMIZERS["adamw"].load()([emb], lr=1e-3)
     noise = torch.rand(V, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     _train_embedding(opt, emb, noise)
     assert second_moment_probe(opt, emb, counts)["v_unigram_r2"] < 0.1
@@ -136,13 +142,15 @@ def test_second_moment_probe_r2_low_without_relation() -> None:
 def test_second_moment_probe_none_without_second_moment() -> None:
     emb = nn.Parameter(torch.zeros(10, 3))
     other = nn.Parameter(torch.zeros(3))
-    sgd = OPTIMIZERS["sgd"]([emb], lr=0.1, momentum=0.9)
+    sgd = OPTIMIZERS["sgd"].load()([emb], lr=0.1, momentum=0.9)
     _train_embedding(sgd, emb, torch.ones(10))
     assert second_moment_probe(sgd, emb, np.ones(10)) == {
         "v_unigram_r2": None,
         "v_unigram_slope": None,
     }
-    composite = CompositeOptimizer({"main": OPTIMIZERS["adamw"]([other], lr=0.1), "embedding": sgd})
+    composite = CompositeOptimizer(
+        {"main": OPTIMIZERS["adamw"].load()([other], lr=0.1), "embedding": sgd}
+    )
     assert second_moment_probe(composite, emb, np.ones(10))["v_unigram_slope"] is None
-    fresh = OPTIMIZERS["adamw"]([emb], lr=0.1)  # no step taken yet
+    fresh = OPTIMIZERS["adamw"].load()([emb], lr=0.1)  # no step taken yet
     assert second_moment_probe(fresh, emb, np.ones(10))["v_unigram_r2"] is None

@@ -8,30 +8,41 @@ import math
 import pytest
 import torch
 
-from harness import architecture
-from harness.architecture import (
-    ARCH_FIELDS,
+from harness.core import config
+from harness.core.catalogue import FIELDS, names_with
+from harness.core.config import Architecture
+from harness.core.errors import UserError
+from harness.core.fields import Role
+from harness.model.architecture import (
     PRESETS,
-    GPTConfig,
     flops_per_token,
     matmul_params,
-    model_config,
-    param_count_from_config,
+    param_count,
     preset_fields,
 )
-from harness.config import RunConfig, field_names
-from harness.errors import UserError
-from harness.model import GPT, MLPS, NORMS, Rotary, count_params
+from harness.model.gpt import GPT, MLPS, NORMS, Rotary, count_params
 from harness.optim.routing import split_parameters
 
 
-def cfg_of(preset: str = "tiny", vocab_size: int = 512, seq_len: int = 32, **kw) -> GPTConfig:
-    return GPTConfig(**{**preset_fields(preset), **kw}, vocab_size=vocab_size, seq_len=seq_len)
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """An architecture section and the sequence length the model is built for."""
+
+    arch: Architecture
+    seq_len: int
+
+    def __getattr__(self, name: str):
+        return getattr(self.arch, name)
 
 
-def build(cfg: GPTConfig, seed: int = 0) -> GPT:
+def cfg_of(preset: str = "tiny", vocab_size: int = 512, seq_len: int = 32, **kw) -> Model:
+    fields = {**preset_fields(preset), **kw}
+    return Model(Architecture(model=preset, **fields, vocab_size=vocab_size), seq_len)
+
+
+def build(cfg: Model, seed: int = 0) -> GPT:
     torch.manual_seed(seed)
-    return GPT(cfg)
+    return GPT(cfg.arch, cfg.seq_len)
 
 
 VARIANTS = {
@@ -111,8 +122,8 @@ def test_rotary_dims_rounding() -> None:
 
 def test_rotary_frac_zero_is_identity_and_partial_leaves_the_rest() -> None:
     x = torch.randn(2, 4, 32, 32)  # (B, nh, T, hs)
-    torch.testing.assert_close(Rotary(cfg_of(rotary_frac=0.0))(x), x)
-    rot = Rotary(cfg_of(rotary_frac=0.5))
+    torch.testing.assert_close(Rotary(cfg_of(rotary_frac=0.0).arch, 32)(x), x)
+    rot = Rotary(cfg_of(rotary_frac=0.5).arch, 32)
     y = rot(x)
     r = rot.dims
     assert r == 16
@@ -123,7 +134,7 @@ def test_rotary_frac_zero_is_identity_and_partial_leaves_the_rest() -> None:
 
 
 def test_rotary_scores_depend_on_relative_position_only() -> None:
-    rot = Rotary(cfg_of(rotary_frac=1.0))
+    rot = Rotary(cfg_of(rotary_frac=1.0).arch, 32)
     q, k = torch.randn(32), torch.randn(32)
 
     def score(m: int, n: int) -> torch.Tensor:
@@ -146,7 +157,7 @@ def test_init_is_deterministic_and_scaled() -> None:
     q = a.blocks[0].attn.q.weight
     assert proj.std().item() == pytest.approx(0.02 / math.sqrt(2 * cfg.n_layer), rel=0.03)
     assert q.std().item() == pytest.approx(0.02, rel=0.03)
-    unscaled = build(dataclasses.replace(cfg, scaled_init=False), seed=3)
+    unscaled = build(Model(dataclasses.replace(cfg.arch, scaled_init=False), 32), seed=3)
     assert unscaled.blocks[0].mlp.proj.weight.std().item() == pytest.approx(0.02, rel=0.03)
 
 
@@ -176,30 +187,31 @@ def _hand_count(p: str, V: int, T: int) -> tuple[int, int]:
 def test_param_counts_match_hand_formulas(preset: str) -> None:
     cfg = cfg_of(preset, vocab_size=50304, seq_len=1024)
     params, matmul = _hand_count(preset, 50304, 1024)
-    assert param_count_from_config(cfg) == count_params(cfg) == params
-    assert matmul_params(cfg) == matmul
+    assert param_count(cfg.arch, cfg.seq_len) == params
+    assert matmul_params(cfg.arch) == matmul
 
 
 def test_gpt2_124m_has_gpt2s_parameter_count() -> None:
     cfg = cfg_of("gpt2-124m", vocab_size=50257, seq_len=1024)
-    assert count_params(cfg) == 124_439_808  # HF GPT-2 small, positions included
+    assert param_count(cfg.arch, cfg.seq_len) == 124_439_808  # HF GPT-2 small, with positions
     assert count_params(build(cfg)) == 124_439_808  # the allocated model agrees
-    assert count_params(cfg_of("160m", vocab_size=50304, seq_len=2048)) == 162_220_800
+    big = cfg_of("160m", vocab_size=50304, seq_len=2048)
+    assert param_count(big.arch, big.seq_len) == 162_220_800
 
 
 def test_counting_allocates_nothing_and_keeps_the_rng() -> None:
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    param_count_from_config(cfg_of("gpt2-760m", vocab_size=50304, seq_len=1024, n_head=12))
+    param_count(cfg_of("gpt2-760m", vocab_size=50304, seq_len=1024, n_head=12).arch, 1024)
     assert torch.equal(torch.rand(3), expected)
 
 
 def test_flops_per_token() -> None:
     cfg = cfg_of("gpt2-124m", vocab_size=50257, seq_len=1024)
     n_matmul = 12 * 12 * 768**2 + 50257 * 768  # tied head still multiplies
-    assert matmul_params(cfg) == n_matmul == 123_532_032
-    assert flops_per_token(cfg) == 6 * n_matmul + 12 * 12 * 768 * 1024
+    assert matmul_params(cfg.arch) == n_matmul == 123_532_032
+    assert flops_per_token(cfg.arch, 1024) == 6 * n_matmul + 12 * 12 * 768 * 1024
 
 
 def test_a_few_steps_reduce_the_loss_on_a_repeated_batch() -> None:
@@ -220,42 +232,29 @@ def test_a_few_steps_reduce_the_loss_on_a_repeated_batch() -> None:
 
 
 def test_presets_are_resolved_run_fields() -> None:
+    set_by_dataset = {"model", "vocab_size"}
     for name, fields in PRESETS.items():
-        assert set(fields) == set(ARCH_FIELDS), name
-        assert set(ARCH_FIELDS) <= set(field_names())
+        assert set(fields) == set(names_with(Role.ARCHITECTURE)) - set_by_dataset, name
         assert preset_fields(name) == fields and preset_fields(name) is not fields
     assert preset_fields("gpt2-124m")["tie_weights"] and not preset_fields("160m")["tie_weights"]
     with pytest.raises(UserError, match=r"unknown model preset 'gpt5'.*160m.*tiny"):
         preset_fields("gpt5")
 
 
-def test_model_config_from_run_config() -> None:
-    run = RunConfig(
-        grid="g",
-        model="tiny",
-        **preset_fields("tiny") | {"d_model": 64},
-        vocab_size=8192,
-        dataset="classics-bpe8k",
-        seq_len=128,
-        batch_size=8,
-        micro_batch_size=8,
-        tokens=8192,
-        steps=8,
-        eval_tokens=1024,
-        optimizer="adamw",
-        lr=1e-3,
-    )
-    cfg = model_config(run)
-    assert (cfg.d_model, cfg.vocab_size, cfg.seq_len, cfg.norm) == (64, 8192, 128, "rmsnorm")
-    assert GPT(cfg)(torch.zeros(1, 128, dtype=torch.long)).shape == (1, 128, 8192)
+def test_the_architecture_section_is_the_models_config() -> None:
+    arch = Architecture(model="tiny", **preset_fields("tiny") | {"d_model": 64}, vocab_size=8192)
+    assert GPT(arch, 128)(torch.zeros(1, 128, dtype=torch.long)).shape == (1, 128, 8192)
+    arch_fields = {f.name for f in dataclasses.fields(Architecture)}
+    assert arch_fields == {n for n, f in FIELDS.items() if f.section == "arch"}
+    assert all(FIELDS[n].role is Role.ARCHITECTURE for n in arch_fields)
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"norm": "batchnorm"}, r"unknown norm 'batchnorm'; valid choices: layernorm, rmsnorm"),
-        ({"activation": "relu"}, r"unknown activation 'relu'; valid choices: gelu, swiglu"),
-        ({"positions": "alibi"}, r"unknown positions 'alibi'"),
+        ({"norm": "batchnorm"}, r"norm: 'batchnorm' is not one of rmsnorm, layernorm"),
+        ({"activation": "relu"}, r"activation: 'relu' is not one of swiglu, gelu"),
+        ({"positions": "alibi"}, r"positions: 'alibi' is not one of rope, learned"),
         ({"n_head": 5}, r"d_model 128 is not divisible by n_head 5"),
         ({"rotary_frac": 1.5}, r"rotary_frac 1.5"),
     ],
@@ -268,17 +267,16 @@ def test_config_errors_name_the_value(change: dict, message: str) -> None:
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 @pytest.mark.parametrize("vocab", [1000, 50304])
 def test_formula_counts_match_instantiated_models(preset, vocab):
-    from harness.architecture import _counts
+    from harness.model.architecture import _counts
 
-    fields = preset_fields(preset)
-    cfg = GPTConfig(**fields, vocab_size=vocab, seq_len=256)
+    cfg = Architecture(model=preset, **preset_fields(preset), vocab_size=vocab)
     with torch.device("meta"):
-        model = GPT(cfg)
+        model = GPT(cfg, 256)
     total = sum(p.numel() for p in model.parameters())
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-    assert _counts(cfg) == (total, linear + (vocab * cfg.d_model if cfg.tie_weights else 0))
+    assert _counts(cfg, 256) == (total, linear + (vocab * cfg.d_model if cfg.tie_weights else 0))
 
 
 def test_every_valid_norm_and_activation_has_a_builder():
-    assert set(NORMS) == set(architecture.NORMS)
-    assert set(MLPS) == set(architecture.ACTIVATIONS)
+    assert set(NORMS) == set(config.NORMS) == set(FIELDS["norm"].meta.choices)
+    assert set(MLPS) == set(config.ACTIVATIONS) == set(FIELDS["activation"].meta.choices)

@@ -1,7 +1,7 @@
 """Routing, ``build_optimizer``, the per-group optimizer override and exact resume.
 
-Runs are resolved the way a grid resolves them (``harness.resolve.Resolver``); models are the
-real ``harness.model.GPT`` at a tiny size.
+Runs are resolved the way a grid resolves them (``harness.grid.resolve.Resolver``); models are the
+real ``harness.model.gpt.GPT`` at a tiny size.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import pytest
 import torch
 from optim_runs import make_model, make_run, train_steps
 
-from harness.errors import UserError
-from harness.optim import OPTIMIZERS, CompositeOptimizer, build_optimizer, get_spec
+from harness.core.errors import UserError
 from harness.optim.adam import AdamW, CoupledAdam
+from harness.optim.build import build_optimizer
+from harness.optim.composite import CompositeOptimizer
+from harness.optim.registry import OPTIMIZERS, get_spec
 from harness.optim.sgd import SGD
 
 
@@ -117,13 +119,13 @@ def test_embedding_optimizer_override_is_sgd_with_lr_factor() -> None:
 def test_embedding_optimizer_fields_are_resolved_and_settable() -> None:
     # adamw reads no momentum; the embedding optimizer sgd does: the grid's value reaches it.
     run = make_run(optimizer="adamw", embedding_optimizer="sgd", momentum=0.8, nesterov=True)
-    assert (run.momentum, run.nesterov, run.beta1) == (0.8, True, 0.9)
+    assert (run.optim.momentum, run.optim.nesterov, run.optim.beta1) == (0.8, True, 0.9)
     (emb_group,) = build_optimizer(make_model(run), run).parts["embedding"].param_groups
     assert (emb_group["momentum"], emb_group["nesterov"]) == (0.8, True)
     # Unset, it is sgd's default, recorded in the run (and its run_id), not left NULL.
-    assert make_run(optimizer="adamw", embedding_optimizer="sgd").momentum == 0.9
+    assert make_run(optimizer="adamw", embedding_optimizer="sgd").optim.momentum == 0.9
     # Without an embedding optimizer that reads it, momentum is not a field of the run.
-    assert make_run(optimizer="adamw", momentum=0.8).momentum is None
+    assert make_run(optimizer="adamw", momentum=0.8).optim.momentum is None
     with pytest.raises(UserError, match="optimizer 'sgd_cclip' needs 'clip_value'"):
         make_run(optimizer="adamw", embedding_optimizer="sgd_cclip")
 

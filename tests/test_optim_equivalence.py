@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from harness.optim import OPTIMIZERS
+from harness.optim.registry import OPTIMIZERS
 
 SHAPES = [(64, 32), (33,), (8, 4, 3), (1,)]
 STEPS = 6
@@ -42,7 +42,7 @@ def assert_equal(a: list[Tensor], b: list[Tensor]) -> None:
 @pytest.mark.parametrize("wd", [0.0, 0.1])
 def test_adamw_equals_torch_adamw(wd: float, foreach: bool | None) -> None:
     betas = (0.9, 0.95)
-    ours = trajectory(lambda g: OPTIMIZERS["adamw"](g, lr=1.0, betas=betas), wd)
+    ours = trajectory(lambda g: OPTIMIZERS["adamw"].load()(g, lr=1.0, betas=betas), wd)
     ref = trajectory(
         lambda g: torch.optim.AdamW(g, lr=1.0, betas=betas, weight_decay=0.0, foreach=foreach), wd
     )
@@ -51,17 +51,17 @@ def test_adamw_equals_torch_adamw(wd: float, foreach: bool | None) -> None:
 
 @pytest.mark.parametrize("wd", [0.0, 0.1])
 def test_adam_equals_torch_adam_with_l2(wd: float) -> None:
-    ours = trajectory(lambda g: OPTIMIZERS["adam"](g, lr=1.0), wd)
+    ours = trajectory(lambda g: OPTIMIZERS["adam"].load()(g, lr=1.0), wd)
     ref = trajectory(lambda g: torch.optim.Adam(g, lr=1.0, foreach=True), wd)
     assert_equal(ours, ref)
     if wd:  # L2 and decoupled decay differ
-        adamw = trajectory(lambda g: OPTIMIZERS["adamw"](g, lr=1.0), wd)
+        adamw = trajectory(lambda g: OPTIMIZERS["adamw"].load()(g, lr=1.0), wd)
         assert not torch.equal(ours[0], adamw[0])
 
 
 @pytest.mark.parametrize("wd", [0.0, 0.1])
 def test_rmsprop_equals_torch_adamw_with_beta1_zero(wd: float) -> None:
-    ours = trajectory(lambda g: OPTIMIZERS["rmsprop"](g, lr=1.0, beta2=0.95), wd)
+    ours = trajectory(lambda g: OPTIMIZERS["rmsprop"].load()(g, lr=1.0, beta2=0.95), wd)
     ref = trajectory(
         lambda g: torch.optim.AdamW(g, lr=1.0, betas=(0.0, 0.95), weight_decay=0.0, foreach=True),
         wd,
@@ -72,7 +72,7 @@ def test_rmsprop_equals_torch_adamw_with_beta1_zero(wd: float) -> None:
 @pytest.mark.parametrize(("momentum", "nesterov"), [(0.0, False), (0.9, False), (0.9, True)])
 def test_sgd_without_weight_decay_equals_torch_sgd(momentum: float, nesterov: bool) -> None:
     kw = {"momentum": momentum, "nesterov": nesterov}
-    ours = trajectory(lambda g: OPTIMIZERS["sgd"](g, lr=1.0, **kw))
+    ours = trajectory(lambda g: OPTIMIZERS["sgd"].load()(g, lr=1.0, **kw))
     ref = trajectory(lambda g: torch.optim.SGD(g, lr=1.0, foreach=True, **kw))
     assert_equal(ours, ref)
 
@@ -81,35 +81,41 @@ def test_sgd_weight_decay_is_decoupled() -> None:
     """First step: w1 = (1 - lr wd) w0 - lr g (torch's L2 would give w0 - lr (g + wd w0))."""
     w = nn.Parameter(torch.tensor([2.0, -4.0]))
     w.grad = torch.tensor([1.0, 1.0])
-    opt = OPTIMIZERS["sgd"]([w], lr=0.5, momentum=0.9, weight_decay=0.1)
+    opt = OPTIMIZERS["sgd"].load()([w], lr=0.5, momentum=0.9, weight_decay=0.1)
     opt.step()
     assert torch.equal(w.detach(), torch.tensor([0.95 * 2 - 0.5, 0.95 * -4 - 0.5]))
 
 
 @pytest.mark.parametrize("wd", [0.0, 0.1])
 def test_signum_with_beta_zero_equals_signsgd(wd: float) -> None:
-    signum = trajectory(lambda g: OPTIMIZERS["signum"](g, lr=1.0, beta=0.0), wd)
-    signsgd = trajectory(lambda g: OPTIMIZERS["signsgd"](g, lr=1.0), wd)
+    signum = trajectory(lambda g: OPTIMIZERS["signum"].load()(g, lr=1.0, beta=0.0), wd)
+    signsgd = trajectory(lambda g: OPTIMIZERS["signsgd"].load()(g, lr=1.0), wd)
     assert_equal(signum, signsgd)
-    momentum = trajectory(lambda g: OPTIMIZERS["signum"](g, lr=1.0, beta=0.9), wd)
+    momentum = trajectory(lambda g: OPTIMIZERS["signum"].load()(g, lr=1.0, beta=0.9), wd)
     assert not torch.equal(momentum[0], signsgd[0])
 
 
 def test_sgd_cclip_with_a_huge_threshold_equals_sgd() -> None:
-    clip = trajectory(lambda g: OPTIMIZERS["sgd_cclip"](g, lr=1.0, momentum=0.9, clip_value=1e30))
-    sgd = trajectory(lambda g: OPTIMIZERS["sgd"](g, lr=1.0, momentum=0.9))
+    clip = trajectory(
+        lambda g: OPTIMIZERS["sgd_cclip"].load()(g, lr=1.0, momentum=0.9, clip_value=1e30)
+    )
+    sgd = trajectory(lambda g: OPTIMIZERS["sgd"].load()(g, lr=1.0, momentum=0.9))
     assert_equal(clip, sgd)
 
 
 def test_coupled_adam_without_coupled_groups_equals_adamw() -> None:
-    coupled = trajectory(lambda g: OPTIMIZERS["coupled_adam"](g, lr=1.0, coupled_scale_exp=2), 0.1)
-    adamw = trajectory(lambda g: OPTIMIZERS["adamw"](g, lr=1.0), 0.1)
+    coupled = trajectory(
+        lambda g: OPTIMIZERS["coupled_adam"].load()(g, lr=1.0, coupled_scale_exp=2), 0.1
+    )
+    adamw = trajectory(lambda g: OPTIMIZERS["adamw"].load()(g, lr=1.0), 0.1)
     assert_equal(coupled, adamw)
 
 
 def test_muon_non_matrix_groups_equal_adamw() -> None:
-    muon = trajectory(lambda g: OPTIMIZERS["muon"]([{**x, "muon": False} for x in g], lr=1.0), 0.1)
-    adamw = trajectory(lambda g: OPTIMIZERS["adamw"](g, lr=1.0), 0.1)
+    muon = trajectory(
+        lambda g: OPTIMIZERS["muon"].load()([{**x, "muon": False} for x in g], lr=1.0), 0.1
+    )
+    adamw = trajectory(lambda g: OPTIMIZERS["adamw"].load()(g, lr=1.0), 0.1)
     assert_equal(muon, adamw)
 
 
@@ -120,7 +126,7 @@ def test_muon_matrices_match_torch_muon_rms_matched() -> None:
     grads = [[torch.randn(w.shape, generator=gen) for w in init] for _ in range(STEPS)]
     finals = []
     for make in (
-        lambda ps: OPTIMIZERS["muon"](ps, lr=0.02, momentum=0.95, weight_decay=0.1),
+        lambda ps: OPTIMIZERS["muon"].load()(ps, lr=0.02, momentum=0.95, weight_decay=0.1),
         lambda ps: torch.optim.Muon(
             ps, lr=0.02, momentum=0.95, weight_decay=0.1, adjust_lr_fn="match_rms_adamw"
         ),

@@ -1,4 +1,4 @@
-"""The paper's key invariant (Sec. 2, Eqs. 8-17), on the real GPT of ``harness.model``.
+"""The paper's key invariant (Sec. 2, Eqs. 8-17), on the real GPT of ``harness.model.gpt``.
 
 With only the language-model head's gradient of a softmax cross-entropy, the gradients of the
 output-embedding rows sum to zero over the vocabulary, so the mean output embedding
@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from optim_runs import SEQ, VOCAB, make_model, make_run
 
-from harness.optim import build_optimizer
+from harness.optim.build import build_optimizer
 
 STEPS = 8
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from harness.optim import OPTIMIZERS
+from harness.optim.registry import OPTIMIZERS
 
 SHAPES = [(5, 3), (7,), (4, 3, 2), (1,), (6, 4)]
 STEPS = 5
@@ -47,7 +47,7 @@ def run_ours(
         {"params": params[:3], "weight_decay": wd, **(group_extra or {})},
         {"params": params[3:], "weight_decay": 0.0},
     ]
-    opt = OPTIMIZERS[name](groups, lr=1.0, **hp)
+    opt = OPTIMIZERS[name].load()(groups, lr=1.0, **hp)
     for step, gs in enumerate(_grads()):
         for g in opt.param_groups:
             g["lr"] = _lr(step)
@@ -203,7 +203,9 @@ def test_coupled_moves_rows_by_the_same_effective_lr() -> None:
     """One coupled step: rows with gradients of very different size get the same denominator."""
     w = nn.Parameter(torch.zeros(4, 3, dtype=torch.float64))
     w.grad = torch.tensor([[1.0, 2, 3], [10, 20, 30], [-1, -2, -3], [-10, -20, -30]]).double()
-    opt = OPTIMIZERS["coupled_adam"]([{"params": [w], "coupled": True}], lr=0.1, betas=(0.9, 0.99))
+    opt = OPTIMIZERS["coupled_adam"].load()(
+        [{"params": [w], "coupled": True}], lr=0.1, betas=(0.9, 0.99)
+    )
     opt.step()
     # step 1: m_hat = g, v_hat = g^2, mean over rows of g^2 per column = 50.5 * (1, 4, 9)
     col_v = 50.5 * torch.tensor([1.0, 4, 9], dtype=torch.float64)

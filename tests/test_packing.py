@@ -8,12 +8,12 @@ import signal
 
 import pytest
 
-from harness import paths
-from harness.db import newest_values
-from harness.launch.job import done_by_job, write_status
-from harness.launch.packing import PackInterrupted, run_packed
-from harness.manifest import write_manifest
-from tests.runs import tiny_run
+from harness.core import paths
+from harness.launch.worker.job import done_by_job, write_status
+from harness.launch.worker.packing import PackInterrupted, run_packed
+from harness.store.db import newest_values
+from harness.store.manifest import write_manifest
+from tests.runs import spec_for, tiny_run
 
 GRID = "packed"
 
@@ -22,24 +22,24 @@ def test_packed_runs_stop_together_resume_and_each_write_a_row(tmp_path, prepare
     runs = [tiny_run(prepared_data, grid=GRID, seed=s) for s in range(3)]
     ids = [r.run_id for r in runs]
     write_manifest(tmp_path, GRID, runs)
-    args = (str(tmp_path), GRID, ids, str(prepared_data))
+    spec = spec_for(tmp_path, GRID, prepared_data, threads=1)
 
     # A stop request reaches both running processes: each checkpoints, none writes a row.
     with pytest.raises(PackInterrupted) as stopped:
-        run_packed(*args, per_device=2, threads=1, job_id="j1", should_stop=lambda: True)
+        run_packed(spec, ids, per_device=2, job_id="j1", should_stop=lambda: True)
     assert stopped.value.interrupted == tuple(ids[:2]) and stopped.value.statuses == {}
     started = [paths.checkpoint_path(tmp_path, GRID, r).exists() for r in ids]
     assert started == [True, True, False]  # the third never started
     assert newest_values(tmp_path, GRID, ["status"]) == {}
 
-    statuses = run_packed(*args, per_device=2, threads=1, job_id="j1")
+    statuses = run_packed(spec, ids, per_device=2, job_id="j1")
 
     assert statuses == dict.fromkeys(ids, "completed")
     rows = newest_values(tmp_path, GRID, ["status", "job_id", "steps_done"])
-    assert rows == {r.run_id: ("completed", "j1", r.steps) for r in runs}
+    assert rows == {r.run_id: ("completed", "j1", r.data.steps) for r in runs}
     assert not any(paths.checkpoint_path(tmp_path, GRID, r).exists() for r in ids)
     # A requeued task skips what it finished (rows carrying its job id) without starting them.
-    assert run_packed(*args, per_device=2, job_id="j1", should_stop=lambda: True) == statuses
+    assert run_packed(spec, ids, per_device=2, job_id="j1", should_stop=lambda: True) == statuses
 
 
 def test_run_processes_leave_slurm_signals_to_the_parent(tmp_path, prepared_data):
@@ -58,10 +58,8 @@ def test_run_processes_leave_slurm_signals_to_the_parent(tmp_path, prepared_data
         return False
 
     ids = [r.run_id for r in runs]
-    statuses = run_packed(
-        str(tmp_path), GRID, ids, str(prepared_data), per_device=2, threads=1,
-        should_stop=signal_every_child,
-    )  # fmt: skip
+    spec = spec_for(tmp_path, GRID, prepared_data, threads=1)
+    statuses = run_packed(spec, ids, per_device=2, should_stop=signal_every_child)
 
     assert len(set(signalled)) == 2 and len(signalled) > 10
     assert statuses == dict.fromkeys(ids, "completed")
@@ -82,10 +80,8 @@ def test_a_killed_run_process_is_recorded_as_failed_and_its_neighbour_completes(
                 os.kill(child.pid, signal.SIGKILL)
         return False
 
-    statuses = run_packed(
-        str(tmp_path), GRID, ids, str(prepared_data), per_device=2, threads=1,
-        should_stop=kill_first_run,
-    )  # fmt: skip
+    spec = spec_for(tmp_path, GRID, prepared_data, threads=1)
+    statuses = run_packed(spec, ids, per_device=2, should_stop=kill_first_run)
 
     assert statuses == {ids[0]: "failed", ids[1]: "completed"}
     (error,) = newest_values(tmp_path, GRID, ["error"])[ids[0]]
@@ -98,7 +94,7 @@ def test_a_restarted_task_skips_its_finished_runs_but_not_cancelled_ones(tmp_pat
     ids = [r.run_id for r in runs]
     written = [("completed", "j1"), ("cancelled", "j1"), ("failed", "j0")]  # the 4th has no row
     for run_id, (status, job) in zip(ids, written, strict=False):
-        write_status(str(tmp_path), GRID, run_id, status, "", job)
+        write_status(tmp_path, GRID, run_id, status, "", job)
 
     assert done_by_job(tmp_path, GRID, ids, "j1") == {ids[0]: "completed"}
     assert done_by_job(tmp_path, GRID, ids, "j0") == {ids[2]: "failed"}

@@ -10,9 +10,9 @@ import time
 
 import pyarrow.parquet as pq
 
-from harness.outcome import RunResult
-from harness.provenance import provenance
-from harness.results import read_row, row_schema, write_result
+from harness.core.provenance import provenance
+from harness.core.result import RunResult
+from harness.store.rows import read_row, row_schema, write_result
 from tests.runs import tiny_run
 
 REQUIRED_COLUMNS = [
@@ -48,16 +48,17 @@ REQUIRED_COLUMNS = [
 
 def test_row_has_every_required_column_and_nulls(tmp_path):
     run = tiny_run(tmp_path / "data")
-    result = RunResult(status="completed", val_loss=2.0, val_ppl=7.389, params=10, device="cpu",
-                       curve=[{"step": 1, "tokens": 256, "train_loss": 3.0, "lr": 1e-3,
-                               "val_loss": None, "elapsed_s": 0.1}])  # fmt: skip
+    point = {"step": 1, "tokens": 256, "train_loss": 3.0, "lr": 1e-3, "val_loss": None,
+             "elapsed_s": 0.1}  # fmt: skip
+    metrics = {"val_loss": 2.0, "val_ppl": 7.389}
+    result = RunResult(status="completed", metrics=metrics, params=10, device="cpu", curve=[point])
     path = write_result(tmp_path, run, result, provenance())
     row = read_row(path)
     for c in REQUIRED_COLUMNS:
         assert c in row, c
     assert row["run_id"] == run.run_id and row["optimizer"] == "adamw"
     assert row["momentum"] is None  # does not apply to adamw: NULL
-    assert row["val_loss"] == 2.0 and row["status"] == "completed"
+    assert row["val_loss"] == 2.0 and row["status"] == "completed" and row["device"] == "cpu"
     assert pq.read_schema(path).equals(row_schema(), check_metadata=False)
     curve = pq.read_table(tmp_path / "t" / "curves" / f"{run.run_id}.parquet").to_pylist()
     point = {"step": 1, "tokens": 256, "train_loss": 3.0, "lr": 1e-3, "val_loss": None}
@@ -70,7 +71,7 @@ def test_killed_writer_leaves_no_partial_row(tmp_path):
         f"""
         import pyarrow as pa, sys
         from pathlib import Path
-        from harness.results import atomic_write_table
+        from harness.store.rows import atomic_write_table
         table = pa.table({{"x": list(range(3_000_000))}})
         print("ready", flush=True)
         while True:

@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 from slurm_runs import invoke, rows, steps, wait_until, write_grid, write_profile
 
-from harness import paths
-from harness.grid import load_grid
+from harness.core import paths
+from harness.data.catalogue import vocab_lookup
+from harness.grid.load import load_grid
+from harness.launch.contract import ExecutionSpec
 from harness.launch.profile import load_profile
-from harness.launch.records import latest_placements, read_submissions
-from harness.launch.sbatch_limits import ClusterLimits
-from harness.launch.scheduler import active_tasks, jobs_in_controller
-from harness.launch.slurm import SlurmLauncher
-from harness.manifest import write_manifest
+from harness.launch.slurm.launcher import SlurmLauncher
+from harness.launch.slurm.limits import ClusterLimits
+from harness.launch.slurm.records import latest_assignments, read_submissions
+from harness.launch.slurm.scheduler import active_tasks, jobs_in_controller
+from harness.store.manifest import write_manifest
 
 pytestmark = pytest.mark.slurm
 
@@ -30,18 +32,18 @@ def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothin
     lrs = [round(1e-3 * 1.2**i, 6) for i in range(11)]
     grid_file = write_grid(slurm_env, "arrays", launcher, seeds=4, grid={"lr": lrs})
     root = slurm_env / "results"
-    grid = load_grid(grid_file, data_root=prepared_data)
+    grid = load_grid(grid_file, vocab=vocab_lookup(prepared_data))
     assert len(grid.runs) == 44
     write_manifest(root, grid.name, grid.runs)
     # MaxArraySize 3 instead of the cluster's 1001: 8 tasks of <= 6 runs need 3 arrays (3 + 3 + 2).
     small = ClusterLimits(3, 10000, "test: small arrays")
-    report = SlurmLauncher(load_profile(launcher), limits=small).launch(
-        grid.runs, root, grid.name, prepared_data
-    )
-    assert report.launched == 44 and report.statuses == {}
+    profile = load_profile(launcher)
+    spec = ExecutionSpec.build(profile, root, grid.name, prepared_data)
+    launched = SlurmLauncher(profile, limits=small).launch(grid.runs, spec)
+    assert launched.runs == 44
     subs = read_submissions(root, "arrays")
     assert [len(s.tasks) for s in subs] == [3, 3, 2] and all(s.array for s in subs)
-    placed = latest_placements(subs)
+    placed = latest_assignments(subs)
     assert set(placed) == {r.run_id for r in grid.runs}
 
     # While the arrays are queued, a second submit queues nothing.
@@ -80,7 +82,7 @@ def test_cancel_records_cancelled_runs_and_retry_resubmits_exactly_those(slurm_e
     common = ["--results", root, "--data", prepared_data]
     out = invoke("submit", grid_file, *common)
     assert out.exit_code == 0 and "launching 4" in out.output, out.output
-    runs = load_grid(grid_file, data_root=prepared_data).runs
+    runs = load_grid(grid_file, vocab=vocab_lookup(prepared_data)).runs
     short, long_runs = runs[0].run_id, [r.run_id for r in runs[1:]]
     ckpts = paths.grid_dir(root, "cx") / "checkpoints"
     wait_until(lambda: short in rows(root, "cx"), 120, "the short run's row")

@@ -25,10 +25,11 @@ from slurm_runs import (
     write_profile,
 )
 
-from harness import paths
-from harness.grid import load_grid
-from harness.launch.records import read_submissions
-from harness.train import train
+from harness.core import paths
+from harness.data.catalogue import vocab_lookup
+from harness.grid.load import load_grid
+from harness.launch.slurm.records import read_submissions
+from harness.train.loop import train
 
 pytestmark = pytest.mark.slurm
 
@@ -65,7 +66,7 @@ def test_a_requeued_run_resumes_from_its_checkpoint_with_identical_metrics(
     launcher = write_profile(slurm_env / "launchers", "slurm-t")
     files = _twins(slurm_env, prepared_data, (launcher, launcher), n_steps=200)
     root = slurm_env / "results"
-    run_id = load_grid(files[1], data_root=prepared_data).runs[0].run_id
+    run_id = load_grid(files[1], vocab=vocab_lookup(prepared_data)).runs[0].run_id
     job = read_submissions(root, "int")[0].job_id
     wait_until(lambda: "step 20/200" in task_log(root, "int", job), 120, "20 steps done")
     subprocess.run(["scontrol", "requeue", job], check=True)  # as a preemption would
@@ -85,7 +86,7 @@ def _steps_lasting(seconds: float, prepared_data: Path) -> int:
         probe = train(tiny_run(prepared_data, tokens=steps(30)), data_root=prepared_data, log=None)
     finally:
         torch.set_num_threads(before)
-    return max(200, min(4000, round(seconds * probe.tokens_per_s / steps(1) / 10) * 10))
+    return max(200, min(4000, round(seconds * probe.metrics["tokens_per_s"] / steps(1) / 10) * 10))
 
 
 def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(slurm_env, prepared_data):
@@ -96,7 +97,7 @@ def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(slurm_env,
     n_steps = _steps_lasting(45.0, prepared_data)
     files = _twins(slurm_env, prepared_data, ("slurm-t", "slurm-1min"), n_steps=n_steps)
     root = slurm_env / "results"
-    run_id = load_grid(files[1], data_root=prepared_data).runs[0].run_id
+    run_id = load_grid(files[1], vocab=vocab_lookup(prepared_data)).runs[0].run_id
     job = read_submissions(root, "int")[0].job_id
 
     _assert_identical(root, run_id)
@@ -111,7 +112,7 @@ def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(slurm_env, prep
     root = slurm_env / "results"
     out = invoke("submit", grid_file, "--results", root, "--data", prepared_data, "--wait")
     assert out.exit_code == 0 and "finished: completed 1" in out.output, out.output
-    run = load_grid(grid_file, data_root=prepared_data).runs[0]
+    run = load_grid(grid_file, vocab=vocab_lookup(prepared_data)).runs[0]
     job = read_submissions(root, "ddp")[0].job_id
     folder = paths.submissions_dir(root, "ddp") / "slurm" / job
     script = (folder / f"{job}_submission.sh").read_text()
@@ -125,7 +126,7 @@ def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(slurm_env, prep
     finally:
         torch.set_num_threads(before)
     row = rows(root, "ddp")[run.run_id]
-    assert row["val_loss"] == pytest.approx(single.val_loss, rel=1e-5)
+    assert row["val_loss"] == pytest.approx(single.metrics["val_loss"], rel=1e-5)
     ddp_curve = curve_losses(root, "ddp", run.run_id)
     assert ddp_curve == pytest.approx([p["train_loss"] for p in single.curve], rel=1e-5)
     assert len(ddp_curve) == 5
@@ -156,7 +157,7 @@ def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env
     root = slurm_env / "results"
     out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
     assert out.exit_code == 0 and "as 1 array tasks" in out.output, out.output
-    runs = load_grid(grid_file, data_root=prepared_data).runs
+    runs = load_grid(grid_file, vocab=vocab_lookup(prepared_data)).runs
     job = read_submissions(root, "packed")[0].job_id
 
     def both_running() -> bool:
@@ -182,5 +183,5 @@ def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env
         alone = train(runs[0], data_root=prepared_data, log=None)
     finally:
         torch.set_num_threads(before)
-    assert got[runs[0].run_id]["val_loss"] == alone.val_loss
+    assert got[runs[0].run_id]["val_loss"] == alone.metrics["val_loss"]
     assert curve_losses(root, "packed", runs[0].run_id) == [p["train_loss"] for p in alone.curve]

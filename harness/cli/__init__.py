@@ -6,38 +6,40 @@ Commands are imported only when invoked (``harness submit`` never imports the an
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import click
 
-from harness.errors import UserError
+from harness.core.errors import UserError
+from harness.core.registry import Registry, load_object
 
-#: Command name -> "module:attribute" of its click command.
-COMMANDS: dict[str, str] = {
-    "submit": "harness.cli.submit:submit",
-    "status": "harness.cli.status:status",
-    "cancel": "harness.cli.cancel:cancel",
-    "query": "harness.cli.query:query",
-    "compact": "harness.cli.compact:compact",
-    "data": "harness.cli.data:data",
-    "analyze": "harness.cli.analyze:analyze",
-    "figures": "harness.cli.figures:figures",
-    "import": "harness.cli.importer:import_",
-}
+COMMANDS: Registry[str] = Registry(
+    "command",
+    {
+        "submit": "harness.cli.submit:submit",
+        "status": "harness.cli.status:status",
+        "cancel": "harness.cli.cancel:cancel",
+        "query": "harness.cli.query:query",
+        "compact": "harness.cli.compact:compact",
+        "data": "harness.cli.data:data",
+        "analyze": "harness.cli.analyze:analyze",
+        "figures": "harness.cli.figures:figures",
+        "import": "harness.cli.importer:import_",
+    },
+)
+"""Command name -> ``module:attribute`` of its click command."""
 
 
 class _Group(click.Group):
     """Loads commands lazily; turns UserError into one line on stderr and exit code 2."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted(COMMANDS.names())
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module, attr = COMMANDS[name].split(":")
-        return getattr(importlib.import_module(module), attr)
+        return load_object(COMMANDS[name])
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:

@@ -11,16 +11,16 @@ from typing import Any
 
 import click
 
-from analysis import commands
-from analysis.bootstrap import CONFIDENCE, N_BOOT
-from analysis.compare import ALTERNATIVES, TESTS
-from analysis.corrections import CORRECTIONS
-from analysis.load import SCALES
-from analysis.metrics import DEFAULT_METRIC, GOALS
-from analysis.output import FORMATS, Answer, render
-from analysis.select import Selector, parse_columns, parse_selector
-from analysis.speedup import N_BOOT_FIT
+from harness.analysis import commands
+from harness.analysis.bootstrap import CONFIDENCE, N_BOOT
+from harness.analysis.compare import ALTERNATIVES, TESTS
+from harness.analysis.corrections import CORRECTIONS
+from harness.analysis.goal import DEFAULT_METRIC, GOALS
+from harness.analysis.output import FORMATS, Answer, render
+from harness.analysis.select import Selector, parse_columns, parse_selector
+from harness.analysis.speedup import N_BOOT_FIT
 from harness.cli.options import results_option
+from harness.core.config import SCALES
 
 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from harness.cli.options import resolve_results, results_option
-from harness.grid import grid_name
+from harness.grid.load import grid_name
 
 
 @click.command()
@@ -27,7 +27,7 @@ def cancel(grid: str, wait_s: float, results: Path | None) -> None:
 
     Example: harness cancel grids/adam_betas.yaml
     """
-    from harness.launch.cancel import cancel_grid
+    from harness.launch.slurm.cancel import cancel_grid
 
     report = cancel_grid(resolve_results(results), grid_name(grid), wait_s=wait_s)
     if not report.jobs:

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from harness.cli.options import resolve_results, results_option
-from harness.compact import compact as compact_grid
-from harness.grid import grid_name
+from harness.grid.load import grid_name
+from harness.store.compact import compact as compact_grid
 
 
 @click.command()

@@ -23,7 +23,8 @@ def prepare(name: str | None, force: bool, data: Path | None) -> None:
 
     Example: harness data prepare classics-bpe8k
     """
-    from harness.data import DEFAULT_DATASET, data_root, prepare, read_meta
+    from harness.data.catalogue import DEFAULT_DATASET, data_root, read_meta
+    from harness.data.prepare import prepare
 
     path = prepare(name or DEFAULT_DATASET, data_root(data), force=force)
     meta = read_meta(path)
@@ -39,7 +40,7 @@ def list_() -> None:
 
     Example: harness data list
     """
-    from harness.data import DATASETS
+    from harness.data.catalogue import DATASETS
 
     for name, spec in DATASETS.items():
         click.echo(f"{name:20} vocab {spec.vocab_size:6}  {spec.doc}")

@@ -7,14 +7,15 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from analysis.figures import FIGURES
-from analysis.figures.plan import plan_figures
-from analysis.figures.render import render_figures
-from analysis.load import SCALES, select
-from analysis.metrics import DEFAULT_METRIC, GOALS, metric_goal
-from analysis.output import FORMATS, Answer, render
-from harness import paths
+from harness.analysis.figures import FIGURES
+from harness.analysis.figures.choose import plan_figures
+from harness.analysis.figures.render import render_figures
+from harness.analysis.goal import DEFAULT_METRIC, GOALS, metric_goal
+from harness.analysis.load import select
+from harness.analysis.output import FORMATS, Answer, render
 from harness.cli.options import results_option
+from harness.core import paths
+from harness.core.config import SCALES
 
 
 @click.command()

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from analysis.importing import import_csv
-from analysis.load import SCALES
-from analysis.select import parse_columns
+from harness.analysis.importing import import_csv
+from harness.analysis.select import parse_columns
 from harness.cli.options import resolve_results, results_option
+from harness.core.config import SCALES
 
 
 @click.command(name="import")
@@ -35,7 +35,7 @@ def import_(
     Rows get status completed (unless a status column says otherwise) and a source, and are then
     analysed and plotted like trained runs.
 
-    Example: harness import analysis/published/talk_table1.csv --grid talk_table1
+    Example: harness import harness.analysis/published/talk_table1.csv --grid talk_table1
     """
     done = import_csv(
         file,

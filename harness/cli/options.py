@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from harness import paths
+from harness.core import paths
 
 
 def results_option(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -9,8 +9,8 @@ import click
 import duckdb
 
 from harness.cli.options import resolve_results, results_option
-from harness.db import connect
-from harness.errors import UserError
+from harness.core.errors import UserError
+from harness.store.db import connect
 
 FORMATS = ("table", "csv", "json", "parquet")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from harness.cli.options import resolve_results, results_option
-from harness.grid import grid_name
-from harness.launch.queue_view import format_queue_view, queue_view
-from harness.status import format_status, grid_status
+from harness.grid.load import grid_name
+from harness.launch.slurm.queue_view import format_queue_view, queue_view
+from harness.store.status import format_status, grid_status
 
 
 @click.command()

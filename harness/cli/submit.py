@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
+from harness.analysis.figures import FIGURES
 from harness.cli.options import data_option, resolve_results, results_option
-from harness.data import data_root
-from harness.errors import UserError
+from harness.data.catalogue import data_root
 
 
 @click.command()
@@ -43,11 +43,9 @@ def submit(
 
     Example: harness submit grids/adam_betas.yaml --local
     """
-    from harness.submit import submit as do_submit
+    from harness.launch.submit import submit as do_submit
 
     states = [s for s in retry.split(",") if s]
-    if "completed" in states:
-        raise UserError("--retry completed: completed runs are never run again")
     report = do_submit(
         grid,
         root=resolve_results(results),
@@ -57,6 +55,7 @@ def submit(
         dry_run=dry_run,
         retry=states,
         wait=wait,
+        figure_names=FIGURES.names(),
         out=sys.stdout,
     )
     if report.statuses:

@@ -1,1 +1,2 @@
-"""Launchers: how planned runs reach a machine (``local`` here, ``slurm`` on a cluster)."""
+"""Launching: ``submit`` (grid -> manifest -> backend), the backend contract, launcher profiles,
+and the backends (``local``, ``slurm``) with the worker side that runs inside their jobs."""

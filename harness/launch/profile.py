@@ -15,9 +15,8 @@ from typing import Any
 
 import yaml
 
-from harness.errors import UserError, unknown_choice
-
-KINDS = ("local", "slurm")
+from harness.core.errors import UserError, unknown_choice
+from harness.launch.registry import LAUNCHERS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -122,8 +121,8 @@ def load_profile(name: str) -> LauncherProfile:
     for k in doc:
         if k not in valid:
             raise UserError(f"{path}: unknown key {k!r}; valid keys: {', '.join(valid)}")
-    if doc.get("kind") not in KINDS:
-        raise unknown_choice("launcher kind", doc.get("kind"), KINDS, where=f"{path}: kind")
+    if doc.get("kind") not in LAUNCHERS:
+        raise unknown_choice("launcher kind", doc.get("kind"), LAUNCHERS, where=f"{path}: kind")
     fields = _typed(doc, path)
     per_device, per_task = fields.get("runs_per_device", 1), fields.get("runs_per_task", 1)
     if per_device < 1:

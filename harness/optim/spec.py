@@ -1,25 +1,41 @@
-"""Registry of optimizers and the run fields each one reads.
-
-Torch-free: resolving a grid (which fields an optimizer reads, their defaults) needs no torch;
-an optimizer's class is imported the first time a run builds it (``OptimizerSpec.load``).
-"""
+"""How an optimizer is declared: which run fields it reads, its own hyperparameters, and the
+parameter-group options it needs. Torch-free: resolving a grid needs no torch; the optimizer's
+class is imported the first time a run builds it (:meth:`OptimizerSpec.load`)."""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.errors import UserError, unknown_choice
-
-if TYPE_CHECKING:
-    import torch
+from harness.core.catalogue import FIELDS, PER_OPTIMIZER
+from harness.core.errors import UserError
+from harness.core.fields import Scale
+from harness.core.registry import load_object
 
 REQUIRED = object()
 """Marker: the field has no default and must be given in the grid."""
 
-#: Run fields passed to the constructor under their own name (torch's names where torch has one).
-_SAME_NAME = ("eps", "momentum", "nesterov", "clip_value", "coupled_scale_exp")
+TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str}
+"""The types a hyperparameter may have (each becomes a typed column)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hyperparameter:
+    """An optimizer's own hyperparameter: one it declares beyond the run fields (``gamma`` of a
+    new optimizer). It is a grid key and a column of its name, passed to the constructor under
+    that name."""
+
+    name: str
+    """Grid key, column name and constructor keyword."""
+    type: type
+    """``bool``, ``int``, ``float`` or ``str``."""
+    default: Any = REQUIRED
+    """Value when a grid sets none (None: absent), or ``REQUIRED``."""
+    unit: str = ""
+    """Unit of the value."""
+    scale: Scale = Scale.LINEAR
+    """How its values are spaced when swept."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -29,84 +45,75 @@ class OptimizerSpec:
     cls: str
     """Where the ``torch.optim.Optimizer`` subclass lives, ``module:Class``; it is constructed
     as ``cls(groups, lr=..., **kwargs)``."""
-    fields: dict[str, Any] = field(default_factory=dict)
-    """RunConfig optimizer field -> default (or ``REQUIRED``); fields not listed are set to None."""
-    group_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    """Run fields it reads (of ``PER_OPTIMIZER``) -> default, or ``REQUIRED``; the run fields it
+    does not list are None for its runs."""
+    hyperparameters: tuple[Hyperparameter, ...] = ()
+    """Its own hyperparameters (beyond the run fields)."""
+    group_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Routed group name (``embedding``, ``head``, ``matrix``, ``vector``) -> extra param-group
     keys this optimizer needs, e.g. ``{"embedding": {"coupled": True}}`` for Coupled Adam."""
 
-    def load(self) -> type[torch.optim.Optimizer]:
-        """The optimizer class (imports its module)."""
-        module, _, name = self.cls.partition(":")
-        return getattr(importlib.import_module(module), name)
+    @property
+    def name(self) -> str:
+        """The class name (for messages)."""
+        return self.cls.rpartition(":")[2]
+
+    def check(self, name: str) -> None:
+        """Raise ValueError when the declaration is inconsistent (unknown run fields, a
+        hyperparameter named like a run field, an unsupported type)."""
+        unknown = set(self.fields) - set(PER_OPTIMIZER)
+        if unknown:
+            raise ValueError(
+                f"optimizer {name!r} reads unknown run fields {sorted(unknown)}; run fields an "
+                f"optimizer may read: {', '.join(PER_OPTIMIZER)}"
+            )
+        for h in self.hyperparameters:
+            if h.name in FIELDS:
+                raise ValueError(
+                    f"optimizer {name!r}: hyperparameter {h.name!r} collides with the run field "
+                    f"{h.name!r}; rename it"
+                )
+            if h.type not in TYPES.values():
+                raise ValueError(
+                    f"optimizer {name!r}: hyperparameter {h.name!r} has type {h.type!r}; "
+                    f"valid: {', '.join(TYPES)}"
+                )
+
+    def defaults(self) -> dict[str, Any]:
+        """Every grid key it reads (run fields and own hyperparameters) -> default/REQUIRED."""
+        return {**self.fields, **{h.name: h.default for h in self.hyperparameters}}
+
+    def load(self) -> type:
+        """The ``torch.optim.Optimizer`` subclass (imports its module)."""
+        return load_object(self.cls)
 
     def kwargs(self, run: Any, *, fill_defaults: bool = False) -> dict[str, Any]:
         """Constructor kwargs (beyond ``lr`` and ``weight_decay``) from a resolved run.
 
         ``beta1`` and ``beta2`` become torch's ``betas`` pair; ``beta1`` alone becomes ``beta``
-        (Signum), ``beta2`` alone stays ``beta2`` (RMSprop). With ``fill_defaults`` a field the run
-        leaves None takes this spec's default: used for the embedding-group optimizer of
-        ``embedding_optimizer``, whose fields the run does not resolve.
+        (Signum), ``beta2`` alone stays ``beta2`` (RMSprop); every other field and hyperparameter
+        keeps its name. With ``fill_defaults`` a value the run leaves None takes this spec's
+        default: used for the embedding-group optimizer of ``embedding_optimizer``.
         """
-        v = {name: self._value(run, name, fill_defaults) for name in self.fields}
+        own = run.optim.hyperparameters.as_dict()
+        v = {n: self._value(getattr(run.optim, n), n, fill_defaults) for n in self.fields}
+        v |= {h.name: self._value(own.get(h.name), h.name, fill_defaults) for h in
+              self.hyperparameters}  # fmt: skip
         out: dict[str, Any] = {}
         if "beta1" in v and "beta2" in v:
-            out["betas"] = (v["beta1"], v["beta2"])
+            out["betas"] = (v.pop("beta1"), v.pop("beta2"))
         elif "beta1" in v:
-            out["beta"] = v["beta1"]
-        elif "beta2" in v:
-            out["beta2"] = v["beta2"]
-        out.update({name: v[name] for name in _SAME_NAME if name in v})
+            out["beta"] = v.pop("beta1")
+        out.update(v)
         return out
 
-    def _value(self, run: Any, name: str, fill_defaults: bool) -> Any:
-        value = getattr(run, name)
+    def _value(self, value: Any, name: str, fill_defaults: bool) -> Any:
         if value is None and fill_defaults:
-            value = self.fields[name]
+            value = self.defaults()[name]
             if value is REQUIRED:
                 raise UserError(
-                    f"optimizer {self.cls.partition(':')[2]} needs {name!r}, which the run leaves "
-                    "unset; "
+                    f"optimizer {self.name} needs {name!r}, which the run leaves unset; "
                     f"set {name} in the grid"
                 )
         return value
-
-
-#: The fields of RunConfig that belong to optimizers (resolved or nulled per optimizer).
-OPTIMIZER_FIELDS = (
-    "beta1",
-    "beta2",
-    "eps",
-    "momentum",
-    "nesterov",
-    "clip_value",
-    "coupled_scale_exp",
-)
-
-SPECS: dict[str, OptimizerSpec] = {}
-"""Registered optimizers: name -> spec (``harness.optim.OPTIMIZERS`` maps names to classes)."""
-
-
-def register(name: str, spec: OptimizerSpec) -> None:
-    """Add an optimizer to the registry under ``name``."""
-    if name in SPECS:
-        raise ValueError(f"optimizer {name!r} registered twice")
-    unknown = set(spec.fields) - set(OPTIMIZER_FIELDS)
-    if unknown:
-        raise ValueError(f"optimizer {name!r} reads unknown run fields {sorted(unknown)}")
-    SPECS[name] = spec
-
-
-def get_spec(name: str) -> OptimizerSpec:
-    """The spec of a registered optimizer; an unknown name lists the known ones."""
-    try:
-        return SPECS[name]
-    except KeyError:
-        raise unknown_choice("optimizer", name, SPECS) from None
-
-
-def _register_builtin() -> None:
-    from harness.optim import registry  # noqa: F401  (registers on import)
-
-
-_register_builtin()

@@ -1,0 +1,75 @@
+"""Roles of the config columns in an analysis: condition, hyperparameter, or neither.
+
+A *cell* is a combination of condition values (``--by`` and the compared arm). Within a cell,
+an optimizer is *tuned*: its result is the best configuration over the hyperparameters that vary
+there (``--over``). Any other config column that varies inside a cell would silently mix
+different experiments, so :func:`check_cells` refuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from harness.core.catalogue import FIELD_NAMES, NOT_COMPARED, TUNED
+from harness.core.errors import UserError
+
+HYPERPARAMETERS: tuple[str, ...] = TUNED
+"""Config columns that are tuned over when they vary (the run fields declared ``tuned``)."""
+
+
+def experiment_columns(df: pd.DataFrame) -> list[str]:
+    """Config columns of ``df`` whose values define an experiment (all but ``NOT_COMPARED``)."""
+    return [c for c in FIELD_NAMES if c in df.columns and c not in NOT_COMPARED]
+
+
+def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The columns among ``columns`` that take more than one value (NULL counts as a value)."""
+    return [c for c in columns if c in df.columns and df[c].nunique(dropna=False) > 1]
+
+
+def varying_within(df: pd.DataFrame, keys: Sequence[str], columns: Sequence[str]) -> list[str]:
+    """The columns among ``columns`` (minus ``keys``) that vary inside some cell of ``keys``."""
+    cols = [c for c in columns if c not in keys]
+    if not cols or df.empty:
+        return []
+    if not keys:
+        return varying(df, cols)
+    counts = df.groupby(list(keys), dropna=False)[cols].nunique(dropna=False)
+    return [c for c in cols if (counts[c] > 1).any()]
+
+
+def auto_over(df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """Hyperparameters that vary inside at least one cell defined by ``keys``."""
+    return varying_within(df, keys, [h for h in HYPERPARAMETERS if h in df.columns])
+
+
+def check_cells(df: pd.DataFrame, keys: Sequence[str], over: Sequence[str]) -> None:
+    """Refuse cells that mix experiments: a config column outside ``keys``, ``over`` varies.
+
+    Raises:
+        UserError: naming the varying columns and how to fix it.
+    """
+    mixed = varying_within(df, list(keys) + list(over), experiment_columns(df))
+    if mixed:
+        named = [k for k in keys if k != "arm"]
+        cells = f"the cells of {', '.join(named)}" if named else "one cell"
+        cells += " and arm" if "arm" in keys else ""
+        raise UserError(
+            f"column(s) {', '.join(mixed)} vary within {cells}; add them to "
+            "--by (conditions) or --over (tuned), select arms more narrowly (e.g. label=...), "
+            "or restrict the rows with --where"
+        )
+
+
+def check_columns(df: pd.DataFrame, columns: Sequence[str], flag: str) -> None:
+    """Every name in ``columns`` is a column of ``df``.
+
+    Raises:
+        UserError: naming the unknown column, the flag and the valid config columns.
+    """
+    for c in columns:
+        if c not in df.columns:
+            valid = ", ".join([*experiment_columns(df), "seed"])
+            raise UserError(f"{flag}: unknown column {c!r}; valid columns: {valid}")

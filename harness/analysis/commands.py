@@ -1,0 +1,259 @@
+"""One function per ``harness analyze`` command: load the rows, tune, run the statistic.
+
+Each returns an :class:`~harness.analysis.output.Answer` (a table and notes); the CLI only prints
+it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from harness.analysis import compare as compare_mod
+from harness.analysis import crossover as crossover_mod
+from harness.analysis import gap as gap_mod
+from harness.analysis import speedup as speedup_mod
+from harness.analysis.axes import auto_over, check_cells, check_columns
+from harness.analysis.bootstrap import CONFIDENCE, N_BOOT
+from harness.analysis.goal import DEFAULT_METRIC, metric_goal
+from harness.analysis.load import select
+from harness.analysis.output import Answer
+from harness.analysis.select import ARM, Selector, broadcast, inapplicable, label_arms
+from harness.analysis.tuning import best_runs, tune
+from harness.analysis.values import Prepared, prepare, require_rows
+from harness.core.errors import UserError
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The options every command shares."""
+
+    grid: str
+    """A grid YAML path or a grid name."""
+    results: str | None = None
+    """Results root (None: ``$HARNESS_RESULTS`` or ``./results``)."""
+    where: str | None = None
+    """SQL predicate restricting the rows."""
+    scale: str | None = None
+    """``full``, ``local`` or None (the only one present)."""
+    metric: str = DEFAULT_METRIC
+    """The column analysed."""
+    goal: str = "auto"
+    """``min``, ``max`` or ``auto`` (the metric's known direction)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tuned:
+    """Tuned results of some cells."""
+
+    table: pd.DataFrame
+    """One row per cell: best configuration and its statistics
+    (:func:`harness.analysis.tuning.tune`)."""
+    seeds: pd.DataFrame
+    """The runs of each cell's best configuration, with ``value``."""
+    over: list[str]
+    """The columns tuned over."""
+    notes: list[str]
+    """Notes on the rows and the tuning."""
+
+
+def load(q: Query) -> tuple[Prepared, str]:
+    """The prepared rows of the query and the metric's goal."""
+    goal = metric_goal(q.metric, q.goal)
+    sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
+    prep = prepare(sel.frame("runs"), q.metric, goal)
+    require_rows(prep.rows, f"in grid {sel.grid!r} with {q.metric}")
+    return prep, goal
+
+
+def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -> Tuned:
+    """Tune each cell of ``keys`` over ``over`` (empty: the hyperparameters that vary)."""
+    rows = prep.rows
+    check_columns(rows, [k for k in keys if k != ARM], "--by")
+    check_columns(rows, over, "--over")
+    if overlap := set(keys) & set(over):
+        raise UserError(f"--over and --by share column(s) {', '.join(sorted(overlap))}")
+    over = list(over) or auto_over(rows, keys)
+    check_cells(rows, keys, over)
+    table = tune(rows, keys, over, goal)
+    notes = [
+        *prep.notes(),
+        f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}",
+    ]
+    notes += edge_notes(table, keys, listed=ARM in keys)
+    seeds = best_runs(rows, table, [*keys, *over])
+    if ARM in keys:  # an arm to which a --by column does not apply joins every cell of it
+        pairs = inapplicable(rows, [k for k in keys if k != ARM])
+        table, seeds = broadcast(table, pairs), broadcast(seeds, pairs)
+        notes += [f"{arm} has no {col}: it joins every {col} cell" for arm, col in pairs]
+    return Tuned(table=table, seeds=seeds, over=over, notes=notes)
+
+
+#: Edge notes listed one by one, at most.
+MAX_EDGE_NOTES = 10
+
+
+def edge_notes(table: pd.DataFrame, keys: Sequence[str], *, listed: bool) -> list[str]:
+    """Notes on best values at the edge of the searched range: a count pointing at the
+    ``edge`` column, or (``listed``, for tables without that column) one line per cell."""
+    edged = table[table["edge"] != ""]
+    if edged.empty:
+        return []
+    if not listed:
+        return [f"{len(edged)} cell(s) have a best value on the edge of the range (column edge)"]
+    lines = [
+        f"edge: {', '.join(f'{k}={r[k]}' for k in keys)}: {r['edge']}"
+        for _, r in edged.head(MAX_EDGE_NOTES).iterrows()
+    ]
+    more = len(edged) - MAX_EDGE_NOTES
+    return lines + ([f"... and {more} more edge(s): see harness analyze best"] if more > 0 else [])
+
+
+def best(q: Query, *, by: Sequence[str] = (), over: Sequence[str] = ()) -> Answer:
+    """``analyze best``: each cell's best configuration, with its seed statistics."""
+    prep, goal = load(q)
+    t = tuned(prep, goal, list(by), over)
+    return Answer(table=t.table, notes=t.notes)
+
+
+def gap(
+    q: Query,
+    *,
+    baseline: Selector,
+    reference: Selector,
+    by: Sequence[str] = (),
+    over: Sequence[str] = (),
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> Answer:
+    """``analyze gap``: every other arm's closure of the baseline-reference gap."""
+    prep, goal = load(q)
+    rows = label_arms(prep.rows, {"--baseline": baseline, "--reference": reference}, others=True)
+    t = tuned(_with_rows(prep, rows), goal, [*by, ARM], over)
+    out = gap_mod.gap_closure(
+        t.seeds,
+        list(by),
+        baseline.label,
+        reference.label,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
+    out = out.merge(t.table[[*by, ARM, *t.over]], on=[*by, ARM], how="left")
+    return Answer(table=out, notes=t.notes)
+
+
+def crossover(
+    q: Query,
+    *,
+    x: str,
+    a: Selector,
+    b: Selector,
+    by: Sequence[str] = (),
+    over: Sequence[str] = (),
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> Answer:
+    """``analyze crossover``: the x at which b starts to beat a."""
+    prep, goal = load(q)
+    rows = label_arms(prep.rows, {"--a": a, "--b": b})
+    _check_positive(rows, x)
+    t = tuned(_with_rows(prep, rows), goal, [*by, x, ARM], over)
+    out = crossover_mod.crossover(
+        t.seeds,
+        list(by),
+        x,
+        a.label,
+        b.label,
+        goal,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
+    return Answer(
+        table=out, notes=[*t.notes, f"a = {a.label}, b = {b.label}; b_better: where b beats a"]
+    )
+
+
+def compare(
+    q: Query,
+    *,
+    a: Selector,
+    b: Selector,
+    by: Sequence[str] = (),
+    over: Sequence[str] = (),
+    test: str = "welch",
+    alternative: str = "auto",
+    alpha: float = 0.05,
+    correction: str = "none",
+) -> Answer:
+    """``analyze compare``: b against a per cell, with a significance test."""
+    goal = metric_goal(q.metric, q.goal)
+    alternative = ("less" if goal == "min" else "greater") if alternative == "auto" else alternative
+    compare_mod.check_choices(test, alternative, correction, alpha)
+    prep, goal = load(q)
+    rows = label_arms(prep.rows, {"--a": a, "--b": b})
+    t = tuned(_with_rows(prep, rows), goal, [*by, ARM], over)
+    out = compare_mod.compare(
+        t.seeds,
+        list(by),
+        a.label,
+        b.label,
+        test=test,
+        alternative=alternative,
+        alpha=alpha,
+        correction=correction,
+    )
+    hypothesis = f"{test} test, H1: {b.label} {alternative} than {a.label}, alpha {alpha}"
+    return Answer(table=out, notes=[*t.notes, hypothesis, f"correction: {correction}"])
+
+
+def speedup(
+    q: Query,
+    *,
+    a: Selector,
+    b: Selector,
+    x: str = "tokens",
+    by: Sequence[str] = (),
+    over: Sequence[str] = (),
+    n_boot: int = speedup_mod.N_BOOT_FIT,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> Answer:
+    """``analyze speedup``: the budget ratio b needs to match a's final value."""
+    prep, goal = load(q)
+    rows = label_arms(prep.rows, {"--a": a, "--b": b})
+    _check_positive(rows, x)
+    t = tuned(_with_rows(prep, rows), goal, [*by, x, ARM], over)
+    out = speedup_mod.speedup(
+        t.seeds,
+        list(by),
+        x,
+        a.label,
+        b.label,
+        goal,
+        n_boot=n_boot,
+        confidence=confidence,
+        seed=seed,
+    )
+    reading = (
+        f"ratio: budget {b.label} needs / {a.label}'s largest budget to reach {a.label}'s final"
+    )
+    return Answer(table=out, notes=[*t.notes, reading])
+
+
+def _with_rows(prep: Prepared, rows: pd.DataFrame) -> Prepared:
+    """``prep`` restricted to ``rows`` (the arms' rows): diverged runs recounted there."""
+    diverged = int((rows["status"] == "diverged").sum())
+    return Prepared(rows=rows, diverged=diverged, dropped=prep.dropped)
+
+
+def _check_positive(rows: pd.DataFrame, x: str) -> None:
+    check_columns(rows, [x], "--x")
+    col = rows[x]
+    if not pd.api.types.is_numeric_dtype(col) or col.isna().any() or (col <= 0).any():
+        raise UserError(f"--x {x!r}: needs a positive number in every selected run")

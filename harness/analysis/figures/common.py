@@ -1,0 +1,241 @@
+"""What every figure shares: its input, methods (lines), panels (conditions), tuned points.
+
+Lines are *methods*: the optimizer, plus ``embedding_optimizer`` or ``grad_clip`` when those
+vary for it (``sgd (grad_clip=1)``). Panels are the other conditions that vary (model, batch
+size, tokens, ...). Everything else that varies is a hyperparameter and is tuned over: each point
+of a figure is the best configuration by the mean over seeds, as in ``harness analyze best``.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from harness.analysis.axes import (
+    HYPERPARAMETERS,
+    auto_over,
+    check_cells,
+    experiment_columns,
+    varying,
+)
+from harness.analysis.cells import iter_cells
+from harness.analysis.figures import style
+from harness.analysis.tuning import best_runs, tune
+from harness.metrics.catalogue import METRICS
+
+#: Column holding each row's method label.
+METHOD = "method"
+#: Config columns that distinguish variants of one optimizer.
+METHOD_EXTRAS = ("embedding_optimizer", "grad_clip")
+#: More panels than this: the figure asks for a narrower --where.
+MAX_PANELS = 12
+
+
+class FigureSkipped(Exception):
+    """The data cannot make this figure (one line saying why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FigureData:
+    """A figure's input."""
+
+    rows: pd.DataFrame
+    """Prepared run rows (``value`` column, diverged runs worst) with ``method``."""
+    metric: str
+    """The analysed column."""
+    goal: str
+    """``min`` or ``max``."""
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """Further query results by name (e.g. ``curves``)."""
+
+
+def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with a ``method`` label per row: the run's ``label`` when it has one, else the
+    optimizer with the extras that vary for it (see the module docstring)."""
+    extras = [c for c in METHOD_EXTRAS if c in rows.columns]
+    labels = rows["optimizer"].astype(str).to_numpy(dtype=object)
+    for opt, g in rows.groupby("optimizer"):
+        vary = [c for c in extras if g[c].nunique(dropna=False) > 1]
+        if vary:
+            pos = rows.index.get_indexer(g.index)
+            labels[pos] = [
+                f"{opt} ({', '.join(f'{c}={_short(v)}' for c, v in zip(vary, vals, strict=True))})"
+                for vals in g[vary].itertuples(index=False)
+            ]
+    if "label" in rows.columns:
+        named = rows["label"].notna().to_numpy()
+        labels[named] = rows["label"].to_numpy(dtype=object)[named]
+    return rows.assign(**{METHOD: labels})
+
+
+def _short(v: Any) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return "none"
+    if isinstance(v, int | np.integer | float) and abs(v) >= 1e4 and float(v).is_integer():
+        for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+            if abs(v) >= size:
+                return f"{v / size:.3g}{unit}"  # 5e9 tokens -> 5B
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def method_style(rows: pd.DataFrame, method: str) -> dict[str, Any]:
+    """Color (by optimizer) and line style (by variant) of a method."""
+    opt = str(rows.loc[rows[METHOD] == method, "optimizer"].iloc[0])
+    variants = sorted(rows.loc[rows["optimizer"] == opt, METHOD].unique())
+    return {"color": style.color(opt), "linestyle": style.DASHES[variants.index(method) % 4]}
+
+
+#: Conditions named first in panel titles; columns they determine (a model's n_layer) are
+#: dropped from the titles.
+PANEL_PRIORITY = ("model", "dataset", "tokens", "batch_size", "seq_len")
+
+
+def panel_keys(rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
+    """Conditions that vary: experiment columns except hyperparameters, methods and ``exclude``,
+    minus those determined by the others (``n_layer`` when ``model`` is a key)."""
+    skip = {*HYPERPARAMETERS, "optimizer", *METHOD_EXTRAS, *exclude}
+    keys = varying(rows, [c for c in experiment_columns(rows) if c not in skip])
+    keys.sort(key=lambda k: PANEL_PRIORITY.index(k) if k in PANEL_PRIORITY else len(PANEL_PRIORITY))
+    n_cells = _n_groups(rows, keys)
+    for k in reversed(list(keys)):
+        rest = [c for c in keys if c != k]
+        if rest and _n_groups(rows, rest) == n_cells:
+            keys = rest
+    return keys
+
+
+def _n_groups(rows: pd.DataFrame, keys: Sequence[str]) -> int:
+    return int(rows.groupby(list(keys), dropna=False).ngroups) if keys else 1
+
+
+def panels(rows: pd.DataFrame, keys: Sequence[str]) -> list[tuple[dict[str, Any], pd.DataFrame]]:
+    """The panels' keys and rows; too many panels skip the figure."""
+    out = list(iter_cells(rows, keys))
+    if len(out) > MAX_PANELS:
+        raise FigureSkipped(
+            f"{len(out)} panels (one per {', '.join(keys)}); restrict the rows with --where"
+        )
+    return out
+
+
+def panel_title(key: dict[str, Any]) -> str:
+    """``adamw, batch_size=256``: the method by name, conditions as ``column=value``."""
+    parts = [str(v) if k == METHOD else f"{k}={_short(v)}" for k, v in key.items()]
+    return ", ".join(parts)
+
+
+def subtitle(fig: Figure, over: Sequence[str], unit: str = "point") -> None:
+    """Say what each ``unit`` (point, cell, line, bar) is tuned over, above the panels."""
+    text = (
+        f"each {unit}: best over {', '.join(over)}, mean over seeds" if over else "mean over seeds"
+    )
+    chars = int(fig.get_figwidth() * 17)  # about 17 characters per inch at 7 pt
+    fig.suptitle(textwrap.fill(text, chars), fontsize=7, color="0.3")
+
+
+def layout(n: int) -> tuple[Figure, list[Axes]]:
+    """A paper-width figure with ``n`` panels, up to three per row."""
+    style.apply()
+    cols = min(n, style.MAX_COLUMNS)
+    nrows = math.ceil(n / cols)
+    width = style.PAGE_WIDTH if cols > 1 else style.PAGE_WIDTH / 2
+    extra = 0.3 if cols > 1 else 0.9  # a lone panel shares its height with title and legend
+    fig, axes = plt.subplots(
+        nrows,
+        cols,
+        figsize=(width, style.ROW_HEIGHT * nrows + extra),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+@dataclass(frozen=True, slots=True)
+class Points:
+    """Tuned points of a figure."""
+
+    table: pd.DataFrame
+    """Best configuration per combination of the keys (:func:`harness.analysis.tuning.tune`)."""
+    seeds: pd.DataFrame
+    """The rows of those configurations (one per seed)."""
+    over: list[str]
+    """The hyperparameters tuned over."""
+
+
+def tuned_points(rows: pd.DataFrame, keys: Sequence[str], goal: str) -> Points:
+    """Best configuration per combination of ``keys``, over the hyperparameters that vary."""
+    keys = list(keys)
+    over = [c for c in auto_over(rows, keys) if c not in keys]
+    check_cells(rows, keys, over)
+    table = tune(rows, keys, over, goal)
+    return Points(table=table, seeds=best_runs(rows, table, keys + over), over=over)
+
+
+def metric_label(metric: str) -> str:
+    """Axis label of a metric (declared in :mod:`harness.metrics.catalogue`; else its name)."""
+    declared = METRICS.get(metric)
+    return declared.label if declared else metric
+
+
+def use_log(values: np.ndarray) -> bool:
+    """Log scale when the finite positive values span more than a decade."""
+    v = values[np.isfinite(values)]
+    return bool(v.size and (v > 0).all() and v.max() / v.min() > 10)
+
+
+def legend(fig: Figure, axes: Sequence[Axes]) -> None:
+    """One legend for the figure, from every panel's labelled artists, below the panels."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if not lab.startswith("_"):
+                handles.setdefault(lab, h)
+    if handles:
+        per_row = max(1, int(fig.get_figwidth() / 1.3))  # entries that fit the width
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="outside lower center",
+            ncols=min(len(handles), per_row),
+            frameon=False,
+        )
+
+
+#: Default arms of figures comparing optimizers: baseline (SGD) and reference (Adam), in
+#: order of preference; the first method present is used.
+BASELINES = ("sgd",)
+REFERENCES = ("adamw", "adam")
+
+
+def pick(rows: pd.DataFrame, preferred: Sequence[str]) -> str | None:
+    """The method of the first of ``preferred`` optimizers present: a method named like it
+    (any case), else the shortest-named method of that optimizer (``SGD`` before ``SGD+Gclip``)."""
+    methods = sorted(rows[METHOD].unique())
+    for p in preferred:
+        named = [m for m in methods if m.lower() == p]
+        if named:
+            return named[0]
+        of_opt = sorted(set(rows.loc[rows["optimizer"] == p, METHOD]), key=lambda m: (len(m), m))
+        if of_opt:
+            return of_opt[0]
+    return None
+
+
+def restrict(df: pd.DataFrame, key: dict[str, Any]) -> pd.DataFrame:
+    """The rows of ``df`` in the cell ``key`` (NULL matches NULL)."""
+    mask = pd.Series(True, index=df.index)
+    for k, v in key.items():
+        mask &= df[k].isna() if pd.isna(v) else (df[k] == v)
+    return df[mask]

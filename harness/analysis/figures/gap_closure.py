@@ -1,0 +1,80 @@
+"""Gap closure per method between the baseline (SGD) and the reference (AdamW, else Adam).
+
+Horizontal bars of (m_SGD - m_X) / (m_SGD - m_Adam) in percent, with bootstrap intervals over
+seeds (:mod:`harness.analysis.gap`); 0 % and 100 % are drawn as reference lines. One panel per
+condition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from harness.analysis.figures.common import (
+    BASELINES,
+    METHOD,
+    REFERENCES,
+    FigureData,
+    FigureSkipped,
+    layout,
+    method_style,
+    panel_keys,
+    panel_title,
+    panels,
+    pick,
+    subtitle,
+    tuned_points,
+)
+from harness.analysis.gap import gap_closure
+from harness.analysis.select import ARM
+
+
+def draw(data: FigureData) -> Figure:
+    """The gap-closure figure (see the module docstring)."""
+    rows = data.rows
+    methods = list(rows[METHOD].unique())
+    base, ref = pick(rows, BASELINES), pick(rows, REFERENCES)
+    if base is None or ref is None:
+        raise FigureSkipped(
+            f"needs a baseline ({'/'.join(BASELINES)}) and a reference "
+            f"({'/'.join(REFERENCES)}); methods: {', '.join(sorted(methods))}"
+        )
+    if len(methods) < 3:
+        raise FigureSkipped("no optimizer besides the baseline and the reference")
+    keys = panel_keys(rows)
+    points = tuned_points(rows, [*keys, METHOD], data.goal)
+    seeds = points.seeds.assign(**{ARM: points.seeds[METHOD]})
+    table = gap_closure(seeds, keys, base, ref)
+    cells = panels(table, keys)
+    fig, axes = layout(len(cells))
+    for ax, (key, part) in zip(axes, cells, strict=True):
+        _panel(ax, part, rows, base, ref)
+        ax.set_title(panel_title(key) or f"gap closure between {base} and {ref}")
+    subtitle(fig, points.over, "bar")
+    return fig
+
+
+def _panel(ax: Axes, part: pd.DataFrame, rows: pd.DataFrame, base: str, ref: str) -> None:
+    part = part[~part[ARM].isin([base, ref])].sort_values("closure_pct")
+    y = np.arange(len(part))
+    vals = part["closure_pct"].to_numpy(float)
+    lo, hi = part["ci_low_pct"].to_numpy(float), part["ci_high_pct"].to_numpy(float)
+    colors = [method_style(rows, m)["color"] for m in part[ARM]]
+    shown = np.nan_to_num(vals, nan=0.0, neginf=0.0, posinf=0.0)
+    ax.barh(y, shown, color=colors, height=0.6)
+    err = np.nan_to_num(np.vstack([vals - lo, hi - vals]), nan=0.0, posinf=0.0, neginf=0.0)
+    ax.errorbar(shown, y, xerr=err, fmt="none", ecolor="0.2", capsize=2, linewidth=1)
+    ends = np.fmax(np.nan_to_num(hi, nan=-np.inf, posinf=-np.inf), shown)
+    span = max(100.0, *ends) - min(0.0, *np.nan_to_num(lo, nan=0.0, neginf=0.0))
+    for yi, v, end in zip(y, vals, ends, strict=True):
+        label = "diverged" if np.isneginf(v) else ("-" if np.isnan(v) else f"{v:.1f}%")
+        ax.text(max(end, 0.0) + 0.02 * span, yi, label, va="center", fontsize=6.5)
+    ax.axvline(0, color="0.4", linewidth=0.8)
+    ax.axvline(100, color="0.4", linewidth=0.8, linestyle="--")
+    left = min(0.0, *np.nan_to_num(lo, nan=0.0, neginf=0.0)) - 0.05 * span
+    ax.set_xlim(left, max(100.0, *ends) + 0.25 * span)
+    ax.set_yticks(y, list(part[ARM]))
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel(f"gap closed (%): {base} 0, {ref} 100")

@@ -1,0 +1,130 @@
+"""Drawing a grid's figures to PNG and PDF, each with a sidecar JSON saying how it was made.
+
+The sidecar holds the figure's SQL, the number and SHA-256 of the rows it drew (so a changed
+result is visible), the code commit, the harness version and the time. Files are written
+through a temporary name and renamed, so a reader never sees half a figure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis.figures import FIGURES, FigureSpec
+from harness.analysis.goal import DEFAULT_METRIC
+from harness.analysis.load import Selection
+from harness.analysis.values import prepare
+from harness.core import paths
+from harness.core.errors import UserError
+from harness.core.files import atomic_write, atomic_write_text
+from harness.core.provenance import git_commit
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """One figure's outcome."""
+
+    name: str
+    """Figure name."""
+    files: tuple[Path, ...]
+    """PNG, PDF and sidecar JSON written (empty when skipped)."""
+    skipped: str = ""
+    """Why the figure was not drawn (empty when drawn)."""
+
+
+def render_figures(sel: Selection, names: Sequence[str], metric: str, goal: str) -> list[Rendered]:
+    """Draw ``names`` from the selection into ``<root>/<grid>/figures/``.
+
+    A figure the data cannot make (e.g. no SGD baseline for ``gap_closure``) is skipped with a
+    reason; the others are still drawn.
+
+    Raises:
+        UserError: an unknown figure name.
+    """
+    from harness.analysis.figures.style import apply
+
+    specs = [FIGURES[n] for n in names]  # an unknown name lists the known ones
+    apply()
+    out_dir = paths.figures_dir(sel.root, sel.grid)
+    return [_one(sel, spec, metric, goal, out_dir) for spec in specs]
+
+
+def _one(sel: Selection, spec: FigureSpec, metric: str, goal: str, out_dir: Path) -> Rendered:
+    import matplotlib.pyplot as plt
+
+    from harness.analysis.figures.common import FigureData, FigureSkipped, add_methods
+
+    frames = {q: sel.frame(q) for q in spec.queries}
+    prep = prepare(frames["runs"], metric, goal)
+    if prep.rows.empty:
+        return Rendered(spec.name, (), skipped=f"no completed or diverged runs with {metric}")
+    data = FigureData(rows=add_methods(prep.rows), metric=metric, goal=goal, frames=frames)
+    try:
+        fig = spec.drawer()(data)
+    except (FigureSkipped, UserError) as e:
+        return Rendered(spec.name, (), skipped=str(e))
+    stem = spec.name + (f"-{metric}" if metric != DEFAULT_METRIC else "")
+    stem += "-local" if sel.scale == "local" else ""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for ext in ("png", "pdf"):
+        path = out_dir / f"{stem}.{ext}"
+        atomic_write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=200))
+        files.append(path)
+    plt.close(fig)
+    side = sidecar(sel, spec, metric, goal, frames, prep.notes(), files)
+    files.append(out_dir / f"{stem}.json")
+    atomic_write_text(files[-1], json.dumps(side, indent=1))
+    return Rendered(spec.name, tuple(files))
+
+
+def rows_sha256(frames: dict[str, pd.DataFrame]) -> str:
+    """SHA-256 of the rows drawn: each named frame as CSV, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(frames):
+        h.update(name.encode() + b"\n")
+        h.update(frames[name].to_csv(index=False).encode())
+    return h.hexdigest()
+
+
+def sidecar(
+    sel: Selection,
+    spec: FigureSpec,
+    metric: str,
+    goal: str,
+    frames: dict[str, pd.DataFrame],
+    notes: Sequence[str],
+    files: Sequence[Path],
+) -> dict[str, object]:
+    """The provenance record written next to a figure."""
+    return {
+        "figure": spec.name,
+        "description": spec.description,
+        "grid": sel.grid,
+        "scale": sel.scale,
+        "metric": metric,
+        "goal": goal,
+        "where": sel.where,
+        "sql": {q: sel.sql(q) for q in spec.queries},
+        "rows": {q: len(f) for q, f in frames.items()},
+        "rows_sha256": rows_sha256(frames),
+        "notes": list(notes),
+        "code_commit": git_commit(),
+        "harness_version": _version(),
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "files": [p.name for p in files],
+    }
+
+
+def _version() -> str | None:
+    try:
+        return metadata.version("harness")
+    except metadata.PackageNotFoundError:
+        return None

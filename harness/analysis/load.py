@@ -1,0 +1,111 @@
+"""The analysis layer's only door to the database: resolve GRID, scale and --where, run SQL.
+
+Scale policy: results of one grid may hold ``full`` and ``local`` (``--local``) runs. A command
+uses the scale asked for; without ``--scale`` it uses the only scale present, and refuses to mix
+them when both are (a laptop-scale perplexity is not comparable with a full-scale one).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from harness.analysis import queries
+from harness.analysis.gridref import resolve_grid
+from harness.core import paths
+from harness.core.config import SCALES
+from harness.core.errors import UserError
+from harness.store import db
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The rows a command reads: one grid, one scale, an optional predicate."""
+
+    root: Path
+    """The results root."""
+    grid: str
+    """The grid name."""
+    scale: str
+    """``full`` or ``local``."""
+    where: str | None
+    """The user's SQL predicate (None: every row)."""
+    con: duckdb.DuckDBPyConnection
+    """Connection with the grid's views."""
+
+    def sql(self, name: str) -> str:
+        """The rendered text of the named statement (:data:`harness.analysis.queries.NAMED`)."""
+        return queries.render(queries.NAMED[name], self.scale, self.where)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """Run the named statement; a DataFrame with NULLs as NaN/None."""
+        with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
+            warnings.filterwarnings("ignore", message=".*inplace keyword.*")
+            return self.con.execute(self.sql(name)).df()
+
+    def columns(self) -> list[str]:
+        """Columns of the ``runs`` view."""
+        return [d[0] for d in self.con.execute(queries.COLUMNS).description]
+
+
+def select(
+    grid: str,
+    *,
+    results: str | Path | None = None,
+    scale: str | None = None,
+    where: str | None = None,
+) -> Selection:
+    """Open a grid's results and validate the scale and the predicate.
+
+    Args:
+        grid: a grid YAML path or a grid name.
+        results: the results root (None: ``$HARNESS_RESULTS`` or ``./results``).
+        scale: ``full``, ``local`` or None (the only scale present).
+        where: an SQL predicate over the columns of ``runs``.
+
+    Raises:
+        UserError: unknown grid, scale not present or ambiguous, a bad or empty ``where``.
+    """
+    root = paths.results_root(results)
+    name = resolve_grid(grid)
+    con = db.connect(root, name)
+    chosen = _scale(con, name, scale)
+    where = where.strip() if where and where.strip() else None
+    try:
+        (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()
+    except duckdb.Error as e:
+        raise UserError(f"--where {where!r}: {_first_line(e)}") from None
+    if n == 0:
+        raise UserError(f"--where {where!r} matches no runs of grid {name!r} (scale {chosen})")
+    return Selection(root=root, grid=name, scale=chosen, where=where, con=con)
+
+
+def _scale(con: duckdb.DuckDBPyConnection, grid: str, scale: str | None) -> str:
+    present = [s for s, _ in con.execute(queries.SCALES_PRESENT).fetchall()]
+    if scale is not None and scale not in SCALES:
+        raise UserError(f"unknown --scale {scale!r}; valid choices: {', '.join(SCALES)}")
+    if not present:
+        raise UserError(f"grid {grid!r} has no results yet")
+    if scale is None:
+        if len(present) > 1:
+            raise UserError(
+                f"grid {grid!r} has results at scales {' and '.join(map(str, present))}; "
+                "pick one with --scale full|local"
+            )
+        return str(present[0])
+    if scale not in present:
+        raise UserError(
+            f"grid {grid!r} has no {scale}-scale results; scales present: {', '.join(present)}"
+        )
+    return scale
+
+
+def _first_line(e: Exception) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    text = lines[0] if lines else type(e).__name__
+    hint = next((ln for ln in lines[1:] if ln.lower().startswith("candidate")), "")
+    return f"{text} ({hint})" if hint else text

@@ -1,0 +1,39 @@
+"""Every SQL statement of the analysis layer, by name.
+
+Statements read the views of :func:`harness.store.db.connect` (``runs``, ``curves``). ``{scale}`` is
+filled with a quoted scale literal and ``{where}`` with the user's ``--where`` predicate (``true``
+when none); :func:`render` does both, and the rendered text is what figure sidecars record.
+"""
+
+from __future__ import annotations
+
+#: Scales present in a grid's results, with their run counts.
+SCALES_PRESENT = "SELECT scale, count(*) AS runs FROM runs GROUP BY scale ORDER BY scale"
+
+#: Column names and types of the runs view.
+COLUMNS = "SELECT * FROM runs LIMIT 0"
+
+#: Checks a --where predicate: the number of rows it keeps at the chosen scale.
+COUNT = "SELECT count(*) FROM runs WHERE scale = {scale} AND ({where})"
+
+#: Every run row of the selection (all statuses; the analysis decides what counts).
+RUNS = "SELECT * FROM runs WHERE scale = {scale} AND ({where}) ORDER BY run_id"
+
+#: Loss-curve points of the selected runs.
+CURVES = (
+    "SELECT c.run_id, c.step, c.tokens, c.train_loss, c.lr, c.val_loss, c.elapsed_s "
+    "FROM curves AS c "
+    "WHERE c.run_id IN (SELECT run_id FROM runs WHERE scale = {scale} AND ({where})) "
+    "ORDER BY c.run_id, c.step"
+)
+
+#: Named statements a figure may declare.
+NAMED: dict[str, str] = {"runs": RUNS, "curves": CURVES}
+
+
+def render(sql: str, scale: str, where: str | None) -> str:
+    """``sql`` with the scale and predicate filled in."""
+    assert scale in ("full", "local"), scale
+    return sql.format(
+        scale=f"'{scale}'", where=where.strip() if where and where.strip() else "true"
+    )

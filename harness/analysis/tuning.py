@@ -1,0 +1,96 @@
+"""The tuning protocol: each cell's best configuration by the metric's mean over seeds.
+
+A configuration is one combination of the ``over`` values inside a cell (one combination of the
+``by`` values). Its seeds give mean, corrected std (ddof 1), n and the 2-sigma half-width. A
+diverged seed makes the configuration's mean the worst value (see :mod:`harness.analysis.values`),
+so a configuration that sometimes diverges never wins over one that always trains. Ties keep the
+first configuration in sorted order, so results are deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.cells import groups
+from harness.analysis.edges import edge_note
+from harness.analysis.values import VALUE
+
+#: Statistics columns of :func:`seed_stats`, in order.
+STATS = ("mean", "std", "n", "two_sigma", "n_diverged")
+
+
+def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Statistics over seeds of ``value`` for each combination of ``keys``.
+
+    Returns:
+        One row per combination: the ``keys`` columns, then mean, std (corrected; NaN for one
+        seed or a diverged seed), n, two_sigma (2 * std) and n_diverged (non-finite values).
+    """
+    g = groups(rows, keys)[VALUE]
+    out = pd.DataFrame(
+        {
+            "mean": g.mean(),
+            "std": g.std(ddof=1),
+            "n": g.size(),
+            "n_diverged": g.apply(lambda v: int((~np.isfinite(v.to_numpy())).sum())),
+        }
+    )
+    # a mean of finite and infinite values is infinite; the std of it is undefined
+    out.loc[out["n_diverged"] > 0, "std"] = np.nan
+    out["two_sigma"] = 2 * out["std"]
+    out = out.reset_index(drop=not keys)
+    return out[[*keys, *STATS]]
+
+
+def tune(rows: pd.DataFrame, by: Sequence[str], over: Sequence[str], goal: str) -> pd.DataFrame:
+    """Each cell's best configuration over ``over`` by the mean over seeds.
+
+    Args:
+        rows: prepared rows (with ``value``), one per run.
+        by: columns defining a cell.
+        over: tuned columns (may be empty: one configuration per cell).
+        goal: ``min`` or ``max``.
+
+    Returns:
+        One row per cell: ``by`` columns, the best ``over`` values, mean, std, n, two_sigma,
+        n_diverged (of the best configuration), configs (tried in the cell), runs and diverged
+        (in the cell) and edge (notes for best values on the edge of the searched range, ``;``
+        separated, empty when none).
+    """
+    by, over = list(by), list(over)
+    stats = seed_stats(rows, by + over)
+    ascending = goal == "min"
+    ordered = stats.sort_values("mean", ascending=ascending, kind="stable")
+    best = ordered.groupby(by, dropna=False, sort=True).head(1) if by else ordered.head(1)
+    cells = groups(rows, by)
+    extra = pd.DataFrame(
+        {
+            "configs": groups(stats, by).size(),
+            "runs": cells.size(),
+            "diverged": cells[VALUE].apply(lambda v: int((~np.isfinite(v.to_numpy())).sum())),
+        }
+    ).reset_index(drop=not by)
+    best = best.merge(extra, on=by, how="left") if by else best.assign(**extra.iloc[0].to_dict())
+    best["edge"] = [_edges(rows, by, over, b) for _, b in best.iterrows()]
+    return best.sort_values(by, kind="stable").reset_index(drop=True) if by else best
+
+
+def _edges(rows: pd.DataFrame, by: list[str], over: list[str], best: pd.Series) -> str:
+    cell = rows
+    for k in by:
+        cell = cell[cell[k].isna()] if pd.isna(best[k]) else cell[cell[k] == best[k]]
+    notes = [edge_note(a, cell[a].dropna().unique(), best[a]) for a in over]
+    return "; ".join(n for n in notes if n)
+
+
+def best_runs(rows: pd.DataFrame, tuned: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """The rows (one per seed) of the configurations in ``tuned``, matched on ``keys``.
+
+    NULL keys match NULL keys (an optimizer without ``beta1`` keeps its runs).
+    """
+    if not keys:  # one cell, one configuration: every row
+        return rows.copy()
+    return rows.merge(tuned[list(keys)].drop_duplicates(), on=list(keys), how="inner")

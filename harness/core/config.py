@@ -1,0 +1,295 @@
+"""The run configuration: one frozen, fully resolved record per training run, in sections.
+
+A grid YAML expands (``harness.grid``) into a manifest of :class:`RunConfig` objects. Every field
+is resolved before a run starts (no defaults are looked up at run time), so the manifest row *is*
+the experiment, and ``run_id`` is a content hash of it. Grids, rows and the ``manifest`` table see
+the fields flat (``lr``, ``n_layer``, ``batch_size``: names are unique across sections); code sees
+them by section (``run.optim.lr``, ``run.arch.n_layer``). The architecture section *is* the
+model's config: ``harness.model.gpt.GPT(run.arch, seq_len)`` builds it.
+
+Each field is declared once, here, with :func:`~harness.core.fields.spec` (unit, choices, sweep
+scale, how analysis treats it); :mod:`harness.core.catalogue` derives every table from these
+declarations. A field that does not apply to a run (``momentum`` for AdamW) is None (SQL NULL).
+An optimizer's own hyperparameters (those it declares beyond the fields here) travel in
+``run.optim.hyperparameters`` and become columns of their own names.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from harness.core.errors import UserError
+from harness.core.fields import (
+    Role,
+    Scale,
+    check_choices,
+    content_hash,
+    extras,
+    hashed_values,
+    spec,
+)
+
+
+def _positive(**values: float) -> None:
+    for name, value in values.items():
+        if value <= 0:
+            raise UserError(f"{name}: must be positive, got {value}")
+
+
+NORMS = ("rmsnorm", "layernorm")
+ACTIVATIONS = ("swiglu", "gelu")
+POSITIONS = ("rope", "learned")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Architecture:
+    """The GPT a run trains (``harness.model.gpt``); a model preset fills every field but
+    ``vocab_size``, which comes from the dataset."""
+
+    ROLE: ClassVar[Role] = Role.ARCHITECTURE
+
+    model: str = spec()
+    """Model preset (``harness.model.architecture.PRESETS``) whose values fill the fields below."""
+    n_layer: int = spec()
+    """Number of transformer blocks."""
+    n_head: int = spec()
+    """Attention heads per block; ``d_model`` must be divisible by it."""
+    d_model: int = spec()
+    """Residual stream width."""
+    vocab_size: int = spec()
+    """Rows of the embedding matrix (the tokenizer's vocabulary, possibly padded)."""
+    norm: str = spec(choices=NORMS)
+    """``rmsnorm`` or ``layernorm`` (pre-norm, plus a final norm before the head)."""
+    activation: str = spec(choices=ACTIVATIONS)
+    """``swiglu`` or ``gelu`` MLP."""
+    positions: str = spec(choices=POSITIONS)
+    """``rope`` (rotary, on ``rotary_frac`` of each head's dims) or ``learned`` absolute."""
+    rotary_frac: float = spec()
+    """Fraction of each head's dims RoPE rotates, rounded to an even count (unused if learned)."""
+    tie_weights: bool = spec()
+    """Output head shares the input embedding matrix (logits = x @ E^T)."""
+    mlp_ratio: float = spec()
+    """MLP hidden width / d_model, rounded to a multiple of 64 (see ``mlp_hidden``)."""
+    scaled_init: bool = spec()
+    """Residual output projections init std = 0.02 / sqrt(2 * n_layer) (GPT-2)."""
+    bias: bool = spec()
+    """Biases in Linear layers (not the head) and LayerNorms (GPT-2 style) or none (plainLM)."""
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+        _positive(
+            n_layer=self.n_layer, n_head=self.n_head, d_model=self.d_model,
+            vocab_size=self.vocab_size,
+        )  # fmt: skip
+        if self.d_model % self.n_head:
+            raise UserError(f"d_model {self.d_model} is not divisible by n_head {self.n_head}")
+        if not 0.0 <= self.rotary_frac <= 1.0:
+            raise UserError(f"rotary_frac {self.rotary_frac} is not in [0, 1]")
+
+    @property
+    def head_dim(self) -> int:
+        """Dimensions per attention head."""
+        return self.d_model // self.n_head
+
+    @property
+    def rotary_dims(self) -> int:
+        """Dimensions of each head that RoPE rotates (even; 0 for learned positions)."""
+        if self.positions != "rope":
+            return 0
+        return 2 * math.floor(self.rotary_frac * self.head_dim / 2 + 0.5)
+
+    @property
+    def mlp_hidden(self) -> int:
+        """MLP hidden width: ``mlp_ratio * d_model`` to the nearest multiple of 64, >= 64."""
+        return max(64, 64 * math.floor(self.mlp_ratio * self.d_model / 64 + 0.5))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DataConfig:
+    """What a run trains and is evaluated on, and how much of it."""
+
+    ROLE: ClassVar[Role] = Role.DATA
+
+    dataset: str = spec("classics-bpe8k")
+    """A registered dataset name (``harness.data.catalogue.DATASETS``) or a directory holding a user's
+    nanoGPT-style ``train.bin``/``val.bin`` and ``meta.json``."""
+    seq_len: int = spec(unit="tokens")
+    """Tokens per training sequence (context length)."""
+    batch_size: int = spec(unit="sequences")
+    """Global batch size in sequences per optimizer step."""
+    micro_batch_size: int = spec(unit="sequences", compared=False)
+    """Sequences per forward/backward pass; ``batch_size / micro_batch_size`` accumulation steps
+    (default: ``batch_size``)."""
+    tokens: int = spec(unit="tokens")
+    """Training token budget."""
+    steps: int = spec(unit="steps", compared=False)
+    """Optimizer steps, derived: ``tokens // (batch_size * seq_len)`` (or given instead of
+    ``tokens``, which is then derived)."""
+    eval_tokens: int = spec(2**16, unit="tokens")
+    """Held-out tokens evaluated at the end (a fixed prefix of ``val.bin``, same for all runs)."""
+
+    def __post_init__(self) -> None:
+        _positive(
+            seq_len=self.seq_len, batch_size=self.batch_size,
+            micro_batch_size=self.micro_batch_size,
+        )  # fmt: skip
+        if self.batch_size % self.micro_batch_size:
+            raise UserError(
+                f"batch_size {self.batch_size} is not a multiple of micro_batch_size "
+                f"{self.micro_batch_size}"
+            )
+        if self.steps < 1:
+            raise UserError(
+                f"tokens {self.tokens} is less than one batch ({self.batch_size} x {self.seq_len})"
+            )
+
+    @property
+    def accum_steps(self) -> int:
+        """Gradient-accumulation steps per optimizer step."""
+        return self.batch_size // self.micro_batch_size
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Training tokens per optimizer step."""
+        return self.batch_size * self.seq_len
+
+
+@dataclass(frozen=True, slots=True)
+class Hyperparameters:
+    """An optimizer's own hyperparameters: those it declares beyond the fields of
+    :class:`OptimConfig` (SOAP's preconditioning frequency, a new optimizer's ``gamma``).
+
+    Each is a column of its own name. A hyperparameter left at None is absent (not stored).
+    """
+
+    items: tuple[tuple[str, bool | int | float | str], ...] = ()
+    """(name, value) pairs sorted by name; values are typed by the optimizer's declaration."""
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> Hyperparameters:
+        """From a name -> value dict (None values dropped)."""
+        return cls(tuple(sorted((k, v) for k, v in values.items() if v is not None)))
+
+    def as_dict(self) -> dict[str, Any]:
+        """name -> value."""
+        return dict(self.items)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OptimConfig:
+    """The optimizer, its hyperparameters, and the learning-rate schedule."""
+
+    ROLE: ClassVar[Role] = Role.OPTIMIZER
+
+    optimizer: str = spec()
+    """Optimizer name (``harness.optim`` registry)."""
+    lr: float = spec(tuned=True, scale=Scale.LOG)
+    """Peak learning rate."""
+    beta1: float | None = spec(None, per_optimizer=True, tuned=True, scale=Scale.DECAY)
+    """First-moment decay (Adam family, Lion, Signum's beta)."""
+    beta2: float | None = spec(None, per_optimizer=True, tuned=True, scale=Scale.DECAY)
+    """Second-moment decay (Adam family, Lion)."""
+    eps: float | None = spec(None, per_optimizer=True, tuned=True, scale=Scale.LOG)
+    """Denominator epsilon (Adam family)."""
+    momentum: float | None = spec(None, per_optimizer=True, tuned=True, scale=Scale.DECAY)
+    """Heavy-ball momentum (SGD family, Muon)."""
+    nesterov: bool | None = spec(None, per_optimizer=True, tuned=True)
+    """Nesterov momentum (SGD family, Muon)."""
+    weight_decay: float = spec(0.0, tuned=True, scale=Scale.LOG)
+    """Decoupled weight decay, applied to matrices only (never norms, biases or embeddings)."""
+    clip_value: float | None = spec(None, per_optimizer=True, tuned=True, scale=Scale.LOG)
+    """Coordinate-wise clip threshold c of ``sgd_cclip``."""
+    coupled_scale_exp: float | None = spec(None, per_optimizer=True, tuned=True)
+    """``coupled_adam``: the coupled second moment is multiplied by 2^-n (paper Eq. 29)."""
+    embedding_optimizer: str | None = spec(None)
+    """Optional optimizer for the embedding group (e.g. ``sgd``, paper Sec. 6.2); None: same as
+    ``optimizer``. The fields it reads (``momentum`` for ``sgd``) are resolved like the main
+    optimizer's, and a field both read has one value."""
+    embedding_lr_factor: float | None = spec(None, tuned=True, scale=Scale.LOG)
+    """Embedding-group lr = ``lr * embedding_lr_factor`` (the paper's f)."""
+    schedule: str = spec("cosine", tuned=True)
+    """Learning-rate schedule after warmup (``harness.optim.schedule.SCHEDULES``)."""
+    warmup_steps: int = spec(0, unit="steps", tuned=True)
+    """Linear warmup steps from 0 to ``lr``."""
+    lr_min: float = spec(0.0, tuned=True, scale=Scale.LOG)
+    """Floor of the decay (absolute learning rate)."""
+    grad_clip: float | None = spec(1.0)
+    """Global gradient-norm clip; None disables it."""
+    hyperparameters: Hyperparameters = extras(Hyperparameters())  # noqa: RUF009 (frozen value)
+    """The optimizer's own hyperparameters (declared by it, not by this class)."""
+
+    def __post_init__(self) -> None:
+        _positive(lr=self.lr)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExecutionConfig:
+    """How a run executes: seed, logging, divergence rules, precision and devices."""
+
+    ROLE: ClassVar[Role] = Role.EXECUTION
+
+    seed: int = spec(0, compared=False)
+    """Seeds model init and data order."""
+    log_every: int = spec(10, unit="steps", compared=False)
+    """Steps between loss-curve points (and the only host syncs on GPU)."""
+    eval_every: int = spec(0, unit="steps", compared=False)
+    """Steps between intermediate validation evaluations; 0: only at the end."""
+    diverge_factor: float = spec(1.5)
+    """A run diverges when its loss is not finite or exceeds ``diverge_factor * ln(vocab_size)``."""
+    diverge_rise: float = spec(1.0, unit="nats")
+    """A run diverges when its logged training loss (a mean over ``log_every`` steps) exceeds the
+    lowest one logged so far by more than this many nats (a loss that explodes slowly)."""
+    precision: str = spec("auto", choices=("auto", "bf16", "fp32"))
+    """``auto`` (bf16 autocast on GPU, fp32 on CPU), ``bf16`` or ``fp32``."""
+    compile: str = spec("auto", choices=("auto", "on", "off"), compared=False)
+    """``auto`` (torch.compile on GPU only), ``on`` or ``off``."""
+    gpus_per_run: int = spec(1, compared=False)
+    """Processes (GPUs) one run uses through DDP."""
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+        _positive(gpus_per_run=self.gpus_per_run)
+
+
+SCALES = ("full", "local")
+"""Values of ``RunConfig.scale``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunConfig:
+    """One training run, fully resolved. Units are in each field's declaration."""
+
+    grid: str = spec(role=Role.IDENTITY)
+    """Name of the grid this run belongs to; results live under ``results/<grid>/``."""
+    scale: str = spec("full", choices=SCALES, role=Role.IDENTITY)
+    """``full`` for the grid as written, ``local`` when its ``local:`` overrides were applied."""
+    label: str | None = spec(None, role=Role.LABEL)
+    """Free name of the arm for tables and figures (``SGD+Gclip``); not part of ``run_id``."""
+    arch: Architecture
+    """The model."""
+    data: DataConfig
+    """Data and budget."""
+    optim: OptimConfig
+    """Optimizer and schedule."""
+    execution: ExecutionConfig
+    """Seed, logging, precision, devices."""
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+        data, optim = self.data, self.optim
+        if not 0 <= optim.warmup_steps <= data.steps:
+            raise UserError(f"warmup_steps {optim.warmup_steps} not in [0, steps={data.steps}]")
+        gpus = self.execution.gpus_per_run
+        if data.batch_size % (data.micro_batch_size * gpus):
+            raise UserError(
+                f"batch_size {data.batch_size} must be a multiple of micro_batch_size x "
+                f"gpus_per_run ({data.micro_batch_size} x {gpus})"
+            )
+
+    @property
+    def run_id(self) -> str:
+        """Content hash of every field that changes what the run computes (16 hex chars; see
+        :func:`harness.core.fields.hashed_values`)."""
+        return content_hash(hashed_values(self))

@@ -1,0 +1,144 @@
+"""Loading a grid: its YAML file read, expanded (:mod:`harness.grid.grammar`) and resolved
+(:mod:`harness.grid.resolve`) into complete run configs.
+
+Grid loading is a pure translator: it reads no launcher profile, no figure registry and no
+dataset; the caller hands in what it must know (the vocabulary of each dataset) and checks the
+rest (launcher and figure names) itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, flat
+from harness.core.config import RunConfig
+from harness.core.errors import UserError
+from harness.grid import grammar
+from harness.grid.grammar import Point
+from harness.grid.resolve import Resolver, VocabSize, hyperparameter_keys
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Grid:
+    """An expanded grid."""
+
+    name: str
+    """The grid's name; results go under ``results/<name>/``."""
+    path: Path
+    """The YAML file it came from."""
+    scale: str
+    """``full`` or ``local`` (``local:`` overrides applied)."""
+    launcher: str | None
+    """The launcher profile the grid names (None: the caller decides); not checked here."""
+    runs: tuple[RunConfig, ...]
+    """The complete run configs, in expansion order."""
+    figures: tuple[str, ...]
+    """Figures declared for the grid (empty: defaults from its axes); not checked here."""
+    axes: tuple[str, ...]
+    """Run fields that vary across runs."""
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Load a YAML mapping; a missing file or a syntax error is a one-line UserError."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such grid file")
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark else ""
+        raise UserError(f"{path}: invalid YAML{line}: {getattr(e, 'problem', e)}") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}: expected a mapping with keys {', '.join(grammar.TOP_KEYS)}")
+    return doc
+
+
+def grid_name(arg: str) -> str:
+    """The grid name of ``arg``: a grid YAML path (its ``name:``) or already a name."""
+    p = Path(arg)
+    if p.suffix in (".yaml", ".yml") or p.is_file():
+        return _name(read_yaml(p), p)
+    return arg
+
+
+def _name(doc: dict[str, Any], path: Path) -> str:
+    name = doc.get("name")
+    if not isinstance(name, str) or not name or "/" in name:
+        raise UserError(f"{path}: 'name' must be a non-empty string without '/'")
+    return name
+
+
+def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Grid:
+    """Read, validate and expand a grid file into complete run configs.
+
+    Args:
+        path: the grid YAML.
+        vocab: the vocabulary size of a dataset (name or directory), for ``vocab_size``.
+        local: apply the file's ``local:`` overrides (laptop scale).
+
+    Raises:
+        UserError: anything wrong with the file, naming the file, the key and the valid choices.
+    """
+    path = Path(path)
+    doc = read_yaml(path)
+    file = str(path)
+    grammar.check_keys(doc, grammar.TOP_KEYS, file, "top level")
+    name = _name(doc, path)
+    sections = grammar.sections(doc, file, local)
+    optimizers = grammar.values_of("optimizer", sections)
+    optimizers |= grammar.values_of("embedding_optimizer", sections)
+    keys = GRID_KEYS | hyperparameter_keys(optimizers, file)
+    points = grammar.expand(sections, keys, file)
+    scale = "local" if local else "full"
+    resolver = Resolver(name, scale, vocab, file)
+    runs = tuple(resolver.resolve(p.values, p.describe()) for p in points)
+    _check_duplicates(runs, points, path)
+    return Grid(
+        name=name,
+        path=path,
+        scale=scale,
+        launcher=_optional_name(doc, "launcher", path),
+        runs=runs,
+        figures=_figures(doc, path),
+        axes=_varying(runs),
+    )
+
+
+def _check_duplicates(runs: Sequence[RunConfig], points: Sequence[Point], path: Path) -> None:
+    seen: dict[str, int] = {}
+    for i, run in enumerate(runs):
+        j = seen.setdefault(run.run_id, i)
+        if j != i:
+            a, b = points[j].values, points[i].values
+            diff = {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+            raise UserError(
+                f"{path}: duplicate runs after expansion: points differing only in {diff} resolve "
+                "to the same config (a value that does not apply, e.g. momentum for adamw?)"
+            )
+
+
+def _optional_name(doc: dict[str, Any], key: str, path: Path) -> str | None:
+    value = doc.get(key)
+    if value is not None and not isinstance(value, str):
+        raise UserError(f"{path}: {key}: expected a name, got {value!r}")
+    return value
+
+
+def _figures(doc: dict[str, Any], path: Path) -> tuple[str, ...]:
+    figs = doc.get("figures") or []
+    if not isinstance(figs, list) or not all(isinstance(f, str) for f in figs):
+        raise UserError(f"{path}: figures: expected a list of figure names")
+    return tuple(figs)
+
+
+def _varying(runs: Sequence[RunConfig]) -> tuple[str, ...]:
+    """The run fields (and own hyperparameters) that take more than one value across runs."""
+    table = [flat(run) for run in runs]
+    names = dict.fromkeys(k for row in table for k in row)
+    order = [*FIELD_NAMES, *sorted(set(names) - set(FIELD_NAMES))]
+    return tuple(n for n in order if len({row.get(n) for row in table}) > 1)

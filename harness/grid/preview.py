@@ -1,0 +1,71 @@
+"""Dry-run summaries of a grid: run count, preview table, estimated compute."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.core.catalogue import flat
+from harness.core.config import Architecture, RunConfig
+from harness.model.architecture import param_count
+
+#: Assumed model-FLOPs utilisation and device for GPU-hour estimates (stated in the output).
+ASSUMED_MFU = 0.40
+ASSUMED_PEAK_FLOPS = 312e12  # A100 bf16 dense
+ASSUMED_DEVICE = "A100 (bf16 312 TFLOP/s)"
+
+
+def run_params(run: RunConfig) -> int:
+    """Parameters of the run's model (computed without allocating, cached per architecture)."""
+    return param_count(run.arch, run.data.seq_len)
+
+
+def _arch(run: RunConfig) -> tuple[Architecture, int]:
+    return run.arch, run.data.seq_len
+
+
+def compute_estimate(runs: Sequence[RunConfig]) -> tuple[float, float]:
+    """(total training FLOPs = sum 6 * params * tokens, GPU-hours at ``ASSUMED_MFU``)."""
+    tokens: dict[tuple[Architecture, int], int] = {}
+    first: dict[tuple[Architecture, int], RunConfig] = {}
+    for r in runs:  # one parameter count per architecture, not per run
+        key = _arch(r)
+        tokens[key] = tokens.get(key, 0) + r.data.tokens
+        first.setdefault(key, r)
+    flops = sum(6.0 * run_params(first[k]) * n for k, n in tokens.items())
+    return flops, flops / (ASSUMED_MFU * ASSUMED_PEAK_FLOPS) / 3600.0
+
+
+def preview(runs: Sequence[RunConfig], axes: Sequence[str], limit: int = 12) -> str:
+    """A text table of the first ``limit`` runs over the columns that vary."""
+    cols = ["run_id", *[a for a in axes if a != "run_id"]]
+    cols = cols[:10]
+    rows = [[r.run_id] + [_fmt(flat(r).get(c)) for c in cols[1:]] for r in runs[:limit]]
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
+    if len(runs) > limit:
+        lines.append(f"... and {len(runs) - limit} more")
+    return "\n".join(lines)
+
+
+def _firsts(runs: Sequence[RunConfig]) -> list[RunConfig]:
+    return list({_arch(r): r for r in runs}.values())
+
+
+def _fmt(v: object) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def describe(runs: Sequence[RunConfig], axes: Sequence[str]) -> str:
+    """The dry-run report: count, preview, compute."""
+    flops, gpu_h = compute_estimate(runs)
+    models = sorted({f"{r.arch.model} ({run_params(r) / 1e6:.1f}M params)" for r in _firsts(runs)})
+    return "\n".join(
+        [
+            f"runs: {len(runs)}",
+            f"models: {', '.join(models)}",
+            preview(runs, axes),
+            f"estimated compute: {flops:.3g} FLOPs (6 x params x tokens), "
+            f"{gpu_h:,.1f} GPU-hours at {ASSUMED_MFU:.0%} MFU on {ASSUMED_DEVICE}",
+        ]
+    )

@@ -1,0 +1,50 @@
+"""How many local runs at once, on which GPUs, with how many torch threads each."""
+
+from __future__ import annotations
+
+import os
+
+from harness.core.errors import UserError
+
+
+def available_cores() -> int:
+    """Cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def split_cores(max_parallel: int, runs: int, cores: int | None = None) -> tuple[int, int]:
+    """(runs at once, torch threads per run) for ``runs`` runs on ``cores`` cores."""
+    cores = cores or available_cores()
+    parallel = max(1, min(max_parallel or cores, runs or 1))
+    return parallel, max(1, cores // parallel)
+
+
+def local_gpus() -> list[int]:
+    """Indices of the GPUs runs may use: those ``CUDA_VISIBLE_DEVICES`` names, else all.
+
+    Raises:
+        UserError: ``CUDA_VISIBLE_DEVICES`` names GPUs by UUID (runs are given GPUs by index).
+    """
+    import torch
+
+    n = torch.cuda.device_count()  # honours CUDA_VISIBLE_DEVICES
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if n == 0 or env is None:
+        return list(range(n))
+    ids = [x.strip() for x in env.split(",") if x.strip()][:n]
+    if not all(x.isdigit() for x in ids):
+        raise UserError(
+            f"CUDA_VISIBLE_DEVICES={env!r}: the local launcher gives runs GPUs by index; "
+            "name them by index (e.g. 0,1)"
+        )
+    return [int(x) for x in ids]
+
+
+def gpu_for_next_run(running: dict[int, int], per_gpu: int) -> int | None:
+    """The GPU with the fewest running runs (the lowest index on ties), None when every GPU
+    already runs ``per_gpu``; ``running`` maps GPU index -> its running runs."""
+    gpu = min(running, key=lambda g: (running[g], g), default=None)
+    return gpu if gpu is not None and running[gpu] < per_gpu else None

@@ -1,0 +1,228 @@
+"""The SLURM launcher: runs as job arrays through submitit, fire and forget.
+
+``launch`` packs runs into array tasks (``runs_per_task``, trained ``runs_per_device`` at once on
+a one-GPU task; runs with ``gpus_per_run: N`` get N processes per task), checks the request
+against the cluster's nodes (sinfo), splits the tasks into arrays of at most ``MaxArraySize`` and
+submits no more than ``MaxJobCount`` leaves room for (the rest is deferred: submit again later,
+or ``--wait`` submits it as room frees up). Every
+accepted array is recorded under ``results/<grid>/submissions/records/`` at once; re-submitting
+skips runs with a result or a queued task (``exclude_queued``), and ``reconcile`` gives runs whose
+job died without a row their status from sacct.
+
+Checkpoint cadence and retention come from the :class:`~harness.launch.contract.ExecutionSpec`
+every task is handed (the profile's values, or the ``HARNESS_*`` overrides of one submission).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core import paths
+from harness.core.config import RunConfig
+from harness.core.errors import UserError
+from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
+from harness.launch.profile import LauncherProfile
+from harness.launch.slurm import arrays
+from harness.launch.slurm.limits import ClusterLimits, array_sizes, cluster_limits
+from harness.launch.slurm.records import (
+    Submission,
+    latest_assignments,
+    now_iso,
+    read_submissions,
+    write_submission,
+)
+from harness.launch.slurm.resources import check_fits, read_nodes
+from harness.launch.slurm.scheduler import SchedulerError, active_tasks, jobs_in_controller
+
+DRY_RUN_SCONTROL_TIMEOUT_S = 1.0
+"""Longest wait for ``scontrol show config`` in a dry run (then Slurm's defaults are assumed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """What :meth:`SlurmLauncher.launch` queued (the handle of its ``Launched``)."""
+
+    submissions: tuple[Submission, ...]
+    """The accepted arrays, recorded."""
+    deferred: tuple[arrays.TaskPlan, ...]
+    """Tasks that did not fit under ``MaxJobCount`` (``wait`` submits them as room frees up)."""
+
+
+class SlurmLauncher:
+    """Submits runs as SLURM job arrays; see the module docstring."""
+
+    detaches = True
+    """Queued runs go on without this process: waiting is optional."""
+
+    def __init__(self, profile: LauncherProfile, limits: ClusterLimits | None = None) -> None:
+        """``limits`` overrides the controller's (tests use it to force several arrays)."""
+        self.profile = profile
+        self._limits = limits
+
+    def limits(self, timeout_s: float = 10.0) -> ClusterLimits:
+        """The array limits in force (the controller's, cached)."""
+        return self._limits or cluster_limits(timeout_s)
+
+    # --- planning ----------------------------------------------------------------------------
+    def plan(self, runs: Sequence[RunConfig]) -> str:
+        """The dry-run summary: array tasks and ``sbatch calls: N`` (no squeue, no sbatch)."""
+        tasks = arrays.group_into_tasks(runs, self.profile.runs_per_task)
+        limits = self.limits(DRY_RUN_SCONTROL_TIMEOUT_S)
+        shapes = sorted({t.processes for t in tasks})
+        calls = sum(
+            len(array_sizes(sum(1 for t in tasks if t.processes == n), limits.max_array_size))
+            for n in shapes
+        )
+        lines = [
+            f"slurm launcher {self.profile.name!r}: {len(runs)} runs in {len(tasks)} array tasks "
+            f"({self.profile.runs_per_task} runs per task, {self.profile.runs_per_device} at once "
+            f"on a one-GPU task; processes per task: {', '.join(map(str, shapes)) or '-'})",
+            f"sbatch calls: {calls} (arrays of at most {limits.max_array_size} tasks; "
+            f"MaxArraySize {limits.max_array_size}, MaxJobCount {limits.max_job_count}: "
+            f"{limits.source})",
+        ]
+        if len(tasks) > limits.max_job_count:
+            lines.append(
+                f"note: {len(tasks)} tasks exceed MaxJobCount; submit queues what fits and defers "
+                "the rest (pack runs with runs_per_task to need fewer tasks)"
+            )
+        return "\n".join(lines)
+
+    # --- what is queued ----------------------------------------------------------------------
+    def exclude_queued(self, root: Path, grid: str, runs: Sequence[RunConfig]) -> list[RunConfig]:
+        """``runs`` minus those whose latest submitted task is still queued or running.
+
+        Raises:
+            UserError: squeue cannot answer (submitting then could duplicate runs).
+        """
+        assignments = latest_assignments(read_submissions(root, grid))
+        mine = {r.run_id: assignments[r.run_id] for r in runs if r.run_id in assignments}
+        if not mine:
+            return list(runs)
+        try:
+            active = active_tasks({p.submission.job_id for p in mine.values()})
+        except SchedulerError as e:
+            raise UserError(f"cannot tell which runs of {grid!r} are queued: {e}") from None
+        return [r for r in runs if r.run_id not in mine or mine[r.run_id].task not in active]
+
+    def reconcile(self, root: Path, grid: str) -> dict[str, str]:
+        """Rows for runs whose job ended without one (see ``harness.launch.slurm.reconcile``)."""
+        from harness.launch.slurm.reconcile import reconcile  # DuckDB: imported when used
+
+        try:
+            return reconcile(root, grid)
+        except SchedulerError as e:
+            raise UserError(f"cannot read the state of {grid!r}'s jobs: {e}") from None
+
+    # --- submitting --------------------------------------------------------------------------
+    def launch(self, runs: Sequence[RunConfig], spec: ExecutionSpec) -> Launched:
+        """Submit ``runs`` as job arrays (what the controller has no room for is deferred).
+
+        Raises:
+            UserError: impossible request, sbatch refused (its reason), no SLURM here.
+        """
+        tasks = arrays.group_into_tasks(runs, self.profile.runs_per_task)
+        self._check_resources(tasks)
+        limits = self.limits()
+        room = self.room(limits)
+        submitted, deferred = tasks[:room], tasks[room:]
+        subs = self.submit_tasks(submitted, spec, limits)
+        launched = sum(len(t.run_ids) for t in submitted)
+        jobs = ", ".join(s.job_id for s in subs)
+        logs = paths.submissions_dir(spec.results_root, spec.grid) / "slurm"
+        print(
+            f"queued {launched} runs as {len(submitted)} array tasks in {len(subs)} sbatch "
+            f"calls (jobs {jobs or '-'}); logs under {logs}"
+        )
+        if deferred:
+            print(
+                f"deferred {sum(len(t.run_ids) for t in deferred)} runs: the controller holds at "
+                f"most {limits.max_job_count} jobs (MaxJobCount); submit again when it has room"
+            )
+        return Launched(launched, Queued(tuple(subs), tuple(deferred)))
+
+    def wait(
+        self, launched: Launched, spec: ExecutionSpec, *, show_progress: bool = True
+    ) -> LaunchReport:
+        """Follow the queued runs until each has its row, submitting deferred tasks as the
+        controller gets room (see :mod:`harness.launch.slurm.waiting`)."""
+        from harness.launch.slurm.waiting import wait_for_runs
+
+        queued: Queued = launched.handle
+
+        def top_up(deferred: Sequence[arrays.TaskPlan]) -> tuple[list[Submission], int]:
+            limits = self.limits()
+            room = self.room(limits)
+            return (self.submit_tasks(deferred[:room], spec, limits) if room > 0 else []), room
+
+        statuses, late = wait_for_runs(
+            spec.results_root, spec.grid, queued.submissions, queued.deferred, top_up,
+            show_progress,
+        )  # fmt: skip
+        return LaunchReport(launched=launched.runs + late, statuses=statuses)
+
+    def submit_tasks(
+        self, tasks: Sequence[arrays.TaskPlan], spec: ExecutionSpec, limits: ClusterLimits
+    ) -> list[Submission]:
+        """Submit ``tasks`` in arrays of at most ``MaxArraySize``; records each accepted array."""
+        folder = (paths.submissions_dir(spec.results_root, spec.grid) / "slurm").resolve()
+        subs: list[Submission] = []
+        for processes in sorted({t.processes for t in tasks}):
+            shape = [t for t in tasks if t.processes == processes]
+            executor = arrays.make_executor(self.profile, folder, processes, spec.grid)
+            start = 0
+            for size in array_sizes(len(shape), limits.max_array_size):
+                chunk = shape[start : start + size]
+                start += size
+                try:
+                    subs.append(self._submit_chunk(executor, chunk, spec, folder))
+                except UserError as e:
+                    done = sum(len(t.run_ids) for s in subs for t in s.tasks)
+                    raise UserError(
+                        f"launcher {self.profile.name!r}: {e}; nothing of this array was queued"
+                        + (f" ({done} runs queued before it are recorded)" if subs else "")
+                    ) from None
+        return subs
+
+    def _submit_chunk(
+        self,
+        executor: object,
+        chunk: Sequence[arrays.TaskPlan],
+        spec: ExecutionSpec,
+        folder: Path,
+    ) -> Submission:
+        from harness.launch.slurm.task import RunTask  # torch, via the training loop it calls
+
+        task_spec = spec.with_threads(self.profile.cpus_per_task)
+        callables = [
+            RunTask(task_spec, t.run_ids, self.profile.runs_per_device if t.processes == 1 else 1)
+            for t in chunk
+        ]
+        job_id, is_array = arrays.submit_array(executor, callables)
+        sub = Submission(
+            job_id=job_id,
+            array=is_array,
+            tasks=tuple(t.run_ids for t in chunk),
+            submitted_at=now_iso(),
+            launcher=self.profile.name,
+            log_dir=str(folder / job_id),
+        )
+        write_submission(spec.results_root, spec.grid, sub)
+        return sub
+
+    def _check_resources(self, tasks: Sequence[arrays.TaskPlan]) -> None:
+        nodes = read_nodes()
+        for processes in sorted({t.processes for t in tasks}):
+            req = arrays.request(self.profile, processes)
+            if nodes:
+                check_fits(req, nodes, self.profile.name)
+
+    def room(self, limits: ClusterLimits) -> int:
+        """Array tasks the controller can take now under ``MaxJobCount``."""
+        try:
+            held = jobs_in_controller()
+        except SchedulerError as e:
+            raise UserError(f"launcher {self.profile.name!r}: {e}") from None
+        return max(0, limits.max_job_count - held)

@@ -1,0 +1,102 @@
+"""Submission records: which runs went into which SLURM job, array index and time.
+
+One JSON file per sbatch call, ``results/<grid>/submissions/records/<job id>.json``, written
+atomically (temporary file + rename) right after sbatch accepted the array, never before: a
+failed submission leaves no record. Records are the launcher's memory: which runs are queued
+(with squeue), which job ended how (with sacct), what ``harness cancel`` stops.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core import paths
+from harness.core.files import atomic_write
+from harness.launch.slurm.scheduler import task_name
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """One sbatch call: a job array (or a single job) of packed runs."""
+
+    job_id: str
+    """The array's job id (the job id when not an array)."""
+    array: bool
+    """Whether the job is an array (tasks are ``<job_id>_<index>``)."""
+    tasks: tuple[tuple[str, ...], ...]
+    """run_ids of each array task, by array index (several when runs are packed)."""
+    submitted_at: str
+    """ISO 8601 UTC time sbatch accepted the job."""
+    launcher: str
+    """Launcher profile name."""
+    log_dir: str
+    """Folder of the job's submitit pickles and logs."""
+
+    def task_of(self, index: int) -> str:
+        """Task name of array index ``index`` (sacct/squeue naming)."""
+        return task_name(self.job_id, index if self.array else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Where a run was last submitted."""
+
+    submission: Submission
+    """The sbatch call."""
+    index: int
+    """Its array index."""
+
+    @property
+    def task(self) -> str:
+        """Task name (``<job id>_<index>``)."""
+        return self.submission.task_of(self.index)
+
+
+def records_dir(root: Path, grid: str) -> Path:
+    """Folder of a grid's submission records."""
+    return paths.submissions_dir(root, grid) / "records"
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with microseconds."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def write_submission(root: Path, grid: str, sub: Submission) -> Path:
+    """Record ``sub`` atomically; returns the record's path."""
+    path = records_dir(root, grid) / f"{sub.job_id}.json"
+    doc = {
+        "job_id": sub.job_id,
+        "array": sub.array,
+        "submitted_at": sub.submitted_at,
+        "launcher": sub.launcher,
+        "log_dir": sub.log_dir,
+        "tasks": [list(t) for t in sub.tasks],
+    }
+    atomic_write(path, lambda fh: fh.write(json.dumps(doc).encode()))
+    return path
+
+
+def read_submissions(root: Path, grid: str) -> list[Submission]:
+    """Every recorded submission of ``grid``, oldest first."""
+    folder = records_dir(root, grid)
+    subs = []
+    for p in folder.glob("*.json") if folder.is_dir() else ():
+        doc = json.loads(p.read_text())
+        doc["tasks"] = tuple(tuple(t) for t in doc["tasks"])
+        subs.append(Submission(**doc))
+    return sorted(subs, key=lambda s: (s.submitted_at, int(s.job_id)))
+
+
+def latest_assignments(subs: Sequence[Submission]) -> dict[str, Assignment]:
+    """run_id -> where it was submitted last (a retried run's newest job wins)."""
+    out: dict[str, Assignment] = {}
+    for sub in subs:  # oldest first: later submissions overwrite
+        for index, run_ids in enumerate(sub.tasks):
+            for run_id in run_ids:
+                out[run_id] = Assignment(sub, index)
+    return out

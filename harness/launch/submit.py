@@ -1,0 +1,159 @@
+"""``submit``: expand a grid, record its manifest, and launch the runs that have no result yet.
+
+Everything that can be wrong with the user's input is checked before anything is written;
+re-submitting a grid launches nothing that already has a result (``retry`` names the failure
+states to run again). Every backend is driven through the same contract
+(:class:`~harness.launch.contract.Launcher`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from harness.core.errors import UserError, unknown_choice
+from harness.core.result import STATUSES, Status
+from harness.data.catalogue import vocab_lookup
+from harness.grid import preview
+from harness.grid.load import Grid, load_grid
+from harness.launch.contract import ExecutionSpec, Launcher, launcher_for
+from harness.launch.profile import LauncherProfile, load_profile
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitReport:
+    """What ``submit`` did."""
+
+    grid: str
+    """The grid's name."""
+    planned: int
+    """Runs in the (expanded) grid."""
+    skipped: int
+    """Runs not launched because they already have a result (or are queued)."""
+    launched: int
+    """Runs handed to the launcher."""
+    statuses: dict[str, str]
+    """run_id -> status of runs that finished while submit waited."""
+
+
+def choose_profile(grid: Grid, local: bool, launcher: str | None) -> LauncherProfile:
+    """``--launcher`` > ``local`` for ``--local`` > the grid's own launcher."""
+    name = launcher or ("local" if local else grid.launcher)
+    if name is None:
+        raise UserError(f"{grid.path}: no launcher; give --launcher NAME or set 'launcher:'")
+    try:
+        return load_profile(name)
+    except UserError as e:
+        where = "--launcher" if launcher else f"{grid.path}: launcher"
+        raise UserError(f"{where}: {e}") from None
+
+
+def check_figures(grid: Grid, figure_names: Collection[str]) -> None:
+    """Every figure the grid declares is one of ``figure_names``."""
+    for name in grid.figures:
+        if name not in figure_names:
+            raise unknown_choice("figure", name, figure_names, where=f"{grid.path}: figures")
+
+
+def check_data(grid: Grid, data_root: Path) -> None:
+    """Prepare each dataset the grid uses (registered ones on first use) and check that it holds
+    every run's evaluation windows, so that no run fails at its end for want of held-out text."""
+    from harness.data.batches import TokenData
+    from harness.data.prepare import ensure_prepared
+
+    for dataset in sorted({r.data.dataset for r in grid.runs}):
+        data = TokenData(ensure_prepared(dataset, data_root))
+        windows = {(r.data.seq_len, r.data.eval_tokens) for r in grid.runs
+                   if r.data.dataset == dataset}  # fmt: skip
+        for seq_len, eval_tokens in sorted(windows):
+            try:
+                data.eval_windows(eval_tokens, seq_len)
+            except UserError as e:
+                raise UserError(f"{grid.path}: dataset {dataset}: {e}") from None
+
+
+def submit(
+    grid_path: str | Path,
+    *,
+    root: Path,
+    data_root: Path,
+    local: bool = False,
+    launcher: str | None = None,
+    dry_run: bool = False,
+    retry: Collection[str] = (),
+    wait: bool | None = None,
+    figure_names: Collection[str] | None = None,
+    out: TextIO,
+) -> SubmitReport:
+    """Expand ``grid_path`` and launch its runs that have no result yet (see module doc).
+
+    Args:
+        grid_path: the grid YAML.
+        root: the results root.
+        data_root: where registered datasets are prepared.
+        local: apply the grid's ``local:`` overrides and use the ``local`` launcher.
+        launcher: a launcher profile name (overrides the grid's and ``local``'s).
+        dry_run: print the plan; write and launch nothing.
+        retry: statuses whose runs are launched again (never ``completed``).
+        wait: block until the runs finish; None: the backend's way (local runs block, SLURM
+            returns once queued). False with a backend that does not detach is an error.
+        figure_names: the valid figure names, to check the grid's ``figures:`` (None: skip).
+        out: where the report goes.
+    """
+    bad = set(retry) - set(STATUSES)
+    if bad:
+        raise UserError(f"--retry: unknown state(s) {sorted(bad)}; valid: {', '.join(STATUSES)}")
+    if Status.COMPLETED in retry:
+        raise UserError("--retry completed: completed runs are never run again")
+    grid = load_grid(grid_path, vocab=vocab_lookup(data_root), local=local)
+    if figure_names is not None:
+        check_figures(grid, figure_names)
+    profile = choose_profile(grid, local, launcher)
+    runner: Launcher = launcher_for(profile)
+    if wait is False and not runner.detaches:
+        raise UserError(
+            f"--no-wait: launcher {profile.name!r} runs the runs as children of this process "
+            "and waits for them; use a SLURM launcher to queue runs and return"
+        )
+    spec = ExecutionSpec.build(profile, root, grid.name, data_root)
+    if dry_run:
+        out.write(preview.describe(grid.runs, grid.axes) + "\n")
+        out.write(runner.plan(grid.runs) + "\n")
+        return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
+    return _launch(grid, runner, spec, retry, wait, out)
+
+
+def _launch(
+    grid: Grid,
+    runner: Launcher,
+    spec: ExecutionSpec,
+    retry: Collection[str],
+    wait: bool | None,
+    out: TextIO,
+) -> SubmitReport:
+    from harness.store.db import result_statuses  # DuckDB and Arrow: not needed by a dry run
+    from harness.store.manifest import write_manifest
+
+    root = spec.results_root
+    check_data(grid, spec.data_root)
+    write_manifest(root, grid.name, grid.runs)
+    runner.reconcile(root, grid.name)  # rows for runs whose job died without one
+    done = result_statuses(root, grid.name)
+    todo = [r for r in grid.runs if r.run_id not in done or done[r.run_id] in retry]
+    todo = runner.exclude_queued(root, grid.name, todo)
+    skipped = len(grid.runs) - len(todo)
+    out.write(
+        f"{grid.name}: {len(grid.runs)} runs planned ({grid.scale} scale); "
+        f"skipped {skipped} with a result or already queued; launching {len(todo)} "
+        f"on '{runner.profile.name}'\n"
+    )
+    if not todo:
+        return SubmitReport(grid.name, len(grid.runs), skipped, 0, {})
+    launched = runner.launch(todo, spec)
+    if wait if wait is not None else not runner.detaches:
+        report = runner.wait(launched, spec)
+        return SubmitReport(grid.name, len(grid.runs), skipped, report.launched, report.statuses)
+    out.write(f"follow with 'harness status {grid.name}'; stop with 'harness cancel {grid.name}'\n")
+    return SubmitReport(grid.name, len(grid.runs), skipped, launched.runs, {})

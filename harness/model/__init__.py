@@ -1,0 +1,1 @@
+"""The model: presets and counts (``architecture``, torch-free) and the GPT (``gpt``)."""

@@ -1,0 +1,201 @@
+"""A GPT in one readable file (nanoGPT-style), covering the two recipes the harness studies.
+
+- The talk's plainLM-style recipe: RMSNorm pre-norm, SwiGLU MLP, RoPE on a fraction of each head's
+  dimensions (GPT-NeoX partial rotary), untied output head, no biases.
+- The paper's GPT-2 recipe: LayerNorm pre-norm, GeLU MLP, learned absolute positions, output head
+  tied to the input embedding, biases.
+
+Choices written down once, here:
+
+- SwiGLU and GeLU hidden width = ``mlp_ratio * d_model`` rounded to the nearest multiple of 64
+  (at least 64): 8/3 * 768 = 2048 exactly; 8/3 * 1024 = 2730.7 -> 2752; 4 * 768 = 3072.
+- RoPE rotates the first ``rotary_dims = 2 * round(rotary_frac * head_dim / 2)`` dimensions of each
+  head with base 10,000 (NeoX's "rotate half" pairing: dim i with dim i + rotary_dims / 2).
+- Init: every Linear and Embedding weight ~ N(0, INIT_STD), biases 0, norm gains 1; with
+  ``scaled_init`` the residual output projections (``attn.proj``, ``mlp.proj``) get
+  std = INIT_STD / sqrt(2 * n_layer) (GPT-2). Deterministic given torch's global RNG.
+- The loss is the mean cross-entropy computed on float32 logits, so bf16 autocast is safe.
+
+The model is built from a run's architecture section and its sequence length:
+``GPT(run.arch, run.data.seq_len)``.
+
+Parameter names matter to ``harness.optim.routing``: the token embedding is ``embedding``, the
+untied head is ``head`` (None when tied), learned positions are ``pos_embedding`` (the only
+parameter with "pos" in its name).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from harness.core.config import Architecture
+
+ROPE_BASE = 10_000.0
+"""RoPE frequency base (GPT-NeoX / Pythia)."""
+INIT_STD = 0.02
+"""Standard deviation of the normal init of Linear and Embedding weights (GPT-2)."""
+
+# --- building blocks ---------------------------------------------------------------------------
+
+NORMS: dict[str, Callable[[Architecture], nn.Module]] = {
+    "rmsnorm": lambda c: nn.RMSNorm(c.d_model, eps=1e-6),
+    "layernorm": lambda c: nn.LayerNorm(c.d_model, eps=1e-5, bias=c.bias),
+}
+
+
+class Rotary(nn.Module):
+    """Partial rotary position embedding (GPT-NeoX): rotates the first ``rotary_dims`` dims."""
+
+    def __init__(self, cfg: Architecture, seq_len: int) -> None:
+        super().__init__()
+        self.dims = cfg.rotary_dims
+        half = torch.arange(0, self.dims, 2, dtype=torch.float32)  # (r/2,)
+        inv_freq = 1.0 / ROPE_BASE ** (half / max(self.dims, 1))  # (r/2,)
+        t = torch.arange(seq_len, dtype=torch.float32)  # (T_max,)
+        freqs = torch.outer(t, inv_freq)  # (T_max, r/2)
+        self.register_buffer("cos", freqs.cos(), persistent=False)
+        self.register_buffer("sin", freqs.sin(), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Rotate ``x`` of shape (B, nh, T, hs); computed in float32, returned in x's dtype."""
+        if self.dims == 0:
+            return x
+        T, r = x.size(-2), self.dims
+        cos, sin = self.cos[:T], self.sin[:T]  # (T, r/2)
+        x1, x2 = x[..., :r].float().chunk(2, dim=-1)  # (B, nh, T, r/2) each
+        rotated = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)  # (B, nh, T, r)
+        return torch.cat((rotated.type_as(x), x[..., r:]), dim=-1)  # (B, nh, T, hs)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention through ``F.scaled_dot_product_attention``."""
+
+    def __init__(self, cfg: Architecture) -> None:
+        super().__init__()
+        self.n_head, self.head_dim = cfg.n_head, cfg.head_dim
+        d = cfg.d_model
+        self.q = nn.Linear(d, d, bias=cfg.bias)
+        self.k = nn.Linear(d, d, bias=cfg.bias)
+        self.v = nn.Linear(d, d, bias=cfg.bias)
+        self.proj = nn.Linear(d, d, bias=cfg.bias)  # residual output projection
+
+    def forward(self, x: torch.Tensor, rotary: Rotary | None) -> torch.Tensor:
+        B, T, C = x.shape  # (B, T, d)
+        shape = (B, T, self.n_head, self.head_dim)
+        q = self.q(x).view(shape).transpose(1, 2)  # (B, nh, T, hs)
+        k = self.k(x).view(shape).transpose(1, 2)  # (B, nh, T, hs)
+        v = self.v(x).view(shape).transpose(1, 2)  # (B, nh, T, hs)
+        if rotary is not None:
+            q, k = rotary(q), rotary(k)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, d)
+        return self.proj(y)
+
+
+class GeluMLP(nn.Module):
+    """GPT-2 MLP: proj(gelu(fc(x)))."""
+
+    def __init__(self, cfg: Architecture) -> None:
+        super().__init__()
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
+        self.proj = nn.Linear(cfg.mlp_hidden, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(F.gelu(self.fc(x)))  # (B, T, h) -> (B, T, d)
+
+
+class SwiGLU(nn.Module):
+    """SwiGLU MLP (Shazeer 2020): proj(silu(gate(x)) * up(x))."""
+
+    def __init__(self, cfg: Architecture) -> None:
+        super().__init__()
+        self.gate = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
+        self.up = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
+        self.proj = nn.Linear(cfg.mlp_hidden, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(F.silu(self.gate(x)) * self.up(x))  # (B, T, h) -> (B, T, d)
+
+
+MLPS: dict[str, Callable[[Architecture], nn.Module]] = {"gelu": GeluMLP, "swiglu": SwiGLU}
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, cfg: Architecture) -> None:
+        super().__init__()
+        self.attn_norm = NORMS[cfg.norm](cfg)
+        self.attn = CausalSelfAttention(cfg)
+        self.mlp_norm = NORMS[cfg.norm](cfg)
+        self.mlp = MLPS[cfg.activation](cfg)
+
+    def forward(self, x: torch.Tensor, rotary: Rotary | None) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), rotary)  # (B, T, d)
+        return x + self.mlp(self.mlp_norm(x))  # (B, T, d)
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+
+class GPT(nn.Module):
+    """Decoder-only transformer language model."""
+
+    def __init__(self, cfg: Architecture, seq_len: int) -> None:
+        super().__init__()
+        self.cfg, self.seq_len = cfg, seq_len
+        self.embedding = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        learned = cfg.positions == "learned"
+        self.pos_embedding = nn.Embedding(seq_len, cfg.d_model) if learned else None
+        self.rotary = Rotary(cfg, seq_len) if cfg.positions == "rope" else None
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.norm = NORMS[cfg.norm](cfg)
+        self.head = None if cfg.tie_weights else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        std = INIT_STD
+        for module in self.modules():
+            if isinstance(module, nn.Linear | nn.Embedding):
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+        if self.cfg.scaled_init:
+            scaled = std / math.sqrt(2 * self.cfg.n_layer)
+            for block in self.blocks:
+                for proj in (block.attn.proj, block.mlp.proj):
+                    nn.init.normal_(proj.weight, mean=0.0, std=scaled)
+
+    def output_weight(self) -> torch.Tensor:
+        """The (V, d) matrix mapping the final hidden state to logits (the embedding if tied)."""
+        return self.embedding.weight if self.head is None else self.head.weight
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, V) for token ids ``idx`` (B, T); with ``targets`` (B, T), the mean
+        cross-entropy (a float32 scalar) instead."""
+        B, T = idx.shape
+        assert self.seq_len >= T, f"sequence of {T} tokens > seq_len {self.seq_len}"
+        x = self.embedding(idx)  # (B, T, d)
+        if self.pos_embedding is not None:
+            x = x + self.pos_embedding(torch.arange(T, device=idx.device))  # (B, T, d)
+        for block in self.blocks:
+            x = block(x, self.rotary)  # (B, T, d)
+        x = self.norm(x)  # (B, T, d)
+        tied = self.head is None
+        logits = F.linear(x, self.embedding.weight) if tied else self.head(x)  # (B, T, V)
+        if targets is None:
+            return logits
+        return F.cross_entropy(logits.float().view(B * T, -1), targets.reshape(B * T))
+
+
+# --- counting ----------------------------------------------------------------------------------
+
+
+def count_params(model: nn.Module) -> int:
+    """Trainable parameters of a model; tied weights once."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,65 @@
+"""The manifest: every planned run of a grid, one row per run_id, in ``manifest.parquet``.
+
+``submit`` merges newly expanded runs into it (earlier plans are kept, so a grid can grow);
+a job reads its own config from it by run_id, never by an index into a YAML that may have
+changed since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness.core import paths
+from harness.core.catalogue import flat, from_flat
+from harness.core.config import RunConfig
+from harness.core.errors import UserError
+from harness.store.rows import atomic_write_table
+from harness.store.schema import config_schema
+
+
+def _table(runs: Iterable[RunConfig]) -> pa.Table:
+    runs = list(runs)
+    rows = [{"run_id": r.run_id, **flat(r)} for r in runs]
+    return pa.Table.from_pylist(rows, schema=config_schema(runs))
+
+
+def write_manifest(root: Path, grid: str, runs: Iterable[RunConfig]) -> int:
+    """Merge ``runs`` into the grid's manifest (atomically). Returns how many were new."""
+    path = paths.manifest_path(root, grid)
+    new = _table(runs)
+    if path.exists():
+        old = pq.read_table(path)
+        fresh = new.filter(pc.invert(pc.is_in(new["run_id"], old["run_id"])))
+        if fresh.num_rows == 0:
+            return 0
+        # A manifest written by an earlier version (fewer fields) or with other optimizers' own
+        # hyperparameters: columns are unified by name, missing values are NULL.
+        merged = pa.concat_tables([old, fresh], promote_options="default")
+    else:
+        fresh = merged = new
+    atomic_write_table(merged, path)
+    return fresh.num_rows
+
+
+def read_manifest(root: Path, grid: str) -> dict[str, RunConfig]:
+    """run_id -> RunConfig of every planned run of ``grid``."""
+    path = paths.manifest_path(root, grid)
+    if not path.exists():
+        raise UserError(f"no manifest for grid {grid!r} at {path}; submit the grid first")
+    return {r["run_id"]: from_flat(r) for r in pq.read_table(path).to_pylist()}
+
+
+def load_run(root: Path, grid: str, run_id: str) -> RunConfig:
+    """One run's config, read from the manifest by run_id."""
+    path = paths.manifest_path(root, grid)
+    table = pq.read_table(path, filters=[("run_id", "=", run_id)])
+    if table.num_rows != 1:
+        raise KeyError(f"run {run_id} not in manifest {path} ({table.num_rows} rows)")
+    run = from_flat(table.to_pylist()[0])
+    assert run.run_id == run_id, f"manifest row {run_id} hashes to {run.run_id}"
+    return run

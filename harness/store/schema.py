@@ -1,0 +1,78 @@
+"""Arrow schemas of the files the store writes, derived from the catalogues: the run fields
+(:mod:`harness.core.catalogue`), the outcome (:class:`harness.core.result.RunResult`), the
+metrics (:mod:`harness.metrics.catalogue`) and provenance (declared here)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+from harness.core.catalogue import CATALOGUE
+from harness.core.config import RunConfig
+from harness.core.result import CURVE_COLUMNS
+from harness.metrics.catalogue import METRICS
+
+ARROW_TYPES: dict[type, pa.DataType] = {
+    int: pa.int64(),
+    float: pa.float64(),
+    str: pa.string(),
+    bool: pa.bool_(),
+}
+"""Python type of a field -> its column type."""
+
+OUTCOME_COLUMNS: dict[str, pa.DataType] = {
+    "status": pa.string(),
+    "params": pa.int64(),
+    "steps_done": pa.int64(),
+    "tokens_seen": pa.int64(),
+    "error": pa.string(),
+}
+"""Columns of :class:`~harness.core.result.RunResult` besides its metrics (NULL where they do not
+apply)."""
+
+PROVENANCE_COLUMNS: dict[str, pa.DataType] = {
+    "device": pa.string(),
+    "hostname": pa.string(),
+    "visible_devices": pa.string(),  # CUDA_VISIBLE_DEVICES of the run's process
+    "git_commit": pa.string(),
+    "torch_version": pa.string(),
+    "job_id": pa.string(),
+    "source": pa.string(),
+    "created_at": pa.timestamp("us", tz="UTC"),
+}
+"""Provenance columns: where and when the row was made."""
+
+CURVE_SCHEMA = pa.schema(
+    [pa.field("grid", pa.string()), pa.field("run_id", pa.string())]
+    + [pa.field(c, pa.int64() if c in ("step", "tokens") else pa.float64()) for c in CURVE_COLUMNS]
+)
+"""Schema of a loss-curve file."""
+
+
+def hyperparameter_fields(runs: Iterable[RunConfig]) -> list[pa.Field]:
+    """Columns of the optimizers' own hyperparameters of ``runs`` (typed by their values)."""
+    seen: dict[str, pa.DataType] = {}
+    for run in runs:
+        for name, value in run.optim.hyperparameters.items:
+            seen.setdefault(name, ARROW_TYPES[type(value)])
+    return [pa.field(n, t) for n, t in sorted(seen.items())]
+
+
+def config_schema(runs: Iterable[RunConfig] = ()) -> pa.Schema:
+    """Schema of the config columns: ``run_id``, every run field, then the own hyperparameters of
+    the optimizers of ``runs``."""
+    cols = [pa.field("run_id", pa.string())]
+    cols += [pa.field(f.name, ARROW_TYPES[f.type]) for f in CATALOGUE]
+    return pa.schema(cols + hyperparameter_fields(runs))
+
+
+def row_schema(runs: Iterable[RunConfig] = (), extra_metrics: Iterable[str] = ()) -> pa.Schema:
+    """Schema of result rows: config, outcome, every catalogued metric (then ``extra_metrics``,
+    columns an import declares), provenance."""
+    fields = list(config_schema(runs))
+    fields += [pa.field(k, t) for k, t in OUTCOME_COLUMNS.items()]
+    names = list(METRICS) + sorted(set(extra_metrics) - set(METRICS))
+    fields += [pa.field(k, pa.float64()) for k in names]
+    fields += [pa.field(k, t) for k, t in PROVENANCE_COLUMNS.items()]
+    return pa.schema(fields)

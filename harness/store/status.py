@@ -1,0 +1,57 @@
+"""``status``: how far a grid has got, from its manifest and result rows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.result import RESULT_STATUSES, STATUSES
+from harness.store.db import connect
+
+
+@dataclass(frozen=True, slots=True)
+class GridStatus:
+    """Counts of a grid's planned runs by state, per scale."""
+
+    grid: str
+    """The grid's name."""
+    counts: dict[str, Counter[str]]
+    """scale -> state -> runs; states are STATUSES plus ``missing`` (planned, no result)."""
+    failures: list[tuple[str, str, str]]
+    """(run_id, status, first line of the error) of runs that did not complete or diverge."""
+
+
+def grid_status(root: Path, grid: str) -> GridStatus:
+    """Counts of ``grid``'s planned runs by state (``missing``: planned, no row yet)."""
+    con = connect(root, grid)
+    rows = con.execute(
+        "SELECT m.scale, coalesce(r.status, 'missing'), count(*) FROM manifest m "
+        "LEFT JOIN runs r USING (run_id) GROUP BY ALL"
+    ).fetchall()
+    counts: dict[str, Counter[str]] = {}
+    for scale, status, n in rows:
+        counts.setdefault(scale, Counter())[status] = n
+    fails = con.execute(
+        "SELECT run_id, status, split_part(coalesce(error, ''), chr(10), 1) FROM runs "
+        f"WHERE status NOT IN {tuple(RESULT_STATUSES)} ORDER BY run_id"
+    ).fetchall()
+    return GridStatus(grid, counts, [tuple(f) for f in fails])
+
+
+def format_status(s: GridStatus) -> str:
+    """A table of counts per scale, then the failures with their reasons."""
+    states = [*STATUSES, "missing"]
+    lines = [f"grid {s.grid}"]
+    header = f"{'scale':8}" + "".join(f"{st:>11}" for st in [*states, "total"])
+    lines.append(header)
+    for scale, c in sorted(s.counts.items()):
+        total = sum(c.values())
+        lines.append(
+            f"{scale:8}" + "".join(f"{c.get(st, 0):>11}" for st in states) + f"{total:>11}"
+        )
+    for run_id, status, reason in s.failures[:20]:
+        lines.append(f"  {status:9} {run_id}  {reason[:150]}")
+    if len(s.failures) > 20:
+        lines.append(f"  ... and {len(s.failures) - 20} more failures")
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""Resumable training state, written atomically (temp file + rename).
+
+A checkpoint holds everything a resumed run needs to continue bit for bit: model and optimizer
+state, the step reached, the loss curve so far, accumulated timings and the RNG states. The data
+order needs no state: batch ``k`` is a pure function of (seed, k).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from harness.core.files import atomic_write
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpointing:
+    """Where a run checkpoints, and how often."""
+
+    path: Path
+    """The checkpoint file (resumed from when it exists)."""
+    every_s: float
+    """Seconds between checkpoints (besides the one written when the run is asked to stop)."""
+
+
+def rng_state() -> dict[str, Any]:
+    """The RNG states of python, numpy and torch (CPU and CUDA)."""
+    state = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`rng_state` captured."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save(path: Path, state: dict[str, Any]) -> None:
+    """Write ``state`` to ``path`` atomically."""
+    atomic_write(path, lambda fh: torch.save(state, fh))
+
+
+def load(path: Path) -> dict[str, Any] | None:
+    """The checkpoint at ``path``, or None when there is none."""
+    if not path.exists():
+        return None
+    return torch.load(path, map_location="cpu", weights_only=False)

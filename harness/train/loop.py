@@ -1,0 +1,371 @@
+"""The training loop: ``train(run) -> RunResult``. Knows nothing of SLURM, Parquet or the CLI.
+
+Per optimizer step: the global batch (``batch_size`` sequences, a pure function of (seed, step))
+is split into micro-batches (and across DDP ranks), gradients are accumulated, the global gradient
+norm is clipped, every group's lr is set from the schedule and the optimizer steps. A non-finite
+loss, a non-finite gradient norm, a loss above ``diverge_factor * ln(V)`` or a logged loss more than
+``diverge_rise`` nats above the run's best logged loss (an exploding run) stops the run with
+status ``diverged``: a result, not an error. Exceptions (OOM, bugs) propagate to the caller,
+which records them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import resource
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from harness.core.config import RunConfig
+from harness.core.result import RunResult, Status
+from harness.data.batches import TokenData
+from harness.data.catalogue import resolve_dataset
+from harness.metrics.final import final_metrics
+from harness.model.architecture import flops_per_token
+from harness.model.gpt import GPT, count_params
+from harness.optim.build import build_optimizer
+from harness.optim.schedule import lr_at
+from harness.train import checkpoint as ckpt
+from harness.train.checkpoint import Checkpointing
+from harness.train.device import Placement, mfu, place
+
+
+class TrainingInterrupted(Exception):
+    """Raised after a checkpoint was written because ``should_stop()`` asked the run to stop."""
+
+
+@dataclass
+class LoopState:
+    """What a checkpoint carries besides model and optimizer."""
+
+    step: int = 0
+    """Optimizer steps completed."""
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    """Loss-curve points so far."""
+    wall_s: float = 0.0
+    """Wall seconds spent in earlier attempts."""
+    timed_s: float = 0.0
+    """Training seconds counted for throughput (first step of each attempt excluded)."""
+    timed_tokens: int = 0
+    """Tokens trained during ``timed_s``."""
+    data_wait_s: float = 0.0
+    """Seconds spent producing batches (host side)."""
+    opt_s: float = 0.0
+    """Optimizer-step seconds on profiled steps."""
+    profiled_s: float = 0.0
+    """Whole-step seconds on profiled steps."""
+    compile_s: float | None = None
+    """Extra seconds of the first step when compiled."""
+    interval_loss: float = 0.0
+    """Sum of the training losses of the unfinished logging interval."""
+    interval_steps: int = 0
+    """Steps in the unfinished logging interval."""
+
+
+def _rank_world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def train(
+    run: RunConfig,
+    *,
+    data_root: Path,
+    checkpoint: Checkpointing | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    log: Callable[[str], None] | None = print,
+) -> RunResult:
+    """Train ``run`` to completion (or divergence) and evaluate it.
+
+    Args:
+        run: the resolved run config.
+        data_root: where registered datasets are prepared (user paths are absolute).
+        checkpoint: where and how often to checkpoint (resuming from it when it exists); None:
+            no checkpointing.
+        should_stop: polled once per step; when it returns True the run checkpoints and raises
+            :class:`TrainingInterrupted` (preemption, time limit).
+        log: receives a progress line per logging interval; None silences it.
+
+    Returns:
+        The run's result (status ``completed`` or ``diverged``).
+    """
+    return _Trainer(run, data_root, checkpoint, log).fit(should_stop)
+
+
+class _Trainer:
+    def __init__(
+        self,
+        run: RunConfig,
+        data_root: Path,
+        checkpoint: Checkpointing | None,
+        log: Callable[[str], None] | None,
+    ) -> None:
+        self.run, self.checkpoint, self.log = run, checkpoint, log
+        self.rank, self.world = _rank_world()
+        local_rank = (
+            self.rank % max(1, torch.cuda.device_count()) if torch.cuda.is_available() else 0
+        )
+        ex = run.execution
+        self.placement: Placement = place(ex.precision, ex.compile, local_rank)
+        _seed_everything(ex.seed)
+        self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
+        self.model = GPT(run.arch, run.data.seq_len).to(self.placement.device)
+        self.optimizer = build_optimizer(self.model, run)
+        self.state = LoopState()
+        self._restore()
+        self.forward = self._wrap(self.model)
+        self.tokens_per_step = run.data.tokens_per_step
+
+    def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        if self.world > 1:
+            ids = [self.placement.device.index] if self.placement.device.type == "cuda" else None
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        if self.placement.compile:
+            model = torch.compile(model)
+        return model
+
+    # --- checkpoints ---------------------------------------------------------------------
+    def _restore(self) -> None:
+        saved = ckpt.load(self.checkpoint.path) if self.checkpoint else None
+        if saved is None:
+            return
+        self.model.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.state = LoopState(**saved["loop"])
+        ckpt.set_rng_state(saved["rng"])
+
+    def _save(self, attempt_start: float) -> None:
+        if self.checkpoint is None or self.rank != 0:
+            return
+        loop = {**self.state.__dict__, "wall_s": self.state.wall_s + time.time() - attempt_start}
+        loop["interval_loss"] = self._interval_loss.item()
+        loop["interval_steps"] = self._interval_steps
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "loop": loop,
+            "rng": ckpt.rng_state(),
+        }
+        ckpt.save(self.checkpoint.path, state)
+
+    # --- the loop ------------------------------------------------------------------------
+    def fit(self, should_stop: Callable[[], bool] | None) -> RunResult:
+        st, steps, log_every = self.state, self.run.data.steps, self.run.execution.log_every
+        start = time.time()
+        last_save = time.time()
+        limit = self.run.execution.diverge_factor * math.log(self.run.arch.vocab_size)
+        self._interval_loss = torch.full((), st.interval_loss, device=self.placement.device)
+        self._interval_steps = st.interval_steps
+        first = True
+        while st.step < steps:
+            if should_stop is not None and should_stop():
+                self._save(start)
+                raise TrainingInterrupted(f"stopped at step {st.step}")
+            profile = (st.step + 1) % log_every == 0 or st.step + 1 == steps
+            t = time.perf_counter()
+            loss, gnorm = self._step(st.step, profile)
+            self._interval_loss += loss
+            self._interval_steps += 1
+            st.step += 1
+            if profile or first:
+                mean = (self._interval_loss / self._interval_steps).item()  # this interval's sync
+                bad = self._divergence(mean, gnorm, limit)
+                if bad:
+                    return self._diverged(start, mean, bad)
+            dt = time.perf_counter() - t
+            if first:
+                self._first_step(dt)
+                first = False
+            else:
+                st.timed_s += dt
+                st.timed_tokens += self.tokens_per_step
+                if profile:
+                    st.profiled_s += dt
+            if profile:
+                self._log_point(mean, start)
+                self._interval_loss.zero_()
+                self._interval_steps = 0
+            if self.checkpoint is not None and time.time() - last_save > self.checkpoint.every_s:
+                self._save(start)
+                last_save = time.time()
+        return self._finish(start)
+
+    def _step(self, step: int, profile: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+        data, st = self.run.data, self.state
+        lr = lr_at(step, self.run)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr * g.get("lr_scale", 1.0)
+        total = torch.zeros((), device=self.placement.device)
+        t_data = time.perf_counter()
+        micro = list(
+            self.data.micro_batches(
+                step, self.run.execution.seed, data.batch_size, data.micro_batch_size,
+                data.seq_len, self.rank, self.world,
+            )
+        )  # fmt: skip
+        st.data_wait_s += time.perf_counter() - t_data
+        for i, (x, y) in enumerate(micro):
+            x, y = self._to_device(x), self._to_device(y)
+            sync = i == len(micro) - 1 or self.world == 1
+            no_sync = not sync and hasattr(self.forward, "no_sync")
+            with self.forward.no_sync() if no_sync else nullcontext(), self.placement.autocast():
+                loss = self.forward(x, y) / len(micro)
+            loss.backward()
+            total += loss.detach()
+        if self.world > 1:  # ranks saw different rows: log, test and checkpoint the global mean
+            dist.all_reduce(total)
+            total /= self.world
+        gnorm = None
+        clip = self.run.optim.grad_clip
+        if clip is not None:
+            gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        if profile:
+            self._sync()
+            t_opt = time.perf_counter()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if profile:
+            self._sync()
+            st.opt_s += time.perf_counter() - t_opt
+        return total, gnorm
+
+    def _to_device(self, t: torch.Tensor) -> torch.Tensor:
+        """Host batch -> device; on CUDA through pinned memory, so the copy is asynchronous."""
+        if self.placement.device.type != "cuda":
+            return t
+        return t.pin_memory().to(self.placement.device, non_blocking=True)
+
+    def _sync(self) -> None:
+        if self.placement.device.type == "cuda":
+            torch.cuda.synchronize(self.placement.device)
+
+    def _divergence(self, loss: float, gnorm: torch.Tensor | None, limit: float) -> str | None:
+        if not math.isfinite(loss):
+            return f"non-finite training loss {loss} at step {self.state.step}"
+        if loss > limit:
+            return f"training loss {loss:.3f} above {limit:.3f} at step {self.state.step}"
+        best = min((p["train_loss"] for p in self.state.curve), default=math.inf)
+        rise = self.run.execution.diverge_rise
+        if loss > best + rise:
+            return (
+                f"training loss {loss:.3f} rose more than {rise} above its best "
+                f"{best:.3f} at step {self.state.step}"
+            )
+        if gnorm is not None and not torch.isfinite(gnorm).item():
+            return f"non-finite gradient norm at step {self.state.step}"
+        return None
+
+    def _first_step(self, dt: float) -> None:
+        if self.placement.compile:
+            self.state.compile_s = dt  # refined in _finish by subtracting a typical step
+
+    def _point(self, train_loss: float, val_loss: float | None, start: float) -> dict[str, Any]:
+        """The loss-curve point after the steps done so far (``CURVE_COLUMNS``)."""
+        st = self.state
+        return {
+            "step": st.step,
+            "tokens": st.step * self.tokens_per_step,
+            "train_loss": train_loss,
+            "lr": lr_at(st.step - 1, self.run),
+            "val_loss": val_loss,
+            "elapsed_s": st.wall_s + time.time() - start,
+        }
+
+    def _log_point(self, mean: float, start: float) -> None:
+        run, st = self.run, self.state
+        val = None
+        every = run.execution.eval_every
+        if every and st.step % every == 0 and st.step < run.data.steps:
+            val = self.evaluate()
+        point = self._point(mean, val, start)
+        st.curve.append(point)
+        if self.log and self.rank == 0:
+            rate = st.timed_tokens / st.timed_s if st.timed_s else 0.0
+            self.log(
+                f"[{run.run_id}] step {st.step}/{run.data.steps} loss {mean:.4f} "
+                f"lr {point['lr']:.3g} {rate:,.0f} tok/s"
+            )
+
+    @torch.no_grad()
+    def evaluate(self) -> float:
+        """Mean loss over the fixed held-out tokens (the same windows for every run)."""
+        data = self.run.data
+        self.model.eval()
+        total = torch.zeros((), device=self.placement.device, dtype=torch.float64)
+        count = 0
+        for x, y in self.data.eval_batches(data.eval_tokens, data.seq_len, data.micro_batch_size):
+            x, y = self._to_device(x), self._to_device(y)
+            with self.placement.autocast():
+                loss = self.forward(x, y)
+            total += loss.double() * y.numel()
+            count += y.numel()
+        self.model.train()
+        return (total / count).item()
+
+    # --- outcomes ------------------------------------------------------------------------
+    def _result(
+        self, status: Status, start: float, metrics: dict[str, float | None], error: str | None
+    ) -> RunResult:
+        """The run's result with the training metrics every outcome carries, plus ``metrics``."""
+        st, run = self.state, self.run
+        rate = st.timed_tokens / st.timed_s if st.timed_s > 0 else None
+        steps_timed = st.timed_tokens / self.tokens_per_step if st.timed_tokens else 0
+        if st.compile_s is not None and steps_timed:
+            st.compile_s = max(0.0, st.compile_s - st.timed_s / steps_timed)
+        fpt = flops_per_token(run.arch, run.data.seq_len)
+        measured: dict[str, float | None] = {
+            "train_loss": st.curve[-1]["train_loss"] if st.curve else None,
+            "wall_s": st.wall_s + time.time() - start,
+            "tokens_per_s": rate,
+            "mfu": mfu(rate, fpt, self.placement.peak_flops(), self.world),
+            "peak_mem_gb": _peak_mem_gb(self.placement),
+            "compile_s": st.compile_s,
+            "data_wait_s": st.data_wait_s,
+            "optimizer_step_frac": st.opt_s / st.profiled_s if st.profiled_s else None,
+        }
+        return RunResult(
+            status=status,
+            params=count_params(self.model),
+            steps_done=st.step,
+            tokens_seen=st.step * self.tokens_per_step,
+            error=error,
+            device=self.placement.name,
+            metrics=measured | metrics,
+            curve=st.curve,
+        )
+
+    def _diverged(self, start: float, loss: float, reason: str) -> RunResult:
+        self.state.curve.append(self._point(loss, None, start))
+        return self._result(Status.DIVERGED, start, {}, reason)
+
+    def _finish(self, start: float) -> RunResult:
+        val = self.evaluate()
+        if self.state.curve:
+            self.state.curve[-1]["val_loss"] = val
+        metrics = final_metrics(self.model, self.optimizer, self.data)
+        if not math.isfinite(val):
+            return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
+        metrics |= {"val_loss": val, "val_ppl": math.exp(val)}
+        return self._result(Status.COMPLETED, start, metrics, None)
+
+
+def _peak_mem_gb(placement: Placement) -> float:
+    if placement.device.type == "cuda":
+        return torch.cuda.max_memory_allocated(placement.device) / 1e9
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KiB on Linux -> GB

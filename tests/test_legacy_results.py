@@ -1,0 +1,72 @@
+"""Results written by an earlier version stay readable, keep their run_ids and are appendable.
+
+``tests/fixtures/legacy/results`` was written by harness 0.1.0 (commit bc472d4, before the
+field catalogue and the sectioned run config) from ``tests/fixtures/legacy/legacy.yaml``: six
+tiny runs over adamw, sgd_cclip (clip_value), coupled_adam (coupled_scale_exp), signum, and adam
+with an SGD embedding optimizer. It is never regenerated.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.core.catalogue import FIELD_NAMES, with_values
+from harness.data.catalogue import vocab_lookup
+from harness.grid.load import load_grid
+from harness.store.manifest import load_run, read_manifest, write_manifest
+from harness.store.schema import row_schema
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "legacy"
+
+
+@pytest.fixture
+def legacy(tmp_path: Path) -> Path:
+    """A copy of the old results folder (tests never write into the fixture)."""
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURE / "results", root)
+    return root
+
+
+def _cli(*args: object) -> str:
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_old_rows_keep_every_column_and_are_queried_as_before(legacy: Path) -> None:
+    old = pq.read_table(next((legacy / "legacy" / "runs").glob("*.parquet"))).schema.names
+    assert set(old) <= set(row_schema().names)  # no column lost or renamed
+    out = _cli("query", "SELECT optimizer, status, clip_value FROM runs ORDER BY optimizer",
+               "--results", legacy, "--format", "csv")  # fmt: skip
+    assert out.count("completed") == 6 and "sgd_cclip,completed,0.5" in out
+    assert "completed" in _cli("status", "legacy", "--results", legacy)
+
+
+def test_old_manifest_rows_hash_to_their_run_ids(legacy: Path, prepared_data: Path) -> None:
+    runs = read_manifest(legacy, "legacy")
+    assert len(runs) == 6
+    assert all(load_run(legacy, "legacy", run_id).run_id == run_id for run_id in runs)
+    grid = load_grid(FIXTURE / "legacy.yaml", vocab=vocab_lookup(prepared_data))
+    assert [r.run_id for r in grid.runs] == list(runs)  # today's expansion: the same ids
+
+
+def test_resubmitting_over_old_results_skips_them(legacy: Path, prepared_data: Path) -> None:
+    out = _cli("submit", FIXTURE / "legacy.yaml", "--results", legacy, "--data", prepared_data)
+    assert "skipped 6 with a result" in out and "launching 0" in out
+
+
+def test_an_old_manifest_accepts_new_runs(legacy: Path) -> None:
+    runs = list(read_manifest(legacy, "legacy").values())
+    new = with_values(runs[0], lr=runs[0].optim.lr * 2)
+    assert write_manifest(legacy, "legacy", [*runs, new]) == 1
+    table = pq.read_table(legacy / "legacy" / "manifest.parquet")
+    assert table.num_rows == 7 and table.schema.names[: 1 + len(FIELD_NAMES)] == [
+        "run_id", *FIELD_NAMES,
+    ]  # fmt: skip
+    assert new.run_id in read_manifest(legacy, "legacy")
