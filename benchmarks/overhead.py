@@ -46,7 +46,7 @@ QUERIES = {
     "ORDER BY val_loss LIMIT 5",
     "mean over seeds": "SELECT lr, beta1, beta2, avg(val_loss), stddev_samp(val_loss) FROM runs "
     "GROUP BY ALL ORDER BY 4 LIMIT 5",
-    "curves x runs": "SELECT r.optim.beta1, avg(c.train_loss) FROM curves c JOIN runs r "
+    "curves x runs": "SELECT r.beta1, avg(c.train_loss) FROM curves c JOIN runs r "
     "USING (grid, run_id) WHERE c.step > 100 GROUP BY ALL ORDER BY 1",
 }
 

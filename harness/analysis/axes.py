@@ -12,16 +12,32 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.core.catalogue import FIELD_NAMES, NOT_COMPARED, TUNED
+from harness.core.catalogue import FIELD_NAMES, NOT_COMPARED, OWN_HYPERPARAMETERS, TUNED
 from harness.core.errors import UserError
 
 HYPERPARAMETERS: tuple[str, ...] = TUNED
-"""Config columns that are tuned over when they vary (the run fields declared ``tuned``)."""
+"""Run fields that are tuned over when they vary (those declared ``tuned``)."""
+
+
+def own_hyperparameters(df: pd.DataFrame) -> list[str]:
+    """The optimizers' own hyperparameters among ``df``'s columns (each row names its own in
+    ``own_hyperparameters``): tuned over like ``HYPERPARAMETERS``."""
+    if OWN_HYPERPARAMETERS not in df.columns:
+        return []
+    names = {n for v in df[OWN_HYPERPARAMETERS].dropna() for n in str(v).split(",") if n}
+    return sorted(n for n in names if n in df.columns)
+
+
+def hyperparameters(df: pd.DataFrame) -> list[str]:
+    """Every column of ``df`` that is tuned over when it varies."""
+    return [*(h for h in HYPERPARAMETERS if h in df.columns), *own_hyperparameters(df)]
 
 
 def experiment_columns(df: pd.DataFrame) -> list[str]:
-    """Config columns of ``df`` whose values define an experiment (all but ``NOT_COMPARED``)."""
-    return [c for c in FIELD_NAMES if c in df.columns and c not in NOT_COMPARED]
+    """Config columns of ``df`` whose values define an experiment (all but ``NOT_COMPARED``),
+    the optimizers' own hyperparameters included."""
+    fields = [c for c in FIELD_NAMES if c in df.columns and c not in NOT_COMPARED]
+    return fields + own_hyperparameters(df)
 
 
 def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:
@@ -42,7 +58,7 @@ def varying_within(df: pd.DataFrame, keys: Sequence[str], columns: Sequence[str]
 
 def auto_over(df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     """Hyperparameters that vary inside at least one cell defined by ``keys``."""
-    return varying_within(df, keys, [h for h in HYPERPARAMETERS if h in df.columns])
+    return varying_within(df, keys, hyperparameters(df))
 
 
 def check_cells(df: pd.DataFrame, keys: Sequence[str], over: Sequence[str]) -> None:

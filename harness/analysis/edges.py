@@ -3,7 +3,9 @@
 The next value continues the grid's own spacing on the axis's natural scale: log for learning
 rates, 1 - x on a log scale for decay rates (0.9, 0.99, 0.999 -> 0.9999), linear otherwise. A next
 value outside the axis's domain means the edge is a natural bound (momentum 0, weight decay 0):
-then the bound itself is suggested if it was not searched, else nothing is flagged.
+then the bound itself is suggested if it was not searched, else nothing is flagged. A linear axis
+searched only at values >= 0 is taken to be bounded by 0 (a mixing weight of 0.25 is next tried at
+0, not at -0.25).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ _DECAY = AxisScale(
     forward=lambda x: math.log(1.0 - x), inverse=lambda u: 1.0 - math.exp(u), low=0.0, high=1.0
 )
 _LINEAR = AxisScale(forward=float, inverse=float, low=-math.inf, high=math.inf)
+_NON_NEGATIVE = AxisScale(forward=float, inverse=float, low=0.0, high=math.inf)
 
 SPACINGS: dict[Scale, AxisScale] = {Scale.LOG: _LOG, Scale.DECAY: _DECAY, Scale.LINEAR: _LINEAR}
 """The arithmetic of each declared sweep scale (``harness.core.fields.Scale``)."""
@@ -70,6 +73,8 @@ def edge_note(axis: str, searched: Sequence[object], best: object) -> str:
     if b not in (nums[0], nums[-1]):
         return ""
     scale = SPACINGS[AXIS_SCALES.get(axis, Scale.LINEAR)]
+    if scale is _LINEAR and nums[0] >= 0:
+        scale = _NON_NEGATIVE
     side, neighbour = ("smallest", nums[1]) if b == nums[0] else ("largest", nums[-2])
     nxt = _next_value(scale, b, neighbour)
     if nxt is None and side == "smallest" and scale.low > -math.inf and b > scale.low:

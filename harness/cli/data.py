@@ -23,14 +23,15 @@ def prepare(name: str | None, force: bool, data: Path | None) -> None:
 
     Example: harness data prepare classics-bpe8k
     """
-    from harness.data.catalogue import DEFAULT_DATASET, data_root, read_meta
+    from harness.data.batches import TokenData
+    from harness.data.catalogue import DEFAULT_DATASET, data_root
     from harness.data.prepare import prepare
 
     path = prepare(name or DEFAULT_DATASET, data_root(data), force=force)
-    meta = read_meta(path)
+    tokens = TokenData(path)
     click.echo(
-        f"{path}: {meta['train_tokens']:,} train / {meta['val_tokens']:,} val tokens, "
-        f"vocab {meta['vocab_size']}, tokenizer {meta['tokenizer']}"
+        f"{path}: {len(tokens.train):,} train / {len(tokens.val):,} val tokens, "
+        f"vocab {tokens.vocab_size}, tokenizer {tokens.meta.get('tokenizer', 'your own')}"
     )
 
 

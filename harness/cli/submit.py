@@ -10,6 +10,7 @@ import click
 from harness.analysis.figures import FIGURES
 from harness.cli.options import data_option, resolve_results, results_option
 from harness.data.catalogue import data_root
+from harness.launch.inputs import STALE_CHOICES
 
 
 @click.command()
@@ -21,6 +22,14 @@ from harness.data.catalogue import data_root
     "--retry",
     default="",
     help="Comma-separated states to run again (e.g. failed,timeout); never completed runs.",
+)
+@click.option(
+    "--stale",
+    type=click.Choice(STALE_CHOICES),
+    default="refuse",
+    show_default=True,
+    help="Runs whose result was computed with other optimizer or model code, or other data, than "
+    "today's: refuse (an error naming them), rerun them, or keep their results.",
 )
 @click.option(
     "--wait/--no-wait",
@@ -35,6 +44,7 @@ def submit(
     launcher: str | None,
     dry_run: bool,
     retry: str,
+    stale: str,
     wait: bool | None,
     results: Path | None,
     data: Path | None,
@@ -55,6 +65,7 @@ def submit(
         dry_run=dry_run,
         retry=states,
         wait=wait,
+        stale=stale,
         figure_names=FIGURES.names(),
         out=sys.stdout,
     )

@@ -23,6 +23,8 @@ from harness.core.fields import (
     hashed_values,
     walk,
 )
+from harness.core.provenance import INPUTS, PROVENANCE
+from harness.core.result import OUTCOME
 
 CATALOGUE: tuple[FieldInfo, ...] = walk(RunConfig)
 """Every run field, in column order."""
@@ -50,6 +52,17 @@ execution details)."""
 
 AXIS_SCALES: dict[str, Scale] = {f.name: f.meta.scale for f in CATALOGUE}
 """Field -> the scale it is swept on."""
+
+
+OWN_HYPERPARAMETERS = "own_hyperparameters"
+"""Row column naming (comma-separated) the config columns that are the optimizer's own
+hyperparameters (declared by the optimizer, not by the harness): analysis tunes over them."""
+
+RESERVED: frozenset[str] = frozenset(
+    {"run_id", OWN_HYPERPARAMETERS, *OUTCOME, *PROVENANCE, *INPUTS}
+)
+"""Row columns besides the run fields and the metrics: an optimizer's hyperparameter may not
+take one of these names (nor a run field's or a metric's)."""
 
 
 def names_with(role: Role) -> tuple[str, ...]:
@@ -81,19 +94,24 @@ def flat(run: RunConfig) -> dict[str, Any]:
     return flatten(run)
 
 
-def from_flat(columns: Mapping[str, Any]) -> RunConfig:
+_SECTION_OF = {f.name: f.section for f in CATALOGUE}
+
+
+def from_flat(columns: Mapping[str, Any], *, clean: bool = True) -> RunConfig:
     """The run of a manifest row (config columns; ``run_id`` is ignored).
 
     Every column that is not a catalogue field is one of the optimizer's own hyperparameters
-    (None: absent). Raises UserError when a section's values are invalid.
+    (None: absent). ``clean`` turns NaN (a NULL read through pandas) into None and numpy
+    scalars into plain values. Raises UserError when a section's values are invalid.
     """
     by_section: dict[str, dict[str, Any]] = {section: {} for section, _ in _SECTIONS}
     extra: dict[str, Any] = {}
     for name, value in columns.items():
-        value = _clean(value)
-        info = FIELDS.get(name)
-        if info is not None:
-            by_section[info.section][name] = value
+        if clean:
+            value = _clean(value)
+        section = _SECTION_OF.get(name)
+        if section is not None:
+            by_section[section][name] = value
         elif name != "run_id":
             extra[name] = value
     sections = {

@@ -5,7 +5,7 @@ is resolved before a run starts (no defaults are looked up at run time), so the 
 the experiment, and ``run_id`` is a content hash of it. Grids, rows and the ``manifest`` table see
 the fields flat (``lr``, ``n_layer``, ``batch_size``: names are unique across sections); code sees
 them by section (``run.optim.lr``, ``run.arch.n_layer``). The architecture section *is* the
-model's config: ``harness.model.gpt.GPT(run.arch, seq_len)`` builds it.
+model's config: ``harness.model.build.build_model(run.arch, seq_len)`` builds it.
 
 Each field is declared once, here, with :func:`~harness.core.fields.spec` (unit, choices, sweep
 scale, how analysis treats it); :mod:`harness.core.catalogue` derives every table from these
@@ -16,6 +16,7 @@ An optimizer's own hyperparameters (those it declares beyond the fields here) tr
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -24,12 +25,14 @@ from harness.core.errors import UserError
 from harness.core.fields import (
     Role,
     Scale,
+    cache,
     check_choices,
     content_hash,
     extras,
     hashed_values,
     spec,
 )
+from harness.core.registry import is_reference
 
 
 def _positive(**values: float) -> None:
@@ -45,47 +48,51 @@ POSITIONS = ("rope", "learned")
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Architecture:
-    """The GPT a run trains (``harness.model.gpt``); a model preset fills every field but
-    ``vocab_size``, which comes from the dataset."""
+    """The model a run trains (``harness.model.build``). For the harness's GPT, ``model`` names a
+    preset, which fills every field but ``vocab_size`` (the dataset's); for a user's model,
+    ``model`` references its builder (``my_module:build``) and the fields it does not take are
+    None."""
 
     ROLE: ClassVar[Role] = Role.ARCHITECTURE
 
     model: str = spec()
-    """Model preset (``harness.model.architecture.PRESETS``) whose values fill the fields below."""
-    n_layer: int = spec()
+    """Model preset (``harness.model.architecture.PRESETS``) whose values fill the fields below,
+    or a user's builder (``module:function``, ``path/to/file.py:function``)."""
+    n_layer: int | None = spec()
     """Number of transformer blocks."""
-    n_head: int = spec()
+    n_head: int | None = spec()
     """Attention heads per block; ``d_model`` must be divisible by it."""
-    d_model: int = spec()
+    d_model: int | None = spec()
     """Residual stream width."""
     vocab_size: int = spec()
     """Rows of the embedding matrix (the tokenizer's vocabulary, possibly padded)."""
-    norm: str = spec(choices=NORMS)
+    norm: str | None = spec(choices=NORMS)
     """``rmsnorm`` or ``layernorm`` (pre-norm, plus a final norm before the head)."""
-    activation: str = spec(choices=ACTIVATIONS)
+    activation: str | None = spec(choices=ACTIVATIONS)
     """``swiglu`` or ``gelu`` MLP."""
-    positions: str = spec(choices=POSITIONS)
+    positions: str | None = spec(choices=POSITIONS)
     """``rope`` (rotary, on ``rotary_frac`` of each head's dims) or ``learned`` absolute."""
-    rotary_frac: float = spec()
+    rotary_frac: float | None = spec()
     """Fraction of each head's dims RoPE rotates, rounded to an even count (unused if learned)."""
-    tie_weights: bool = spec()
+    tie_weights: bool | None = spec()
     """Output head shares the input embedding matrix (logits = x @ E^T)."""
-    mlp_ratio: float = spec()
+    mlp_ratio: float | None = spec()
     """MLP hidden width / d_model, rounded to a multiple of 64 (see ``mlp_hidden``)."""
-    scaled_init: bool = spec()
+    scaled_init: bool | None = spec()
     """Residual output projections init std = 0.02 / sqrt(2 * n_layer) (GPT-2)."""
-    bias: bool = spec()
+    bias: bool | None = spec()
     """Biases in Linear layers (not the head) and LayerNorms (GPT-2 style) or none (plainLM)."""
 
     def __post_init__(self) -> None:
         check_choices(self)
-        _positive(
-            n_layer=self.n_layer, n_head=self.n_head, d_model=self.d_model,
-            vocab_size=self.vocab_size,
-        )  # fmt: skip
-        if self.d_model % self.n_head:
+        unset = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is None]
+        if unset and not is_reference(self.model):
+            raise UserError(f"model {self.model}: no value for {', '.join(unset)}")
+        sizes = {"n_layer": self.n_layer, "n_head": self.n_head, "d_model": self.d_model}
+        _positive(vocab_size=self.vocab_size, **{k: v for k, v in sizes.items() if v is not None})
+        if self.d_model and self.n_head and self.d_model % self.n_head:
             raise UserError(f"d_model {self.d_model} is not divisible by n_head {self.n_head}")
-        if not 0.0 <= self.rotary_frac <= 1.0:
+        if self.rotary_frac is not None and not 0.0 <= self.rotary_frac <= 1.0:
             raise UserError(f"rotary_frac {self.rotary_frac} is not in [0, 1]")
 
     @property
@@ -113,8 +120,8 @@ class DataConfig:
     ROLE: ClassVar[Role] = Role.DATA
 
     dataset: str = spec("classics-bpe8k")
-    """A registered dataset name (``harness.data.catalogue.DATASETS``) or a directory holding a user's
-    nanoGPT-style ``train.bin``/``val.bin`` and ``meta.json``."""
+    """A registered dataset name (``harness.data.catalogue.DATASETS``) or a directory holding a
+    user's nanoGPT-style ``train.bin``/``val.bin`` and ``meta.json``."""
     seq_len: int = spec(unit="tokens")
     """Tokens per training sequence (context length)."""
     batch_size: int = spec(unit="sequences")
@@ -275,6 +282,7 @@ class RunConfig:
     """Optimizer and schedule."""
     execution: ExecutionConfig
     """Seed, logging, precision, devices."""
+    _run_id: str | None = cache()
 
     def __post_init__(self) -> None:
         check_choices(self)
@@ -291,5 +299,7 @@ class RunConfig:
     @property
     def run_id(self) -> str:
         """Content hash of every field that changes what the run computes (16 hex chars; see
-        :func:`harness.core.fields.hashed_values`)."""
-        return content_hash(hashed_values(self))
+        :func:`harness.core.fields.hashed_values`); computed once per run."""
+        if self._run_id is None:  # frozen: the cache is filled behind the dataclass's back
+            object.__setattr__(self, "_run_id", content_hash(hashed_values(self)))
+        return self._run_id

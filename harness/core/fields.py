@@ -31,7 +31,7 @@ class Role(StrEnum):
     LABEL = "label"
     """Display name of an arm; set in a grid, not part of run_id."""
     ARCHITECTURE = "architecture"
-    """The model (``harness.model.gpt`` builds it from these)."""
+    """The model (``harness.model.build`` builds it from these)."""
     DATA = "data"
     """Dataset, sequence length, batch and budget."""
     OPTIMIZER = "optimizer"
@@ -70,6 +70,8 @@ _KEY = "harness"
 """Key of a dataclass field's metadata holding its :class:`FieldMeta`."""
 _EXTRAS_KEY = "harness_extras"
 """Key marking the field that holds an optimizer's own hyperparameters."""
+_CACHE_KEY = "harness_cache"
+"""Key marking a private field that caches a derived value (not a run field)."""
 
 ALWAYS = MISSING
 """``absent`` of a field that enters run_id whatever its value (every field that existed when
@@ -151,8 +153,8 @@ def _base_type(annotation: Any) -> tuple[type, bool]:
 def _infos(cls: type, section: str, role: Role | None) -> Iterator[FieldInfo]:
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        if f.metadata.get(_EXTRAS_KEY):
-            continue  # an optimizer's own hyperparameters: not catalogue fields
+        if f.metadata.get(_EXTRAS_KEY) or f.metadata.get(_CACHE_KEY):
+            continue  # an optimizer's own hyperparameters, or a cache: not catalogue fields
         meta = f.metadata.get(_KEY)
         if meta is None:  # a section: its fields follow, with the section's role
             sub = hints[f.name]
@@ -169,16 +171,31 @@ def extras(default: Any) -> Any:
     return dataclasses.field(default=default, metadata={_EXTRAS_KEY: True})
 
 
+def cache() -> Any:
+    """Declare a private field caching a value derived from the others (excluded from the
+    catalogue, equality, hashing and ``repr``)."""
+    return dataclasses.field(
+        default=None, init=False, repr=False, compare=False, hash=False,
+        metadata={_CACHE_KEY: True},
+    )  # fmt: skip
+
+
+@functools.cache
+def _choices(cls: type) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(
+        (f.name, f.metadata[_KEY].choices)
+        for f in dataclasses.fields(cls)
+        if f.metadata.get(_KEY) is not None and f.metadata[_KEY].choices
+    )
+
+
 def check_choices(obj: Any) -> None:
     """Raise UserError when a field of the dataclass instance ``obj`` declared with ``choices``
     holds another value (None passes where the field is optional)."""
-    for f in dataclasses.fields(obj):
-        meta = f.metadata.get(_KEY)
-        if meta is None or not meta.choices:
-            continue
-        value = getattr(obj, f.name)
-        if value is not None and value not in meta.choices:
-            raise UserError(f"{f.name}: {value!r} is not one of {', '.join(meta.choices)}")
+    for name, choices in _choices(type(obj)):
+        value = getattr(obj, name)
+        if value is not None and value not in choices:
+            raise UserError(f"{name}: {value!r} is not one of {', '.join(choices)}")
 
 
 def walk(cls: type) -> tuple[FieldInfo, ...]:
@@ -197,6 +214,7 @@ class _Plan:
     sections: tuple[tuple[str, tuple[str, ...], Callable[[Any], tuple[Any, ...]]], ...]
     extras: tuple[str, str] | None  # (section attribute, field) of the own-hyperparameters holder
     hashed: tuple[tuple[str, Any], ...]  # (name, absent) of every field that can enter the hash
+    declared: frozenset[str]  # every declared field (the rest of a flat view is extras)
 
 
 @functools.cache
@@ -213,7 +231,7 @@ def _plan(cls: type) -> _Plan:
                 if f.metadata.get(_EXTRAS_KEY):
                     extras = (section, f.name)
     hashed = tuple((f.name, f.meta.absent) for f in infos if f.hashed)
-    return _Plan(names.get("", ()), sections, extras, hashed)
+    return _Plan(names.get("", ()), sections, extras, hashed, frozenset(f.name for f in infos))
 
 
 def flatten(obj: Any) -> dict[str, Any]:
@@ -243,8 +261,7 @@ def hashed_values(obj: Any) -> dict[str, Any]:
     cols = flatten(obj)
     out = {name: cols.pop(name) for name, absent in plan.hashed
            if absent is ALWAYS or cols[name] != absent}  # fmt: skip
-    declared = {name for name, _ in plan.hashed} | set(plan.top)
-    out.update((k, v) for k, v in cols.items() if k not in declared)
+    out.update((k, v) for k, v in cols.items() if k not in plan.declared)
     return out
 
 

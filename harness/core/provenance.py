@@ -1,15 +1,44 @@
-"""Where a result came from: code commit, torch version, host, time."""
+"""Where a result came from: code commit, torch version, host, time; and fingerprints of the
+code a result depends on (an optimizer class and its bases, a model builder)."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import datetime as dt
 import functools
+import hashlib
+import inspect
 import os
 import socket
 import subprocess
+import sys
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+PROVENANCE: dict[str, str] = {
+    "device": "where the run computed (cpu, cuda:<device name>)",
+    "hostname": "the machine",
+    "visible_devices": "CUDA_VISIBLE_DEVICES of the run's process",
+    "git_commit": "the harness checkout's commit (+dirty with local changes)",
+    "torch_version": "torch's version",
+    "job_id": "the launcher's job id (SLURM), if any",
+    "source": "where imported numbers come from (harness import)",
+    "created_at": "when the row was written (UTC)",
+}
+"""Row columns saying where and when a result was made."""
+
+INPUTS: dict[str, str] = {
+    "optimizer_source": "where the run's optimizer code came from (module:Class, + for two)",
+    "optimizer_version": "name==version of the installed packages providing it, if any",
+    "optimizer_fingerprint": "hash of its optimizers' code (comments and formatting excluded)",
+    "model_fingerprint": "hash of its model's code",
+    "data_fingerprint": "hash of its dataset's files",
+}
+"""Row columns (strings) recording what a result depends on beyond its config; computed by
+``harness.launch.inputs``, compared by ``submit`` before it keeps a result."""
 
 
 @functools.cache
@@ -51,3 +80,54 @@ def provenance(job_id: str | None = None, source: str | None = None) -> dict[str
         "source": source,
         "created_at": dt.datetime.now(dt.UTC),
     }
+
+
+def _normalized(source: str) -> str:
+    """The code of a Python source without its comments, docstrings and formatting (AST dump):
+    editing those does not make results stale."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+        if docstring and isinstance(first.value.value, str):
+            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+    return ast.dump(tree, annotate_fields=False)
+
+
+def _third_party_or_own(module: str) -> bool:
+    """Whether code of ``module`` counts in a fingerprint: not the standard library, not torch."""
+    top = module.partition(".")[0]
+    return top not in sys.stdlib_module_names and top not in ("builtins", "torch")
+
+
+def source_files(obj: object) -> list[Path]:
+    """The source files of a class (every class of its MRO outside the standard library and
+    torch) or of a function: the code a result depends on."""
+    classes = obj.__mro__ if isinstance(obj, type) else (obj,)
+    files = set()
+    for c in classes:
+        module = getattr(c, "__module__", "") or ""
+        if _third_party_or_own(module):
+            path = inspect.getsourcefile(c)  # type: ignore[arg-type]
+            if path:
+                files.add(Path(path).resolve())
+    return sorted(files)
+
+
+def code_fingerprint(objects: Iterable[object]) -> str:
+    """A 16-hex-digit hash of the code of ``objects`` (classes or functions), comments,
+    docstrings and formatting excluded: equal exactly when that code computes the same."""
+    h = hashlib.sha256()
+    for path in sorted({p for obj in objects for p in source_files(obj)}):
+        h.update(_normalized(path.read_text()).encode())
+    return h.hexdigest()[:16]
+
+
+def distribution_version(obj: object) -> str | None:
+    """``name==version`` of the installed distribution providing ``obj``'s module, if any."""
+    top = (getattr(obj, "__module__", "") or "").partition(".")[0]
+    for dist in metadata.packages_distributions().get(top, []):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            return f"{dist}=={metadata.version(dist)}"
+    return None

@@ -10,9 +10,14 @@ Python entry points of installed packages) the first time a name is missing. An 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 from harness.core.errors import UserError, unknown_choice
@@ -20,23 +25,72 @@ from harness.core.errors import UserError, unknown_choice
 T = TypeVar("T")
 
 
-def load_object(path: str) -> Any:
-    """The object at ``"module:attribute"`` (importing the module).
+def is_reference(text: str) -> bool:
+    """Whether ``text`` names code (``module:attribute`` or ``file.py:attribute``), not a
+    registered name."""
+    return ":" in text
+
+
+def _is_file(module: str) -> bool:
+    return module.endswith(".py") or "/" in module
+
+
+def canonical_reference(ref: str, base: Path | None = None) -> str:
+    """``ref`` with a file path made absolute (relative paths are relative to ``base``, else to
+    the working directory); module references are returned as they are."""
+    module, _, attr = ref.rpartition(":")
+    if not _is_file(module):
+        return ref
+    path = Path(module).expanduser()
+    if not path.is_absolute():
+        path = (base or Path.cwd()) / path
+    return f"{path.resolve()}:{attr}"
+
+
+def load_object(ref: str) -> Any:
+    """The object at ``"module:attribute"`` or ``"path/to/file.py:attribute"`` (importing the
+    module; a file is imported once per process, under a name derived from its path).
 
     Raises:
-        UserError: the module cannot be imported or has no such attribute.
+        UserError: a malformed reference, a missing file, a module that cannot be imported (any
+            error while importing it), or no such attribute.
     """
-    module, sep, attr = path.partition(":")
+    module, sep, attr = ref.rpartition(":")
     if not sep or not module or not attr:
-        raise UserError(f"{path!r}: expected 'module:attribute'")
+        raise UserError(f"{ref!r}: expected 'module:attribute' or 'path/to/file.py:attribute'")
     try:
-        mod = importlib.import_module(module)
+        mod = _import_file(Path(module)) if _is_file(module) else importlib.import_module(module)
+    except UserError:
+        raise
     except ImportError as e:
-        raise UserError(f"{path!r}: cannot import module {module!r} ({e})") from None
+        raise UserError(
+            f"{ref!r}: cannot import module {module!r} ({e}); install it, put its folder on "
+            "PYTHONPATH, or name its file (path/to/file.py:Name)"
+        ) from None
+    except Exception as e:  # the user's module failed while importing
+        raise UserError(f"{ref!r}: importing {module} failed: {type(e).__name__}: {e}") from None
     try:
         return getattr(mod, attr)
     except AttributeError:
-        raise UserError(f"{path!r}: module {module!r} has no attribute {attr!r}") from None
+        raise UserError(f"{ref!r}: {module} has no attribute {attr!r}") from None
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    name = "harness_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 class Registry(Generic[T]):

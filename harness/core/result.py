@@ -66,5 +66,10 @@ class RunResult:
         return self.metrics.get(name)
 
 
+OUTCOME: dict[str, type] = {"status": str, "params": int, "steps_done": int, "tokens_seen": int,
+                             "error": str}  # fmt: skip
+"""The row columns of :class:`RunResult` besides its metrics, with their types (``device`` is a
+provenance column, ``curve`` a file of its own)."""
+
 CURVE_COLUMNS = ("step", "tokens", "train_loss", "lr", "val_loss", "elapsed_s")
 """Columns of a loss-curve file, in order (each point a dict with these keys)."""

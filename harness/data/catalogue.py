@@ -24,6 +24,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from harness.core.catalogue import default
 from harness.core.errors import UserError, unknown_choice
-from harness.core.registry import Registry
+from harness.core.registry import Registry, load_object
 
 DATA_ENV = "HARNESS_DATA"
 """Environment variable naming the data root."""
@@ -45,23 +46,41 @@ DTYPE = np.uint16
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DatasetSpec:
-    """A registered dataset: which texts, which tokenizer."""
+    """A registered dataset: which texts and which tokenizer, or a preparation function."""
 
     name: str
     """Registry key; also the directory name under the data root."""
-    sources: tuple[str, ...]
-    """Corpora (``harness.data.corpora.CORPORA`` keys) whose documents it holds."""
-    tokenizer: str
-    """Tokenizer name (``harness.data.tokenizers.TOKENIZERS`` key)."""
     vocab_size: int
     """The model's vocabulary: the tokenizer's, padded up to a multiple of 64."""
     doc: str
     """One line for listings."""
+    sources: tuple[str, ...] = ()
+    """Corpora (``harness.data.corpora.CORPORA`` keys) whose documents it holds."""
+    tokenizer: str = ""
+    """Tokenizer name (``harness.data.tokenizers.TOKENIZERS`` key)."""
     val_frac: float = 0.05
     """Fraction of each source's characters held out for validation, as whole documents."""
+    build: str | None = None
+    """A preparation function of the user's (``module:function``) used instead of sources and
+    tokenizer: called with an empty directory, it writes ``train.bin``, ``val.bin`` (uint16 token
+    ids) and ``meta.json`` (with ``vocab_size``) into it."""
 
 
 _CLASSICS = ("kjv", "shakespeare")
+
+ENTRY_POINTS = "harness.datasets"
+"""Entry-point group under which installed packages offer datasets (each a ``DatasetSpec``)."""
+
+
+def _entry_points() -> dict[str, DatasetSpec]:
+    found = {}
+    for ep in metadata.entry_points(group=ENTRY_POINTS):
+        spec = load_object(ep.value)
+        if not isinstance(spec, DatasetSpec):
+            raise UserError(f"entry point {ep.name} = {ep.value}: not a DatasetSpec")
+        found[ep.name] = spec
+    return found
+
 
 DATASETS: Registry[DatasetSpec] = Registry(
     "dataset",
@@ -81,6 +100,7 @@ DATASETS: Registry[DatasetSpec] = Registry(
             doc="King James Bible + Shakespeare, GPT-2 BPE (50,257 padded to 50,304): rare tokens",
         ),
     },
+    discover=_entry_points,
 )
 """Registered datasets: name -> spec."""
 

@@ -20,15 +20,18 @@ import numpy as np
 
 from harness.core.errors import UserError
 from harness.core.files import locked
+from harness.core.registry import load_object
 from harness.data.catalogue import (
     DATASETS,
     DTYPE,
+    REQUIRED_FILES,
     DatasetSpec,
     get_dataset,
     read_meta,
     resolve_dataset,
 )
 from harness.data.corpora import Document, load_documents, split_documents
+from harness.data.fingerprint import dataset_fingerprint
 from harness.data.tokenizers import Encoder, get_tokenizer
 
 
@@ -51,11 +54,30 @@ def prepare(name: str, root: Path, force: bool = False) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.build-", dir=root))
         tmp.chmod(0o755)  # mkdtemp makes it private; the dataset is for everyone
         try:
-            build_dataset(spec, tmp)
+            if spec.build is None:
+                build_dataset(spec, tmp)
+            else:
+                _build_with(spec, tmp)
             _replace_dir(tmp, out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    dataset_fingerprint(out)  # computed once here, cached for every later submit
     return out
+
+
+def _build_with(spec: DatasetSpec, out: Path) -> None:
+    """Run a user's preparation function into ``out`` and check what it wrote."""
+    assert spec.build is not None
+    load_object(spec.build)(out)
+    missing = [f for f in REQUIRED_FILES if not (out / f).is_file()]
+    if missing:
+        raise UserError(f"dataset {spec.name}: {spec.build} wrote no {', '.join(missing)}")
+    vocab = read_meta(out)["vocab_size"]
+    if vocab != spec.vocab_size:
+        raise UserError(
+            f"dataset {spec.name}: meta.json says vocab_size {vocab}, the registration "
+            f"{spec.vocab_size}"
+        )
 
 
 def ensure_prepared(name_or_path: str | os.PathLike[str], root: Path) -> Path:

@@ -15,12 +15,14 @@ from typing import Any
 
 import yaml
 
-from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, flat
+from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.grid import grammar
 from harness.grid.grammar import Point
-from harness.grid.resolve import Resolver, VocabSize, hyperparameter_keys
+from harness.grid.resolve import Resolver, VocabSize, optimizer_specs
+from harness.metrics.catalogue import METRICS
+from harness.optim.spec import OptimizerSpec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -90,12 +92,15 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     grammar.check_keys(doc, grammar.TOP_KEYS, file, "top level")
     name = _name(doc, path)
     sections = grammar.sections(doc, file, local)
-    optimizers = grammar.values_of("optimizer", sections)
-    optimizers |= grammar.values_of("embedding_optimizer", sections)
-    keys = GRID_KEYS | hyperparameter_keys(optimizers, file)
-    points = grammar.expand(sections, keys, file)
+    named = grammar.values_of("optimizer", sections)
+    named |= grammar.values_of("embedding_optimizer", sections)
+    specs = optimizer_specs(sorted(named), path.parent, file)
+    own = {h.name for spec in specs.values() for h in spec.hyperparameters}
+    _check_names(specs, file)
+    _check_read(sections, specs, file)
+    points = grammar.expand(sections, GRID_KEYS | own, file)
     scale = "local" if local else "full"
-    resolver = Resolver(name, scale, vocab, file)
+    resolver = Resolver(name, scale, vocab, file, path.parent)
     runs = tuple(resolver.resolve(p.values, p.describe()) for p in points)
     _check_duplicates(runs, points, path)
     return Grid(
@@ -107,6 +112,30 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         figures=_figures(doc, path),
         axes=_varying(runs),
     )
+
+
+def _check_names(specs: dict[str, OptimizerSpec], file: str) -> None:
+    """An optimizer's own hyperparameter may not share its column name with a result column."""
+    for name, spec in specs.items():
+        for h in spec.hyperparameters:
+            if h.name in RESERVED or h.name in METRICS:
+                kind = "metric" if h.name in METRICS else "result column"
+                raise UserError(
+                    f"{file}: optimizer {name!r}: hyperparameter {h.name!r} collides with the "
+                    f"{kind} {h.name!r}; rename the constructor argument"
+                )
+
+
+def _check_read(sections: dict[str, Any], specs: dict[str, OptimizerSpec], file: str) -> None:
+    """A per-optimizer field set in the grid must be read by one of the grid's optimizers (else
+    it would silently do nothing: ``gamma`` for an optimizer that takes none)."""
+    read = {k for spec in specs.values() for k in spec.defaults()}
+    for key in PER_OPTIMIZER:
+        if grammar.values_of(key, sections) and key not in read:
+            names = ", ".join(sorted(specs)) or "none"
+            raise UserError(
+                f"{file}: {key!r} is set, but none of the grid's optimizers ({names}) takes it"
+            )
 
 
 def _check_duplicates(runs: Sequence[RunConfig], points: Sequence[Point], path: Path) -> None:

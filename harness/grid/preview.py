@@ -1,8 +1,12 @@
-"""Dry-run summaries of a grid: run count, preview table, estimated compute."""
+"""Dry-run summaries of a grid: run count, preview table, estimated compute.
+
+Parameter counts come from a counting function the caller hands in (the preset formula by
+default; a user's model is measured by ``harness.model.build.count_params``, which needs torch).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from harness.core.catalogue import flat
 from harness.core.config import Architecture, RunConfig
@@ -14,16 +18,17 @@ ASSUMED_PEAK_FLOPS = 312e12  # A100 bf16 dense
 ASSUMED_DEVICE = "A100 (bf16 312 TFLOP/s)"
 
 
-def run_params(run: RunConfig) -> int:
-    """Parameters of the run's model (computed without allocating, cached per architecture)."""
-    return param_count(run.arch, run.data.seq_len)
+ParamCount = Callable[[Architecture, int], int]
+"""(architecture, sequence length) -> parameters of the model."""
 
 
 def _arch(run: RunConfig) -> tuple[Architecture, int]:
     return run.arch, run.data.seq_len
 
 
-def compute_estimate(runs: Sequence[RunConfig]) -> tuple[float, float]:
+def compute_estimate(
+    runs: Sequence[RunConfig], params: ParamCount = param_count
+) -> tuple[float, float]:
     """(total training FLOPs = sum 6 * params * tokens, GPU-hours at ``ASSUMED_MFU``)."""
     tokens: dict[tuple[Architecture, int], int] = {}
     first: dict[tuple[Architecture, int], RunConfig] = {}
@@ -31,7 +36,7 @@ def compute_estimate(runs: Sequence[RunConfig]) -> tuple[float, float]:
         key = _arch(r)
         tokens[key] = tokens.get(key, 0) + r.data.tokens
         first.setdefault(key, r)
-    flops = sum(6.0 * run_params(first[k]) * n for k, n in tokens.items())
+    flops = sum(6.0 * params(*k) * n for k, n in tokens.items())
     return flops, flops / (ASSUMED_MFU * ASSUMED_PEAK_FLOPS) / 3600.0
 
 
@@ -56,10 +61,14 @@ def _fmt(v: object) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def describe(runs: Sequence[RunConfig], axes: Sequence[str]) -> str:
+def describe(
+    runs: Sequence[RunConfig], axes: Sequence[str], params: ParamCount = param_count
+) -> str:
     """The dry-run report: count, preview, compute."""
-    flops, gpu_h = compute_estimate(runs)
-    models = sorted({f"{r.arch.model} ({run_params(r) / 1e6:.1f}M params)" for r in _firsts(runs)})
+    flops, gpu_h = compute_estimate(runs, params)
+    models = sorted(
+        {f"{r.arch.model} ({params(*_arch(r)) / 1e6:.1f}M params)" for r in _firsts(runs)}
+    )
     return "\n".join(
         [
             f"runs: {len(runs)}",

@@ -12,15 +12,20 @@ sections check their own constraints.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
-from harness.core.catalogue import FIELDS, PER_OPTIMIZER, from_flat
+from harness.core.catalogue import FIELDS, PER_OPTIMIZER, from_flat, names_with
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.fields import Role
+from harness.core.registry import canonical_reference, is_reference
 from harness.grid import expr
 from harness.model.architecture import preset_fields
-from harness.optim.registry import get_spec
+from harness.model.builder import builder_arguments
+from harness.optim.registry import canonical_name, get_spec
 from harness.optim.schedule import SCHEDULES
 from harness.optim.spec import REQUIRED, OptimizerSpec
 
@@ -31,6 +36,9 @@ REQUIRED_KEYS = frozenset(
     f.name for f in FIELDS.values() if f.default is dataclasses.MISSING and f.settable
 )
 """Fields every run needs a value for (given, or derived by resolution)."""
+
+ARCHITECTURE = tuple(n for n in names_with(Role.ARCHITECTURE) if n not in ("model", "vocab_size"))
+"""The architecture fields a preset fills or a user's builder may take."""
 
 #: Derived fields: name -> (inputs, function of those inputs).
 DERIVED: dict[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
@@ -49,31 +57,67 @@ class _Type:
 
 
 _FIELD_TYPES = {name: _Type(f.type, f.optional) for name, f in FIELDS.items()}
+_DEFAULTS = {
+    name: f.default
+    for name, f in FIELDS.items()
+    if f.settable and f.default is not dataclasses.MISSING
+}
 
 
-def hyperparameter_keys(optimizers: Iterable[str], where: str) -> set[str]:
-    """The own hyperparameters the named optimizers declare (grid keys beyond the run fields).
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Optimizers:
+    """What the optimizers of a point read (computed once per combination of optimizers)."""
+
+    types: dict[str, _Type]  # run fields and own hyperparameters -> type
+    defaults: dict[str, Any]  # what they read -> the first reader's default (or REQUIRED)
+    readers: dict[str, str]  # what they read -> the first reader's name
+    unread: tuple[str, ...]  # per-optimizer run fields and own hyperparameters nobody reads
+    numeric: frozenset[str]  # the keys that may hold expressions
+
+
+def _optimizers(specs: dict[str, OptimizerSpec]) -> _Optimizers:
+    own = {h.name: h for spec in specs.values() for h in spec.hyperparameters}
+    types = _FIELD_TYPES | {k: _Type(h.type, h.default is None) for k, h in own.items()}
+    defaults: dict[str, Any] = {}
+    readers: dict[str, str] = {}
+    for name, spec in specs.items():
+        for key, value in spec.defaults().items():
+            defaults.setdefault(key, value)
+            readers.setdefault(key, name)
+    unread = tuple(k for k in (*PER_OPTIMIZER, *own) if k not in defaults)
+    numeric = frozenset(k for k, t in types.items() if t.type in (int, float))
+    return _Optimizers(types, defaults, readers, unread, numeric)
+
+
+def optimizer_specs(
+    optimizers: Iterable[str], base: Path | None, where: str
+) -> dict[str, OptimizerSpec]:
+    """Canonical name -> declaration of each optimizer a grid names.
 
     Raises:
-        UserError: an unknown optimizer name (naming ``where`` and the known ones).
+        UserError: an unknown name or a reference that cannot be used (naming ``where``).
     """
-    keys: set[str] = set()
+    out = {}
     for name in optimizers:
         try:
-            spec = get_spec(name)
+            canonical = canonical_name(name, base)
+            out[canonical] = get_spec(canonical)
         except UserError as e:
             raise UserError(f"{where}: {e}") from None
-        keys.update(h.name for h in spec.hyperparameters)
-    return keys
+    return out
 
 
 class Resolver:
     """Resolves grid points of one grid; caches dataset look-ups across points."""
 
-    def __init__(self, grid: str, scale: str, vocab: VocabSize, where: str) -> None:
-        self.grid, self.scale, self.where = grid, scale, where
+    def __init__(
+        self, grid: str, scale: str, vocab: VocabSize, where: str, base: Path | None = None
+    ) -> None:
+        """``base``: the folder relative file references (``./my_opt.py:Opt``) start from."""
+        self.grid, self.scale, self.where, self.base = grid, scale, where, base
         self._vocab_of = vocab
         self._vocab: dict[str, int] = {}
+        self._optimizers: dict[tuple[str, ...], _Optimizers] = {}
 
     def resolve(self, point: dict[str, Any], at: str) -> RunConfig:
         """A complete RunConfig for ``point``; ``at`` names the point in error messages."""
@@ -81,25 +125,37 @@ class Resolver:
         try:
             self._fill_model(d)
             self._fill_dataset(d)
-            types = _FIELD_TYPES | self._fill_optimizer(d)
-            for k, f in FIELDS.items():
-                if k not in d and f.settable and f.default is not dataclasses.MISSING:
-                    d[k] = f.default
-            _derive_and_evaluate(d, types)
-            missing = sorted(REQUIRED_KEYS - d.keys())
+            optimizers = self._fill_optimizer(d)
+            for k, v in _DEFAULTS.items():
+                if k not in d:
+                    d[k] = v
+            _derive_and_evaluate(d, optimizers.types, optimizers.numeric)
+            missing = REQUIRED_KEYS - d.keys()
             if missing:
-                raise UserError(f"no value for {', '.join(map(repr, missing))}")
+                raise UserError(f"no value for {', '.join(map(repr, sorted(missing)))}")
+            types = optimizers.types
             values = {k: _coerce(k, v, types[k]) for k, v in d.items()}
             SCHEDULES[values["schedule"]]  # an unknown schedule lists the known ones
-            return from_flat({"grid": self.grid, "scale": self.scale, **values})
+            return from_flat({"grid": self.grid, "scale": self.scale, **values}, clean=False)
         except UserError as e:
             raise UserError(f"{self.where}: {at}: {e}") from None
 
     def _fill_model(self, d: dict[str, Any]) -> None:
+        """A preset's architecture, or what a user's builder takes (its defaults; the
+        architecture fields it does not take are None)."""
         if "model" not in d:
             raise UserError("no 'model' given; set it in base (e.g. model: tiny)")
-        for k, v in preset_fields(str(d["model"])).items():
-            d.setdefault(k, v)
+        if not is_reference(str(d["model"])):
+            for k, v in preset_fields(str(d["model"])).items():
+                d.setdefault(k, v)
+            return
+        d["model"] = canonical_reference(str(d["model"]), self.base)
+        takes = builder_arguments(d["model"])
+        for k in ARCHITECTURE:
+            if k not in takes:
+                d[k] = None
+            elif k not in d and takes[k] is not inspect.Parameter.empty:
+                d[k] = takes[k]
 
     def _fill_dataset(self, d: dict[str, Any]) -> None:
         name = str(d.setdefault("dataset", FIELDS["dataset"].default))
@@ -108,41 +164,34 @@ class Resolver:
                 self._vocab[name] = self._vocab_of(name)
             d["vocab_size"] = self._vocab[name]
 
-    def _fill_optimizer(self, d: dict[str, Any]) -> dict[str, _Type]:
+    def _fill_optimizer(self, d: dict[str, Any]) -> _Optimizers:
         """Resolve what the run's optimizers read (the main one's, then the embedding
         optimizer's): the grid's value, else the optimizer's default. Run fields and own
         hyperparameters neither reads are None, so runs that differ only in them are one run.
 
         Returns:
-            The types of the own hyperparameters the run's optimizers read.
+            What the run's optimizers read, with the types of their own hyperparameters.
         """
         if "optimizer" not in d:
             raise UserError("no 'optimizer' given")
-        names = [str(d["optimizer"])]
+        d["optimizer"] = canonical_name(str(d["optimizer"]), self.base)
+        names: tuple[str, ...] = (d["optimizer"],)
         if d.get("embedding_optimizer") is not None:
-            names.append(str(d["embedding_optimizer"]))
-        specs = {name: get_spec(name) for name in names}
-        own = {h.name: h for spec in specs.values() for h in spec.hyperparameters}
-        for key in [k for k in d if k not in FIELDS and k not in own]:
+            d["embedding_optimizer"] = canonical_name(str(d["embedding_optimizer"]), self.base)
+            names += (d["embedding_optimizer"],)
+        if names not in self._optimizers:
+            self._optimizers[names] = _optimizers({n: get_spec(n) for n in names})
+        o = self._optimizers[names]
+        for key in [k for k in d if k not in o.types]:
             del d[key]  # another optimizer's hyperparameter (the grid names several)
-        for key in [*PER_OPTIMIZER, *own]:
-            readers = [name for name, spec in specs.items() if key in spec.defaults()]
-            if not readers:
-                d[key] = None
-            elif key not in d:
-                d[key] = _default(specs[readers[0]], readers[0], key)
-        return {k: _Type(h.type, h.default is None) for k, h in own.items()}
-
-
-def _default(spec: OptimizerSpec, name: str, key: str) -> Any:
-    value = spec.defaults()[key]
-    if value is REQUIRED:
-        raise UserError(f"optimizer {name!r} needs {key!r}")
-    return value
-
-
-def _numeric(t: _Type) -> bool:
-    return t.type in (int, float)
+        for key in o.unread:
+            d[key] = None
+        for key, value in o.defaults.items():
+            if key not in d:
+                if value is REQUIRED:
+                    raise UserError(f"optimizer {o.readers[key]!r} needs {key!r}")
+                d[key] = value
+        return o
 
 
 def _number(v: str) -> float | None:
@@ -156,11 +205,13 @@ def _is_plain_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _derive_and_evaluate(d: dict[str, Any], types: dict[str, _Type]) -> None:
-    """Fill derived fields and evaluate expressions until nothing changes."""
+def _derive_and_evaluate(
+    d: dict[str, Any], types: dict[str, _Type], numeric: frozenset[str]
+) -> None:
+    """Fill derived fields and evaluate expressions (in the ``numeric`` keys) until nothing
+    changes."""
     if "steps" in d and "tokens" in d:
         raise UserError("give either 'tokens' or 'steps', not both (the other is derived)")
-    numeric = {k for k, t in types.items() if _numeric(t)}
     for k, v in d.items():
         if k in numeric and isinstance(v, str) and _number(v) is not None:
             d[k] = _number(v)  # YAML 1.1 reads 3e-3 and 3.2e9 as strings
@@ -193,6 +244,8 @@ def _derive_and_evaluate(d: dict[str, Any], types: dict[str, _Type]) -> None:
 
 def _coerce(k: str, v: Any, want: _Type) -> Any:
     """Check ``v`` against ``k``'s type; numeric strings (YAML's ``3.2e9``) are numbers."""
+    if type(v) is want.type:  # the common case, first
+        return v
     if v is None:
         if want.optional:
             return None

@@ -19,7 +19,9 @@ from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
 from harness.grid.load import Grid, load_grid
 from harness.launch.contract import ExecutionSpec, Launcher, launcher_for
+from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
 from harness.launch.profile import LauncherProfile, load_profile
+from harness.model.build import count_params
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,29 @@ def check_data(grid: Grid, data_root: Path) -> None:
                 raise UserError(f"{grid.path}: dataset {dataset}: {e}") from None
 
 
+def _done(
+    grid: Grid, spec: ExecutionSpec, retry: Collection[str], stale: str, out: TextIO
+) -> set[str]:
+    """The runs with a result to keep: a row whose status is not retried and whose inputs are
+    today's (or ``stale`` says to keep it).
+
+    Raises:
+        UserError: ``stale`` is ``refuse`` and some results were computed from other inputs.
+    """
+    from harness.store.db import newest_values  # DuckDB: not needed by a dry run
+
+    rows = newest_values(spec.results_root, grid.name, ["status", *COMPARED])
+    done = {r for r, v in rows.items() if v[0] not in retry}
+    recorded = {r: dict(zip(COMPARED, v[1:], strict=True)) for r, v in rows.items() if r in done}
+    old = stale_runs([r for r in grid.runs if r.run_id in done], recorded, spec.data_root)
+    if old and stale == "refuse":
+        raise stale_error(grid.name, old)
+    if old:
+        verb = "re-running" if stale == "rerun" else "keeping"
+        out.write(f"{grid.name}: {len(old)} results computed from other inputs; {verb} them\n")
+    return done - {s.run_id for s in old} if stale == "rerun" else done
+
+
 def submit(
     grid_path: str | Path,
     *,
@@ -84,6 +109,7 @@ def submit(
     dry_run: bool = False,
     retry: Collection[str] = (),
     wait: bool | None = None,
+    stale: str = "refuse",
     figure_names: Collection[str] | None = None,
     out: TextIO,
 ) -> SubmitReport:
@@ -99,9 +125,14 @@ def submit(
         retry: statuses whose runs are launched again (never ``completed``).
         wait: block until the runs finish; None: the backend's way (local runs block, SLURM
             returns once queued). False with a backend that does not detach is an error.
+        stale: what to do with runs whose result was computed from other inputs (optimizer or
+            model code, data) than today's: ``refuse`` (an error naming them), ``rerun`` or
+            ``keep`` (see :mod:`harness.launch.inputs`).
         figure_names: the valid figure names, to check the grid's ``figures:`` (None: skip).
         out: where the report goes.
     """
+    if stale not in STALE_CHOICES:
+        raise unknown_choice("--stale", stale, STALE_CHOICES)
     bad = set(retry) - set(STATUSES)
     if bad:
         raise UserError(f"--retry: unknown state(s) {sorted(bad)}; valid: {', '.join(STATUSES)}")
@@ -119,10 +150,10 @@ def submit(
         )
     spec = ExecutionSpec.build(profile, root, grid.name, data_root)
     if dry_run:
-        out.write(preview.describe(grid.runs, grid.axes) + "\n")
+        out.write(preview.describe(grid.runs, grid.axes, count_params) + "\n")
         out.write(runner.plan(grid.runs) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
-    return _launch(grid, runner, spec, retry, wait, out)
+    return _launch(grid, runner, spec, retry, stale, wait, out)
 
 
 def _launch(
@@ -130,18 +161,18 @@ def _launch(
     runner: Launcher,
     spec: ExecutionSpec,
     retry: Collection[str],
+    stale: str,
     wait: bool | None,
     out: TextIO,
 ) -> SubmitReport:
-    from harness.store.db import result_statuses  # DuckDB and Arrow: not needed by a dry run
-    from harness.store.manifest import write_manifest
+    from harness.store.manifest import write_manifest  # Arrow: not needed by a dry run
 
     root = spec.results_root
     check_data(grid, spec.data_root)
-    write_manifest(root, grid.name, grid.runs)
     runner.reconcile(root, grid.name)  # rows for runs whose job died without one
-    done = result_statuses(root, grid.name)
-    todo = [r for r in grid.runs if r.run_id not in done or done[r.run_id] in retry]
+    done = _done(grid, spec, retry, stale, out)
+    write_manifest(root, grid.name, grid.runs)
+    todo = [r for r in grid.runs if r.run_id not in done]
     todo = runner.exclude_queued(root, grid.name, todo)
     skipped = len(grid.runs) - len(todo)
     out.write(

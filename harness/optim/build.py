@@ -12,41 +12,55 @@ from harness.optim.registry import get_spec
 from harness.optim.routing import param_groups
 from harness.optim.spec import OptimizerSpec
 
+FALLBACK = "adamw"
+"""The optimizer of the groups a spec does not take (``OptimizerSpec.takes``)."""
+
 
 def build_optimizer(model: nn.Module, run: Any) -> torch.optim.Optimizer:
     """The optimizer named by ``run.optim.optimizer`` over ``model``'s routed parameter groups.
 
     Every group gets an ``lr_scale`` (1.0; ``embedding_lr_factor`` for the embedding group),
     which the trainer multiplies into each step's learning rate, and the extra keys the
-    optimizer's spec asks for (``coupled``, ``muon``). With ``run.optim.embedding_optimizer`` set to
-    another optimizer, the embedding group (which holds the head when tied; an untied head stays
-    with the main optimizer) is optimized by that one: a :class:`CompositeOptimizer` with parts
-    ``main`` and ``embedding``. The embedding optimizer's hyperparameters are the run's values
-    where the run sets them, else its spec's defaults (``sgd``: momentum 0.9, paper Sec. 6.2).
+    optimizer's spec asks for (``coupled``, ``muon``). Groups can go to other optimizers than the
+    main one, as parts of a :class:`CompositeOptimizer` (``main``, ``embedding``, ``fallback``):
+
+    - with ``run.optim.embedding_optimizer`` set to another optimizer, the embedding group (which
+      holds the head when tied; an untied head stays with the main optimizer) is optimized by it,
+      with the run's values where the run sets them, else its defaults (``sgd``: momentum 0.9,
+      paper Sec. 6.2);
+    - an optimizer whose spec ``takes`` only some groups (one defined on matrices) leaves the
+      others to AdamW, with the run's Adam fields where set, else AdamW's defaults.
 
     Args:
-        model: A GPT exposing ``.embedding`` and ``.head`` (None when tied).
+        model: A model exposing ``.embedding`` and ``.head`` (None when tied).
         run: A resolved :class:`~harness.core.config.RunConfig`.
 
     Returns:
         The optimizer, with ``param_groups`` named ``embedding``/``head``/``matrix``/``vector``.
     """
     opt = run.optim
-    spec = get_spec(opt.optimizer)
     groups = param_groups(model, opt.weight_decay)
     for g in groups:
         g["lr_scale"] = 1.0
         if g["name"] == "embedding" and opt.embedding_lr_factor is not None:
             g["lr_scale"] = float(opt.embedding_lr_factor)
-    if opt.embedding_optimizer is None or opt.embedding_optimizer == opt.optimizer:
+    spec = get_spec(opt.optimizer)
+    embedding = opt.embedding_optimizer not in (None, opt.optimizer)
+    parts: dict[str, tuple[OptimizerSpec, list[dict[str, Any]]]] = {}
+    for g in groups:
+        if embedding and g["name"] == "embedding":
+            part, part_spec = "embedding", get_spec(opt.embedding_optimizer)
+        elif spec.takes is not None and g["name"] not in spec.takes:
+            part, part_spec = "fallback", get_spec(FALLBACK)
+        else:
+            part, part_spec = "main", spec
+        parts.setdefault(part, (part_spec, []))[1].append(g)
+    if list(parts) == ["main"]:
         return _construct(spec, groups, run)
-    emb_spec = get_spec(opt.embedding_optimizer)
-    emb = [g for g in groups if g["name"] == "embedding"]
-    rest = [g for g in groups if g["name"] != "embedding"]
-    parts = {"embedding": _construct(emb_spec, emb, run, fill_defaults=True)}
-    if rest:
-        parts = {"main": _construct(spec, rest, run), **parts}
-    return CompositeOptimizer(parts)
+    order = [p for p in ("main", "embedding", "fallback") if p in parts]
+    return CompositeOptimizer(
+        {p: _construct(*parts[p], run, fill_defaults=p != "main") for p in order}
+    )
 
 
 def _construct(

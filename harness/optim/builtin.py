@@ -35,7 +35,9 @@ BUILTIN: dict[str, OptimizerSpec] = {
         cls="harness.optim.sgd:SGDCClip", fields={**_SGD, "clip_value": REQUIRED}
     ),
     "signsgd": OptimizerSpec(cls="harness.optim.sign:SignSGD"),
-    "signum": OptimizerSpec(cls="harness.optim.sign:Signum", fields={"beta1": 0.9}),
+    "signum": OptimizerSpec(
+        cls="harness.optim.sign:Signum", fields={"beta1": 0.9}, renamed={"beta1": "beta"}
+    ),
     "lion": OptimizerSpec(cls="harness.optim.sign:Lion", fields={"beta1": 0.9, "beta2": 0.99}),
     "coupled_adam": OptimizerSpec(
         cls="harness.optim.adam:CoupledAdam",

@@ -1,14 +1,26 @@
-"""The optimizer registry: name -> :class:`~harness.optim.spec.OptimizerSpec`.
+"""Which optimizer a run names: a registered name (built-in, ``register``-ed, or an installed
+package's entry point in the group ``harness.optimizers``), or a reference to a class the
+harness has never seen (``my_package.my_module:MyOptimizer``, ``path/to/my_opt.py:MyOptimizer``)
+whose declaration is read from its constructor (:mod:`harness.optim.signature`).
 
-Built-in optimizers are in :mod:`harness.optim.builtin`; :func:`register` adds one explicitly.
-Importing this module registers nothing as a side effect.
+Importing this module registers nothing and imports no torch; a referenced class is imported
+when a grid names it.
 """
 
 from __future__ import annotations
 
-from harness.core.registry import Registry
+import functools
+from importlib import metadata
+from pathlib import Path
+
+from harness.core.registry import Registry, canonical_reference, is_reference, load_object
 from harness.optim.builtin import BUILTIN
+from harness.optim.signature import spec_from_class
 from harness.optim.spec import OptimizerSpec
+
+ENTRY_POINTS = "harness.optimizers"
+"""Entry-point group under which installed packages offer optimizers: each entry point is an
+``OptimizerSpec`` or a ``torch.optim.Optimizer`` subclass, named as grids will name it."""
 
 
 def _checked(specs: dict[str, OptimizerSpec]) -> dict[str, OptimizerSpec]:
@@ -17,20 +29,58 @@ def _checked(specs: dict[str, OptimizerSpec]) -> dict[str, OptimizerSpec]:
     return specs
 
 
-OPTIMIZERS: Registry[OptimizerSpec] = Registry("optimizer", _checked(BUILTIN))
-"""Every optimizer a grid may name."""
+def _as_spec(obj: object, ref: str) -> OptimizerSpec:
+    """A declaration from an ``OptimizerSpec`` or an optimizer class (found at ``ref``)."""
+    return obj if isinstance(obj, OptimizerSpec) else spec_from_class(obj, ref)  # type: ignore[arg-type]
 
 
-def register(name: str, spec: OptimizerSpec) -> None:
-    """Add an optimizer under ``name``.
+def _entry_points() -> dict[str, OptimizerSpec]:
+    found = {}
+    for ep in metadata.entry_points(group=ENTRY_POINTS):
+        spec = _as_spec(load_object(ep.value), ep.value)
+        spec.check(ep.name)
+        found[ep.name] = spec
+    return found
+
+
+OPTIMIZERS: Registry[OptimizerSpec] = Registry(
+    "optimizer", _checked(BUILTIN), discover=_entry_points
+)
+"""Every optimizer a grid may name by name."""
+
+
+def register(name: str, optimizer: OptimizerSpec | type) -> None:
+    """Make ``optimizer`` (a declaration, or an Optimizer subclass whose constructor declares it)
+    available to grids as ``optimizer: <name>``. Call it from an importable module (an entry
+    point's target, a package's ``__init__``), so that job processes see it too.
 
     Raises:
-        ValueError: ``name`` is taken, or the spec is inconsistent (see ``OptimizerSpec.check``).
+        ValueError: ``name`` is taken, or the declaration is inconsistent.
     """
+    ref = f"{optimizer.__module__}:{optimizer.__qualname__}" if isinstance(optimizer, type) else ""
+    spec = _as_spec(optimizer, ref)
     spec.check(name)
     OPTIMIZERS.register(name, spec)
 
 
+def canonical_name(name: str, base: Path | None = None) -> str:
+    """How runs record optimizer ``name``: a registered name as it is, a reference with its file
+    path made absolute (relative to ``base``, the grid file's folder)."""
+    return canonical_reference(name, base) if is_reference(name) else name
+
+
 def get_spec(name: str) -> OptimizerSpec:
-    """The spec of optimizer ``name``; an unknown name is a UserError listing the known ones."""
-    return OPTIMIZERS[name]
+    """The declaration of optimizer ``name`` (a registered name or a canonical reference).
+
+    Raises:
+        UserError: an unknown name (listing the known ones), or a reference that cannot be
+            loaded or is not a usable optimizer class.
+    """
+    return _referenced(name) if is_reference(name) else OPTIMIZERS[name]
+
+
+@functools.cache
+def _referenced(ref: str) -> OptimizerSpec:
+    spec = _as_spec(load_object(ref), ref)
+    spec.check(ref)
+    return spec

@@ -11,7 +11,7 @@ from typing import Any
 
 from torch import nn
 
-GROUPS = ("embedding", "head", "matrix", "vector")
+from harness.optim.spec import GROUPS
 
 
 def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.catalogue import FIELDS, PER_OPTIMIZER
+from harness.core.catalogue import FIELDS, PER_OPTIMIZER, RESERVED
 from harness.core.errors import UserError
 from harness.core.fields import Scale
 from harness.core.registry import load_object
@@ -18,6 +18,11 @@ REQUIRED = object()
 
 TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str}
 """The types a hyperparameter may have (each becomes a typed column)."""
+
+GROUPS = ("embedding", "head", "matrix", "vector")
+"""The parameter groups the harness routes (``harness.optim.routing``): the input embedding (and
+the head when tied), an untied output head, every other >= 2-D weight, and the rest (norm gains,
+biases, learned positions)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -50,9 +55,17 @@ class OptimizerSpec:
     does not list are None for its runs."""
     hyperparameters: tuple[Hyperparameter, ...] = ()
     """Its own hyperparameters (beyond the run fields)."""
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    """Run field -> the constructor keyword it is passed as, where they differ (Signum takes
+    ``beta1`` as ``beta``). Unless renamed, ``beta1`` and ``beta2`` travel as torch's ``betas``
+    pair and every other field and hyperparameter under its own name."""
     group_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Routed group name (``embedding``, ``head``, ``matrix``, ``vector``) -> extra param-group
     keys this optimizer needs, e.g. ``{"embedding": {"coupled": True}}`` for Coupled Adam."""
+    takes: tuple[str, ...] | None = None
+    """The routed groups this optimizer updates (None: all); the other groups are updated by
+    AdamW with the run's ``lr`` and the harness's Adam defaults (an optimizer defined for
+    matrices only, as Muon is)."""
 
     @property
     def name(self) -> str:
@@ -62,16 +75,22 @@ class OptimizerSpec:
     def check(self, name: str) -> None:
         """Raise ValueError when the declaration is inconsistent (unknown run fields, a
         hyperparameter named like a run field, an unsupported type)."""
-        unknown = set(self.fields) - set(PER_OPTIMIZER)
+        unknown = (set(self.fields) | set(self.renamed)) - set(PER_OPTIMIZER)
         if unknown:
             raise ValueError(
                 f"optimizer {name!r} reads unknown run fields {sorted(unknown)}; run fields an "
                 f"optimizer may read: {', '.join(PER_OPTIMIZER)}"
             )
+        bad = set(self.takes or ()) - set(GROUPS)
+        if bad:
+            raise ValueError(
+                f"optimizer {name!r}: takes unknown groups {sorted(bad)}; "
+                f"groups: {', '.join(GROUPS)}"
+            )
         for h in self.hyperparameters:
-            if h.name in FIELDS:
+            if h.name in FIELDS or h.name in RESERVED:
                 raise ValueError(
-                    f"optimizer {name!r}: hyperparameter {h.name!r} collides with the run field "
+                    f"optimizer {name!r}: hyperparameter {h.name!r} collides with the column "
                     f"{h.name!r}; rename it"
                 )
             if h.type not in TYPES.values():
@@ -91,21 +110,19 @@ class OptimizerSpec:
     def kwargs(self, run: Any, *, fill_defaults: bool = False) -> dict[str, Any]:
         """Constructor kwargs (beyond ``lr`` and ``weight_decay``) from a resolved run.
 
-        ``beta1`` and ``beta2`` become torch's ``betas`` pair; ``beta1`` alone becomes ``beta``
-        (Signum), ``beta2`` alone stays ``beta2`` (RMSprop); every other field and hyperparameter
-        keeps its name. With ``fill_defaults`` a value the run leaves None takes this spec's
-        default: used for the embedding-group optimizer of ``embedding_optimizer``.
+        ``beta1`` and ``beta2`` become torch's ``betas`` pair unless ``renamed``; every other
+        field and hyperparameter keeps its name (or its ``renamed`` one). With ``fill_defaults`` a
+        value the run leaves None takes this spec's default: used for the embedding-group
+        optimizer of ``embedding_optimizer``.
         """
         own = run.optim.hyperparameters.as_dict()
         v = {n: self._value(getattr(run.optim, n), n, fill_defaults) for n in self.fields}
         v |= {h.name: self._value(own.get(h.name), h.name, fill_defaults) for h in
               self.hyperparameters}  # fmt: skip
         out: dict[str, Any] = {}
-        if "beta1" in v and "beta2" in v:
+        if {"beta1", "beta2"} <= v.keys() and not {"beta1", "beta2"} & self.renamed.keys():
             out["betas"] = (v.pop("beta1"), v.pop("beta2"))
-        elif "beta1" in v:
-            out["beta"] = v.pop("beta1")
-        out.update(v)
+        out.update((self.renamed.get(name, name), value) for name, value in v.items())
         return out
 
     def _value(self, value: Any, name: str, fill_defaults: bool) -> Any:

@@ -169,18 +169,20 @@ def newest_values(
     Args:
         root: the results root.
         grid: the grid's name.
-        columns: row columns to return (e.g. ``["status", "job_id"]``).
+        columns: row columns to return (e.g. ``["status", "job_id"]``); a column no row has
+            (one added after the rows were written) is None.
         run_id: only this run (an empty dict when it has no row).
     """
     globs = _globs(root, [grid], "runs")
     if not globs:
         return {}
-    values = ", ".join(f'arg_max("{c}", created_at)' for c in columns)
-    where = "WHERE run_id = $run_id" if run_id is not None else ""
     con = duckdb.connect(":memory:")
+    src = f"read_parquet({sql_list(globs)}, union_by_name = true)"
+    present = {d[0] for d in con.execute(f"SELECT * FROM {src} LIMIT 0").description}
+    values = ", ".join(f'arg_max("{c}", created_at)' if c in present else "NULL" for c in columns)
+    where = "WHERE run_id = $run_id" if run_id is not None else ""
     rows = con.execute(
-        f"SELECT run_id, {values} FROM read_parquet({sql_list(globs)}, union_by_name = true) "
-        f"{where} GROUP BY run_id",
+        f"SELECT run_id, {values} FROM {src} {where} GROUP BY run_id",
         {"run_id": run_id} if run_id is not None else None,
     ).fetchall()
     return {r[0]: tuple(r[1:]) for r in rows}

@@ -19,12 +19,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.core import paths
-from harness.core.catalogue import flat
+from harness.core.catalogue import OWN_HYPERPARAMETERS, flat
 from harness.core.config import RunConfig
 from harness.core.files import atomic_write
 from harness.core.result import CURVE_COLUMNS, RunResult
 from harness.metrics.catalogue import METRICS
-from harness.store.schema import CURVE_SCHEMA, OUTCOME_COLUMNS, PROVENANCE_COLUMNS, row_schema
+from harness.store.schema import (
+    CURVE_SCHEMA,
+    OUTCOME_COLUMNS,
+    PROVENANCE_COLUMNS,
+    row_schema,
+)
 
 
 def make_row(run: RunConfig, result: RunResult, provenance: Mapping[str, Any]) -> dict[str, Any]:
@@ -37,6 +42,7 @@ def make_row(run: RunConfig, result: RunResult, provenance: Mapping[str, Any]) -
     if unknown:
         raise ValueError(f"undeclared metrics {unknown}: declare them in harness.metrics.catalogue")
     row: dict[str, Any] = {"run_id": run.run_id, **flat(run)}
+    row[OWN_HYPERPARAMETERS] = ",".join(n for n, _ in run.optim.hyperparameters.items) or None
     for k in OUTCOME_COLUMNS:
         row[k] = getattr(result, k)
     for k in METRICS:

@@ -8,9 +8,10 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from harness.core.catalogue import CATALOGUE
+from harness.core.catalogue import CATALOGUE, OWN_HYPERPARAMETERS
 from harness.core.config import RunConfig
-from harness.core.result import CURVE_COLUMNS
+from harness.core.provenance import INPUTS, PROVENANCE
+from harness.core.result import CURVE_COLUMNS, OUTCOME
 from harness.metrics.catalogue import METRICS
 
 ARROW_TYPES: dict[type, pa.DataType] = {
@@ -21,27 +22,16 @@ ARROW_TYPES: dict[type, pa.DataType] = {
 }
 """Python type of a field -> its column type."""
 
-OUTCOME_COLUMNS: dict[str, pa.DataType] = {
-    "status": pa.string(),
-    "params": pa.int64(),
-    "steps_done": pa.int64(),
-    "tokens_seen": pa.int64(),
-    "error": pa.string(),
-}
+OUTCOME_COLUMNS: dict[str, pa.DataType] = {name: ARROW_TYPES[t] for name, t in OUTCOME.items()}
 """Columns of :class:`~harness.core.result.RunResult` besides its metrics (NULL where they do not
 apply)."""
 
 PROVENANCE_COLUMNS: dict[str, pa.DataType] = {
-    "device": pa.string(),
-    "hostname": pa.string(),
-    "visible_devices": pa.string(),  # CUDA_VISIBLE_DEVICES of the run's process
-    "git_commit": pa.string(),
-    "torch_version": pa.string(),
-    "job_id": pa.string(),
-    "source": pa.string(),
-    "created_at": pa.timestamp("us", tz="UTC"),
+    name: pa.timestamp("us", tz="UTC") if name == "created_at" else pa.string()
+    for name in (*PROVENANCE, *INPUTS)
 }
-"""Provenance columns: where and when the row was made."""
+"""Provenance columns (declared in ``harness.core.provenance``): where and when the row was made,
+and from which inputs."""
 
 CURVE_SCHEMA = pa.schema(
     [pa.field("grid", pa.string()), pa.field("run_id", pa.string())]
@@ -70,7 +60,7 @@ def config_schema(runs: Iterable[RunConfig] = ()) -> pa.Schema:
 def row_schema(runs: Iterable[RunConfig] = (), extra_metrics: Iterable[str] = ()) -> pa.Schema:
     """Schema of result rows: config, outcome, every catalogued metric (then ``extra_metrics``,
     columns an import declares), provenance."""
-    fields = list(config_schema(runs))
+    fields = [*config_schema(runs), pa.field(OWN_HYPERPARAMETERS, pa.string())]
     fields += [pa.field(k, t) for k, t in OUTCOME_COLUMNS.items()]
     names = list(METRICS) + sorted(set(extra_metrics) - set(METRICS))
     fields += [pa.field(k, pa.float64()) for k in names]

@@ -24,14 +24,14 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 from harness.core.config import RunConfig
 from harness.core.result import RunResult, Status
 from harness.data.batches import TokenData
 from harness.data.catalogue import resolve_dataset
 from harness.metrics.final import final_metrics
-from harness.model.architecture import flops_per_token
-from harness.model.gpt import GPT, count_params
+from harness.model.build import build_model, module_params, training_flops_per_token
 from harness.optim.build import build_optimizer
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
@@ -125,7 +125,7 @@ class _Trainer:
         self.placement: Placement = place(ex.precision, ex.compile, local_rank)
         _seed_everything(ex.seed)
         self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
-        self.model = GPT(run.arch, run.data.seq_len).to(self.placement.device)
+        self.model = build_model(run.arch, run.data.seq_len).to(self.placement.device)
         self.optimizer = build_optimizer(self.model, run)
         self.state = LoopState()
         self._restore()
@@ -225,7 +225,7 @@ class _Trainer:
             sync = i == len(micro) - 1 or self.world == 1
             no_sync = not sync and hasattr(self.forward, "no_sync")
             with self.forward.no_sync() if no_sync else nullcontext(), self.placement.autocast():
-                loss = self.forward(x, y) / len(micro)
+                loss = self._loss(x, y) / len(micro)
             loss.backward()
             total += loss.detach()
         if self.world > 1:  # ranks saw different rows: log, test and checkpoint the global mean
@@ -244,6 +244,12 @@ class _Trainer:
             self._sync()
             st.opt_s += time.perf_counter() - t_opt
         return total, gnorm
+
+    def _loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy of the model's logits (B, T, V) for targets y (B, T), computed in
+        float32 (safe under bf16 autocast)."""
+        logits = self.forward(x)  # (B, T, V)
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1))
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host batch -> device; on CUDA through pinned memory, so the copy is asynchronous."""
@@ -312,7 +318,7 @@ class _Trainer:
         for x, y in self.data.eval_batches(data.eval_tokens, data.seq_len, data.micro_batch_size):
             x, y = self._to_device(x), self._to_device(y)
             with self.placement.autocast():
-                loss = self.forward(x, y)
+                loss = self._loss(x, y)
             total += loss.double() * y.numel()
             count += y.numel()
         self.model.train()
@@ -328,7 +334,7 @@ class _Trainer:
         steps_timed = st.timed_tokens / self.tokens_per_step if st.timed_tokens else 0
         if st.compile_s is not None and steps_timed:
             st.compile_s = max(0.0, st.compile_s - st.timed_s / steps_timed)
-        fpt = flops_per_token(run.arch, run.data.seq_len)
+        fpt = training_flops_per_token(run.arch, run.data.seq_len)
         measured: dict[str, float | None] = {
             "train_loss": st.curve[-1]["train_loss"] if st.curve else None,
             "wall_s": st.wall_s + time.time() - start,
@@ -341,7 +347,7 @@ class _Trainer:
         }
         return RunResult(
             status=status,
-            params=count_params(self.model),
+            params=module_params(self.model),
             steps_done=st.step,
             tokens_seen=st.step * self.tokens_per_step,
             error=error,

@@ -21,10 +21,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.analysis.axes import (
-    HYPERPARAMETERS,
     auto_over,
     check_cells,
     experiment_columns,
+    hyperparameters,
     varying,
 )
 from harness.analysis.cells import iter_cells
@@ -102,7 +102,7 @@ PANEL_PRIORITY = ("model", "dataset", "tokens", "batch_size", "seq_len")
 def panel_keys(rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
     """Conditions that vary: experiment columns except hyperparameters, methods and ``exclude``,
     minus those determined by the others (``n_layer`` when ``model`` is a key)."""
-    skip = {*HYPERPARAMETERS, "optimizer", *METHOD_EXTRAS, *exclude}
+    skip = {*hyperparameters(rows), "optimizer", *METHOD_EXTRAS, *exclude}
     keys = varying(rows, [c for c in experiment_columns(rows) if c not in skip])
     keys.sort(key=lambda k: PANEL_PRIORITY.index(k) if k in PANEL_PRIORITY else len(PANEL_PRIORITY))
     n_cells = _n_groups(rows, keys)

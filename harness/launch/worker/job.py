@@ -19,6 +19,7 @@ from harness.core import paths
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
 from harness.launch.contract import ExecutionSpec
+from harness.launch.inputs import inputs_of
 from harness.store.manifest import load_run
 from harness.store.rows import write_result
 from harness.train.checkpoint import Checkpointing
@@ -63,7 +64,9 @@ def run_job(
         torch.set_num_threads(spec.threads)
     ckpt = paths.checkpoint_path(root, grid, run_id)
     start = time.time()
+    inputs: dict[str, str | None] = {}
     try:
+        inputs = inputs_of(run, spec.data_root)  # the code and data this attempt trains with
         result = train(
             run,
             data_root=spec.data_root,
@@ -78,7 +81,8 @@ def run_job(
             status=status, error=error_tail(exc), metrics={"wall_s": time.time() - start}
         )
     if _is_writer():
-        write_result(root, run, result, provenance(job_id or os.environ.get("SLURM_JOB_ID")))
+        where = provenance(job_id or os.environ.get("SLURM_JOB_ID"))
+        write_result(root, run, result, where | inputs)
         if not spec.keep_checkpoints:
             ckpt.unlink(missing_ok=True)
     return str(result.status)

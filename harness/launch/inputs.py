@@ -1,0 +1,111 @@
+"""What a result depends on beyond its config: the code of its optimizers and model, and the
+contents of its data. A row records their fingerprints; ``submit`` compares them with today's
+before it skips a run as done, so that a result whose inputs changed never passes as current.
+
+Fingerprints ignore comments, docstrings and formatting (see
+:func:`harness.core.provenance.code_fingerprint`); a dataset's covers its files' bytes
+(:mod:`harness.data.fingerprint`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.config import RunConfig
+from harness.core.errors import UserError
+from harness.core.provenance import INPUTS, code_fingerprint, distribution_version
+from harness.data.catalogue import resolve_dataset
+from harness.data.fingerprint import dataset_fingerprint
+from harness.model.build import model_code
+from harness.optim.registry import get_spec
+
+COMPARED = ("optimizer_fingerprint", "model_fingerprint", "data_fingerprint")
+"""The inputs whose change makes a result stale."""
+STALE_CHOICES = ("refuse", "rerun", "keep")
+"""What ``submit --stale`` does with runs whose inputs changed since their row was written."""
+
+
+def _optimizer_inputs(names: tuple[str, ...]) -> tuple[str, str | None, str]:
+    classes = [get_spec(n).load() for n in names]
+    source = " + ".join(get_spec(n).cls for n in names)
+    versions = {v for c in classes if (v := distribution_version(c))}
+    return source, ", ".join(sorted(versions)) or None, code_fingerprint(classes)
+
+
+class Inputs:
+    """Reads runs' inputs as they are now (the files on disk), each distinct optimizer, model
+    and dataset once per reader: make one per check, not one per process."""
+
+    def __init__(self, data_root: Path) -> None:
+        self.data_root = data_root
+        self._optimizers: dict[tuple[str, ...], tuple[str, str | None, str]] = {}
+        self._models: dict[str, str] = {}
+        self._data: dict[str, str] = {}
+
+    def of(self, run: RunConfig) -> dict[str, str | None]:
+        """The run's input columns (``harness.core.provenance.INPUTS``); imports its optimizer
+        and model code."""
+        names = tuple(n for n in (run.optim.optimizer, run.optim.embedding_optimizer) if n)
+        if names not in self._optimizers:
+            self._optimizers[names] = _optimizer_inputs(names)
+        source, version, optimizer = self._optimizers[names]
+        model, dataset = run.arch.model, run.data.dataset
+        if model not in self._models:
+            self._models[model] = code_fingerprint([model_code(run.arch)])
+        if dataset not in self._data:
+            self._data[dataset] = dataset_fingerprint(resolve_dataset(dataset, self.data_root))
+        out = {
+            "optimizer_source": source,
+            "optimizer_version": version,
+            "optimizer_fingerprint": optimizer,
+            "model_fingerprint": self._models[model],
+            "data_fingerprint": self._data[dataset],
+        }
+        assert out.keys() == INPUTS.keys()
+        return out
+
+
+def inputs_of(run: RunConfig, data_root: Path) -> dict[str, str | None]:
+    """The input columns of one run as of now."""
+    return Inputs(data_root).of(run)
+
+
+@dataclass(frozen=True, slots=True)
+class Stale:
+    """A run whose row was computed from other inputs than today's."""
+
+    run_id: str
+    """The run."""
+    changed: tuple[str, ...]
+    """Which inputs differ (``optimizer_fingerprint``, ...)."""
+
+
+def stale_runs(
+    runs: Sequence[RunConfig], recorded: Mapping[str, Mapping[str, str | None]], data_root: Path
+) -> list[Stale]:
+    """The runs among ``runs`` whose recorded inputs (run_id -> column -> value, from their
+    newest rows) differ from today's. A row that recorded no inputs (written before inputs were
+    recorded) is trusted."""
+    out = []
+    reader = Inputs(data_root)
+    for run in runs:
+        row = recorded.get(run.run_id)
+        if not row or all(row.get(c) is None for c in COMPARED):
+            continue
+        now = reader.of(run)
+        changed = tuple(c for c in COMPARED if row.get(c) is not None and row[c] != now[c])
+        if changed:
+            out.append(Stale(run.run_id, changed))
+    return out
+
+
+def stale_error(grid: str, stale: Sequence[Stale]) -> UserError:
+    """The one-line refusal naming how many runs are stale, why, and the two explicit choices."""
+    why = sorted({c.removesuffix("_fingerprint") for s in stale for c in s.changed})
+    return UserError(
+        f"{len(stale)} run(s) of {grid!r} have results computed with other {'/'.join(why)} "
+        f"{'code' if 'data' not in why else 'inputs'} than today's (e.g. {stale[0].run_id}); "
+        "train them again with --stale rerun, or keep their results with --stale keep"
+    )
