@@ -113,8 +113,8 @@ class DataConfig:
     ROLE: ClassVar[Role] = Role.DATA
 
     dataset: str = spec("classics-bpe8k")
-    """A registered dataset name (``harness.data.catalogue.DATASETS``) or a directory holding a user's
-    nanoGPT-style ``train.bin``/``val.bin`` and ``meta.json``."""
+    """A registered dataset name (``harness.data.catalogue.DATASETS``) or a directory holding a
+    user's nanoGPT-style ``train.bin``/``val.bin`` and ``meta.json``."""
     seq_len: int = spec(unit="tokens")
     """Tokens per training sequence (context length)."""
     batch_size: int = spec(unit="sequences")
