@@ -14,9 +14,32 @@ Layout under the results root (``results/`` in the working directory by default)
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
+from harness.core.errors import UserError
+
 RESULTS_ENV = "HARNESS_RESULTS"
+
+GRID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""A grid name: a letter or digit, then up to 99 letters, digits, ``.``, ``_`` or ``-``. It names
+a folder under the results root, so it can neither leave the root (``..``) nor act as a pattern
+(``sm*``)."""
+
+
+def check_grid_name(name: object, where: str) -> str:
+    """``name`` if it is a valid grid name (:data:`GRID_NAME`).
+
+    Raises:
+        UserError: one line naming ``where``, the name and the rule.
+    """
+    if isinstance(name, str) and GRID_NAME.fullmatch(name):
+        return name
+    shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:77] + "..."
+    raise UserError(
+        f"{where}: grid name {shown} is not valid: use 1 to 100 letters, digits, '.', '_' or "
+        "'-', starting with a letter or digit (it names a folder under the results root)"
+    )
 
 
 def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from harness.core import paths
 from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
@@ -59,18 +60,19 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 def grid_name(arg: str) -> str:
-    """The grid name of ``arg``: a grid YAML path (its ``name:``) or already a name."""
+    """The grid name of ``arg``: a grid YAML path (its ``name:``) or already a name.
+
+    Raises:
+        UserError: the name is not a valid grid name (:data:`harness.core.paths.GRID_NAME`).
+    """
     p = Path(arg)
     if p.suffix in (".yaml", ".yml") or p.is_file():
         return _name(read_yaml(p), p)
-    return arg
+    return paths.check_grid_name(arg, "GRID")
 
 
 def _name(doc: dict[str, Any], path: Path) -> str:
-    name = doc.get("name")
-    if not isinstance(name, str) or not name or "/" in name:
-        raise UserError(f"{path}: 'name' must be a non-empty string without '/'")
-    return name
+    return paths.check_grid_name(doc.get("name"), f"{path}: name")
 
 
 def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Grid:
