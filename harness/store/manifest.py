@@ -18,6 +18,7 @@ from harness.core import paths
 from harness.core.catalogue import flat, from_flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.files import locked
 from harness.store.rows import atomic_write_table
 from harness.store.schema import config_schema
 
@@ -29,9 +30,16 @@ def _table(runs: Iterable[RunConfig]) -> pa.Table:
 
 
 def write_manifest(root: Path, grid: str, runs: Iterable[RunConfig]) -> int:
-    """Merge ``runs`` into the grid's manifest (atomically). Returns how many were new."""
+    """Merge ``runs`` into the grid's manifest (atomically, under the grid's manifest lock, so
+    that two submits at once each add their runs). Returns how many were new."""
     path = paths.manifest_path(root, grid)
     new = _table(runs)
+    with locked(path.with_name(".manifest.lock")):
+        return _merge(path, new)
+
+
+def _merge(path: Path, new: pa.Table) -> int:
+    """Read-merge-write of the manifest at ``path``; the caller holds its lock."""
     if path.exists():
         old = pq.read_table(path)
         fresh = new.filter(pc.invert(pc.is_in(new["run_id"], old["run_id"])))
