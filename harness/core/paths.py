@@ -8,7 +8,9 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/compact/              consolidated rows and curves (``harness compact``)
     <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
-    <root>/<grid>/submissions/          launcher records (job ids) and submitit logs
+    <root>/<grid>/submissions/          launcher records (job ids) and logs of runs
+    <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
+    <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
 """
 
 from __future__ import annotations
@@ -97,6 +99,16 @@ def checkpoint_path(root: Path, grid: str, run_id: str) -> Path:
 def submissions_dir(root: Path, grid: str) -> Path:
     """Launcher records and logs."""
     return grid_dir(root, grid) / "submissions"
+
+
+def run_lock_path(root: Path, grid: str, run_id: str) -> Path:
+    """The lock the process training a run holds (a run is never trained twice at once)."""
+    return grid_dir(root, grid) / "locks" / f"{run_id}.lock"
+
+
+def quarantine_dir(root: Path, grid: str) -> Path:
+    """Where corrupt files of a grid are moved aside."""
+    return grid_dir(root, grid) / "quarantine"
 
 
 def figures_dir(root: Path, grid: str) -> Path:

@@ -134,10 +134,12 @@ def _launch(
     out: TextIO,
 ) -> SubmitReport:
     from harness.store.db import result_statuses  # DuckDB and Arrow: not needed by a dry run
+    from harness.store.integrity import check_grid
     from harness.store.manifest import write_manifest
 
     root = spec.results_root
     check_data(grid, spec.data_root)
+    check_grid(root, grid.name)  # corrupt files moved aside: their runs run again
     write_manifest(root, grid.name, grid.runs)
     runner.reconcile(root, grid.name)  # rows for runs whose job died without one
     done = result_statuses(root, grid.name)

@@ -43,6 +43,7 @@ from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write, locked
 from harness.store.db import curves_select, duck_path, sql_list
+from harness.store.integrity import check_grid
 
 ROW_GROUP_SIZE = 131_072
 """Rows per Parquet row group of a generation file (curve files are sorted by run, so a query
@@ -129,6 +130,7 @@ def compact(root: Path, grid: str) -> CompactReport:
     folder = paths.compact_dir(root, grid)
     folder.mkdir(parents=True, exist_ok=True)
     with locked(folder / ".lock"):
+        check_grid(root, grid)  # corrupt files moved aside, not merged
         snap = snapshot(root, grid)
         if not snap.needs_work:
             return CompactReport(grid, None, 0, 0, 0, 0)

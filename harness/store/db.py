@@ -17,6 +17,7 @@ import duckdb
 
 from harness.core import paths
 from harness.core.errors import UserError
+from harness.store.integrity import check_grid
 from harness.store.schema import CURVE_SCHEMA, config_schema, row_schema
 
 #: (view name, per-run file glob under a grid folder, consolidated glob, schema for no files)
@@ -185,6 +186,8 @@ def connect(root: Path, grid: str | None = None) -> duckdb.DuckDBPyConnection:
         root: the results root.
         grid: restrict the views to one grid; None: every grid under ``root``.
 
+    Corrupt files of those grids are moved aside first (:mod:`harness.store.integrity`).
+
     Raises:
         UserError: ``grid`` has no results under ``root`` (lists the grids that do).
     """
@@ -194,6 +197,8 @@ def connect(root: Path, grid: str | None = None) -> duckdb.DuckDBPyConnection:
             known = ", ".join(grids) or "none"
             raise UserError(f"no results for grid {grid!r} under {root}; grids there: {known}")
         grids = [grid]
+    for g in grids:
+        check_grid(root, g)
     con = duckdb.connect(":memory:")
     for view in _SOURCES:
         con.execute(f"CREATE VIEW {view} AS {_view_sql(root, grids, view)}")
@@ -216,7 +221,20 @@ def newest_values(
         grid: the grid's name.
         columns: row columns to return (e.g. ``["status", "job_id"]``).
         run_id: only this run (an empty dict when it has no row).
+
+    A read that fails moves the grid's corrupt files aside and is tried once more.
     """
+    try:
+        return _newest(root, grid, columns, run_id)
+    except duckdb.Error:
+        if not check_grid(root, grid):
+            raise
+    return _newest(root, grid, columns, run_id)
+
+
+def _newest(
+    root: Path, grid: str, columns: list[str], run_id: str | None
+) -> dict[str, tuple[Any, ...]]:
     globs = _globs(root, [grid], "runs")
     if not globs:
         return {}
