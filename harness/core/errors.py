@@ -5,9 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+MAX_MESSAGE = 1000
+"""Characters of an error message shown; the rest (a huge value echoed back) is cut."""
+
 
 class UserError(ValueError):
-    """Bad user input (grid, launcher profile, CLI flag, SQL, data path). Message is one line."""
+    """Bad user input (grid, launcher profile, CLI flag, SQL, data path). Message is one line,
+    at most :data:`MAX_MESSAGE` characters."""
+
+    def __init__(self, message: str = "") -> None:
+        text = str(message)
+        if len(text) > MAX_MESSAGE:
+            text = f"{text[: MAX_MESSAGE - 40]}... ({len(text):,} characters, cut)"
+        super().__init__(text)
 
 
 def unknown_choice(what: str, value: object, choices: Iterable[str], where: str = "") -> UserError:

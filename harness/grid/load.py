@@ -44,8 +44,14 @@ class Grid:
     """Run fields that vary across runs."""
 
 
+MAX_YAML_VALUES = 100_000
+"""Most values a grid file may hold once its aliases (``*name``) are expanded: a real grid has
+a few hundred; an alias bomb (aliases of aliases) has billions in a few lines."""
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Load a YAML mapping; a missing file or a syntax error is a one-line UserError."""
+    """Load a YAML mapping; a missing file, a syntax error or an alias bomb (more than
+    :data:`MAX_YAML_VALUES` values once expanded) is a one-line UserError."""
     if not path.is_file():
         raise UserError(f"{path}: no such grid file")
     try:
@@ -54,9 +60,30 @@ def read_yaml(path: Path) -> dict[str, Any]:
         mark = getattr(e, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark else ""
         raise UserError(f"{path}: invalid YAML{line}: {getattr(e, 'problem', e)}") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid YAML: nested too deeply") from None
+    if _expanded_size(doc, {}) > MAX_YAML_VALUES:
+        raise UserError(
+            f"{path}: more than {MAX_YAML_VALUES:,} values once its YAML aliases (*name) are "
+            "expanded; write the values out, or use fewer aliases"
+        )
     if not isinstance(doc, dict):
         raise UserError(f"{path}: expected a mapping with keys {', '.join(grammar.TOP_KEYS)}")
     return doc
+
+
+def _expanded_size(value: Any, seen: dict[int, int]) -> int:
+    """Values in ``value`` counting each alias as a copy (``seen``: sizes by object id, so an
+    alias bomb is measured without being expanded; a cycle counts once)."""
+    if not isinstance(value, (list, dict)):
+        return 1
+    if id(value) in seen:
+        return seen[id(value)]
+    seen[id(value)] = 1  # a cycle back here counts one
+    parts = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+    size = 1 + sum(_expanded_size(v, seen) for v in parts)
+    seen[id(value)] = size
+    return size
 
 
 def grid_name(arg: str) -> str:
