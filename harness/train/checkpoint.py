@@ -59,3 +59,14 @@ def load(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def progress(path: Path) -> dict[str, Any] | None:
+    """The loop state a checkpoint holds (``step``, ``curve``, ``wall_s``, ...), its tensors
+    memory-mapped rather than read; None when there is no readable checkpoint."""
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    except (OSError, RuntimeError, ValueError, EOFError, KeyError):
+        return None
+    loop = saved.get("loop") if isinstance(saved, dict) else None
+    return loop if isinstance(loop, dict) else None
