@@ -3,12 +3,21 @@ failed, cancelled and timed-out runs that say how far the run got."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from harness.core import paths
 from harness.core.errors import MAX_MESSAGE, UserError
+from harness.launch.worker.job import run_job, write_status
+from harness.store.manifest import write_manifest
+from harness.store.rows import read_row
+from harness.train.loop import TrainingInterrupted
+from tests.runs import spec_for, tiny_run
 
 BOMB = """
 name: bomb
@@ -47,3 +56,64 @@ def test_a_yaml_alias_bomb_is_one_short_line_in_little_memory(tmp_path: Path) ->
 
 def test_an_error_echoing_a_huge_value_is_cut() -> None:
     assert len(str(UserError("x" * 10_000_000))) <= MAX_MESSAGE
+
+
+def _manifest(root: Path, data: Path, **overrides) -> str:
+    run = tiny_run(data, grid="small", log_every=2, **overrides)
+    write_manifest(root, "small", [run])
+    return run.run_id
+
+
+def test_a_stale_checkpoint_temp_file_is_removed_when_the_run_starts(tmp_path, prepared_data):
+    run_id = _manifest(tmp_path, prepared_data)
+    ckpt = paths.checkpoint_path(tmp_path, "small", run_id)
+    ckpt.parent.mkdir(parents=True)
+    stale = ckpt.with_name(f".{ckpt.name}.tmp-4242-0badc0de")  # a kill during its write
+    stale.write_bytes(b"\0" * 1000)
+    other = ckpt.with_name(".other.pt.tmp-4242-0badc0de")  # another run's: not ours to remove
+    other.write_bytes(b"\0")
+
+    assert run_job(spec_for(tmp_path, "small", prepared_data, threads=1), run_id) == "completed"
+
+    assert not stale.exists() and other.exists()
+
+
+def _stop_after(steps: int, then: BaseException | None = None):
+    """A ``should_stop`` that answers True (or raises ``then``) once ``steps`` steps are done."""
+    calls = iter(range(10**6))
+
+    def should_stop() -> bool:
+        if next(calls) < steps:
+            return False
+        if then is not None:
+            raise then
+        return True
+
+    return should_stop
+
+
+def test_a_failed_run_records_its_steps_and_curve(tmp_path, prepared_data):
+    run_id = _manifest(tmp_path, prepared_data, tokens=8 * 32 * 20)
+    spec = spec_for(tmp_path, "small", prepared_data, threads=1)
+
+    status = run_job(spec, run_id, should_stop=_stop_after(7, RuntimeError("the controller fell")))
+
+    row = read_row(paths.run_path(tmp_path, "small", run_id))
+    assert status == row["status"] == "failed" and "the controller fell" in row["error"]
+    assert row["steps_done"] == 7 and row["tokens_seen"] == 7 * 8 * 32
+    curve = pq.read_table(paths.curve_path(tmp_path, "small", run_id)).column("step").to_pylist()
+    assert curve == [2, 4, 6]
+
+
+def test_cancelled_and_timed_out_rows_record_their_steps_and_curve(tmp_path, prepared_data):
+    run_id = _manifest(tmp_path, prepared_data, tokens=8 * 32 * 20)
+    spec = spec_for(tmp_path, "small", prepared_data, threads=1)
+    with contextlib.suppress(TrainingInterrupted):  # checkpointed at step 9, as a SLURM signal
+        run_job(spec, run_id, should_stop=_stop_after(9))  # or the local time limit stops it
+    for status in ("cancelled", "timeout"):
+        write_status(tmp_path, "small", run_id, status, f"{status} by the test", "7")
+
+        row = read_row(paths.run_path(tmp_path, "small", run_id))
+        assert (row["status"], row["steps_done"], row["job_id"]) == (status, 9, "7")
+        path = paths.curve_path(tmp_path, "small", run_id)
+        assert pq.read_table(path).column("step").to_pylist() == [2, 4, 6, 8]

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 from harness.core.errors import UserError
 
 RESULTS_ENV = "HARNESS_RESULTS"
+SPILL_ENV = "HARNESS_SPILL"
 
 GRID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A grid name: a letter or digit, then up to 99 letters, digits, ``.``, ``_`` or ``-``. It names
@@ -114,6 +116,16 @@ def quarantine_dir(root: Path, grid: str) -> Path:
 def figures_dir(root: Path, grid: str) -> Path:
     """Generated figures."""
     return grid_dir(root, grid) / "figures"
+
+
+def spill_dirs() -> list[Path]:
+    """Where results the results folder refused are kept, first choice first: ``$HARNESS_SPILL``,
+    ``~/.cache/harness/spill`` and ``<temp>/harness-spill-<uid>``
+    (:mod:`harness.store.spill`)."""
+    found = [Path(os.environ[SPILL_ENV])] if os.environ.get(SPILL_ENV) else []
+    found.append(Path.home() / ".cache" / "harness" / "spill")
+    found.append(Path(tempfile.gettempdir()) / f"harness-spill-{os.getuid()}")
+    return found
 
 
 def grids_in(root: Path) -> list[str]:
