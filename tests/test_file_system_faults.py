@@ -45,7 +45,7 @@ def test_runs_finished_on_a_full_disk_are_kept_and_written_by_the_next_submit(
         assert "No space left on device (free on that file system: " in errors[0]
         assert str(root) in errors[0] and f"kept in {spill}" in errors[0]
         assert "the completed result of run" in errors[0]  # failing checkpoints failed no run
-        assert not any(alive(p) for p in processes)  # every run process stopped
+        assert wait_until(lambda: not any(alive(p) for p in processes), 10, "processes gone")
         spilled = sorted(p.stem for p in spill.rglob("*.json"))
         assert spilled and set(spilled) <= set(ids)
         assert newest_values(root, "full", ["status"]) == {}  # no row made it

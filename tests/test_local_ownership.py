@@ -4,6 +4,7 @@ none running, and no run is trained twice, even by two submits at once (issue 11
 from __future__ import annotations
 
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,21 +47,21 @@ def _resumed_once(root: Path, name: str, ids: list[str]) -> None:
         assert steps == sorted(set(steps)) and steps[-1] == STEPS, steps
 
 
-@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
-def test_a_signal_checkpoints_and_stops_every_run(tmp_path, prepared_data, name):
-    grid = grid_file(tmp_path, "own", [0, 1], STEPS)
-    ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
-    submit = start_submit(grid, root, prepared_data, tmp_path / "spill")
-    wait_until(lambda: _training(root, "own", ids), 120, "both runs training")
-    runs = children(submit.pid)
-    status = CliRunner().invoke(main, ["status", "own", "--results", str(root)]).output
-    assert "running now: 2" in status, status  # not merely "missing"
+def _stop(submit: subprocess.Popen[str], name: str) -> str:
+    """Send signal ``name`` as a user would; returns submit's stderr once it exited."""
     if name == "SIGTERM":
         submit.send_signal(signal.SIGTERM)  # kill PID: submit alone
     else:
-        signal_group(submit, SIGNALS[name])  # Ctrl-C, closed terminal: the whole group
+        signal_group(submit, SIGNALS[name])  # Ctrl-C, a closed terminal: the whole group
     _, err = submit.communicate(timeout=120)
+    return err
 
+
+def _check_stopped(
+    submit: subprocess.Popen[str], err: str, name: str, runs: list[int], root: Path, ids: list[str]
+) -> None:
+    """What a stopped submit must leave: its exit code, one line per outcome, no run process,
+    a checkpoint per run, no held run lock."""
     assert submit.returncode == 128 + SIGNALS[name], err
     assert "Traceback" not in err
     lines = err.strip().splitlines()
@@ -69,30 +70,45 @@ def test_a_signal_checkpoints_and_stops_every_run(tmp_path, prepared_data, name)
     assert wait_until(lambda: not any(alive(p) for p in runs), 10, "run processes gone")
     assert all(paths.checkpoint_path(root, "own", r).exists() for r in ids)
     assert not any(is_locked(paths.run_lock_path(root, "own", r)) for r in ids)
-    if name == "SIGINT":  # the second submit resumes both from their checkpoints
-        again = start_submit(grid, root, prepared_data, tmp_path / "spill")
-        _out, err = again.communicate(timeout=300)
-        assert again.returncode == 0, err
-        _resumed_once(root, "own", ids)
 
 
-def test_runs_of_a_killed_submit_stop_and_resume(tmp_path, prepared_data):
-    grid = grid_file(tmp_path, "orphan", [0, 1], STEPS)
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_signal_checkpoints_and_stops_every_run(tmp_path, prepared_data, name):
+    grid = grid_file(tmp_path, "own", [0, 1], STEPS)
     ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
     submit = start_submit(grid, root, prepared_data, tmp_path / "spill")
-    wait_until(lambda: _training(root, "orphan", ids), 120, "both runs training")
+    wait_until(lambda: _training(root, "own", ids), 120, "both runs training")
     runs = children(submit.pid)
+    status = CliRunner().invoke(main, ["status", "own", "--results", str(root)]).output
+    assert "running now: 2" in status, status  # not merely "missing"
 
-    submit.kill()  # kill -9: no handler runs
-    submit.communicate(timeout=30)
+    err = _stop(submit, name)
 
+    _check_stopped(submit, err, name, runs, root, ids)
+
+
+def test_ctrl_c_then_kill_9_then_resume_trains_each_step_once(tmp_path, prepared_data):
+    grid = grid_file(tmp_path, "own", [0, 1], STEPS)
+    ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
+    submit = start_submit(grid, root, prepared_data, tmp_path / "spill")
+    wait_until(lambda: _training(root, "own", ids), 120, "both runs training")
+    runs = children(submit.pid)
+    _check_stopped(submit, _stop(submit, "SIGINT"), "SIGINT", runs, root, ids)
+    reached = {r: logged_steps(root, "own", r)[-1] for r in ids}
+
+    again = start_submit(grid, root, prepared_data, tmp_path / "spill")  # resumes both
+    resumed = lambda: all(logged_steps(root, "own", r)[-1] > reached[r] for r in ids)  # noqa: E731
+    wait_until(resumed, 120, "both runs training again")
+    runs = children(again.pid)
+    again.kill()  # kill -9: no handler runs; the orphans notice within a step
+    again.communicate(timeout=30)
     assert wait_until(lambda: not any(alive(p) for p in runs), 30, "orphaned runs to stop")
-    assert all(paths.checkpoint_path(root, "orphan", r).exists() for r in ids)
-    again = start_submit(grid, root, prepared_data, tmp_path / "spill")
-    out, err = again.communicate(timeout=300)
-    assert again.returncode == 0, err
+
+    last = start_submit(grid, root, prepared_data, tmp_path / "spill")
+    out, err = last.communicate(timeout=300)
+    assert last.returncode == 0, err
     assert "launching 2" in out
-    _resumed_once(root, "orphan", ids)
+    _resumed_once(root, "own", ids)
 
 
 def test_two_submits_at_once_train_each_run_once(tmp_path, prepared_data):
