@@ -126,3 +126,19 @@ def test_a_corrupt_submission_record_is_moved_aside(tmp_path):
     assert [s.job_id for s in subs] == ["12"]
     aside = sorted(p.name for p in (paths.quarantine_dir(tmp_path, "cg")).rglob("*.json"))
     assert aside == ["13.json", "14.json"]
+
+
+def test_a_corrupt_dataset_metadata_file_is_one_line(tmp_path, prepared_data):
+    data = tmp_path / "mine"
+    data.mkdir()
+    for name in ("train.bin", "val.bin"):
+        (data / name).write_bytes((prepared_data / "classics-bpe8k" / name).read_bytes())
+    (data / "meta.json").write_text('{"vocab_size": 81')  # cut short
+    grid = tmp_path / "mine.yaml"
+    grid.write_text(textwrap.dedent(GRID).replace("classics-bpe8k", str(data)))
+
+    code, out = cli("submit", grid, "--local", "--results", tmp_path / "results")
+
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert out.startswith("error: ") and f"cannot read {data / 'meta.json'}: " in out
+    assert not (tmp_path / "results").exists()

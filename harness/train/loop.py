@@ -18,7 +18,6 @@ import resource
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,40 +36,12 @@ from harness.model.gpt import GPT, count_params
 from harness.optim.build import build_optimizer
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
-from harness.train.checkpoint import Checkpointing
+from harness.train.checkpoint import Checkpointing, LoopState
 from harness.train.device import Placement, mfu, place
 
 
 class TrainingInterrupted(Exception):
     """Raised after a checkpoint was written because ``should_stop()`` asked the run to stop."""
-
-
-@dataclass
-class LoopState:
-    """What a checkpoint carries besides model and optimizer."""
-
-    step: int = 0
-    """Optimizer steps completed."""
-    curve: list[dict[str, Any]] = field(default_factory=list)
-    """Loss-curve points so far."""
-    wall_s: float = 0.0
-    """Wall seconds spent in earlier attempts."""
-    timed_s: float = 0.0
-    """Training seconds counted for throughput (first step of each attempt excluded)."""
-    timed_tokens: int = 0
-    """Tokens trained during ``timed_s``."""
-    data_wait_s: float = 0.0
-    """Seconds spent producing batches (host side)."""
-    opt_s: float = 0.0
-    """Optimizer-step seconds on profiled steps."""
-    profiled_s: float = 0.0
-    """Whole-step seconds on profiled steps."""
-    compile_s: float | None = None
-    """Extra seconds of the first step when compiled."""
-    interval_loss: float = 0.0
-    """Sum of the training losses of the unfinished logging interval."""
-    interval_steps: int = 0
-    """Steps in the unfinished logging interval."""
 
 
 def _rank_world() -> tuple[int, int]:

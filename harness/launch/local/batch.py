@@ -24,6 +24,7 @@ from harness.launch.progress import Progress
 from harness.launch.worker import process
 from harness.launch.worker.job import row_stamp, row_unchanged, write_status
 from harness.launch.worker.process import BUSY_EXIT, INTERRUPTED_EXIT, SPILLED_EXIT, RunProcess
+from harness.store.rows import read_row
 from harness.store.spill import ResultSpilled
 
 LOG_TAIL_LINES = 12
@@ -128,7 +129,7 @@ class Batch:
             return self._record(run_id, Status.TIMEOUT, f"ran past timeout_min ({limit}) of the "
                                 "launcher profile on this machine; checkpoint kept")  # fmt: skip
         if not row_unchanged(self._row(run_id), self.seen[run_id]):
-            return Status.FAILED.value  # it died after writing its row (which says more)
+            return _row_status(self._row(run_id))  # it wrote its row, then died or went quiet
         how = process.died_how(code)
         tail = _tail(self.log(run_id), LOG_TAIL_LINES)
         error = f"process died {how} (killed, out of memory, or crashed); log {self.log(run_id)}"
@@ -174,6 +175,14 @@ class Batch:
             if self.outcomes[what]:
                 lines.append(f"  {self.outcomes[what]} runs {text}")
         return lines
+
+
+def _row_status(path: Path) -> str:
+    """The status in a run's row file (``failed`` when it cannot be read)."""
+    try:
+        return str(read_row(path)["status"])
+    except (OSError, ValueError, KeyError, IndexError):
+        return Status.FAILED.value
 
 
 def _tail(path: Path, lines: int) -> str:
