@@ -98,7 +98,7 @@ def recover(root: Path, grid: str, load: Callable[[str], RunConfig]) -> list[str
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not ours to repair; left for a person to read
         newer = newest_values(root, grid, ["created_at"], run_id=run.run_id).get(run.run_id)
-        if newer is None or newer[0] < prov["created_at"]:
+        if newer is None or newer[0].timestamp() < prov["created_at"].timestamp():
             write_result(root, run, result, prov)
             written.append(run.run_id)
         path.unlink(missing_ok=True)
