@@ -3,6 +3,7 @@ and 8): one line naming the path and the cause, exit 2, no traceback, no finishe
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from harness.analysis.testing import write_run
@@ -90,3 +91,33 @@ def test_a_read_only_results_folder_is_read_and_writes_are_one_line(tmp_path, pr
             assert code == 2 and len(out.strip().splitlines()) == 1, (args, out)
             assert out.startswith(f"error: {root}") and "Read-only file system" in out, out
         assert not paths.checkpoint_path(root, "ro", runs[1].run_id).parent.exists()
+
+
+def test_a_spilled_result_is_written_once_and_never_over_a_newer_row(
+    tmp_path, monkeypatch, prepared_data
+):
+    from harness.core.provenance import provenance
+    from harness.core.result import RunResult
+    from harness.store.manifest import load_run
+    from harness.store.rows import write_result
+    from harness.store.spill import ResultSpilled, recover, write_or_spill
+    from tests.runs import tiny_run
+
+    monkeypatch.setenv("HARNESS_SPILL", str(tmp_path / "spill"))
+    root = tmp_path / "results"
+    runs = [tiny_run(prepared_data, grid="sp", seed=s) for s in (0, 1)]
+    write_manifest(root, "sp", runs)
+    paths.curves_dir(root, "sp").write_text("a file where a folder should be")  # writes fail
+    done = RunResult(status="completed", steps_done=6, curve=[{"step": 6, "train_loss": 5.0}])
+    for run in runs:
+        with pytest.raises(ResultSpilled, match=r"kept in .*spill"):
+            write_or_spill(root, run, done, provenance("j1"))
+    paths.curves_dir(root, "sp").unlink()
+    write_result(root, runs[1], RunResult(status="failed"), provenance("j2"))  # newer: kept
+
+    assert recover(root, "sp", lambda r: load_run(root, "sp", r)) == [runs[0].run_id]
+
+    rows = newest_values(root, "sp", ["status", "job_id", "steps_done"])
+    assert rows == {runs[0].run_id: ("completed", "j1", 6), runs[1].run_id: ("failed", "j2", 0)}
+    assert not list((tmp_path / "spill").rglob("*.json"))
+    assert recover(root, "sp", lambda r: load_run(root, "sp", r)) == []

@@ -224,25 +224,39 @@ def newest_values(
 
     A read that fails moves the grid's corrupt files aside and is tried once more.
     """
-    try:
-        return _newest(root, grid, columns, run_id)
-    except duckdb.Error:
-        if not check_grid(root, grid):
-            raise
-    return _newest(root, grid, columns, run_id)
+    return _newest(root, grid, [f'"{c}"' for c in columns], run_id)
+
+
+def newest_time_us(root: Path, grid: str, run_id: str) -> int | None:
+    """Microseconds since the epoch of the newest row of ``run_id`` (None when it has none):
+    an integer, so that no time-zone module is needed to read it."""
+    found = _newest(root, grid, ["epoch_us(created_at)"], run_id).get(run_id)
+    return None if found is None else int(found[0])
 
 
 def _newest(
-    root: Path, grid: str, columns: list[str], run_id: str | None
+    root: Path, grid: str, values: list[str], run_id: str | None
+) -> dict[str, tuple[Any, ...]]:
+    """The SQL ``values`` of the newest row of each run (see :func:`newest_values`)."""
+    try:
+        return _query_newest(root, grid, values, run_id)
+    except duckdb.Error:
+        if not check_grid(root, grid):
+            raise
+    return _query_newest(root, grid, values, run_id)
+
+
+def _query_newest(
+    root: Path, grid: str, values: list[str], run_id: str | None
 ) -> dict[str, tuple[Any, ...]]:
     globs = _globs(root, [grid], "runs")
     if not globs:
         return {}
-    values = ", ".join(f'arg_max("{c}", created_at)' for c in columns)
+    select = ", ".join(f"arg_max({v}, created_at)" for v in values)
     where = "WHERE run_id = $run_id" if run_id is not None else ""
     con = duckdb.connect(":memory:")
     rows = con.execute(
-        f"SELECT run_id, {values} FROM read_parquet({sql_list(globs)}, union_by_name = true) "
+        f"SELECT run_id, {select} FROM read_parquet({sql_list(globs)}, union_by_name = true) "
         f"{where} GROUP BY run_id",
         {"run_id": run_id} if run_id is not None else None,
     ).fetchall()

@@ -85,7 +85,7 @@ def recover(root: Path, grid: str, load: Callable[[str], RunConfig]) -> list[str
     Raises:
         OSError: the results folder still refuses the write (the spill files stay).
     """
-    from harness.store.db import newest_values  # DuckDB: only when there is something to do
+    from harness.store.db import newest_time_us  # DuckDB: only when there is something to do
 
     written = []
     for path in _spilled(root, grid):
@@ -97,8 +97,8 @@ def recover(root: Path, grid: str, load: Callable[[str], RunConfig]) -> list[str
             result = RunResult(**doc["result"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not ours to repair; left for a person to read
-        newer = newest_values(root, grid, ["created_at"], run_id=run.run_id).get(run.run_id)
-        if newer is None or newer[0].timestamp() < prov["created_at"].timestamp():
+        newest = newest_time_us(root, grid, run.run_id)
+        if newest is None or newest < prov["created_at"].timestamp() * 1e6:
             write_result(root, run, result, prov)
             written.append(run.run_id)
         path.unlink(missing_ok=True)
