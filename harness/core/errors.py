@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-MAX_MESSAGE = 1000
-"""Characters of an error message shown; the rest (a huge value echoed back) is cut."""
+MAX_MESSAGE = 4000
+"""Characters of an error message shown: a longer one (a huge value echoed back) loses its
+middle, keeping its start and its last 500 characters (where the hint usually is)."""
 
 
 class UserError(ValueError):
@@ -16,7 +17,8 @@ class UserError(ValueError):
     def __init__(self, message: str = "") -> None:
         text = str(message)
         if len(text) > MAX_MESSAGE:
-            text = f"{text[: MAX_MESSAGE - 40]}... ({len(text):,} characters, cut)"
+            cut = f" ... ({len(text):,} characters, cut) ... "
+            text = text[: MAX_MESSAGE - 500 - len(cut)] + cut + text[-500:]
         super().__init__(text)
 
 
