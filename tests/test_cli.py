@@ -167,7 +167,6 @@ def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepare
     import dataclasses
     import os
     import signal
-    import subprocess
     import threading
 
     data = dataclasses.replace(run.data, tokens=8 * 32 * 100_000, steps=100_000)
@@ -175,23 +174,23 @@ def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepare
     write_manifest(root, run.grid, [slow])
 
     def kill_soon() -> None:
+        import multiprocessing as mp
         import time
 
-        for _ in range(600):
+        log = root / run.grid / "submissions" / "local" / f"{slow.run_id}.log"
+        for _ in range(1200):
             time.sleep(0.1)
-            for f in (root / run.grid / "submissions" / "local").glob("*_submitted.pkl"):
-                time.sleep(2)  # the job id is the pid of submitit's wrapper; kill its child
-                wrapper = int(f.name.split("_")[0])
-                children = subprocess.run(["pgrep", "-P", str(wrapper)], capture_output=True)
-                for pid in children.stdout.split():
-                    os.kill(int(pid), signal.SIGKILL)
+            if log.exists() and "step" in log.read_text():  # training, past its start-up
+                for child in mp.active_children():
+                    if child.name == f"run-{slow.run_id}":
+                        os.kill(child.pid, signal.SIGKILL)
                 return
 
     threading.Thread(target=kill_soon, daemon=True).start()
     report = launch_and_wait(LocalLauncher(load_profile("local")), [slow], root, prepared_data)
     assert report.statuses == {slow.run_id: "failed"}
     row = read_row(root / run.grid / "runs" / f"{slow.run_id}.parquet")
-    assert row["status"] == "failed" and "process died" in row["error"]
+    assert row["status"] == "failed" and "process died by SIGKILL" in row["error"]
 
 
 def test_eval_tokens_beyond_the_validation_split_is_refused_before_launch(

@@ -70,3 +70,34 @@ def test_an_old_manifest_accepts_new_runs(legacy: Path) -> None:
         "run_id", *FIELD_NAMES,
     ]  # fmt: skip
     assert new.run_id in read_manifest(legacy, "legacy")
+
+
+def test_a_row_with_a_new_hyperparameter_column_joins_old_rows(legacy: Path, prepared_data):
+    # A new optimizer with its own hyperparameter adds a column the old rows lack: queried
+    # and compacted together, the old rows read NULL there.
+    from harness.core.provenance import provenance
+    from harness.core.result import RunResult
+    from harness.optim.registry import OPTIMIZERS
+    from harness.optim.spec import Hyperparameter, OptimizerSpec
+    from harness.store.rows import write_result
+    from tests.runs import tiny_run
+
+    spec = OptimizerSpec(
+        cls="torch.optim:Adam",
+        hyperparameters=(Hyperparameter(name="gamma", type=float, default=0.5),),
+    )
+    with OPTIMIZERS.temporarily("adam_gamma", spec):
+        run = tiny_run(prepared_data, grid="legacy", optimizer="adam_gamma", gamma=0.3)
+        assert write_manifest(legacy, "legacy", [run]) == 1
+        result = RunResult(status="completed", steps_done=6, metrics={"val_loss": 5.0})
+        write_result(legacy, run, result, provenance())
+    sql = "SELECT optimizer, gamma, status FROM runs ORDER BY optimizer, run_id"
+    before = _cli("query", sql, "--results", legacy, "--format", "csv")
+    lines = before.strip().splitlines()
+    assert len(lines) == 8 and "adam_gamma,0.3,completed" in lines
+    assert sum(line.split(",")[1] == "" for line in lines[1:]) == 6  # the old rows: NULL
+    assert "7 result rows" in _cli("compact", "legacy", "--results", legacy)
+    assert _cli("query", sql, "--results", legacy, "--format", "csv") == before
+    status = _cli("status", "legacy", "--results", legacy).splitlines()
+    local = next(ln for ln in status if ln.startswith("local"))
+    assert local.split()[1] == "1"  # the new (local-scale) run: completed, beside the old six

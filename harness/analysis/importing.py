@@ -189,8 +189,7 @@ def import_csv(
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    if not grid or "/" in grid:
-        raise UserError(f"--grid {grid!r}: expected a grid name without '/'")
+    paths.check_grid_name(grid, "--grid")
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:

@@ -1,16 +1,21 @@
 """The ``harness`` command line: thin commands, each parsing flags, calling one library function
-and printing. Bad input exits with code 2 and a one-line message, having written nothing.
+and printing. Bad input exits with code 2 and a one-line message, having written nothing; so does
+a file-system error (no space left, a read-only folder: the path and the cause). A command
+stopped by a signal prints what became of its work and exits with 128 + the signal's number
+(130 for Ctrl-C), never with a traceback.
 
 Commands are imported only when invoked (``harness submit`` never imports the analysis layer).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
 
-from harness.core.errors import UserError
+from harness.core.errors import Stopped, UserError
+from harness.core.files import os_error_line
 from harness.core.registry import Registry, load_object
 
 COMMANDS: Registry[str] = Registry(
@@ -45,8 +50,24 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except UserError as e:
-            click.echo(f"error: {e}", err=True)
+            _say(f"error: {e}")
             sys.exit(2)
+        except OSError as e:  # the environment's, not the code's: no space, read-only, ...
+            _say(f"error: {os_error_line(e)}")
+            sys.exit(2)
+        except Stopped as e:
+            for line in e.lines:
+                _say(line)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            _say("interrupted")
+            sys.exit(130)
+
+
+def _say(line: str) -> None:
+    """One line on stderr; a terminal gone (SIGHUP) silences it rather than raising."""
+    with contextlib.suppress(OSError):
+        click.echo(line, err=True)
 
 
 @click.group(cls=_Group)

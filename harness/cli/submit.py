@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -53,22 +54,29 @@ def submit(
 
     Example: harness submit grids/adam_betas.yaml --local
     """
+    from harness.core.errors import Stopped
     from harness.launch.submit import submit as do_submit
 
     states = [s for s in retry.split(",") if s]
-    report = do_submit(
-        grid,
-        root=resolve_results(results),
-        data_root=data_root(data),
-        local=local,
-        launcher=launcher,
-        dry_run=dry_run,
-        retry=states,
-        wait=wait,
-        stale=stale,
-        figure_names=FIGURES.names(),
-        out=sys.stdout,
-    )
+    try:
+        report = do_submit(
+            grid,
+            root=resolve_results(results),
+            data_root=data_root(data),
+            local=local,
+            launcher=launcher,
+            dry_run=dry_run,
+            retry=states,
+            wait=wait,
+            stale=stale,
+            figure_names=FIGURES.names(),
+            out=sys.stdout,
+        )
+    except Stopped as e:
+        again = ["harness", "submit", str(grid), *(["--local"] if local else [])]
+        for flag, value in (("--launcher", launcher), ("--results", results), ("--data", data)):
+            again += [flag, str(value)] if value else []
+        raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
     if report.statuses:
         counts: dict[str, int] = {}
         for s in report.statuses.values():

@@ -7,28 +7,105 @@ killed half-way, never see a partial file.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
+import glob
 import os
+import shutil
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from harness.core.errors import UserError
+
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
     """Write ``path`` through ``write(fh)`` into a hidden temp file in the same folder, fsync it,
-    and rename it into place: readers (and a killed writer) never see a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    and rename it into place: readers (and a killed writer) never see a partial file.
+
+    Raises:
+        OSError: the write failed for a reason of the file system (no space left, read-only,
+            permission denied), with ``path`` as its file name, even where the writer reported
+            it as another exception (torch's zip writer raises a RuntimeError).
+    """
+    tmp = temp_name(path)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except Exception as exc:
+        cause = os_error_in(exc)
+        if cause is None:
+            raise
+        raise OSError(cause.errno, os.strerror(cause.errno), str(path)) from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def temp_name(path: Path) -> Path:
+    """The hidden temp file :func:`atomic_write` writes ``path`` through
+    (``.<name>.tmp-<pid>-<hex>``, never matched by a ``*.parquet`` or ``*.pt`` pattern)."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+def remove_temps(path: Path) -> int:
+    """Remove the temp files :func:`atomic_write` left for ``path`` (a writer killed during its
+    write). Only safe where no one else writes ``path`` now. Returns how many were removed."""
+    removed = 0
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed += 1
+    return removed
+
+
+def os_error_in(exc: BaseException) -> OSError | None:
+    """The OSError with an errno that ``exc`` is or was raised from (its cause or context)."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, OSError) and e.errno:
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def os_error_line(e: OSError) -> str:
+    """One line naming the path and the cause of a file-system error; for a full disk also the
+    free space left there."""
+    reason = os.strerror(e.errno) if e.errno else str(e)
+    where = e.filename if e.filename is not None else None
+    line = f"{where}: {reason}" if where is not None else reason
+    if e.errno == errno.ENOSPC and where is not None:
+        line += f" (free on that file system: {_free(Path(where))})"
+    return line
+
+
+def _free(path: Path) -> str:
+    """Free space of the file system holding ``path`` (or its nearest existing parent)."""
+    for p in (path, *path.parents):
+        with contextlib.suppress(OSError):
+            return _size(shutil.disk_usage(p).free)
+    return "unknown"
+
+
+def _size(n: float) -> str:
+    """``n`` bytes as B, KB, MB, GB or TB (powers of 1000)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -51,3 +128,67 @@ def locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextmanager
+def try_locked(path: Path, wait_s: float = 2.0) -> Iterator[bool]:
+    """Try to hold an exclusive ``flock`` on ``path`` (created if missing) for the ``with``
+    block; yields whether it is held. Another process holding it for ``wait_s`` seconds (a
+    probe, :func:`is_locked`, holds it for microseconds) means no. The kernel releases the lock
+    when its process dies, however it dies, so a dead process never holds one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(0.05)
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def is_locked(path: Path) -> bool:
+    """Whether a live process holds ``path``'s lock (:func:`try_locked`); False when there is no
+    such file."""
+    try:
+        f = open(path)  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        return False
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False
+
+
+def quarantine(path: Path, dest: Path, cause: str) -> Path:
+    """Move the corrupt file ``path`` to ``dest`` (suffixed ``.1``, ``.2``, ... when taken) and
+    say so in one line on stderr. Returns where it went.
+
+    Raises:
+        UserError: it cannot be moved (a read-only folder): one line naming it and the cause.
+    """
+    target, n = dest, 0
+    while target.exists():
+        n += 1
+        target = dest.with_name(f"{dest.name}.{n}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+    except FileNotFoundError:
+        return target  # moved (or replaced by a writer) meanwhile
+    except OSError as e:
+        raise UserError(
+            f"{path}: {cause}; it cannot be moved aside ({os_error_line(e)}): move or delete it"
+        ) from None
+    sys.stderr.write(f"warning: {path}: {cause}; moved to {target}\n")
+    return target

@@ -8,15 +8,42 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/compact/              consolidated rows and curves (``harness compact``)
     <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
-    <root>/<grid>/submissions/          launcher records (job ids) and submitit logs
+    <root>/<grid>/submissions/          launcher records (job ids) and logs of runs
+    <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
+    <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
 """
 
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 from pathlib import Path
 
+from harness.core.errors import UserError
+
 RESULTS_ENV = "HARNESS_RESULTS"
+SPILL_ENV = "HARNESS_SPILL"
+
+GRID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""A grid name: a letter or digit, then up to 99 letters, digits, ``.``, ``_`` or ``-``. It names
+a folder under the results root, so it can neither leave the root (``..``) nor act as a pattern
+(``sm*``)."""
+
+
+def check_grid_name(name: object, where: str) -> str:
+    """``name`` if it is a valid grid name (:data:`GRID_NAME`).
+
+    Raises:
+        UserError: one line naming ``where``, the name and the rule.
+    """
+    if isinstance(name, str) and GRID_NAME.fullmatch(name):
+        return name
+    shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:77] + "..."
+    raise UserError(
+        f"{where}: grid name {shown} is not valid: use 1 to 100 letters, digits, '.', '_' or "
+        "'-', starting with a letter or digit (it names a folder under the results root)"
+    )
 
 
 def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -76,9 +103,29 @@ def submissions_dir(root: Path, grid: str) -> Path:
     return grid_dir(root, grid) / "submissions"
 
 
+def run_lock_path(root: Path, grid: str, run_id: str) -> Path:
+    """The lock the process training a run holds (a run is never trained twice at once)."""
+    return grid_dir(root, grid) / "locks" / f"{run_id}.lock"
+
+
+def quarantine_dir(root: Path, grid: str) -> Path:
+    """Where corrupt files of a grid are moved aside."""
+    return grid_dir(root, grid) / "quarantine"
+
+
 def figures_dir(root: Path, grid: str) -> Path:
     """Generated figures."""
     return grid_dir(root, grid) / "figures"
+
+
+def spill_dirs() -> list[Path]:
+    """Where results the results folder refused are kept, first choice first: ``$HARNESS_SPILL``,
+    ``~/.cache/harness/spill`` and ``<temp>/harness-spill-<uid>``
+    (:mod:`harness.store.spill`)."""
+    found = [Path(os.environ[SPILL_ENV])] if os.environ.get(SPILL_ENV) else []
+    found.append(Path.home() / ".cache" / "harness" / "spill")
+    found.append(Path(tempfile.gettempdir()) / f"harness-spill-{os.getuid()}")
+    return found
 
 
 def grids_in(root: Path) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from harness.core import paths
 from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
@@ -45,8 +46,14 @@ class Grid:
     """Run fields that vary across runs."""
 
 
+MAX_YAML_VALUES = 100_000
+"""Most values a grid file may hold once its aliases (``*name``) are expanded: a real grid has
+a few hundred; an alias bomb (aliases of aliases) has billions in a few lines."""
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Load a YAML mapping; a missing file or a syntax error is a one-line UserError."""
+    """Load a YAML mapping; a missing file, a syntax error or an alias bomb (more than
+    :data:`MAX_YAML_VALUES` values once expanded) is a one-line UserError."""
     if not path.is_file():
         raise UserError(f"{path}: no such grid file")
     try:
@@ -55,24 +62,46 @@ def read_yaml(path: Path) -> dict[str, Any]:
         mark = getattr(e, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark else ""
         raise UserError(f"{path}: invalid YAML{line}: {getattr(e, 'problem', e)}") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid YAML: nested too deeply") from None
+    if _expanded_size(doc, {}) > MAX_YAML_VALUES:
+        raise UserError(
+            f"{path}: more than {MAX_YAML_VALUES:,} values once its YAML aliases (*name) are "
+            "expanded; write the values out, or use fewer aliases"
+        )
     if not isinstance(doc, dict):
         raise UserError(f"{path}: expected a mapping with keys {', '.join(grammar.TOP_KEYS)}")
     return doc
 
 
+def _expanded_size(value: Any, seen: dict[int, int]) -> int:
+    """Values in ``value`` counting each alias as a copy (``seen``: sizes by object id, so an
+    alias bomb is measured without being expanded; a cycle counts once)."""
+    if not isinstance(value, (list, dict)):
+        return 1
+    if id(value) in seen:
+        return seen[id(value)]
+    seen[id(value)] = 1  # a cycle back here counts one
+    parts = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+    size = 1 + sum(_expanded_size(v, seen) for v in parts)
+    seen[id(value)] = size
+    return size
+
+
 def grid_name(arg: str) -> str:
-    """The grid name of ``arg``: a grid YAML path (its ``name:``) or already a name."""
+    """The grid name of ``arg``: a grid YAML path (its ``name:``) or already a name.
+
+    Raises:
+        UserError: the name is not a valid grid name (:data:`harness.core.paths.GRID_NAME`).
+    """
     p = Path(arg)
     if p.suffix in (".yaml", ".yml") or p.is_file():
         return _name(read_yaml(p), p)
-    return arg
+    return paths.check_grid_name(arg, "GRID")
 
 
 def _name(doc: dict[str, Any], path: Path) -> str:
-    name = doc.get("name")
-    if not isinstance(name, str) or not name or "/" in name:
-        raise UserError(f"{path}: 'name' must be a non-empty string without '/'")
-    return name
+    return paths.check_grid_name(doc.get("name"), f"{path}: name")
 
 
 def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Grid:

@@ -26,7 +26,7 @@ class LauncherProfile:
     name: str
     """The profile's name (its file name without ``.yaml``)."""
     kind: str
-    """``local`` (submitit's local executor on this machine) or ``slurm`` (job arrays)."""
+    """``local`` (processes on this machine, owned by ``submit``) or ``slurm`` (job arrays)."""
     max_parallel: int = 0
     """local: runs at once; 0 = one per core without GPUs, ``runs_per_device`` per GPU with them
     (torch threads are split between the running runs)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections import Counter
@@ -43,7 +44,12 @@ class Progress:
         )
 
     def draw(self, force: bool = False) -> None:
-        """Redraw (TTY) or print a line at most every ``every_s`` seconds (logs)."""
+        """Redraw (TTY) or print a line at most every ``every_s`` seconds (logs); a terminal
+        gone (SIGHUP) silences it."""
+        with contextlib.suppress(OSError):
+            self._draw(force)
+
+    def _draw(self, force: bool) -> None:
         now = time.time()
         if self._tty:
             self.stream.write("\r\033[K" + self.line())
@@ -55,6 +61,10 @@ class Progress:
 
     def close(self) -> None:
         """Final line."""
+        with contextlib.suppress(OSError):
+            self._close()
+
+    def _close(self) -> None:
         if self._tty:
             self.stream.write("\r\033[K")
         self.stream.write(self.line() + "\n")

@@ -165,21 +165,33 @@ def _launch(
     wait: bool | None,
     out: TextIO,
 ) -> SubmitReport:
-    from harness.store.manifest import write_manifest  # Arrow: not needed by a dry run
+    from harness.launch.worker.job import training_now  # torch: not needed by a dry run
+    from harness.store.integrity import check_grid  # DuckDB and Arrow: not for a dry run
+    from harness.store.manifest import load_run, write_manifest
+    from harness.store.spill import recover
 
     root = spec.results_root
     check_data(grid, spec.data_root)
+    check_grid(root, grid.name)  # corrupt files moved aside: their runs run again
+    recovered = recover(root, grid.name, lambda run_id: load_run(root, grid.name, run_id))
+    if recovered:  # results of earlier submits the disk refused (their runs are in the manifest)
+        out.write(f"{grid.name}: wrote {len(recovered)} results kept in spill files\n")
     runner.reconcile(root, grid.name)  # rows for runs whose job died without one
     done = _done(grid, spec, retry, stale, out)
     write_manifest(root, grid.name, grid.runs)
     todo = [r for r in grid.runs if r.run_id not in done]
     todo = runner.exclude_queued(root, grid.name, todo)
+    busy = training_now(root, grid.name, [r.run_id for r in todo])
+    todo = [r for r in todo if r.run_id not in busy]
     skipped = len(grid.runs) - len(todo)
     out.write(
         f"{grid.name}: {len(grid.runs)} runs planned ({grid.scale} scale); "
         f"skipped {skipped} with a result or already queued; launching {len(todo)} "
         f"on '{runner.profile.name}'\n"
     )
+    if busy:
+        out.write(f"{grid.name}: {len(busy)} of the skipped runs are being trained by another "
+                  "process now (their run locks are held)\n")  # fmt: skip
     if not todo:
         return SubmitReport(grid.name, len(grid.runs), skipped, 0, {})
     launched = runner.launch(todo, spec)

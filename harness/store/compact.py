@@ -42,7 +42,8 @@ import pyarrow.parquet as pq
 from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write, locked
-from harness.store.db import curves_select, sql_list
+from harness.store.db import curves_select, duck_path, sql_list
+from harness.store.integrity import check_grid
 
 ROW_GROUP_SIZE = 131_072
 """Rows per Parquet row group of a generation file (curve files are sorted by run, so a query
@@ -129,6 +130,7 @@ def compact(root: Path, grid: str) -> CompactReport:
     folder = paths.compact_dir(root, grid)
     folder.mkdir(parents=True, exist_ok=True)
     with locked(folder / ".lock"):
+        check_grid(root, grid)  # corrupt files moved aside, not merged
         snap = snapshot(root, grid)
         if not snap.needs_work:
             return CompactReport(grid, None, 0, 0, 0, 0)
@@ -188,7 +190,8 @@ def write_generation(snap: Snapshot) -> tuple[int, int]:
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")  # timestamps come back as written: tz=UTC
     rows = points = 0
-    run_sources = [str(p) for p in snap.run_generations] + [str(f.path) for f in snap.run_files]
+    run_sources = [duck_path(p) for p in snap.run_generations]
+    run_sources += [duck_path(f.path) for f in snap.run_files]
     if run_sources:
         select = (
             f"SELECT DISTINCT * FROM read_parquet({sql_list(run_sources)}, union_by_name = true) "

@@ -17,6 +17,7 @@ import duckdb
 
 from harness.core import paths
 from harness.core.errors import UserError
+from harness.store.integrity import check_grid
 from harness.store.schema import CURVE_SCHEMA, config_schema, row_schema
 
 #: (view name, per-run file glob under a grid folder, consolidated glob, schema for no files)
@@ -27,13 +28,46 @@ _SOURCES = {
 }
 
 
+_GLOB_CHARS = frozenset("*?[]{}")
+"""Characters DuckDB's file functions read as a pattern."""
+
+
+def duck_path(path: Path | str) -> str:
+    """``path`` as DuckDB's file functions read it literally: each glob character in brackets
+    (a results folder ``runs[1]`` is not a pattern matching ``runs1``).
+
+    Raises:
+        UserError: the path holds a backslash as well as a glob character (DuckDB's globbing
+            splits paths at backslashes, so no escaping reads it).
+    """
+    text = str(path)
+    if not _GLOB_CHARS & set(text):
+        return text
+    if "\\" in text:
+        raise UserError(f"{text}: a path with both '\\' and one of {''.join(sorted(_GLOB_CHARS))} "
+                        "cannot be read by DuckDB; rename the folder")  # fmt: skip
+    return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in text)
+
+
+def files_sql(folder: Path, pattern: str) -> list[str]:
+    """What DuckDB reads for the files of ``folder`` matching ``pattern`` (a plain ``*.parquet``
+    or a file name): the escaped folder joined to the pattern, read afresh by every query; the
+    files themselves when the folder's path holds a backslash; nothing when none match."""
+    if not any(folder.glob(pattern)):
+        return []
+    if "\\" in str(folder):
+        return [duck_path(p) for p in sorted(folder.glob(pattern))]
+    return [f"{duck_path(folder)}/{pattern}"]
+
+
 def _globs(root: Path, grids: list[str], view: str) -> list[str]:
     per_run, compacted = _SOURCES[view]
     out = []
     for g in grids:
         for pattern in (per_run, compacted):
-            if pattern and any(paths.grid_dir(root, g).glob(pattern)):
-                out.append(str(paths.grid_dir(root, g) / pattern))
+            if pattern:
+                sub, _, name = pattern.rpartition("/")
+                out += files_sql(paths.grid_dir(root, g) / sub, name)
     return out
 
 
@@ -67,14 +101,16 @@ def curves_select(per_run: str | list[str] | None, compacted: list[str]) -> str:
     newest generation holding the run, so a run present in several places is never counted twice.
 
     Args:
-        per_run: the grid's per-run curve files: a glob, an explicit list, or None (none).
+        per_run: the grid's per-run curve files: a glob (its folder escaped, :func:`duck_path`),
+            an explicit list of paths, or None (none).
         compacted: the grid's ``compact/curves-<gen>.parquet`` files (zero-padded generations).
     """
     parts = []
     if per_run:
         parts.append(f"SELECT * FROM read_parquet({_files_sql(per_run)}, union_by_name = true)")
     if compacted:
-        src = f"read_parquet({sql_list(compacted)}, union_by_name = true, filename = true)"
+        escaped = [duck_path(p) for p in compacted]
+        src = f"read_parquet({sql_list(escaped)}, union_by_name = true, filename = true)"
         sql = f"SELECT * EXCLUDE (filename) FROM {src}"
         if per_run:
             files = (
@@ -92,7 +128,7 @@ def curves_select(per_run: str | list[str] | None, compacted: list[str]) -> str:
 
 
 def _files_sql(files: str | list[str]) -> str:
-    return sql_string(files) if isinstance(files, str) else sql_list(files)
+    return sql_string(files) if isinstance(files, str) else sql_list([duck_path(f) for f in files])
 
 
 def _curves_sql(root: Path, grids: list[str]) -> str:
@@ -103,12 +139,12 @@ def _curves_sql(root: Path, grids: list[str]) -> str:
     per_run_glob, compacted_glob = _SOURCES["curves"]
     for g in grids:
         folder = paths.grid_dir(root, g)
-        per_run = str(folder / per_run_glob) if any(folder.glob(per_run_glob)) else None
+        per_run = _one_source(files_sql(folder / "curves", per_run_glob.split("/")[1]))
         compacted = sorted(str(p) for p in folder.glob(compacted_glob))
         if per_run and not compacted:
-            plain.append(per_run)
+            plain += [per_run] if isinstance(per_run, str) else [duck_path(p) for p in per_run]
         elif compacted and not per_run and len(compacted) == 1:
-            plain.append(compacted[0])
+            plain.append(duck_path(compacted[0]))
         elif per_run or compacted:
             mixed.append(curves_select(per_run, compacted))
     if plain:
@@ -118,13 +154,23 @@ def _curves_sql(root: Path, grids: list[str]) -> str:
     return " UNION ALL BY NAME ".join(f"({p})" for p in mixed)
 
 
+def _one_source(sources: list[str]) -> str | list[str] | None:
+    """:func:`files_sql`'s answer as :func:`curves_select` takes it: one glob, or a list of
+    (unescaped) files."""
+    if not sources:
+        return None
+    if len(sources) == 1 and sources[0].endswith("/*.parquet"):
+        return sources[0]
+    return sources  # listed files: a backslash in the path, so no glob character to escape
+
+
 def _view_sql(root: Path, grids: list[str], view: str) -> str:
     if view == "curves":
         return _curves_sql(root, grids)
     globs = _globs(root, grids, view)
     if not globs:
         return _empty_select(view)
-    src = f"read_parquet({globs!r}, union_by_name = true)"
+    src = f"read_parquet({sql_list(globs)}, union_by_name = true)"
     if view == "runs":
         return (
             f"SELECT * FROM {src} "
@@ -140,6 +186,8 @@ def connect(root: Path, grid: str | None = None) -> duckdb.DuckDBPyConnection:
         root: the results root.
         grid: restrict the views to one grid; None: every grid under ``root``.
 
+    Corrupt files of those grids are moved aside first (:mod:`harness.store.integrity`).
+
     Raises:
         UserError: ``grid`` has no results under ``root`` (lists the grids that do).
     """
@@ -149,6 +197,8 @@ def connect(root: Path, grid: str | None = None) -> duckdb.DuckDBPyConnection:
             known = ", ".join(grids) or "none"
             raise UserError(f"no results for grid {grid!r} under {root}; grids there: {known}")
         grids = [grid]
+    for g in grids:
+        check_grid(root, g)
     con = duckdb.connect(":memory:")
     for view in _SOURCES:
         con.execute(f"CREATE VIEW {view} AS {_view_sql(root, grids, view)}")
@@ -172,17 +222,47 @@ def newest_values(
         columns: row columns to return (e.g. ``["status", "job_id"]``); a column no row has
             (one added after the rows were written) is None.
         run_id: only this run (an empty dict when it has no row).
+
+    A read that fails moves the grid's corrupt files aside and is tried once more.
     """
+    return _newest(root, grid, [f'"{c}"' for c in columns], run_id)
+
+
+def newest_time_us(root: Path, grid: str, run_id: str) -> int | None:
+    """Microseconds since the epoch of the newest row of ``run_id`` (None when it has none):
+    an integer, so that no time-zone module is needed to read it."""
+    found = _newest(root, grid, ["epoch_us(created_at)"], run_id).get(run_id)
+    return None if found is None else int(found[0])
+
+
+def _newest(
+    root: Path, grid: str, values: list[str], run_id: str | None
+) -> dict[str, tuple[Any, ...]]:
+    """The SQL ``values`` of the newest row of each run (see :func:`newest_values`)."""
+    try:
+        return _query_newest(root, grid, values, run_id)
+    except duckdb.Error:
+        if not check_grid(root, grid):
+            raise
+    return _query_newest(root, grid, values, run_id)
+
+
+def _query_newest(
+    root: Path, grid: str, values: list[str], run_id: str | None
+) -> dict[str, tuple[Any, ...]]:
     globs = _globs(root, [grid], "runs")
     if not globs:
         return {}
     con = duckdb.connect(":memory:")
     src = f"read_parquet({sql_list(globs)}, union_by_name = true)"
-    present = {d[0] for d in con.execute(f"SELECT * FROM {src} LIMIT 0").description}
-    values = ", ".join(f'arg_max("{c}", created_at)' if c in present else "NULL" for c in columns)
+    present = {f'"{d[0]}"' for d in con.execute(f"SELECT * FROM {src} LIMIT 0").description}
+    select = ", ".join(  # a column no file has yet (added after the rows were written): NULL
+        "NULL" if v.startswith('"') and v not in present else f"arg_max({v}, created_at)"
+        for v in values
+    )
     where = "WHERE run_id = $run_id" if run_id is not None else ""
     rows = con.execute(
-        f"SELECT run_id, {values} FROM {src} {where} GROUP BY run_id",
+        f"SELECT run_id, {select} FROM {src} {where} GROUP BY run_id",
         {"run_id": run_id} if run_id is not None else None,
     ).fetchall()
     return {r[0]: tuple(r[1:]) for r in rows}

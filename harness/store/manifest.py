@@ -18,6 +18,8 @@ from harness.core import paths
 from harness.core.catalogue import flat, from_flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.files import locked
+from harness.store.integrity import check_manifest, parquet_fault
 from harness.store.rows import atomic_write_table
 from harness.store.schema import config_schema
 
@@ -29,9 +31,19 @@ def _table(runs: Iterable[RunConfig]) -> pa.Table:
 
 
 def write_manifest(root: Path, grid: str, runs: Iterable[RunConfig]) -> int:
-    """Merge ``runs`` into the grid's manifest (atomically). Returns how many were new."""
+    """Merge ``runs`` into the grid's manifest (atomically, under the grid's manifest lock, so
+    that two submits at once each add their runs). Returns how many were new."""
     path = paths.manifest_path(root, grid)
     new = _table(runs)
+    with locked(path.with_name(".manifest.lock")):
+        return _merge(root, grid, new)
+
+
+def _merge(root: Path, grid: str, new: pa.Table) -> int:
+    """Read-merge-write of ``grid``'s manifest; the caller holds its lock. A corrupt manifest is
+    moved aside and planned anew from ``new``."""
+    path = paths.manifest_path(root, grid)
+    check_manifest(root, grid)
     if path.exists():
         old = pq.read_table(path)
         fresh = new.filter(pc.invert(pc.is_in(new["run_id"], old["run_id"])))
@@ -51,15 +63,30 @@ def read_manifest(root: Path, grid: str) -> dict[str, RunConfig]:
     path = paths.manifest_path(root, grid)
     if not path.exists():
         raise UserError(f"no manifest for grid {grid!r} at {path}; submit the grid first")
+    _refuse_corrupt(path)
     return {r["run_id"]: from_flat(r) for r in pq.read_table(path).to_pylist()}
 
 
 def load_run(root: Path, grid: str, run_id: str) -> RunConfig:
-    """One run's config, read from the manifest by run_id."""
+    """One run's config, read from the manifest by run_id.
+
+    Raises:
+        KeyError: the run is not in the manifest.
+        UserError: the manifest is missing or corrupt (left in place: runs may be reading it).
+    """
     path = paths.manifest_path(root, grid)
+    if not path.exists():
+        raise UserError(f"no manifest for grid {grid!r} at {path}; submit the grid first")
+    _refuse_corrupt(path)
     table = pq.read_table(path, filters=[("run_id", "=", run_id)])
     if table.num_rows != 1:
         raise KeyError(f"run {run_id} not in manifest {path} ({table.num_rows} rows)")
     run = from_flat(table.to_pylist()[0])
     assert run.run_id == run_id, f"manifest row {run_id} hashes to {run.run_id}"
     return run
+
+
+def _refuse_corrupt(path: Path) -> None:
+    fault = parquet_fault(path)
+    if fault is not None:
+        raise UserError(f"{path}: {fault}; submit the grid again to move it aside and replan")

@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.core import paths
+from harness.core.files import is_locked
 from harness.core.result import RESULT_STATUSES, STATUSES
 from harness.store.db import connect
 
@@ -20,6 +22,9 @@ class GridStatus:
     """scale -> state -> runs; states are STATUSES plus ``missing`` (planned, no result)."""
     failures: list[tuple[str, str, str]]
     """(run_id, status, first line of the error) of runs that did not complete or diverge."""
+    running: int = 0
+    """Planned runs being trained now: a live process holds their run lock (counted above by
+    their previous row, or as missing)."""
 
 
 def grid_status(root: Path, grid: str) -> GridStatus:
@@ -36,7 +41,9 @@ def grid_status(root: Path, grid: str) -> GridStatus:
         "SELECT run_id, status, split_part(coalesce(error, ''), chr(10), 1) FROM runs "
         f"WHERE status NOT IN {tuple(RESULT_STATUSES)} ORDER BY run_id"
     ).fetchall()
-    return GridStatus(grid, counts, [tuple(f) for f in fails])
+    planned = {r for (r,) in con.execute("SELECT run_id FROM manifest").fetchall()}
+    running = sum(1 for r in planned if is_locked(paths.run_lock_path(root, grid, r)))
+    return GridStatus(grid, counts, [tuple(f) for f in fails], running)
 
 
 def format_status(s: GridStatus) -> str:
@@ -50,6 +57,8 @@ def format_status(s: GridStatus) -> str:
         lines.append(
             f"{scale:8}" + "".join(f"{c.get(st, 0):>11}" for st in states) + f"{total:>11}"
         )
+    if s.running:
+        lines.append(f"running now: {s.running} (a live process holds each one's run lock)")
     for run_id, status, reason in s.failures[:20]:
         lines.append(f"  {status:9} {run_id}  {reason[:150]}")
     if len(s.failures) > 20:

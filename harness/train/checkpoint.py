@@ -8,7 +8,7 @@ order needs no state: batch ``k`` is a pure function of (seed, k).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,34 @@ import numpy as np
 import torch
 
 from harness.core.files import atomic_write
+
+
+@dataclass
+class LoopState:
+    """What a checkpoint carries besides model and optimizer."""
+
+    step: int = 0
+    """Optimizer steps completed."""
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    """Loss-curve points so far."""
+    wall_s: float = 0.0
+    """Wall seconds spent in earlier attempts."""
+    timed_s: float = 0.0
+    """Training seconds counted for throughput (first step of each attempt excluded)."""
+    timed_tokens: int = 0
+    """Tokens trained during ``timed_s``."""
+    data_wait_s: float = 0.0
+    """Seconds spent producing batches (host side)."""
+    opt_s: float = 0.0
+    """Optimizer-step seconds on profiled steps."""
+    profiled_s: float = 0.0
+    """Whole-step seconds on profiled steps."""
+    compile_s: float | None = None
+    """Extra seconds of the first step when compiled."""
+    interval_loss: float = 0.0
+    """Sum of the training losses of the unfinished logging interval."""
+    interval_steps: int = 0
+    """Steps in the unfinished logging interval."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +87,14 @@ def load(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def progress(path: Path) -> dict[str, Any] | None:
+    """The loop state a checkpoint holds (``step``, ``curve``, ``wall_s``, ...), its tensors
+    memory-mapped rather than read; None when there is no readable checkpoint."""
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    except (OSError, RuntimeError, ValueError, EOFError, KeyError):
+        return None
+    loop = saved.get("loop") if isinstance(saved, dict) else None
+    return loop if isinstance(loop, dict) else None

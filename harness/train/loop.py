@@ -11,13 +11,13 @@ which records them.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import resource
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from harness.core.config import RunConfig
+from harness.core.files import os_error_line
 from harness.core.result import RunResult, Status
 from harness.data.batches import TokenData
 from harness.data.catalogue import resolve_dataset
@@ -35,40 +36,12 @@ from harness.model.build import build_model, module_params, training_flops_per_t
 from harness.optim.build import build_optimizer
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
-from harness.train.checkpoint import Checkpointing
+from harness.train.checkpoint import Checkpointing, LoopState
 from harness.train.device import Placement, mfu, place
 
 
 class TrainingInterrupted(Exception):
     """Raised after a checkpoint was written because ``should_stop()`` asked the run to stop."""
-
-
-@dataclass
-class LoopState:
-    """What a checkpoint carries besides model and optimizer."""
-
-    step: int = 0
-    """Optimizer steps completed."""
-    curve: list[dict[str, Any]] = field(default_factory=list)
-    """Loss-curve points so far."""
-    wall_s: float = 0.0
-    """Wall seconds spent in earlier attempts."""
-    timed_s: float = 0.0
-    """Training seconds counted for throughput (first step of each attempt excluded)."""
-    timed_tokens: int = 0
-    """Tokens trained during ``timed_s``."""
-    data_wait_s: float = 0.0
-    """Seconds spent producing batches (host side)."""
-    opt_s: float = 0.0
-    """Optimizer-step seconds on profiled steps."""
-    profiled_s: float = 0.0
-    """Whole-step seconds on profiled steps."""
-    compile_s: float | None = None
-    """Extra seconds of the first step when compiled."""
-    interval_loss: float = 0.0
-    """Sum of the training losses of the unfinished logging interval."""
-    interval_steps: int = 0
-    """Steps in the unfinished logging interval."""
 
 
 def _rank_world() -> tuple[int, int]:
@@ -104,8 +77,24 @@ def train(
 
     Returns:
         The run's result (status ``completed`` or ``diverged``).
+
+    Raises:
+        Exception: whatever stopped the training (OOM, a bug); once training began it carries
+            what the run had done, for :func:`partial_result`.
     """
-    return _Trainer(run, data_root, checkpoint, log).fit(should_stop)
+    trainer = _Trainer(run, data_root, checkpoint, log)
+    try:
+        return trainer.fit(should_stop)
+    except Exception as exc:
+        with contextlib.suppress(AttributeError):  # an exception type without a __dict__
+            exc.harness_partial = trainer.partial()  # type: ignore[attr-defined]
+        raise
+
+
+def partial_result(exc: BaseException) -> RunResult | None:
+    """What a run had done when ``exc`` stopped its training (steps, tokens, loss curve, wall
+    time; status ``failed``), or None when it stopped before training began."""
+    return getattr(exc, "harness_partial", None)
 
 
 class _Trainer:
@@ -131,6 +120,7 @@ class _Trainer:
         self._restore()
         self.forward = self._wrap(self.model)
         self.tokens_per_step = run.data.tokens_per_step
+        self._attempt_start = time.time()
 
     def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.world > 1:
@@ -151,8 +141,17 @@ class _Trainer:
         ckpt.set_rng_state(saved["rng"])
 
     def _save(self, attempt_start: float) -> None:
+        """Checkpoint; a file system that refuses (full, read-only) costs a warning, not the run:
+        the previous checkpoint stays in place."""
         if self.checkpoint is None or self.rank != 0:
             return
+        try:
+            self._write_checkpoint(attempt_start)
+        except OSError as e:
+            if self.log:
+                self.log(f"[{self.run.run_id}] warning: checkpoint not written: {os_error_line(e)}")
+
+    def _write_checkpoint(self, attempt_start: float) -> None:
         loop = {**self.state.__dict__, "wall_s": self.state.wall_s + time.time() - attempt_start}
         loop["interval_loss"] = self._interval_loss.item()
         loop["interval_steps"] = self._interval_steps
@@ -167,7 +166,7 @@ class _Trainer:
     # --- the loop ------------------------------------------------------------------------
     def fit(self, should_stop: Callable[[], bool] | None) -> RunResult:
         st, steps, log_every = self.state, self.run.data.steps, self.run.execution.log_every
-        start = time.time()
+        start = self._attempt_start = time.time()
         last_save = time.time()
         limit = self.run.execution.diverge_factor * math.log(self.run.arch.vocab_size)
         self._interval_loss = torch.full((), st.interval_loss, device=self.placement.device)
@@ -325,6 +324,19 @@ class _Trainer:
         return (total / count).item()
 
     # --- outcomes ------------------------------------------------------------------------
+    def partial(self) -> RunResult:
+        """What the run has done so far, as a ``failed`` result (its caller fills the error)."""
+        st = self.state
+        return RunResult(
+            status=Status.FAILED,
+            params=module_params(self.model),
+            steps_done=st.step,
+            tokens_seen=st.step * self.tokens_per_step,
+            device=self.placement.name,
+            metrics={"wall_s": st.wall_s + time.time() - self._attempt_start},
+            curve=list(st.curve),
+        )
+
     def _result(
         self, status: Status, start: float, metrics: dict[str, float | None], error: str | None
     ) -> RunResult:

@@ -1,78 +1,44 @@
-"""The local launcher: runs on this machine through submitit's local executor, several at once.
+"""The local launcher: runs on this machine, each in a process of its own, several at once.
 
-Each run is its own process (a crash or an OOM kills one run, not the sweep). Without a GPU, at
-most ``max_parallel`` run at once (default: one per core). With GPUs (those ``CUDA_VISIBLE_DEVICES``
-leaves visible), each run is given one GPU, ``runs_per_device`` runs per GPU at once (default 1;
-``max_parallel`` caps the total when set). Either way the cores are split between the running
-runs as torch threads. The runs are this process's children: ``launch`` starts the first of
-them and ``wait`` (which ``submit`` always calls for this backend) runs the rest, with a live
-progress display.
+A crash or an OOM kills one run, not the sweep. Without a GPU, at most ``max_parallel`` run at
+once (default: one per core). With GPUs (those ``CUDA_VISIBLE_DEVICES`` leaves visible), each run
+is given one GPU, ``runs_per_device`` runs per GPU at once (default 1; ``max_parallel`` caps the
+total when set). Either way the cores are split between the running runs as torch threads. Each
+run's output goes to ``<results>/<grid>/submissions/local/<run_id>.log``.
+
+``submit`` owns its runs (:mod:`harness.launch.local.batch`): on Ctrl-C, SIGTERM or SIGHUP (a
+closed terminal) every running run checkpoints and stops, and ``submit`` prints what became of
+them and exits with 128 + the signal's number (a second Ctrl-C kills them at once); if ``submit``
+dies (``kill -9``), its runs notice within a training step, checkpoint and stop. A run being
+trained by another process (its run lock is held) is never started twice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
 
-import submitit
-
-from harness.core import paths
 from harness.core.config import RunConfig
-from harness.core.result import RunResult, Status
+from harness.core.errors import Stopped, UserError
 from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
-from harness.launch.local.slots import gpu_for_next_run, local_gpus, split_cores
+from harness.launch.local.slots import local_gpus, split_cores
 from harness.launch.profile import LauncherProfile
 from harness.launch.progress import Progress
 
+if TYPE_CHECKING:
+    from harness.launch.local.batch import Batch
 
-class _Batch:
-    """The runs of one launch: those waiting, those running, and the statuses of those done."""
-
-    def __init__(self, profile: LauncherProfile, runs: Sequence[RunConfig], spec: ExecutionSpec,
-                 gpus: list[int]) -> None:  # fmt: skip
-        self.per_gpu = profile.runs_per_device
-        slots = profile.max_parallel or (len(gpus) * self.per_gpu if gpus else 0)
-        self.parallel, threads = split_cores(slots, len(runs))
-        self.spec = spec.with_threads(threads)
-        self.executor = submitit.LocalExecutor(
-            folder=paths.submissions_dir(spec.results_root, spec.grid) / "local"
-        )
-        self.executor.update_parameters(timeout_min=profile.timeout_min)
-        self.pending = list(runs)
-        self.active: dict[str, tuple[submitit.Job, int | None]] = {}
-        self.on_gpu = dict.fromkeys(gpus, 0)  # GPU index -> runs on it now
-        self.statuses: dict[str, str] = {}
-
-    def start_more(self) -> None:
-        """Start waiting runs while there are free slots (and free GPUs, with GPUs)."""
-        from harness.launch.worker.job import run_job  # torch: not for a dry run
-
-        while self.pending and len(self.active) < self.parallel:
-            gpu = gpu_for_next_run(self.on_gpu, self.per_gpu)  # None without GPUs
-            if self.on_gpu and gpu is None:
-                break  # every GPU is full
-            if gpu is not None:  # submitit sets CUDA_VISIBLE_DEVICES to this one
-                self.executor.update_parameters(gpus_per_node=1, visible_gpus=[gpu])
-                self.on_gpu[gpu] += 1
-            run = self.pending.pop(0)
-            self.active[run.run_id] = (self.executor.submit(run_job, self.spec, run.run_id), gpu)
-
-    def collect(self, progress: Progress | None) -> None:
-        """Record the runs whose process ended."""
-        for run_id, (job, gpu) in list(self.active.items()):
-            if job.done():
-                self.statuses[run_id] = _outcome(job, self.spec, run_id)
-                del self.active[run_id]
-                if gpu is not None:
-                    self.on_gpu[gpu] -= 1
-                if progress:
-                    progress.finished(self.statuses[run_id])
-
-    def cancel(self) -> None:
-        """Stop every running run."""
-        for job, _ in self.active.values():
-            job.cancel(check=False)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that make ``submit`` stop its runs in order (each checkpoints)."""
+KILL_AFTER_S = 120.0
+"""Seconds stopping runs get to checkpoint when ``submit`` itself fails, before being killed."""
 
 
 class LocalLauncher:
@@ -100,54 +66,104 @@ class LocalLauncher:
         return {}
 
     def exclude_queued(self, root: Path, grid: str, runs: Sequence[RunConfig]) -> list[RunConfig]:
-        """Nothing is queued locally between submissions: every run without a result runs."""
+        """Nothing is queued locally between submissions (``submit`` leaves out the runs being
+        trained now, whatever the backend: their run locks are held)."""
         return list(runs)
 
     def launch(self, runs: Sequence[RunConfig], spec: ExecutionSpec) -> Launched:
-        """Start the first of ``runs`` (all of one grid); ``wait`` runs the rest."""
+        """Plan the batch of ``runs`` (all of one grid); ``wait`` starts and runs them."""
+        from harness.launch.local.batch import Batch  # torch, via the worker: not for a dry run
+
         gpus = local_gpus() if self._gpus is None else self._gpus
-        batch = _Batch(self.profile, runs, spec, gpus)
-        batch.start_more()
-        return Launched(len(runs), batch)
+        return Launched(len(runs), Batch(self.profile, runs, spec, gpus))
 
     def wait(
         self, launched: Launched, spec: ExecutionSpec, *, show_progress: bool = True
     ) -> LaunchReport:
-        """Run the batch to its end; Ctrl-C stops its runs."""
-        batch: _Batch = launched.handle
+        """Run the batch to its end (see the module docstring for signals).
+
+        Raises:
+            Stopped: a signal stopped the batch; its lines say what became of the runs.
+            UserError: the results file system refused a result (kept in a spill file); the
+                other runs were stopped in order.
+        """
+        batch: Batch = launched.handle
         progress = Progress(launched.runs) if show_progress else None
-        try:
-            while batch.pending or batch.active:
-                batch.collect(progress)
-                batch.start_more()
+        with _Signals() as signals:
+            try:
+                _run(batch, signals, progress)
+            except BaseException:
+                _shut_down(batch)  # a failure of submit itself: its runs stop first
+                raise
+            finally:
                 if progress:
-                    progress.running = len(batch.active)
-                    progress.draw()
-                time.sleep(0.2)
-        except KeyboardInterrupt:
-            batch.cancel()
-            raise
-        finally:
-            if progress:
-                progress.close()
+                    progress.close()
+        if batch.outcomes["busy"]:
+            print(f"{batch.outcomes['busy']} runs left alone: another process trains them "
+                  "(or finished them meanwhile)")  # fmt: skip
+        if signals.signum is not None:
+            name = signal.Signals(signals.signum).name
+            raise Stopped(signals.signum, [f"stopped by {name}:", *batch.outcome_lines()])
+        if batch.spilled:
+            more = f" (and {len(batch.spilled) - 1} more)" if len(batch.spilled) > 1 else ""
+            lines = [ln.strip() for ln in batch.outcome_lines() if not ln.startswith("  0 ")]
+            raise UserError(f"{batch.spilled[0]}{more}; {'; '.join(lines)}")
         return LaunchReport(launched=launched.runs, statuses=batch.statuses)
 
 
-def _outcome(job: submitit.Job, spec: ExecutionSpec, run_id: str) -> str:
-    """The status a finished local job reported; if its process died before writing a row
-    (killed, segfault), a ``failed`` row with the job's error is written so nothing is lost."""
-    from harness.core.provenance import provenance
-    from harness.store.db import newest_values
-    from harness.store.manifest import load_run
-    from harness.store.rows import write_result
+def _run(batch, signals: _Signals, progress: Progress | None) -> None:
+    """The batch's loop: start runs, collect the ended, stop all on a signal or a spill."""
+    while batch.pending or batch.active:
+        if signals.count and not batch.stopping:
+            batch.stop()
+            _say(f"stopping: {len(batch.active)} runs are checkpointing (Ctrl-C again kills them)")
+        if signals.count > 1:
+            batch.kill()
+        batch.start_more()
+        batch.collect(progress)
+        if progress:
+            progress.running = len(batch.active)
+            progress.draw()
+        time.sleep(0.2)
 
-    try:
-        return str(job.result())
-    except Exception as exc:
-        root, grid = spec.results_root, spec.grid
-        if not newest_values(root, grid, ["status"], run_id=run_id):  # per-run or compacted
-            run = load_run(root, grid, run_id)
-            error = "process died: " + "\n".join(str(exc).strip().splitlines()[-12:])
-            result = RunResult(status=Status.FAILED, error=error)
-            write_result(root, run, result, provenance(job.job_id))
-        return Status.FAILED.value
+
+def _shut_down(batch) -> None:
+    """Stop every run, give them :data:`KILL_AFTER_S` to checkpoint, kill the rest."""
+    batch.stop()
+    deadline = time.monotonic() + KILL_AFTER_S
+    while batch.active and time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            batch.collect(None)
+        time.sleep(0.2)
+    batch.kill()
+
+
+def _say(line: str) -> None:
+    """A line on stderr; a terminal gone (SIGHUP) silences it."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr, flush=True)
+
+
+class _Signals:
+    """While entered, :data:`STOP_SIGNALS` are counted instead of acted on (main thread only)."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        """The first signal received."""
+        self.count = 0
+        """Signals received."""
+        self._before: dict[int, object] = {}
+
+    def _record(self, signum: int, frame: FrameType | None) -> None:
+        self.signum = self.signum or signum
+        self.count += 1
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for s in STOP_SIGNALS:
+                self._before[s] = signal.signal(s, self._record)
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        for s, handler in self._before.items():
+            signal.signal(s, handler)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from pathlib import Path
 from harness.core import paths
 from harness.core.files import atomic_write
 from harness.launch.slurm.scheduler import task_name
+from harness.store.integrity import aside
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +83,26 @@ def write_submission(root: Path, grid: str, sub: Submission) -> Path:
 
 
 def read_submissions(root: Path, grid: str) -> list[Submission]:
-    """Every recorded submission of ``grid``, oldest first."""
+    """Every recorded submission of ``grid``, oldest first; a corrupt record is moved to
+    ``<grid>/quarantine/`` with a one-line warning (its runs then count as not queued)."""
     folder = records_dir(root, grid)
     subs = []
     for p in folder.glob("*.json") if folder.is_dir() else ():
-        doc = json.loads(p.read_text())
-        doc["tasks"] = tuple(tuple(t) for t in doc["tasks"])
-        subs.append(Submission(**doc))
+        try:
+            subs.append(_parse(p.read_text()))
+        except (ValueError, KeyError, TypeError) as e:
+            cause = f"not a readable submission record ({type(e).__name__}: {str(e)[:80]})"
+            aside(root, grid, p, cause)
     return sorted(subs, key=lambda s: (s.submitted_at, int(s.job_id)))
+
+
+def _parse(text: str) -> Submission:
+    """A record's JSON as a Submission (KeyError, TypeError or ValueError when it is not one)."""
+    doc = json.loads(text)
+    doc["tasks"] = tuple(tuple(str(r) for r in t) for t in doc["tasks"])
+    sub = Submission(**doc)
+    int(sub.job_id)  # a job id is a number
+    return sub
 
 
 def latest_assignments(subs: Sequence[Submission]) -> dict[str, Assignment]:

@@ -35,8 +35,9 @@ from harness.launch.contract import ExecutionSpec
 from harness.launch.slurm.boot import EARLY_SIGNAL_ENV
 from harness.launch.slurm.scheduler import SchedulerError, job_fields
 from harness.launch.worker import distributed
-from harness.launch.worker.job import done_by_job, run_job, write_status
+from harness.launch.worker.job import RunBusy, done_by_job, run_job, write_status
 from harness.launch.worker.packing import PackInterrupted, run_packed
+from harness.store.spill import ResultSpilled
 from harness.train.loop import TrainingInterrupted
 
 _Handler = Callable[[int, FrameType | None], Any] | int | None
@@ -110,6 +111,11 @@ class RunTask(submitit.helpers.Checkpointable):
                 )
             except TrainingInterrupted:
                 return self._stop(signals, [run_id], job_id, statuses)
+            except RunBusy as e:  # trained by another process now: left to it
+                print(f"harness: {e}", flush=True)
+            except ResultSpilled as e:  # the next submit writes it
+                print(f"harness: {e.line}", flush=True)
+                statuses[run_id] = e.status
         return statuses
 
     def _packed(self, signals: _Signals, job_id: str) -> dict[str, str]:
@@ -153,6 +159,11 @@ class RunTask(submitit.helpers.Checkpointable):
     ) -> dict[str, str]:
         for run_id in run_ids:
             if distributed.rank() == 0:
-                write_status(self.spec.results_root, self.spec.grid, run_id, status, error, job_id)
+                try:
+                    write_status(
+                        self.spec.results_root, self.spec.grid, run_id, status, error, job_id
+                    )
+                except ResultSpilled as e:
+                    print(f"harness: {e.line}", flush=True)
             statuses[run_id] = status
         return statuses

@@ -1,8 +1,15 @@
 """What one launched task executes: read a run from the manifest, train it, write its row.
 
 A run's failure is recorded, never lost: an exception becomes a row with status ``failed``
-(or ``oom``) and the traceback's last lines. Only an interruption (preemption, time limit)
-propagates, so that the launcher can requeue the run, which then resumes from its checkpoint.
+(or ``oom``), the traceback's last lines and what the run had done (steps, loss curve). Only an
+interruption (preemption, time limit) propagates, so that the launcher can requeue the run,
+which then resumes from its checkpoint.
+
+A run is never trained by two processes at once: the process training it holds its run lock
+(``<grid>/locks/<run_id>.lock``, a ``flock`` the kernel releases when the process dies, however
+it dies); a second process finds it held and raises :class:`RunBusy` without training. A result
+the results file system refuses (full, read-only) is kept in a spill file
+(:mod:`harness.store.spill`) and written by the next ``submit``.
 """
 
 from __future__ import annotations
@@ -11,19 +18,29 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
 from harness.core import paths
+from harness.core.files import is_locked, remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.inputs import inputs_of
+from harness.launch.worker import distributed
 from harness.store.manifest import load_run
-from harness.store.rows import write_result
+from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing
-from harness.train.loop import TrainingInterrupted, train
+from harness.train.checkpoint import progress as ckpt_progress
+from harness.train.loop import TrainingInterrupted, partial_result, train
+
+
+class RunBusy(Exception):
+    """The run is being trained by another process (its lock is held), or another process wrote
+    its row since the launcher decided to run it: this process leaves it alone."""
+
 
 #: Exception types recorded with a status other than ``failed``.
 _STATUS_OF_EXCEPTION: tuple[tuple[type[BaseException], Status], ...] = (
@@ -45,24 +62,45 @@ def run_job(
     *,
     job_id: str | None = None,
     should_stop: Callable[[], bool] | None = None,
+    still_needed: Callable[[], bool] | None = None,
 ) -> str:
     """Execute planned run ``run_id`` of ``spec.grid`` and write its result row.
 
     ``should_stop`` is polled once per training step; when it returns True the run writes its
     checkpoint and :class:`TrainingInterrupted` propagates (no row is written).
+    ``still_needed`` is asked once the run lock is held (False: another process finished the
+    run since it was launched).
 
     Returns:
         The run's status.
 
     Raises:
         TrainingInterrupted: the run was asked to stop; its checkpoint is on disk.
+        RunBusy: another process trains the run, or finished it since it was launched.
+        ResultSpilled: the result is in a spill file, not in the results folder.
     """
+    root, grid = spec.results_root, spec.grid
+    lock = paths.run_lock_path(root, grid, run_id)
+    with try_locked(lock) if _is_writer() else nullcontext(True) as held:  # rank 0 holds it
+        if distributed.any_rank(not held):
+            raise RunBusy(f"run {run_id} is being trained by another process ({lock} is held)")
+        if still_needed is not None and distributed.any_rank(not still_needed()):
+            raise RunBusy(f"run {run_id} has a new row since it was launched: finished elsewhere")
+        return _train_and_record(spec, run_id, job_id, should_stop)
+
+
+def _train_and_record(
+    spec: ExecutionSpec, run_id: str, job_id: str | None, should_stop: Callable[[], bool] | None
+) -> str:
+    """:func:`run_job` once the run lock is held."""
     root, grid = spec.results_root, spec.grid
     run = load_run(root, grid, run_id)
     share_compile_cache(root, grid)
     if spec.threads:
         torch.set_num_threads(spec.threads)
     ckpt = paths.checkpoint_path(root, grid, run_id)
+    if _is_writer():
+        remove_temps(ckpt)  # left by a process killed while checkpointing (up to GBs each)
     start = time.time()
     inputs: dict[str, str | None] = {}
     try:
@@ -77,12 +115,12 @@ def run_job(
         raise
     except Exception as exc:  # recorded in the row, not lost
         status = next((s for t, s in _STATUS_OF_EXCEPTION if isinstance(exc, t)), Status.FAILED)
-        result = RunResult(
-            status=status, error=error_tail(exc), metrics={"wall_s": time.time() - start}
-        )
+        result = partial_result(exc) or RunResult(status=status)
+        result.status, result.error = status, error_tail(exc)
+        result.metrics.setdefault("wall_s", time.time() - start)
     if _is_writer():
         where = provenance(job_id or os.environ.get("SLURM_JOB_ID"))
-        write_result(root, run, result, where | inputs)
+        write_or_spill(root, run, result, where | inputs)
         if not spec.keep_checkpoints:
             ckpt.unlink(missing_ok=True)
     return str(result.status)
@@ -92,9 +130,40 @@ def write_status(
     root: Path, grid: str, run_id: str, status: str, error: str, job_id: str | None
 ) -> None:
     """Write a row with only an outcome (``cancelled``, ``timeout``, ...) for a run that stopped
-    without a result; its checkpoint is kept, so a retry resumes it."""
+    without a result, with what its checkpoint says it had done (steps, loss curve); the
+    checkpoint is kept, so a retry resumes it.
+
+    Raises:
+        ResultSpilled: the row is in a spill file, not in the results folder.
+    """
     run = load_run(root, grid, run_id)
-    write_result(root, run, RunResult(status=status, error=error), provenance(job_id))
+    result = RunResult(status=status, error=error)
+    done = ckpt_progress(paths.checkpoint_path(root, grid, run_id))
+    if done is not None:
+        result.steps_done = int(done.get("step", 0))
+        result.tokens_seen = result.steps_done * run.data.tokens_per_step
+        result.curve = list(done.get("curve", []))
+    write_or_spill(root, run, result, provenance(job_id))
+
+
+def row_unchanged(path: Path, stamp: tuple[int, int, int] | None) -> bool:
+    """Whether the row file ``path`` is as ``stamp`` (:func:`row_stamp`) saw it: nobody wrote
+    the run's row since (the ``still_needed`` of :func:`run_job`)."""
+    return row_stamp(path) == stamp
+
+
+def row_stamp(path: Path) -> tuple[int, int, int] | None:
+    """(inode, mtime in ns, size) of a row file, None when there is none."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def training_now(root: Path, grid: str, run_ids: Sequence[str]) -> set[str]:
+    """The runs among ``run_ids`` whose run lock a live process holds (being trained now)."""
+    return {r for r in run_ids if is_locked(paths.run_lock_path(root, grid, r))}
 
 
 def done_by_job(

@@ -13,31 +13,23 @@ every running process, which checkpoints and stops; then :class:`PackInterrupted
 that the caller can requeue or record the unfinished runs. A requeued task skips the runs whose
 newest row it wrote (``job_id``) and resumes the others from their checkpoints.
 
-Signals are the parent's business: SLURM signals every process of a job step (``USR2`` before
-the time limit, ``SIGTERM`` on scancel or requeue), so the run processes ignore ``SIGTERM``,
-``SIGUSR2`` and ``SIGINT`` (which would kill them before they checkpoint) and stop when the
-parent sets the shared stop event, or when the parent is gone.
+Each run process is owned by the task (:mod:`harness.launch.worker.process`): it leaves SLURM's
+signals (``USR2`` before the time limit, ``SIGTERM`` on scancel or requeue, sent to every process
+of the job step) to the task, and stops when the task sets its stop event or is gone.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-import signal
-import sys
 import time
 from collections.abc import Callable, Sequence
-from multiprocessing.synchronize import Event
 
 from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
-from harness.launch.worker.job import done_by_job, run_job, write_status
+from harness.launch.worker import process
+from harness.launch.worker.job import done_by_job, write_status
+from harness.launch.worker.process import BUSY_EXIT, INTERRUPTED_EXIT, RunProcess
+from harness.store.spill import ResultSpilled
 from harness.train.loop import TrainingInterrupted
-
-INTERRUPTED_EXIT = 75
-"""Exit code of a run process stopped by ``should_stop`` (its checkpoint is on disk)."""
-_PARENT_SIGNALS = (signal.SIGTERM, signal.SIGUSR2, signal.SIGINT)
-"""Signals a run process leaves to its parent (see the module docstring)."""
 
 
 class PackInterrupted(TrainingInterrupted):
@@ -81,81 +73,49 @@ def run_packed(
     assert per_device >= 1, per_device
     statuses = done_by_job(spec.results_root, spec.grid, run_ids, job_id)
     pending = [r for r in run_ids if r not in statuses]
-    ctx = mp.get_context("spawn")  # CUDA cannot be forked; each run gets a fresh interpreter
-    stop, results = ctx.Event(), ctx.SimpleQueue()
-    active: dict[str, mp.process.BaseProcess] = {}
+    ctx = process.spawn_context()
+    reports = ctx.SimpleQueue()
+    active: dict[str, RunProcess] = {}
     interrupted: list[str] = []
+    stopping = False
     while pending or active:
-        while pending and len(active) < per_device and not stop.is_set():
+        while pending and len(active) < per_device and not stopping:
             run_id = pending.pop(0)
-            args = (spec, run_id, job_id, os.getpid(), stop, results)
-            active[run_id] = ctx.Process(target=_child, args=args, name=f"run-{run_id}")
-            _start_shielded(active[run_id])
+            active[run_id] = process.start(ctx, spec, run_id, reports, job_id=job_id)
         time.sleep(poll_s)
-        if should_stop is not None and not stop.is_set() and should_stop():
-            stop.set()
+        if should_stop is not None and not stopping and should_stop():
+            stopping = True
             pending.clear()
-        _drain(results, statuses)
-        for run_id, proc in list(active.items()):
-            if proc.exitcode is not None:
+            for p in active.values():
+                p.stop.set()
+        _drain(reports, statuses)
+        for run_id, p in list(active.items()):
+            code = p.process.exitcode
+            if code is not None:
                 del active[run_id]
-                if proc.exitcode == INTERRUPTED_EXIT:
+                if code == INTERRUPTED_EXIT:
                     interrupted.append(run_id)
-                if proc.exitcode not in (0, INTERRUPTED_EXIT) and run_id not in statuses:
-                    statuses[run_id] = _died(spec, run_id, proc.exitcode, job_id)
-    _drain(results, statuses)
-    if stop.is_set() or interrupted:
+                elif code not in (0, BUSY_EXIT) and run_id not in statuses:
+                    statuses[run_id] = _died(spec, run_id, code, job_id)
+    _drain(reports, statuses)
+    if stopping or interrupted:
         raise PackInterrupted(spec.grid, statuses, [r for r in run_ids if r in interrupted])
     return statuses
 
 
-def _start_shielded(proc: mp.process.BaseProcess) -> None:
-    """Start ``proc`` with the parent's signals blocked: the child inherits the mask through
-    exec and unblocks them only once it ignores them, so a signal during its start-up (torch's
-    import takes seconds) cannot kill it. Signals reaching the parent meanwhile stay pending."""
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
-    try:
-        proc.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
-
-
-def _drain(results: mp.SimpleQueue, statuses: dict[str, str]) -> None:
-    """Move the (run_id, status) pairs the run processes reported into ``statuses``."""
-    while not results.empty():
-        run_id, status = results.get()
-        statuses[run_id] = status
-
-
-def _child(
-    spec: ExecutionSpec,
-    run_id: str,
-    job_id: str | None,
-    parent: int,
-    stop: Event,
-    results: mp.SimpleQueue,
-) -> None:
-    """One run in its own process; reports its status, or exits INTERRUPTED_EXIT."""
-    for signum in _PARENT_SIGNALS:
-        signal.signal(signum, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)  # blocked by _start_shielded
-    for stream in (sys.stdout, sys.stderr):  # progress lines reach the task's log as they come
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(line_buffering=True)
-
-    def should_stop() -> bool:
-        return stop.is_set() or os.getppid() != parent  # a dead parent re-parents us
-
-    try:
-        status = run_job(spec, run_id, job_id=job_id, should_stop=should_stop)
-    except TrainingInterrupted:
-        sys.exit(INTERRUPTED_EXIT)
-    results.put((run_id, status))
+def _drain(reports: object, statuses: dict[str, str]) -> None:
+    """Move the statuses the run processes reported into ``statuses`` (a busy run has none)."""
+    for run_id, status, _ in process.drain(reports):
+        if status != "busy":
+            statuses[run_id] = status
 
 
 def _died(spec: ExecutionSpec, run_id: str, exitcode: int, job_id: str | None) -> str:
     """Record a run whose process died before reporting (killed, segfault) as ``failed``."""
-    how = f"by {signal.Signals(-exitcode).name}" if exitcode < 0 else f"with exit code {exitcode}"
+    how = process.died_how(exitcode)
     error = f"run process died {how} while packed (killed, out of memory, or crashed)"
-    write_status(spec.results_root, spec.grid, run_id, Status.FAILED, error, job_id)
+    try:
+        write_status(spec.results_root, spec.grid, run_id, Status.FAILED, error, job_id)
+    except ResultSpilled as e:
+        print(f"harness: {e.line}", flush=True)
     return Status.FAILED.value

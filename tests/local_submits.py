@@ -1,0 +1,87 @@
+"""Helpers for tests that run ``harness submit --local`` as real processes and signal them."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from harness.core import paths
+
+REPO = Path(__file__).resolve().parent.parent
+
+GRID = """
+name: {name}
+base: {{model: tiny, dataset: classics-bpe8k, optimizer: adamw, lr: 3.0e-3, seq_len: 32,
+        batch_size: 8, tokens: {tokens}, eval_tokens: 2048, log_every: 2}}
+seeds: {seeds}
+local: {{base: {{}}}}
+"""
+
+
+def grid_file(folder: Path, name: str, seeds: list[int], steps: int, file: str = "") -> Path:
+    """A grid of tiny runs of ``steps`` steps, one per seed."""
+    path = folder / (file or f"{name}.yaml")
+    path.write_text(textwrap.dedent(GRID.format(name=name, tokens=8 * 32 * steps, seeds=seeds)))
+    return path
+
+
+def start_submit(grid: Path, root: Path, data: Path, spill: Path) -> subprocess.Popen[str]:
+    """``harness submit GRID --local`` in a session of its own (a terminal's process group)."""
+    env = {**os.environ, "HARNESS_CHECKPOINT_EVERY_S": "1", "HARNESS_SPILL": str(spill),
+           "PYTHONPATH": str(REPO)}  # fmt: skip
+    argv = [sys.executable, "-c", "from harness.cli import main; main()", "submit", str(grid),
+            "--local", "--results", str(root), "--data", str(data)]  # fmt: skip
+    return subprocess.Popen(argv, env=env, cwd=REPO, text=True, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+
+
+def log_of(root: Path, grid: str, run_id: str) -> Path:
+    """A local run's log."""
+    return paths.submissions_dir(root, grid) / "local" / f"{run_id}.log"
+
+
+def logged_steps(root: Path, grid: str, run_id: str) -> list[int]:
+    """The steps a run's log reports, in order, over all its attempts."""
+    path = log_of(root, grid, run_id)
+    text = path.read_text() if path.exists() else ""
+    return [int(s) for s in re.findall(rf"\[{run_id}\] step (\d+)/", text)]
+
+
+def wait_until(check, timeout: float, what: str, every: float = 0.2):
+    """Poll ``check`` until truthy; AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def children(pid: int) -> list[int]:
+    """Process ids of the live children of ``pid``."""
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not reaped, does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def signal_group(proc: subprocess.Popen[str], signum: int) -> None:
+    """Send ``signum`` to the process group of ``proc`` (what a terminal does)."""
+    os.killpg(proc.pid, signum)
+
+
+SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM, "SIGHUP": signal.SIGHUP}

@@ -1,0 +1,144 @@
+"""A corrupt file is moved aside with a warning, its run counts as missing, and nothing else
+breaks (issue 11, item 5)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.analysis.testing import write_run
+from harness.cli import main
+from harness.core import paths
+from harness.data.catalogue import vocab_lookup
+from harness.grid.load import load_grid
+from harness.launch.slurm.records import read_submissions
+from harness.store.manifest import write_manifest
+
+GRID = """
+name: cg
+base: {model: tiny, dataset: classics-bpe8k, optimizer: adamw, seq_len: 32, batch_size: 8,
+       tokens: 1536, eval_tokens: 2048, log_every: 2}
+grid: {lr: [1.0e-3, 3.0e-3]}
+seeds: 2
+local: {base: {tokens: 1536}}
+"""
+
+
+def cli(*args: object) -> tuple[int, str]:
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return r.exit_code, r.output
+
+
+@pytest.fixture
+def results(tmp_path: Path, prepared_data: Path) -> tuple[Path, Path, list[str]]:
+    """(results root, grid file, run_ids): the 4 runs of grid ``cg`` with rows and curves."""
+    grid_file = tmp_path / "cg.yaml"
+    grid_file.write_text(textwrap.dedent(GRID))
+    runs = load_grid(grid_file, vocab=vocab_lookup(prepared_data), local=True).runs
+    root = tmp_path / "results"
+    write_manifest(root, "cg", runs)
+    for i, run in enumerate(runs):
+        write_run(root, run, val_ppl=100.0 + i, points=3)
+    return root, grid_file, [r.run_id for r in runs]
+
+
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _status_counts(out: str) -> list[str]:
+    return next(ln for ln in out.splitlines() if ln.startswith("local")).split()[1:]
+
+
+COMMANDS = {
+    "query": ["query", "SELECT count(*) AS n FROM runs", "--format", "csv"],
+    "status": ["status", "cg"],
+    "analyze": ["analyze", "best", "cg", "--over", "lr"],
+    "figures": ["figures", "cg", "--figure", "lr_sensitivity"],
+    "compact": ["compact", "cg"],
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_moves_a_truncated_row_and_curve_aside(results, command):
+    root, _, ids = results
+    _truncate(paths.run_path(root, "cg", ids[0]))
+    _truncate(paths.curve_path(root, "cg", ids[1]))
+
+    code, out = cli(*COMMANDS[command], "--results", root)
+
+    assert code == 0, out
+    assert "Traceback" not in out
+    warnings = [ln for ln in out.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 3, out  # the row, the curve, and the row of the corrupt curve
+    assert all("moved to" in w and "quarantine" in w for w in warnings)
+    moved = sorted(p.relative_to(paths.quarantine_dir(root, "cg")).as_posix()
+                   for p in paths.quarantine_dir(root, "cg").rglob("*.parquet"))  # fmt: skip
+    assert moved == sorted([f"runs/{ids[0]}.parquet", f"curves/{ids[1]}.parquet",
+                            f"runs/{ids[1]}.parquet"])  # fmt: skip
+    code, out = cli("status", "cg", "--results", root)
+    assert _status_counts(out) == ["2", "0", "0", "0", "0", "0", "2", "4"]  # 2 missing, 4 in all
+
+
+def test_submit_runs_a_run_with_a_corrupt_curve_again(results, prepared_data):
+    root, grid_file, ids = results
+    _truncate(paths.curve_path(root, "cg", ids[2]))
+
+    code, out = cli("submit", grid_file, "--local", "--results", root, "--data", prepared_data)
+
+    assert code == 0, out
+    assert "skipped 3 with a result" in out and "launching 1" in out
+    code, out = cli("status", "cg", "--results", root)
+    assert _status_counts(out) == ["4", "0", "0", "0", "0", "0", "0", "4"]
+
+
+def test_a_corrupt_manifest_is_moved_aside_and_planned_anew(results, prepared_data):
+    root, grid_file, _ = results
+    paths.manifest_path(root, "cg").write_bytes(b"not parquet at all")
+
+    code, out = cli("query", "SELECT count(*) AS n FROM manifest", "--format", "csv",
+                    "--results", root)  # fmt: skip
+    assert code == 0 and "manifest.parquet: corrupt Parquet file" in out, out
+    assert out.splitlines().count("0") == 1  # an empty manifest view
+    code, out = cli("submit", grid_file, "--local", "--results", root, "--data", prepared_data)
+    assert code == 0 and "skipped 4 with a result" in out, out
+    code, out = cli("query", "SELECT count(*) AS n FROM manifest", "--format", "csv",
+                    "--results", root)  # fmt: skip
+    assert out.split() == ["n", "4"]
+
+
+def test_a_corrupt_submission_record_is_moved_aside(tmp_path):
+    records = paths.submissions_dir(tmp_path, "cg") / "records"
+    records.mkdir(parents=True)
+    good = {"job_id": "12", "array": True, "submitted_at": "2026-01-01T00:00:00+00:00",
+            "launcher": "p", "log_dir": "/x", "tasks": [["a"], ["b"]]}  # fmt: skip
+    (records / "12.json").write_text(json.dumps(good))
+    (records / "13.json").write_text(json.dumps(good)[:40])  # cut short
+    (records / "14.json").write_text(json.dumps({**good, "job_id": "14", "tasks": 3}))
+
+    subs = read_submissions(tmp_path, "cg")
+
+    assert [s.job_id for s in subs] == ["12"]
+    aside = sorted(p.name for p in (paths.quarantine_dir(tmp_path, "cg")).rglob("*.json"))
+    assert aside == ["13.json", "14.json"]
+
+
+def test_a_corrupt_dataset_metadata_file_is_one_line(tmp_path, prepared_data):
+    data = tmp_path / "mine"
+    data.mkdir()
+    for name in ("train.bin", "val.bin"):
+        (data / name).write_bytes((prepared_data / "classics-bpe8k" / name).read_bytes())
+    (data / "meta.json").write_text('{"vocab_size": 81')  # cut short
+    grid = tmp_path / "mine.yaml"
+    grid.write_text(textwrap.dedent(GRID).replace("classics-bpe8k", str(data)))
+
+    code, out = cli("submit", grid, "--local", "--results", tmp_path / "results")
+
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert out.startswith("error: ") and f"cannot read {data / 'meta.json'}: " in out
+    assert not (tmp_path / "results").exists()
