@@ -33,7 +33,7 @@ def build_optimizer(model: nn.Module, run: Any) -> torch.optim.Optimizer:
     """
     opt = run.optim
     spec = get_spec(opt.optimizer)
-    groups = param_groups(model, opt.weight_decay)
+    groups = param_groups(model, opt.weight_decay, opt.decay_params)
     for g in groups:
         g["lr_scale"] = 1.0
         if g["name"] == "embedding" and opt.embedding_lr_factor is not None:

@@ -35,7 +35,7 @@ from harness.metrics.catalogue import METRICS
 #: Column holding each row's method label.
 METHOD = "method"
 #: Config columns that distinguish variants of one optimizer.
-METHOD_EXTRAS = ("embedding_optimizer", "grad_clip")
+METHOD_EXTRAS = ("embedding_optimizer", "grad_clip", "weight_decay_mode")
 #: More panels than this: the figure asks for a narrower --where.
 MAX_PANELS = 12
 
