@@ -38,7 +38,7 @@ def draw(data: FigureData) -> Figure:
     if rows.empty:
         raise FigureSkipped("no runs with both beta1 and beta2")
     keys = [*panel_keys(rows, BETAS), METHOD]
-    points = tuned_points(rows, [*keys, *BETAS], data.goal)
+    points = tuned_points(rows, [*keys, *BETAS], data.goal, data.select_goal)
     table = points.table
     finite = table["mean"].to_numpy(float)
     finite = finite[np.isfinite(finite)]
