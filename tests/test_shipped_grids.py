@@ -58,10 +58,11 @@ def test_decay_conventions_and_spike_rules_follow_each_source(local: bool) -> No
         for r in expand(name, local):
             assert r.optim.decay_params == "all_weights", name
             assert r.execution.diverge_rise is None and r.execution.diverge_factor is None
-    for name in PAPER:  # nanoGPT as the paper's code runs it; no biases
+    for name in PAPER:  # nanoGPT as the paper's code runs it; no biases; no stopping rule
         for r in expand(name, local):
             assert r.optim.decay_params == "no_embedding", name
             assert r.arch.bias is False, name
+            assert r.execution.diverge_rise is None and r.execution.diverge_factor is None
 
 
 def test_optimizer_gap_clipping_per_arm() -> None:
