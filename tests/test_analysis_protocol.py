@@ -102,6 +102,16 @@ def test_arms_compared_across_two_grids(root):
     assert {r["optimizer"] for r in one} == {"adamw", "coupled_adam"}
 
 
+def test_figures_of_two_grids(root):
+    res = CliRunner().invoke(main, ["figures", "coupled_adam", "sgd_embeddings", "--figure",
+                                    "loss_curves", "--results", str(root)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    side = root / "coupled_adam+sgd_embeddings" / "figures" / "loss_curves.json"
+    sidecar = json.loads(side.read_text())
+    assert sidecar["grids"] == ["coupled_adam", "sgd_embeddings"]
+    assert sidecar["rows"]["runs"] == 9 + 6
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
