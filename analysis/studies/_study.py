@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 STUDIES = REPO / "analysis" / "studies"
 RESULTS = REPO / "results" / "studies"
-PNG_WIDTH = 1100
+PNG_WIDTH = 1000
 """Width (pixels) of the committed copies of the figures."""
 
 
@@ -101,7 +101,8 @@ class Study:
         dst = STUDIES / f"{self.name}{suffix}.png"
         with Image.open(src) as img:
             h = round(img.height * PNG_WIDTH / img.width)
-            img.convert("RGB").resize((PNG_WIDTH, h), Image.LANCZOS).save(dst, optimize=True)
+            small = img.convert("RGB").resize((PNG_WIDTH, h), Image.LANCZOS)
+            small.quantize(colors=128).save(dst, optimize=True)  # a few tens of kB
         self.lines.append(f"\n# figure: {dst.relative_to(REPO)} (from {src.relative_to(REPO)})")
         return dst
 
