@@ -27,7 +27,7 @@ from harness.core.config import SCALES
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID and the options every analysis command takes."""
     opts = [
-        click.argument("grids", nargs=-1),
+        click.argument("grid", nargs=-1),
         click.option(
             "--where", default=None, help='SQL predicate over runs\' columns, e.g. "lr < 0.01".'
         ),
@@ -106,7 +106,7 @@ def _selector(flag: str, example: str) -> Callable[[Callable[..., Any]], Callabl
 def _query(kw: dict[str, Any]) -> commands.Query:
     results = kw.pop("results")
     return commands.Query(
-        grid=kw.pop("grids") or None,
+        grid=kw.pop("grid") or None,
         results=str(results) if results else None,
         where=kw.pop("where"),
         scale=kw.pop("scale"),

@@ -19,7 +19,7 @@ from harness.core.config import SCALES
 
 
 @click.command()
-@click.argument("grids", nargs=-1)
+@click.argument("grid", nargs=-1)
 @click.option(
     "--figure",
     "names",
@@ -51,7 +51,7 @@ from harness.core.config import SCALES
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @results_option
 def figures(
-    grids: tuple[str, ...],
+    grid: tuple[str, ...],
     names: tuple[str, ...],
     where: str | None,
     metric: str,
@@ -73,8 +73,8 @@ def figures(
     goal = metric_goal(metric, goal)
     chosen_by = select_by or default_select(metric)
     select_goal = goal if chosen_by == metric else metric_goal(chosen_by, "auto", "--select-by")
-    sel = select(list(grids), results=results, scale=scale, where=where)
-    chosen, why = plan_figures(sel, list(grids), list(names))
+    sel = select(list(grid), results=results, scale=scale, where=where)
+    chosen, why = plan_figures(sel, list(grid), list(names))
     done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal)
     table = pd.DataFrame(
         [
