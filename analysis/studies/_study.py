@@ -63,11 +63,12 @@ class Study:
     def train(self) -> float:
         """Train the grid's local section; returns the wall seconds."""
         t = time.time()
-        self.harness("submit", str(self.grid), "--local", "--results", str(RESULTS), log=False)
+        out = self.harness("submit", str(self.grid), "--local", "--results", str(RESULTS),
+                           log=False)  # fmt: skip
         took = time.time() - t
-        self.lines.append(
-            f"\n# training: harness submit {self.grid.name} --local: {took / 60:.1f} min"
-        )
+        planned = next((ln for ln in out.splitlines() if "runs planned" in ln), "")
+        self.lines.append(f"\n# training: submit {self.grid.name} --local: {took / 60:.1f} min")
+        self.lines.append(f"# {planned}")
         return took
 
     def where(self) -> str:
