@@ -92,7 +92,7 @@ class Study:
         self.harness("figures", str(self.grid), "--figure", figure, "--scale", "local",
                      "--results", str(RESULTS), "--where", self.where(), *args)  # fmt: skip
         folder = RESULTS / self.grid_name / "figures"
-        src = max(folder.glob(f"{figure}*-local.png"), key=lambda p: p.stat().st_mtime)
+        src = max(folder.glob(f"{figure}*-local.png"), key=lambda p: p.stat().st_mtime_ns)
         return self.save_png(src, suffix)
 
     def save_png(self, src: Path, suffix: str = "") -> Path:

@@ -8,10 +8,7 @@ Report: analysis/studies/coupled_adam.md.
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
-
 import matplotlib
-import torch
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -29,18 +26,13 @@ study.query(
     "WHERE grid = 'coupled_adam' AND scale = 'local' AND steps = 40 ORDER BY lr, optimizer, seed"
 )
 
-# The dilution: per step over the grid's 40 steps, for both optimizers at both lrs (seed 0),
-# two measurements at a time (one torch thread each: the machine's two cores).
+# The dilution: per step over the grid's 40 steps, for both optimizers at both lrs (seed 0).
 data_root = REPO / "data"
-cases = [(lr, opt) for lr in (1e-3, 3e-3) for opt in ("adamw", "coupled_adam")]
-with ProcessPoolExecutor(2, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-    jobs = {case: pool.submit(measure, study.grid, data_root, case[1], case[0]) for case in cases}
-    measured = {case: job.result() for case, job in jobs.items()}
 fig, axes = plt.subplots(1, 3, figsize=(10, 3.0), constrained_layout=True)
 seen_ax = axes[0].twinx()
 for lr, style in ((1e-3, "-"), (3e-3, "--")):
     for opt, color in (("adamw", "tab:blue"), ("coupled_adam", "tab:red")):
-        rows = measured[(lr, opt)]
+        rows = measure(study.grid, data_root, opt, lr)
         steps = [r["step"] for r in rows]
         label = f"{opt}, lr {lr:g}"
         axes[1].plot(steps, [r["rel_step_top100"] for r in rows], style, color=color, label=label)
@@ -72,5 +64,6 @@ png = STUDIES / "coupled_adam-dilution-full.png"
 fig.savefig(png, dpi=150)
 study.save_png(png, "-dilution")
 png.unlink()
-study.figure("loss_curves")
+study.figure("lr_sensitivity", "--metric", "val_loss")
+study.figure("lr_sensitivity", "--metric", "iso", suffix="-iso")
 study.finish()
