@@ -84,7 +84,8 @@ def test_every_field_is_declared_once_with_its_role_and_the_tables_derive_from_i
     assert FIELDS["lr"].meta.scale is Scale.LOG and FIELDS["beta2"].meta.scale is Scale.DECAY
     assert "lr" in catalogue.TUNED and "seed" in catalogue.NOT_COMPARED
     assert set(catalogue.PER_OPTIMIZER) == {
-        "beta1", "beta2", "eps", "momentum", "nesterov", "clip_value", "coupled_scale_exp",
+        "beta1", "beta2", "eps", "momentum", "nesterov", "weight_decay_mode", "clip_value",
+        "coupled_scale_exp",
     }  # fmt: skip
     assert FIELDS["dataset"].default == "classics-bpe8k" and FIELDS["eval_tokens"].default == 2**16
 
@@ -114,6 +115,31 @@ def test_a_field_added_later_changes_no_earlier_run_id() -> None:
     assert catalogue.content_hash(hashed_values(same)) == run.run_id
     other = dataclasses.replace(same, execution=Execution2(**fields, new_knob="on"))
     assert catalogue.content_hash(hashed_values(other)) != run.run_id
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        {"optimizer": "adamw"},
+        {"optimizer": "sgd"},
+        {"optimizer": "adamw", "embedding_optimizer": "sgd"},
+        {"optimizer": "sgd_cclip", "clip_value": 0.1},
+    ],
+)
+def test_the_weight_decay_conventions_change_no_earlier_run_id(point: dict) -> None:
+    """weight_decay_mode and decay_params came later: at today's behaviour (decoupled, matrices)
+    they are not hashed, whether the optimizer reads the mode (sgd: "decoupled") or not (None);
+    a run that computes differently (L2, another convention, no spike rule) gets another id."""
+    run = make_run(**point)
+    assert {"weight_decay_mode", "decay_params"}.isdisjoint(hashed_values(run))
+    ids = {run.run_id}
+    for change in ({"decay_params": "all_weights"}, {"decay_params": "no_embedding"},
+                   {"diverge_rise": None}):  # fmt: skip
+        ids.add(make_run(**point, **change).run_id)
+    if run.optim.weight_decay_mode is not None:
+        ids.add(make_run(**point, weight_decay_mode="l2").run_id)
+    assert make_run(**point, weight_decay_mode="decoupled").run_id == run.run_id
+    assert len(ids) == 5 if run.optim.weight_decay_mode else len(ids) == 4
 
 
 def test_every_metric_is_declared_once_and_rows_refuse_undeclared_ones(tmp_path: Path) -> None:

@@ -91,6 +91,39 @@ def test_dry_run_submits_nothing(tmp_path, grid_file):
     assert not res_root.exists()
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_dry_run_prints_every_planned_runs_resolved_config(tmp_path, grid_file, fmt):
+    """One row per run, its run_id and every field: a protocol can be checked without running."""
+    from harness.core.catalogue import FIELD_NAMES
+    from harness.data.catalogue import vocab_lookup
+    from harness.grid.load import load_grid
+
+    res_root = tmp_path / "results"
+    r = invoke("submit", str(grid_file), "--dry-run", "--launcher", "local", "--format", fmt,
+               "--results", str(res_root))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    if fmt == "json":
+        rows = json.loads(r.output)
+    else:
+        import csv
+        import io
+
+        rows = list(csv.DictReader(io.StringIO(r.output)))
+    runs = load_grid(grid_file, vocab=vocab_lookup(tmp_path)).runs
+    assert [row["run_id"] for row in rows] == [run.run_id for run in runs]
+    assert list(rows[0]) == ["run_id", *FIELD_NAMES]
+    by_opt = {row["optimizer"]: row for row in rows if row["seed"] in (0, "0")}
+    assert {k: str(by_opt["sgd"][k]) for k in ("lr", "momentum", "weight_decay_mode")} == {
+        "lr": "10000.0", "momentum": "0.9", "weight_decay_mode": "decoupled",
+    }  # fmt: skip
+    assert by_opt["adamw"]["momentum"] in (None, "")  # NULL where a field does not apply
+    assert by_opt["adamw"]["steps"] in (6, "6") and by_opt["sgd"]["grad_clip"] in (None, "")
+    assert not res_root.exists()
+    r = CliRunner().invoke(main, ["submit", str(grid_file), "--local", "--format", fmt,
+                                  "--results", str(res_root)])  # fmt: skip
+    assert r.exit_code == 2 and "--dry-run" in r.output and not res_root.exists()
+
+
 @pytest.mark.parametrize("launcher", ["local", "slurm-a100"])
 def test_a_dry_run_imports_neither_torch_nor_duckdb(tmp_path, grid_file, launcher):
     # Planning 10,000 runs takes about a second; importing torch alone costs most of one more.

@@ -204,6 +204,21 @@ def test_heatmap_log_scale_when_values_span_decades(root, tmp_path):
     assert isinstance(draw(_data(tmp_path, "wide")).axes[0].images[0].norm, LogNorm)
 
 
+def test_heatmap_of_runs_that_blew_up_but_kept_a_value(root, tmp_path):
+    """Trained to the end, a blown-up run has a finite, huge value: annotated short, and the
+    color scale stops at CAP times the best value so the others stay distinguishable."""
+    from harness.analysis.figures.beta_heatmap import CAP, draw
+
+    values = {(0.9, 0.9): 20.0, (0.9, 0.99): 25.0, (0.99, 0.9): 3.05e48, (0.99, 0.99): 30.0}
+    for (b1, b2), ppl in values.items():
+        write_run(tmp_path, make_run(grid="blown", beta1=b1, beta2=b2), val_ppl=ppl)
+    ax = draw(_data(tmp_path, "blown")).axes[0]
+    texts = {t.get_text() for t in ax.texts}
+    assert "3e+48" in texts and "20" in texts
+    norm = ax.images[0].norm
+    assert (norm.vmin, norm.vmax) == (20.0, 20.0 * CAP)
+
+
 def test_batch_size_figure_marks_the_crossover(root):
     from harness.analysis.figures.batch_size import draw
 

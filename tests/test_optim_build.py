@@ -46,6 +46,69 @@ def test_routing_weight_decay_on_matrices_only(model: str) -> None:
     assert len(routed) == len({id(p) for p in routed}) == len(list(net.parameters()))
 
 
+def decayed_names(net: torch.nn.Module, opt: torch.optim.Optimizer) -> set[str]:
+    names = {id(p): n for n, p in net.named_parameters()}
+    return {names[id(p)] for g in opt.param_groups if g["weight_decay"] > 0 for p in g["params"]}
+
+
+@pytest.mark.parametrize("model", ["tiny-gpt2", "tiny"])
+def test_decay_params_conventions_decay_exactly_the_sources_tensors(model: str) -> None:
+    """plainLM (``all_weights``) decays every parameter whose name has neither ``bias`` nor
+    ``norm``; nanoGPT as the paper's code runs it (``no_embedding``) every >= 2-D tensor except
+    the token embedding (= the tied head); ``matrices`` only the hidden weight matrices."""
+    run = make_run(model=model, optimizer="adamw")
+    net = make_model(run)
+    names = [n for n, _ in net.named_parameters()]
+    hidden = {n for n, p in net.named_parameters() if p.ndim >= 2 and "blocks." in n}
+    plainlm = {n for n in names if "bias" not in n and "norm" not in n}
+    nanogpt = {n for n, p in net.named_parameters() if p.ndim >= 2 and n != "embedding.weight"}
+    expected = {"matrices": hidden, "all_weights": plainlm, "no_embedding": nanogpt}
+    for convention, want in expected.items():
+        r = make_run(model=model, optimizer="adamw", decay_params=convention)
+        opt = build_optimizer(net, r)
+        assert decayed_names(net, opt) == want, convention
+        routed = [p for g in opt.param_groups for p in g["params"]]
+        assert len(routed) == len({id(p) for p in routed}) == len(names)
+    assert "embedding.weight" in plainlm and "embedding.weight" not in nanogpt
+    if model == "tiny-gpt2":  # learned positions: decayed by nanoGPT, not by the default
+        assert "pos_embedding.weight" in nanogpt - hidden
+    else:  # untied head: decayed by both source conventions
+        assert "head.weight" in plainlm & nanogpt
+
+
+def test_sgd_l2_weight_decay_is_torch_sgd_and_differs_from_decoupled() -> None:
+    """``weight_decay_mode: l2`` is torch.optim.SGD's weight decay (the talk's base code),
+    bitwise; decoupled decay moves the weights differently."""
+    torch.manual_seed(0)
+    w0 = torch.randn(6, 5)
+    grads = [torch.randn(6, 5) for _ in range(4)]
+
+    def run(make) -> torch.Tensor:
+        w = torch.nn.Parameter(w0.clone())
+        opt = make([w])
+        for g in grads:
+            w.grad = g.clone()
+            opt.step()
+        return w.detach()
+
+    kw = {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.05}
+    ours = run(lambda p: SGD(p, **kw, weight_decay_mode="l2"))
+    theirs = run(lambda p: torch.optim.SGD(p, **kw, foreach=True))
+    assert torch.equal(ours, theirs)
+    decoupled = run(lambda p: SGD(p, **kw))
+    assert not torch.allclose(decoupled, theirs, atol=1e-4)
+    with pytest.raises(ValueError, match="weight_decay_mode"):
+        SGD([torch.nn.Parameter(w0.clone())], weight_decay_mode="l1")
+
+
+def test_weight_decay_mode_reaches_the_sgd_family_only() -> None:
+    assert make_run(optimizer="sgd").optim.weight_decay_mode == "decoupled"
+    run = make_run(optimizer="sgd_cclip", clip_value=1.0, weight_decay_mode="l2")
+    (group, *_) = build_optimizer(make_model(run), run).param_groups
+    assert group["weight_decay_mode"] == "l2"
+    assert make_run(optimizer="adamw", weight_decay_mode="l2").optim.weight_decay_mode is None
+
+
 @pytest.mark.parametrize("model", ["tiny-gpt2", "tiny"])
 def test_coupled_adam_couples_embedding_and_untied_head(model: str) -> None:
     run = make_run(model=model, optimizer="coupled_adam", coupled_scale_exp=2)
@@ -78,6 +141,7 @@ def test_spec_kwargs_use_torch_names() -> None:
     assert get_spec("sgd_cclip").kwargs(run) == {
         "momentum": 0.5,
         "nesterov": True,
+        "weight_decay_mode": "decoupled",
         "clip_value": 2.0,
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -125,3 +126,54 @@ def test_a_loss_that_climbs_away_from_its_best_is_diverged(prepared_data):
     lenient = dataclasses.replace(run.execution, diverge_rise=100.0)
     relaxed = train(dataclasses.replace(run, execution=lenient), data_root=prepared_data, log=None)
     assert relaxed.steps_done > result.steps_done
+
+
+def test_without_the_spike_rules_a_finite_spike_trains_to_the_end(prepared_data):
+    """The talk's beta table keeps finite values for runs that blew up. AdamW at a constant lr
+    of 0.1 spikes above 1.5 ln V early, then recovers: the default rules score it diverged;
+    with diverge_rise and diverge_factor off it trains to the end, its spike recorded."""
+    setup = {"optimizer": "adamw", "lr": 0.1, "schedule": "constant", "warmup_steps": 0,
+             "tokens": 8 * 32 * 40, "log_every": 1}  # fmt: skip
+    strict = train(tiny_run(prepared_data, **setup), data_root=prepared_data, log=None)
+    assert strict.status == "diverged" and strict.steps_done < 40
+    run = tiny_run(prepared_data, diverge_rise=None, diverge_factor=None, **setup)
+    result = train(run, data_root=prepared_data, log=None)
+    assert result.status == "completed" and result.steps_done == run.data.steps
+    losses = [p["train_loss"] for p in result.curve]
+    assert max(losses) > 1.5 * math.log(run.arch.vocab_size)  # the spike the default stops
+    assert result.metrics["val_loss"] < math.log(run.arch.vocab_size)  # and it recovered
+    assert result.metrics["max_loss_rise"] == pytest.approx(
+        max(b - min(losses[:i]) for i, b in enumerate(losses) if i), rel=1e-12
+    )
+    assert result.metrics["max_loss_rise"] > 1.0
+
+
+def test_validation_loss_by_frequency_bucket(prepared_data):
+    """val_loss_q1..q4: the loss of the targets in each training-frequency bucket; their
+    target-weighted mean is val_loss, and the rare tokens are the hard ones."""
+    from harness.data.batches import TokenData
+    from harness.data.catalogue import resolve_dataset
+    from harness.metrics.frequency import frequency_buckets
+
+    run = tiny_run(prepared_data)
+    result = train(run, data_root=prepared_data, log=None)
+    data = TokenData(resolve_dataset(run.data.dataset, prepared_data))
+    buckets = frequency_buckets(data.unigram_counts())
+    targets = np.concatenate([y.numpy().ravel() for _, y in data.eval_batches(
+        run.data.eval_tokens, run.data.seq_len, run.data.micro_batch_size)])  # fmt: skip
+    n = np.bincount(buckets[targets], minlength=4)
+    q = [result.metrics[f"val_loss_q{k}"] for k in range(1, 5)]
+    assert all(v is not None for v in q) and (n > 0).all()
+    assert np.dot(n, q) / n.sum() == pytest.approx(result.metrics["val_loss"], rel=1e-6)
+    assert q[0] < q[3]  # frequent tokens are learned first
+
+
+def test_frequency_buckets_hold_equal_shares_of_training_tokens():
+    from harness.metrics.frequency import frequency_buckets
+
+    # ids by count: 0 (50), 2 (30), 3 (10), 4 (10), 1 (0); share before each: 0, .5, .8, .9, 1
+    assert frequency_buckets(np.array([50, 0, 30, 10, 10])).tolist() == [0, 3, 2, 3, 3]
+    zipf = 1_000_000 // np.arange(1, 5001)
+    b = frequency_buckets(zipf)
+    mass = np.bincount(b, weights=zipf) / zipf.sum()
+    assert np.allclose(mass, 0.25, atol=0.02) and (np.diff(b) >= 0).all()

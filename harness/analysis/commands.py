@@ -6,6 +6,7 @@ it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from harness.analysis import gap as gap_mod
 from harness.analysis import speedup as speedup_mod
 from harness.analysis.axes import auto_over, check_cells, check_columns
 from harness.analysis.bootstrap import CONFIDENCE, N_BOOT
-from harness.analysis.goal import DEFAULT_METRIC, metric_goal
+from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
 from harness.analysis.load import select
 from harness.analysis.output import Answer
 from harness.analysis.select import ARM, Selector, broadcast, inapplicable, label_arms
@@ -30,8 +31,9 @@ from harness.core.errors import UserError
 class Query:
     """The options every command shares."""
 
-    grid: str
-    """A grid YAML path or a grid name."""
+    grid: str | Sequence[str] | None
+    """A grid YAML path or a grid name, several of them (arms compared across grids), or None
+    (every grid under the results root)."""
     results: str | None = None
     """Results root (None: ``$HARNESS_RESULTS`` or ``./results``)."""
     where: str | None = None
@@ -42,6 +44,9 @@ class Query:
     """The column analysed."""
     goal: str = "auto"
     """``min``, ``max`` or ``auto`` (the metric's known direction)."""
+    select_by: str | None = None
+    """The metric whose mean over seeds picks each cell's best configuration (None: the
+    grid's loss, :func:`~harness.analysis.goal.default_select`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +67,10 @@ class Tuned:
 def load(q: Query) -> tuple[Prepared, str]:
     """The prepared rows of the query and the metric's goal."""
     goal = metric_goal(q.metric, q.goal)
+    chosen = q.select_by or default_select(q.metric)
+    select_goal = goal if chosen == q.metric else metric_goal(chosen, "auto", "--select-by")
     sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
-    prep = prepare(sel.frame("runs"), q.metric, goal)
+    prep = prepare(sel.frame("runs"), q.metric, goal, chosen, select_goal)
     require_rows(prep.rows, f"in grid {sel.grid!r} with {q.metric}")
     return prep, goal
 
@@ -77,11 +84,16 @@ def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -
         raise UserError(f"--over and --by share column(s) {', '.join(sorted(overlap))}")
     over = list(over) or auto_over(rows, keys)
     check_cells(rows, keys, over)
-    table = tune(rows, keys, over, goal)
+    table = tune(rows, keys, over, goal, prep.select_goal)
     notes = [
         *prep.notes(),
         f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}",
     ]
+    if prep.select and over:
+        notes.append(
+            f"each cell's configuration selected by the mean {prep.select} over seeds "
+            "(column select_mean); the table reports the metric there"
+        )
     notes += edge_notes(table, keys, listed=ARM in keys)
     seeds = best_runs(rows, table, [*keys, *over])
     if ARM in keys:  # an arm to which a --by column does not apply joins every cell of it
@@ -249,7 +261,7 @@ def speedup(
 def _with_rows(prep: Prepared, rows: pd.DataFrame) -> Prepared:
     """``prep`` restricted to ``rows`` (the arms' rows): diverged runs recounted there."""
     diverged = int((rows["status"] == "diverged").sum())
-    return Prepared(rows=rows, diverged=diverged, dropped=prep.dropped)
+    return dataclasses.replace(prep, rows=rows, diverged=diverged)
 
 
 def _check_positive(rows: pd.DataFrame, x: str) -> None:

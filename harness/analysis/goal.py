@@ -9,10 +9,20 @@ from harness.metrics.catalogue import DEFAULT_METRIC, METRICS, Goal
 GOALS = ("auto", *(g.value for g in Goal))
 """The choices of ``--goal``."""
 
-__all__ = ["DEFAULT_METRIC", "GOALS", "metric_goal", "worst"]
+__all__ = ["DEFAULT_METRIC", "GOALS", "LOSSES", "default_select", "metric_goal", "worst"]
+
+LOSSES = ("val_loss", "val_ppl")
+"""The grid's loss: the metrics that select configurations by default."""
 
 
-def metric_goal(metric: str, goal: str = "auto") -> str:
+def default_select(metric: str) -> str:
+    """The metric that picks each cell's best configuration when ``--select-by`` is not given:
+    the grid's loss, ``metric`` itself when it is one (``val_ppl``), else ``val_loss`` (an
+    embedding metric is reported at the loss-best configuration, as the paper does)."""
+    return metric if metric in LOSSES else "val_loss"
+
+
+def metric_goal(metric: str, goal: str = "auto", flag: str = "--metric") -> str:
     """``min`` or ``max`` for ``metric``: ``goal`` when given, else the declared direction.
 
     Raises:
@@ -25,10 +35,13 @@ def metric_goal(metric: str, goal: str = "auto") -> str:
         return goal
     declared = METRICS.get(metric)
     if declared is None or declared.goal is None:
-        raise UserError(
-            f"metric {metric!r} has no known direction; pass --goal min (lower is better) "
-            "or --goal max (higher is better)"
+        fix = (
+            "pass --goal min (lower is better) or --goal max (higher is better)"
+            if flag == "--metric"
+            else "select by a metric with a known direction, e.g. --select-by val_loss"
         )
+        who = f"metric {metric!r}" if flag == "--metric" else f"{flag} {metric!r}"
+        raise UserError(f"{who} has no known direction; {fix}")
     return declared.goal.value
 
 

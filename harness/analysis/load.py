@@ -1,13 +1,17 @@
-"""The analysis layer's only door to the database: resolve GRID, scale and --where, run SQL.
+"""The analysis layer's only door to the database: resolve GRIDs, scale and --where, run SQL.
 
-Scale policy: results of one grid may hold ``full`` and ``local`` (``--local``) runs. A command
-uses the scale asked for; without ``--scale`` it uses the only scale present, and refuses to mix
-them when both are (a laptop-scale perplexity is not comparable with a full-scale one).
+A selection reads one grid, several (arms compared across grids: the ``grid`` column tells them
+apart, e.g. ``--a grid=sgd_embeddings``), or every grid under the results root.
+
+Scale policy: results may hold ``full`` and ``local`` (``--local``) runs. A command uses the
+scale asked for; without ``--scale`` it uses the only scale present, and refuses to mix them
+when both are (a laptop-scale perplexity is not comparable with a full-scale one).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,18 +28,24 @@ from harness.store import db
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """The rows a command reads: one grid, one scale, an optional predicate."""
+    """The rows a command reads: one or more grids, one scale, an optional predicate."""
 
     root: Path
     """The results root."""
-    grid: str
-    """The grid name."""
+    grids: tuple[str, ...]
+    """The grid names."""
     scale: str
     """``full`` or ``local``."""
     where: str | None
     """The user's SQL predicate (None: every row)."""
     con: duckdb.DuckDBPyConnection
     """Connection with the grid's views."""
+
+    @property
+    def grid(self) -> str:
+        """Name of the selection: the grid's, or ``a+b`` for several (figures go to
+        ``<root>/<name>/figures/``)."""
+        return "+".join(self.grids)
 
     def sql(self, name: str) -> str:
         """The rendered text of the named statement (:data:`harness.analysis.queries.NAMED`)."""
@@ -53,16 +63,17 @@ class Selection:
 
 
 def select(
-    grid: str,
+    grid: str | Sequence[str] | None,
     *,
     results: str | Path | None = None,
     scale: str | None = None,
     where: str | None = None,
 ) -> Selection:
-    """Open a grid's results and validate the scale and the predicate.
+    """Open the results of one or more grids and validate the scale and the predicate.
 
     Args:
-        grid: a grid YAML path or a grid name.
+        grid: a grid YAML path or a grid name, a sequence of them, or None (empty): every grid
+            under the results root.
         results: the results root (None: ``$HARNESS_RESULTS`` or ``./results``).
         scale: ``full``, ``local`` or None (the only scale present).
         where: an SQL predicate over the columns of ``runs``.
@@ -71,8 +82,12 @@ def select(
         UserError: unknown grid, scale not present or ambiguous, a bad or empty ``where``.
     """
     root = paths.results_root(results)
-    name = resolve_grid(grid)
-    con = db.connect(root, name)
+    args = [grid] if isinstance(grid, str) else list(grid or [])
+    names = tuple(dict.fromkeys(resolve_grid(g) for g in args)) or tuple(paths.grids_in(root))
+    if not names:
+        raise UserError(f"no results under {root}")
+    name = "+".join(names)
+    con = db.connect(root, list(names))
     chosen = _scale(con, name, scale)
     where = where.strip() if where and where.strip() else None
     try:
@@ -81,7 +96,7 @@ def select(
         raise UserError(f"--where {where!r}: {_first_line(e)}") from None
     if n == 0:
         raise UserError(f"--where {where!r} matches no runs of grid {name!r} (scale {chosen})")
-    return Selection(root=root, grid=name, scale=chosen, where=where, con=con)
+    return Selection(root=root, grids=names, scale=chosen, where=where, con=con)
 
 
 def _scale(con: duckdb.DuckDBPyConnection, grid: str, scale: str | None) -> str:

@@ -1,10 +1,13 @@
-"""The tuning protocol: each cell's best configuration by the metric's mean over seeds.
+"""The tuning protocol: each cell's best configuration by the selecting metric's mean over seeds.
 
 A configuration is one combination of the ``over`` values inside a cell (one combination of the
-``by`` values). Its seeds give mean, corrected std (ddof 1), n and the 2-sigma half-width. A
-diverged seed makes the configuration's mean the worst value (see :mod:`harness.analysis.values`),
-so a configuration that sometimes diverges never wins over one that always trains. Ties keep the
-first configuration in sorted order, so results are deterministic.
+``by`` values). Its seeds give mean, corrected std (ddof 1), n and the 2-sigma half-width. The
+best configuration is the one with the best mean of ``select_value`` when the rows carry it
+(``--select-by``: pick by loss, report the embedding metrics there), else of ``value``. A
+diverged seed makes the configuration's mean the worst value (see
+:mod:`harness.analysis.values`), so a configuration that sometimes diverges never wins over one
+that always trains. Ties keep the first configuration in sorted order, so results are
+deterministic.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import pandas as pd
 
 from harness.analysis.cells import groups
 from harness.analysis.edges import edge_note
-from harness.analysis.values import VALUE
+from harness.analysis.values import SELECT, VALUE
 
 #: Statistics columns of :func:`seed_stats`, in order.
 STATS = ("mean", "std", "n", "two_sigma", "n_diverged")
@@ -45,25 +48,37 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     return out[[*keys, *STATS]]
 
 
-def tune(rows: pd.DataFrame, by: Sequence[str], over: Sequence[str], goal: str) -> pd.DataFrame:
+def tune(
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    over: Sequence[str],
+    goal: str,
+    select_goal: str | None = None,
+) -> pd.DataFrame:
     """Each cell's best configuration over ``over`` by the mean over seeds.
 
     Args:
-        rows: prepared rows (with ``value``), one per run.
+        rows: prepared rows (with ``value``, and ``select_value`` when another metric selects),
+            one per run.
         by: columns defining a cell.
         over: tuned columns (may be empty: one configuration per cell).
-        goal: ``min`` or ``max``.
+        goal: ``min`` or ``max`` for ``value``.
+        select_goal: ``min`` or ``max`` for ``select_value`` (default: ``goal``).
 
     Returns:
         One row per cell: ``by`` columns, the best ``over`` values, mean, std, n, two_sigma,
-        n_diverged (of the best configuration), configs (tried in the cell), runs and diverged
-        (in the cell) and edge (notes for best values on the edge of the searched range, ``;``
-        separated, empty when none).
+        n_diverged (of the best configuration's ``value``), select_mean (its mean
+        ``select_value``, only when the rows carry one), configs (tried in the cell), runs and
+        diverged (in the cell) and edge (notes for best values on the edge of the searched
+        range, ``;`` separated, empty when none).
     """
     by, over = list(by), list(over)
     stats = seed_stats(rows, by + over)
-    ascending = goal == "min"
-    ordered = stats.sort_values("mean", ascending=ascending, kind="stable")
+    key, ascending = "mean", goal == "min"
+    if SELECT in rows.columns:
+        stats["select_mean"] = groups(rows, by + over)[SELECT].mean().to_numpy()
+        key, ascending = "select_mean", (select_goal or goal) == "min"
+    ordered = stats.sort_values(key, ascending=ascending, kind="stable")
     best = ordered.groupby(by, dropna=False, sort=True).head(1) if by else ordered.head(1)
     cells = groups(rows, by)
     extra = pd.DataFrame(

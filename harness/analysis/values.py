@@ -4,6 +4,14 @@ A ``diverged`` run is a result (the configuration does not train), so it scores 
 possible value (+inf when lower is better) and is never treated as missing. Runs that failed for
 reasons outside the configuration (``failed``, ``oom``, ``timeout``, ``cancelled``) and completed
 runs without the metric are dropped, and counted so that every command can report them.
+
+The metric reported (``value``) and the metric that selects each cell's best configuration
+(``select_value``, ``--select-by``) may differ: the paper picks the SGD-embedding lr factor by
+loss and reports the embedding metrics at that choice (Sec. 6.2, Tables 4 and 7).
+
+``iso`` changed meaning (see :mod:`harness.metrics.embedding`): a trained row without ``iso_sym``
+was written before, and its ``iso`` holds the sign-symmetric value. Such rows count as
+``iso_sym`` and have no ``iso`` (the paper's convention cannot be recovered from them).
 """
 
 from __future__ import annotations
@@ -19,6 +27,10 @@ from harness.core.result import RESULT_STATUSES, Status
 
 #: The column holding the value analysed (the metric, or the worst value for diverged runs).
 VALUE = "value"
+#: The column holding the value that selects configurations, when another metric does.
+SELECT = "select_value"
+#: Metrics whose meaning changed: name -> the name rows written before hold it under.
+_RENAMED = {"iso": "iso_sym", "head_iso": "head_iso_sym"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +43,10 @@ class Prepared:
     """Diverged runs (kept, scored worst)."""
     dropped: dict[str, int] = field(default_factory=dict)
     """Reason (a fault status, or ``no <metric>``) -> rows dropped."""
+    select: str | None = None
+    """The metric that selects configurations (``select_value``), when not the analysed one."""
+    select_goal: str | None = None
+    """``min`` or ``max`` for ``select``."""
 
     def notes(self) -> list[str]:
         """One line per thing a reader should know about the rows."""
@@ -42,27 +58,70 @@ class Prepared:
         return out
 
 
-def prepare(df: pd.DataFrame, metric: str, goal: str) -> Prepared:
-    """Attach ``value`` = ``metric`` (worst for diverged runs) and drop faulted rows.
+def prepare(
+    df: pd.DataFrame,
+    metric: str,
+    goal: str,
+    select: str | None = None,
+    select_goal: str | None = None,
+) -> Prepared:
+    """Attach ``value`` = ``metric`` (worst for diverged runs) and drop faulted rows; with a
+    ``select`` metric other than ``metric``, also ``select_value`` (worst under
+    ``select_goal`` for diverged runs), rows without it dropped too.
 
     Raises:
-        UserError: ``metric`` is not a numeric column of ``df``.
+        UserError: ``metric`` or ``select`` is not a numeric column of ``df``, or no run has
+            ``select``.
     """
-    if metric not in df.columns:
-        raise UserError(f"--metric: unknown column {metric!r}")
-    if not df.empty and not pd.api.types.is_numeric_dtype(df[metric]):
-        raise UserError(f"--metric: column {metric!r} is not numeric")
+    select = None if select == metric else select
+    df = _renamed_metrics(df)
+    _check_numeric(df, metric, "--metric")
     status = df["status"].astype(str)
     dropped = {s: int(n) for s, n in status[~status.isin(RESULT_STATUSES)].value_counts().items()}
     rows = df[status.isin(RESULT_STATUSES)].copy()
     is_div = rows["status"] == Status.DIVERGED
-    values = rows[metric].astype(float).where(~is_div, worst(goal))
-    missing = values.isna()
-    if missing.any():
-        dropped[f"no {metric}"] = int(missing.sum())
-    rows[VALUE] = values
-    rows = rows[~missing].copy()
-    return Prepared(rows=rows, diverged=int(is_div.sum()), dropped=dropped)
+    rows[VALUE] = rows[metric].astype(float).where(~is_div, worst(goal))
+    missing = {metric: rows[VALUE].isna()}
+    if select is not None:
+        _check_numeric(df, select, "--select-by")
+        if not rows.empty and rows[select].isna().all() and not is_div.all():
+            raise UserError(
+                f"--select-by {select}: no run has it; name the metric that picks each cell's "
+                "configuration with --select-by"
+            )
+        rows[SELECT] = rows[select].astype(float).where(~is_div, worst(select_goal or goal))
+        missing[select] = rows[SELECT].isna() & ~missing[metric]
+    for name, mask in missing.items():
+        if mask.any():
+            dropped[f"no {name}"] = int(mask.sum())
+    keep = ~pd.concat(list(missing.values()), axis=1).any(axis=1)
+    rows = rows[keep].copy()
+    return Prepared(rows=rows, diverged=int(is_div.sum()), dropped=dropped, select=select,
+                    select_goal=(select_goal or goal) if select else None)  # fmt: skip
+
+
+def _check_numeric(df: pd.DataFrame, column: str, flag: str) -> None:
+    if column not in df.columns:
+        raise UserError(f"{flag}: unknown column {column!r}")
+    if not df.empty and not pd.api.types.is_numeric_dtype(df[column]):
+        raise UserError(f"{flag}: column {column!r} is not numeric")
+
+
+def _renamed_metrics(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows written before a metric changed meaning read under the new names (module doc)."""
+    if "source" not in df.columns:
+        return df
+    df = df.copy()
+    trained = df["source"].isna()
+    for name, old in _RENAMED.items():
+        if name not in df.columns:
+            continue
+        if old not in df.columns:
+            df[old] = np.nan
+        before = trained & df[old].isna() & df[name].notna()
+        df.loc[before, old] = df.loc[before, name]
+        df.loc[before, name] = np.nan
+    return df
 
 
 def require_rows(rows: pd.DataFrame, what: str) -> None:

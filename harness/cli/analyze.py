@@ -1,7 +1,8 @@
-"""``harness analyze``: questions about a grid's results, one command each.
+"""``harness analyze``: questions about the results of one or more grids, one command each.
 
-Every command tunes each optimizer in each cell first (best configuration by the mean over seeds),
-counts diverged runs as worst, and prints a table (``--format table|csv|json``) with notes.
+Every command tunes each optimizer in each cell first (best configuration by the mean over seeds
+of ``--select-by``, the grid's loss by default), counts diverged runs as worst, and prints a table
+of ``--metric`` (``--format table|csv|json``) with notes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from harness.core.config import SCALES
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID and the options every analysis command takes."""
     opts = [
-        click.argument("grid"),
+        click.argument("grid", nargs=-1),
         click.option(
             "--where", default=None, help='SQL predicate over runs\' columns, e.g. "lr < 0.01".'
         ),
@@ -39,6 +40,13 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
             default="auto",
             show_default=True,
             help="Is lower (min) or higher (max) better; auto knows the usual metrics.",
+        ),
+        click.option(
+            "--select-by",
+            default=None,
+            help="Metric whose mean over seeds picks each cell's best configuration; the table "
+            "reports --metric there (default: the grid's loss: val_loss, or val_ppl when that "
+            "is the metric).",
         ),
         click.option(
             "--scale",
@@ -98,12 +106,13 @@ def _selector(flag: str, example: str) -> Callable[[Callable[..., Any]], Callabl
 def _query(kw: dict[str, Any]) -> commands.Query:
     results = kw.pop("results")
     return commands.Query(
-        grid=kw.pop("grid"),
+        grid=kw.pop("grid") or None,
         results=str(results) if results else None,
         where=kw.pop("where"),
         scale=kw.pop("scale"),
         metric=kw.pop("metric"),
         goal=kw.pop("goal"),
+        select_by=kw.pop("select_by"),
     )
 
 
@@ -120,7 +129,8 @@ def _print(answer: Answer, fmt: str) -> None:
 
 @click.group()
 def analyze() -> None:
-    """Answer questions about a grid's results (GRID: a grid YAML or a grid name).
+    """Answer questions about results: GRID... is one or more grid YAMLs or grid names (arms
+    compared across grids, e.g. --a grid=sgd_embeddings), none: every grid in the results.
 
     Example: harness analyze best grids/adam_betas.yaml --over lr --by beta1,beta2
     """

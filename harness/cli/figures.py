@@ -10,7 +10,7 @@ import pandas as pd
 from harness.analysis.figures import FIGURES
 from harness.analysis.figures.choose import plan_figures
 from harness.analysis.figures.render import render_figures
-from harness.analysis.goal import DEFAULT_METRIC, GOALS, metric_goal
+from harness.analysis.goal import DEFAULT_METRIC, GOALS, default_select, metric_goal
 from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
 from harness.cli.options import results_option
@@ -19,7 +19,7 @@ from harness.core.config import SCALES
 
 
 @click.command()
-@click.argument("grid")
+@click.argument("grid", nargs=-1)
 @click.option(
     "--figure",
     "names",
@@ -29,6 +29,12 @@ from harness.core.config import SCALES
 )
 @click.option("--where", default=None, help="SQL predicate over runs' columns.")
 @click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to plot.")
+@click.option(
+    "--select-by",
+    default=None,
+    help="Metric whose mean over seeds picks each point's configuration (default: the grid's "
+    "loss: val_loss, or val_ppl when that is the metric).",
+)
 @click.option(
     "--goal",
     type=click.Choice(GOALS),
@@ -45,27 +51,31 @@ from harness.core.config import SCALES
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @results_option
 def figures(
-    grid: str,
+    grid: tuple[str, ...],
     names: tuple[str, ...],
     where: str | None,
     metric: str,
+    select_by: str | None,
     goal: str,
     scale: str | None,
     fmt: str,
     results: Path | None,
 ) -> None:
-    """Regenerate every figure of GRID into results/<grid>/figures/.
+    """Regenerate every figure of GRID... into results/<grid>/figures/.
 
-    The figures are those the grid YAML declares (figures:), else defaults from the columns that
-    vary in the results. Each comes as PNG and PDF with a sidecar JSON (SQL, hash of the rows,
-    code commit, time).
+    GRID... is one or more grid YAMLs or names (several: arms compared across grids, figures in
+    results/<a>+<b>/figures/), none: every grid in the results. The figures are those the grid
+    YAMLs declare (figures:), else defaults from the columns that vary in the results. Each
+    comes as PNG and PDF with a sidecar JSON (SQL, hash of the rows, code commit, time).
 
     Example: harness figures grids/adam_betas.yaml
     """
     goal = metric_goal(metric, goal)
-    sel = select(grid, results=results, scale=scale, where=where)
-    chosen, why = plan_figures(sel, grid, list(names))
-    done = render_figures(sel, chosen, metric, goal)
+    chosen_by = select_by or default_select(metric)
+    select_goal = goal if chosen_by == metric else metric_goal(chosen_by, "auto", "--select-by")
+    sel = select(list(grid), results=results, scale=scale, where=where)
+    chosen, why = plan_figures(sel, list(grid), list(names))
+    done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal)
     table = pd.DataFrame(
         [
             {

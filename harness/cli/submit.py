@@ -11,6 +11,7 @@ import click
 from harness.analysis.figures import FIGURES
 from harness.cli.options import data_option, resolve_results, results_option
 from harness.data.catalogue import data_root
+from harness.grid.preview import PLAN_FORMATS
 from harness.launch.inputs import STALE_CHOICES
 
 
@@ -37,6 +38,15 @@ from harness.launch.inputs import STALE_CHOICES
     default=None,
     help="Block until the runs finish (default: local runs block, SLURM returns once queued).",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(PLAN_FORMATS),
+    default="table",
+    show_default=True,
+    help="With --dry-run: the summary (table), or every planned run's resolved config, one row "
+    "per run with its run_id and every field (csv, json).",
+)
 @results_option
 @data_option
 def submit(
@@ -47,12 +57,16 @@ def submit(
     retry: str,
     stale: str,
     wait: bool | None,
+    fmt: str,
     results: Path | None,
     data: Path | None,
 ) -> None:
     """Expand GRID (a YAML file) into runs and launch those without a result.
 
     Example: harness submit grids/adam_betas.yaml --local
+
+    Check a protocol without running it: harness submit grids/batch_size_gap.yaml --dry-run
+    --format csv
     """
     from harness.core.errors import Stopped
     from harness.launch.submit import submit as do_submit
@@ -69,6 +83,7 @@ def submit(
             retry=states,
             wait=wait,
             stale=stale,
+            plan_format=fmt,
             figure_names=FIGURES.names(),
             out=sys.stdout,
         )

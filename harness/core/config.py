@@ -44,6 +44,10 @@ def _positive(**values: float) -> None:
 NORMS = ("rmsnorm", "layernorm")
 ACTIVATIONS = ("swiglu", "gelu")
 POSITIONS = ("rope", "learned")
+WEIGHT_DECAY_MODES = ("decoupled", "l2")
+"""Values of ``OptimConfig.weight_decay_mode``."""
+DECAY_PARAMS = ("matrices", "all_weights", "no_embedding")
+"""Values of ``OptimConfig.decay_params`` (which parameters weight decay applies to)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -205,7 +209,24 @@ class OptimConfig:
     nesterov: bool | None = spec(None, per_optimizer=True, tuned=True)
     """Nesterov momentum (SGD family, Muon)."""
     weight_decay: float = spec(0.0, tuned=True, scale=Scale.LOG)
-    """Decoupled weight decay, applied to matrices only (never norms, biases or embeddings)."""
+    """Weight decay coefficient lambda: decoupled (``w <- w - lr * lambda * w``) unless
+    ``weight_decay_mode`` is ``l2``; applied to the parameters ``decay_params`` names."""
+    weight_decay_mode: str | None = spec(
+        None, choices=WEIGHT_DECAY_MODES, per_optimizer=True, absent=(None, "decoupled")
+    )
+    """How the SGD family (``sgd``, ``sgd_cclip``) applies ``weight_decay``: ``decoupled``
+    (default; ``w <- w - lr * lambda * w``, the talk's Table 1 text) or ``l2`` (``g <- g +
+    lambda * w`` before momentum, as ``torch.optim.SGD`` and the talk's base code plainLM do;
+    under momentum m the steady-state shrink is 1/(1 - m) = 10x that of decoupled at m = 0.9).
+    None for the other optimizers, whose convention is their definition: ``adamw``, ``rmsprop``,
+    ``coupled_adam``, the sign methods and ``muon`` decouple, ``adam`` is L2."""
+    decay_params: str = spec("matrices", choices=DECAY_PARAMS, absent="matrices")
+    """Which parameters ``weight_decay`` applies to (``harness.optim.routing``): ``matrices``
+    (hidden >= 2-D weights only; not embedding, head, learned positions, norms, biases),
+    ``all_weights`` (plainLM, the talk's base code: everything but biases and norm gains, so the
+    embedding and head too) or ``no_embedding`` (nanoGPT, the Coupled Adam paper's code: every
+    >= 2-D weight but the token embedding and the head tied to it, so learned positions and an
+    untied head too)."""
     clip_value: float | None = spec(None, per_optimizer=True, tuned=True, scale=Scale.LOG)
     """Coordinate-wise clip threshold c of ``sgd_cclip``."""
     coupled_scale_exp: float | None = spec(None, per_optimizer=True, tuned=True)
@@ -243,11 +264,14 @@ class ExecutionConfig:
     """Steps between loss-curve points (and the only host syncs on GPU)."""
     eval_every: int = spec(0, unit="steps", compared=False)
     """Steps between intermediate validation evaluations; 0: only at the end."""
-    diverge_factor: float = spec(1.5)
-    """A run diverges when its loss is not finite or exceeds ``diverge_factor * ln(vocab_size)``."""
-    diverge_rise: float = spec(1.0, unit="nats")
+    diverge_factor: float | None = spec(1.5)
+    """A run diverges (stops, scored worst) when its loss is not finite or exceeds
+    ``diverge_factor * ln(vocab_size)``; None: only a non-finite loss or gradient stops it."""
+    diverge_rise: float | None = spec(1.0, unit="nats")
     """A run diverges when its logged training loss (a mean over ``log_every`` steps) exceeds the
-    lowest one logged so far by more than this many nats (a loss that explodes slowly)."""
+    lowest one logged so far by more than this many nats (a loss that explodes slowly); None:
+    a finite run that spikes trains to the end and keeps its value (the talk's beta table
+    reports such runs: ppl 262, 5797), its spike recorded in the metric ``max_loss_rise``."""
     precision: str = spec("auto", choices=("auto", "bf16", "fp32"))
     """``auto`` (bf16 autocast on GPU, fp32 on CPU), ``bf16`` or ``fp32``."""
     compile: str = spec("auto", choices=("auto", "on", "off"), compared=False)

@@ -104,8 +104,9 @@ def spec(
             resolution fills it with the optimizer's default, or None when the run's optimizers
             do not read it.
         absent: A value that means "not set": such a value is left out of run_id, so that
-            adding the field changes no earlier run's id. ``ALWAYS`` (the default, for the
-            original fields) hashes every value.
+            adding the field changes no earlier run's id; a tuple lists several such values
+            (a per-optimizer field is None for the optimizers that do not read it). ``ALWAYS``
+            (the default, for the original fields) hashes every value.
         role: Overrides the role of the section the field is declared in.
     """
     meta = FieldMeta(unit, tuple(choices), scale, tuned, compared, per_optimizer, absent, role)
@@ -260,9 +261,14 @@ def hashed_values(obj: Any) -> dict[str, Any]:
     plan = _plan(type(obj))
     cols = flatten(obj)
     out = {name: cols.pop(name) for name, absent in plan.hashed
-           if absent is ALWAYS or cols[name] != absent}  # fmt: skip
+           if absent is ALWAYS or not _is_absent(cols[name], absent)}  # fmt: skip
     out.update((k, v) for k, v in cols.items() if k not in plan.declared)
     return out
+
+
+def _is_absent(value: Any, absent: Any) -> bool:
+    """Whether ``value`` is the (or one of a tuple of) value(s) meaning "not set"."""
+    return value in absent if isinstance(absent, tuple) else value == absent
 
 
 def content_hash(values: Mapping[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""Dry-run summaries of a grid: run count, preview table, estimated compute.
+"""Dry-run summaries of a grid: run count, preview table, estimated compute; or every planned
+run's resolved config as CSV or JSON (one row per run: run_id and every field).
 
 Parameter counts come from a counting function the caller hands in (the preset formula by
 default; a user's model is measured by ``harness.model.build.count_params``, which needs torch).
@@ -6,9 +7,13 @@ default; a user's model is measured by ``harness.model.build.count_params``, whi
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from harness.core.catalogue import flat
+from harness.core.catalogue import FIELD_NAMES, flat
 from harness.core.config import Architecture, RunConfig
 from harness.model.architecture import param_count
 
@@ -78,3 +83,30 @@ def describe(
             f"{gpu_h:,.1f} GPU-hours at {ASSUMED_MFU:.0%} MFU on {ASSUMED_DEVICE}",
         ]
     )
+
+
+PLAN_FORMATS = ("table", "csv", "json")
+"""Formats of a dry run: the summary (``table``) or every run's resolved config."""
+
+
+def plan_rows(runs: Sequence[RunConfig]) -> list[dict[str, Any]]:
+    """One dict per run: ``run_id``, every run field (None where it does not apply), then the
+    optimizers' own hyperparameters, the same keys in every row."""
+    table = [flat(r) for r in runs]
+    extra = sorted({k for row in table for k in row} - set(FIELD_NAMES))
+    return [
+        {"run_id": r.run_id, **{k: row.get(k) for k in (*FIELD_NAMES, *extra)}}
+        for r, row in zip(runs, table, strict=True)
+    ]
+
+
+def plan_text(runs: Sequence[RunConfig], fmt: str) -> str:
+    """Every planned run's resolved config as ``csv`` (NULL: empty) or ``json`` (a list)."""
+    rows = plan_rows(runs)
+    if fmt == "json":
+        return json.dumps(rows, indent=1)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["run_id"])
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue().rstrip("\n")

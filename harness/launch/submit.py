@@ -111,6 +111,7 @@ def submit(
     wait: bool | None = None,
     stale: str = "refuse",
     figure_names: Collection[str] | None = None,
+    plan_format: str = "table",
     out: TextIO,
 ) -> SubmitReport:
     """Expand ``grid_path`` and launch its runs that have no result yet (see module doc).
@@ -129,10 +130,16 @@ def submit(
             model code, data) than today's: ``refuse`` (an error naming them), ``rerun`` or
             ``keep`` (see :mod:`harness.launch.inputs`).
         figure_names: the valid figure names, to check the grid's ``figures:`` (None: skip).
+        plan_format: what a dry run prints: ``table`` (count, preview, compute, the launcher's
+            plan) or every run's resolved config as ``csv`` or ``json``.
         out: where the report goes.
     """
     if stale not in STALE_CHOICES:
         raise unknown_choice("--stale", stale, STALE_CHOICES)
+    if plan_format not in preview.PLAN_FORMATS:
+        raise UserError(f"--format {plan_format!r}: valid: {', '.join(preview.PLAN_FORMATS)}")
+    if plan_format != "table" and not dry_run:
+        raise UserError(f"--format {plan_format} prints the plan of a --dry-run; add --dry-run")
     bad = set(retry) - set(STATUSES)
     if bad:
         raise UserError(f"--retry: unknown state(s) {sorted(bad)}; valid: {', '.join(STATUSES)}")
@@ -149,6 +156,9 @@ def submit(
             "and waits for them; use a SLURM launcher to queue runs and return"
         )
     spec = ExecutionSpec.build(profile, root, grid.name, data_root)
+    if dry_run and plan_format != "table":
+        out.write(preview.plan_text(grid.runs, plan_format) + "\n")
+        return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
     if dry_run:
         out.write(preview.describe(grid.runs, grid.axes, count_params) + "\n")
         out.write(runner.plan(grid.runs) + "\n")

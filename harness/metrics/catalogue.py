@@ -60,13 +60,21 @@ def _embedding(name: str, unit: str, goal: Goal | None, label: str) -> tuple[Met
 
 
 _EMBEDDING = (
+    # iso is the paper's convention (comparable with its Tables 1, 3, 4, 7); rows written before
+    # it existed hold iso_sym's value in iso (harness.analysis.values reads them as iso_sym).
     _embedding("iso", "", Goal.MAX, "isotropy Iso(E)"),
     _embedding("mu_norm", "", Goal.MIN, "mean embedding norm ||mu||"),
     _embedding("mean_norm", "", None, "mean row norm (1/V) sum ||e_i||"),
     _embedding("mu_norm_ratio", "", Goal.MIN, "||mu|| / mean ||e_i||"),
     _embedding("rho", "%", Goal.MAX, "rho (norm-frequency corr., %)"),
     _embedding("kappa", "%", Goal.MAX, "kappa (condition, %)"),
+    _embedding("iso_sym", "", Goal.MAX, "isotropy Iso(E), both signs"),
 )
+
+FREQUENCY_BUCKETS = 4
+"""Token-frequency buckets of the validation loss, ``val_loss_q1`` (the most frequent token
+types, together a quarter of the training tokens) .. ``val_loss_q4`` (the rarest types, with
+those never seen in training): see :mod:`harness.metrics.frequency`."""
 
 METRICS: dict[str, Metric] = {
     m.name: m
@@ -85,6 +93,17 @@ METRICS: dict[str, Metric] = {
         Metric("compile_s", "s", Goal.MIN, "compile time (s)", Producer.TRAINING),
         Metric("data_wait_s", "s", Goal.MIN, "data wait (s)", Producer.TRAINING),
         Metric("optimizer_step_frac", "", Goal.MIN, "optimizer share of a step", Producer.TRAINING),
+        Metric("max_loss_rise", "nats", None, "largest loss spike (nats)", Producer.TRAINING),
+        *(
+            Metric(
+                f"val_loss_q{k + 1}",
+                "nats/token",
+                Goal.MIN,
+                f"validation loss, frequency bucket {k + 1} (1: most frequent)",
+                Producer.TRAINING,
+            )
+            for k in range(FREQUENCY_BUCKETS)
+        ),
     )
 }
 """Every metric, by name, in column order."""

@@ -39,7 +39,7 @@ def build_optimizer(model: nn.Module, run: Any) -> torch.optim.Optimizer:
         The optimizer, with ``param_groups`` named ``embedding``/``head``/``matrix``/``vector``.
     """
     opt = run.optim
-    groups = param_groups(model, opt.weight_decay)
+    groups = param_groups(model, opt.weight_decay, opt.decay_params)
     for g in groups:
         g["lr_scale"] = 1.0
         if g["name"] == "embedding" and opt.embedding_lr_factor is not None:

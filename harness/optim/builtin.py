@@ -4,7 +4,8 @@ Classes are named by import path (``module:Class``), so resolving a grid imports
 Defaults are torch's where torch has the optimizer, else the defining paper's. Choices:
 
 - ``sgd``: momentum 0.9 by default (the paper's Sec. 6.2 embedding SGD, and the usual choice);
-  weight decay is decoupled (see ``harness.optim.sgd``).
+  weight decay is decoupled by default, L2 with ``weight_decay_mode: l2`` (see
+  ``harness.optim.sgd``); the same for ``sgd_cclip``.
 - ``sgd_cclip``: ``clip_value`` has no accepted default and must be set in the grid.
 - ``coupled_adam``: the embedding group (which holds the head when tied) and the untied output
   head are coupled. The paper's derivation (Sec. 2) is about the rows that receive the LM-head
@@ -21,7 +22,7 @@ from __future__ import annotations
 from harness.optim.spec import REQUIRED, OptimizerSpec
 
 _ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
-_SGD = {"momentum": 0.9, "nesterov": False}
+_SGD = {"momentum": 0.9, "nesterov": False, "weight_decay_mode": "decoupled"}
 _NOT_MUON = {"muon": False}
 
 BUILTIN: dict[str, OptimizerSpec] = {

@@ -1,8 +1,12 @@
-"""Parameter routing in one place: which parameters form which optimizer group.
+"""Parameter routing in one place: which parameters form which optimizer group, and which are
+weight-decayed.
 
 Groups: ``embedding`` (input token embedding, and the head when tied), ``head`` (untied output
 head), ``matrix`` (every other >= 2-D weight), ``vector`` (norm gains, biases, learned positions).
-Weight decay applies to ``matrix`` only.
+Weight decay applies to the parameters the run's ``decay_params`` convention names
+(:data:`DECAYED`): by default ``matrix`` only. A group holding both decayed and undecayed
+parameters (``vector`` with learned positions under ``no_embedding``) becomes two torch param
+groups of the same name, one with the decay and one without.
 """
 
 from __future__ import annotations
@@ -39,13 +43,37 @@ def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
     return out
 
 
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """torch param groups with a ``name`` key; weight decay on matrices only."""
+DECAYED: dict[str, frozenset[str]] = {
+    "matrices": frozenset({"matrix"}),
+    "all_weights": frozenset({"embedding", "head", "matrix", "position"}),
+    "no_embedding": frozenset({"head", "matrix", "position"}),
+}
+"""``decay_params`` convention -> the kinds of parameter it decays (``position``: learned
+absolute positions; norm gains and biases are never decayed). ``all_weights`` is plainLM's
+(``models/construct.py``: every parameter whose name holds neither ``bias`` nor ``norm``);
+``no_embedding`` is nanoGPT's as the Coupled Adam paper's code runs it (``configure_optimizers``:
+every >= 2-D tensor but ``wte``, the token embedding, which the tied head shares)."""
+
+
+def _kind(model: nn.Module, group: str, p: nn.Parameter) -> str:
+    """The routed group of ``p``, except ``position`` for learned absolute positions."""
+    pos = getattr(model, "pos_embedding", None)
+    return "position" if pos is not None and p is pos.weight else group
+
+
+def param_groups(
+    model: nn.Module, weight_decay: float, decay_params: str = "matrices"
+) -> list[dict[str, Any]]:
+    """torch param groups with a ``name`` key; ``weight_decay`` on the parameters the
+    ``decay_params`` convention names (:data:`DECAYED`), 0 on the others."""
+    kinds = DECAYED[decay_params]
     groups = []
     for name, params in split_parameters(model).items():
-        if params:
-            wd = weight_decay if name == "matrix" else 0.0
-            groups.append({"name": name, "params": params, "weight_decay": wd})
+        decayed = [p for p in params if _kind(model, name, p) in kinds]
+        kept = [p for p in params if _kind(model, name, p) not in kinds]
+        for part, wd in ((decayed, weight_decay), (kept, 0.0)):
+            if part:
+                groups.append({"name": name, "params": part, "weight_decay": wd})
     return groups
 
 
@@ -54,4 +82,4 @@ def is_tied(model: nn.Module) -> bool:
     return model.head is None
 
 
-__all__ = ["GROUPS", "is_tied", "param_groups", "split_parameters"]
+__all__ = ["DECAYED", "GROUPS", "is_tied", "param_groups", "split_parameters"]

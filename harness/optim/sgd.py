@@ -2,14 +2,19 @@
 
 Update of a parameter w with gradient g (paper App. C, Algorithm 2; the talk's SGD)::
 
-    w <- w - lr * wd * w                   (decoupled weight decay, as in the talk's Table 1)
+    w <- w - lr * wd * w                   (weight_decay_mode "decoupled", the talk's Table 1)
+    g <- g + wd * w                        (weight_decay_mode "l2", torch.optim.SGD, plainLM)
     b <- g on the first step, else momentum * b + g
     d <- g + momentum * b if nesterov else b     (d = g when momentum = 0)
     w <- w - lr * d                        (sgd_cclip: w <- w - lr * clamp(d, -c, c))
 
-Weight decay is decoupled (``w <- (1 - lr * wd) w``), unlike ``torch.optim.SGD``'s L2 term,
-because the talk decouples weight decay for every optimizer it compares. With ``weight_decay=0``
-this SGD is bitwise equal to ``torch.optim.SGD(momentum=..., nesterov=..., foreach=True)``.
+Weight decay is decoupled (``w <- (1 - lr * wd) w``) by default, because the talk's Table 1
+decouples weight decay for every optimizer it compares; ``weight_decay_mode="l2"`` adds the L2
+term to the gradient before momentum, as ``torch.optim.SGD`` (and so the talk's base code,
+plainLM) does: under momentum m the term accumulates, a steady-state shrink of
+``lr * wd / (1 - m)`` per step, 10x the decoupled one at m = 0.9. With ``weight_decay=0``, or
+with ``l2``, this SGD is bitwise equal to ``torch.optim.SGD(momentum=..., nesterov=...,
+weight_decay=..., foreach=True)``.
 """
 
 from __future__ import annotations
@@ -49,15 +54,24 @@ def momentum_direction(
     return bufs
 
 
-def _sgd_defaults(lr: float, momentum: float, nesterov: bool, weight_decay: float) -> dict:
+WEIGHT_DECAY_MODES = ("decoupled", "l2")
+
+
+def _sgd_defaults(
+    lr: float, momentum: float, nesterov: bool, weight_decay: float, mode: str | None
+) -> dict:
     check_range("momentum", momentum, 0.0)
     if nesterov and momentum <= 0:
         raise ValueError("nesterov momentum needs momentum > 0")
+    mode = mode or "decoupled"  # None: a run recorded before the field existed (decoupled)
+    if mode not in WEIGHT_DECAY_MODES:
+        raise ValueError(f"invalid weight_decay_mode {mode!r}: must be one of {WEIGHT_DECAY_MODES}")
     return {
         "lr": lr,
         "momentum": momentum,
         "nesterov": bool(nesterov),
         "weight_decay": weight_decay,
+        "weight_decay_mode": mode,
     }
 
 
@@ -69,7 +83,9 @@ class SGD(ForeachOptimizer):
         lr: Learning rate.
         momentum: Heavy-ball coefficient gamma (0: plain SGD, no buffer stored).
         nesterov: Step along ``g + momentum * b`` instead of ``b``; needs ``momentum > 0``.
-        weight_decay: Decoupled weight decay, ``w <- w - lr * weight_decay * w``.
+        weight_decay: Weight decay coefficient wd.
+        weight_decay_mode: ``decoupled`` (``w <- w - lr * wd * w``) or ``l2`` (``g <- g + wd *
+            w`` before momentum); None means ``decoupled``.
     """
 
     def __init__(
@@ -79,12 +95,17 @@ class SGD(ForeachOptimizer):
         momentum: float = 0.0,
         nesterov: bool = False,
         weight_decay: float = 0.0,
+        weight_decay_mode: str | None = "decoupled",
     ) -> None:
-        super().__init__(params, _sgd_defaults(lr, momentum, nesterov, weight_decay))
+        defaults = _sgd_defaults(lr, momentum, nesterov, weight_decay, weight_decay_mode)
+        super().__init__(params, defaults)
 
     def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
-        lr = group["lr"]
-        decay_weights(params, lr, group["weight_decay"])
+        lr, wd = group["lr"], group["weight_decay"]
+        if group["weight_decay_mode"] == "l2" and wd != 0:
+            grads = torch._foreach_add(grads, params, alpha=wd)  # a copy: p.grad stays as is
+        else:
+            decay_weights(params, lr, wd)
         d = momentum_direction(self.state, params, grads, group["momentum"], group["nesterov"])
         torch._foreach_add_(params, self._transform(group, d), alpha=-lr)
 
@@ -109,11 +130,12 @@ class SGDCClip(SGD):
         momentum: float = 0.0,
         nesterov: bool = False,
         weight_decay: float = 0.0,
+        weight_decay_mode: str | None = "decoupled",
         clip_value: float = 1.0,
     ) -> None:
         if not clip_value > 0:
             raise ValueError(f"invalid clip_value {clip_value!r}: must be > 0")
-        defaults = _sgd_defaults(lr, momentum, nesterov, weight_decay)
+        defaults = _sgd_defaults(lr, momentum, nesterov, weight_decay, weight_decay_mode)
         ForeachOptimizer.__init__(self, params, {**defaults, "clip_value": clip_value})
 
     def _transform(self, group: Group, direction: list[Tensor]) -> list[Tensor]:

@@ -10,6 +10,7 @@ newest consolidated generation that holds it (see :func:`curves_select`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,24 +180,27 @@ def _view_sql(root: Path, grids: list[str], view: str) -> str:
     return f"SELECT * FROM {src}"
 
 
-def connect(root: Path, grid: str | None = None) -> duckdb.DuckDBPyConnection:
+def connect(root: Path, grid: str | Sequence[str] | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with views over the results under ``root``.
 
     Args:
         root: the results root.
-        grid: restrict the views to one grid; None: every grid under ``root``.
+        grid: restrict the views to one grid (a name) or to several (a sequence of names);
+            None: every grid under ``root``.
 
     Corrupt files of those grids are moved aside first (:mod:`harness.store.integrity`).
 
     Raises:
-        UserError: ``grid`` has no results under ``root`` (lists the grids that do).
+        UserError: a grid has no results under ``root`` (lists the grids that do).
     """
     grids = paths.grids_in(root)
     if grid is not None:
-        if grid not in grids:
-            known = ", ".join(grids) or "none"
-            raise UserError(f"no results for grid {grid!r} under {root}; grids there: {known}")
-        grids = [grid]
+        wanted = [grid] if isinstance(grid, str) else list(grid)
+        for g in wanted:
+            if g not in grids:
+                known = ", ".join(grids) or "none"
+                raise UserError(f"no results for grid {g!r} under {root}; grids there: {known}")
+        grids = list(dict.fromkeys(wanted))
     for g in grids:
         check_grid(root, g)
     con = duckdb.connect(":memory:")

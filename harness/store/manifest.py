@@ -52,6 +52,9 @@ def _merge(root: Path, grid: str, new: pa.Table) -> int:
         # A manifest written by an earlier version (fewer fields) or with other optimizers' own
         # hyperparameters: columns are unified by name, missing values are NULL.
         merged = pa.concat_tables([old, fresh], promote_options="default")
+        # in today's column order (fields added since the old manifest sit inside sections)
+        order = [*new.schema.names, *(n for n in merged.schema.names if n not in new.schema.names)]
+        merged = merged.select(order)
     else:
         fresh = merged = new
     atomic_write_table(merged, path)

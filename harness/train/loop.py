@@ -5,7 +5,9 @@ is split into micro-batches (and across DDP ranks), gradients are accumulated, t
 norm is clipped, every group's lr is set from the schedule and the optimizer steps. A non-finite
 loss, a non-finite gradient norm, a loss above ``diverge_factor * ln(V)`` or a logged loss more than
 ``diverge_rise`` nats above the run's best logged loss (an exploding run) stops the run with
-status ``diverged``: a result, not an error. Exceptions (OOM, bugs) propagate to the caller,
+status ``diverged``: a result, not an error. With ``diverge_factor`` and ``diverge_rise`` None only
+a non-finite loss or gradient norm stops a run; a finite spike trains to the end (``max_loss_rise``
+records it). Exceptions (OOM, bugs) propagate to the caller,
 which records them.
 """
 
@@ -32,6 +34,7 @@ from harness.core.result import RunResult, Status
 from harness.data.batches import TokenData
 from harness.data.catalogue import resolve_dataset
 from harness.metrics.final import final_metrics
+from harness.metrics.frequency import BucketLosses, frequency_buckets
 from harness.model.build import build_model, module_params, training_flops_per_token
 from harness.optim.build import build_optimizer
 from harness.optim.schedule import lr_at
@@ -168,7 +171,8 @@ class _Trainer:
         st, steps, log_every = self.state, self.run.data.steps, self.run.execution.log_every
         start = self._attempt_start = time.time()
         last_save = time.time()
-        limit = self.run.execution.diverge_factor * math.log(self.run.arch.vocab_size)
+        factor = self.run.execution.diverge_factor
+        limit = math.inf if factor is None else factor * math.log(self.run.arch.vocab_size)
         self._interval_loss = torch.full((), st.interval_loss, device=self.placement.device)
         self._interval_steps = st.interval_steps
         first = True
@@ -267,7 +271,7 @@ class _Trainer:
             return f"training loss {loss:.3f} above {limit:.3f} at step {self.state.step}"
         best = min((p["train_loss"] for p in self.state.curve), default=math.inf)
         rise = self.run.execution.diverge_rise
-        if loss > best + rise:
+        if rise is not None and loss > best + rise:
             return (
                 f"training loss {loss:.3f} rose more than {rise} above its best "
                 f"{best:.3f} at step {self.state.step}"
@@ -308,8 +312,9 @@ class _Trainer:
             )
 
     @torch.no_grad()
-    def evaluate(self) -> float:
-        """Mean loss over the fixed held-out tokens (the same windows for every run)."""
+    def evaluate(self, buckets: BucketLosses | None = None) -> float:
+        """Mean loss over the fixed held-out tokens (the same windows for every run); with
+        ``buckets``, also each token's loss added to its target's frequency bucket."""
         data = self.run.data
         self.model.eval()
         total = torch.zeros((), device=self.placement.device, dtype=torch.float64)
@@ -317,7 +322,15 @@ class _Trainer:
         for x, y in self.data.eval_batches(data.eval_tokens, data.seq_len, data.micro_batch_size):
             x, y = self._to_device(x), self._to_device(y)
             with self.placement.autocast():
-                loss = self._loss(x, y)
+                if buckets is None:
+                    loss = self._loss(x, y)
+                else:
+                    logits = self.forward(x)  # (B, T, V)
+                    per_token = F.cross_entropy(
+                        logits.float().flatten(0, 1), y.flatten(), reduction="none"
+                    )  # (B * T,)
+                    buckets.add(per_token, y)
+                    loss = per_token.mean()
             total += loss.double() * y.numel()
             count += y.numel()
         self.model.train()
@@ -356,6 +369,7 @@ class _Trainer:
             "compile_s": st.compile_s,
             "data_wait_s": st.data_wait_s,
             "optimizer_step_frac": st.opt_s / st.profiled_s if st.profiled_s else None,
+            "max_loss_rise": max_loss_rise([p["train_loss"] for p in st.curve]),
         }
         return RunResult(
             status=status,
@@ -373,14 +387,29 @@ class _Trainer:
         return self._result(Status.DIVERGED, start, {}, reason)
 
     def _finish(self, start: float) -> RunResult:
-        val = self.evaluate()
+        counts = self.data.unigram_counts()
+        buckets = BucketLosses(frequency_buckets(counts), self.placement.device)
+        val = self.evaluate(buckets)
         if self.state.curve:
             self.state.curve[-1]["val_loss"] = val
         metrics = final_metrics(self.model, self.optimizer, self.data)
         if not math.isfinite(val):
             return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
-        metrics |= {"val_loss": val, "val_ppl": math.exp(val)}
+        metrics |= {"val_loss": val, "val_ppl": math.exp(val), **buckets.result()}
         return self._result(Status.COMPLETED, start, metrics, None)
+
+
+def max_loss_rise(losses: list[float]) -> float | None:
+    """The largest rise (nats) of a logged training loss above the lowest one logged before it:
+    0 for a loss that never rose, large for a spike (kept when ``diverge_rise`` is None), inf
+    for a non-finite loss; None with fewer than two points."""
+    if len(losses) < 2:
+        return None
+    best, rise = losses[0], 0.0
+    for loss in losses[1:]:
+        rise = max(rise, loss - best) if math.isfinite(loss) else math.inf
+        best = min(best, loss)
+    return rise
 
 
 def _peak_mem_gb(placement: Placement) -> float:

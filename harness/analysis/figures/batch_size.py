@@ -44,7 +44,7 @@ def draw(data: FigureData) -> Figure:
     if rows[X].nunique() < 2:
         raise FigureSkipped("only one batch size")
     keys = panel_keys(rows, [X])
-    points = tuned_points(rows, [*keys, METHOD, X], data.goal)
+    points = tuned_points(rows, [*keys, METHOD, X], data.goal, data.select_goal)
     cells = panels(points.table, keys)
     fig, axes = layout(len(cells))
     for ax, (key, part) in zip(axes, cells, strict=True):

@@ -3,7 +3,10 @@
 One panel per method and condition. Each cell is the best configuration over the other
 hyperparameters (e.g. lr) at that (beta1, beta2); annotated with its mean, diverged cells hatched
 and marked "div", the best cell outlined, a log color scale when values span decades, and the
-same color scale in every panel. Unrun cells stay blank.
+same color scale in every panel. Unrun cells stay blank. A run that blew up but trained to the end
+keeps a finite value that may be astronomically large (a perplexity of 1e48): the color scale
+stops at ``CAP`` times the best value (beyond it, the top color), and such values are annotated
+in short scientific notation.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from harness.analysis.figures.common import (
 )
 
 BETAS = ["beta1", "beta2"]
+#: The color scale spans the best value to CAP times it (or its CAP-th part, goal max).
+CAP = 1e3
 
 
 def draw(data: FigureData) -> Figure:
@@ -38,13 +43,18 @@ def draw(data: FigureData) -> Figure:
     if rows.empty:
         raise FigureSkipped("no runs with both beta1 and beta2")
     keys = [*panel_keys(rows, BETAS), METHOD]
-    points = tuned_points(rows, [*keys, *BETAS], data.goal)
+    points = tuned_points(rows, [*keys, *BETAS], data.goal, data.select_goal)
     table = points.table
     finite = table["mean"].to_numpy(float)
     finite = finite[np.isfinite(finite)]
     if finite.size == 0:
         raise FigureSkipped("every (beta1, beta2) diverged")
-    norm = (LogNorm if use_log(finite) else Normalize)(vmin=finite.min(), vmax=finite.max())
+    lo, hi = float(finite.min()), float(finite.max())
+    if data.goal == "min" and lo > 0:
+        hi = min(hi, lo * CAP)
+    elif data.goal == "max" and hi > 0:
+        lo = max(lo, hi / CAP)
+    norm = (LogNorm if use_log(np.array([lo, hi])) else Normalize)(vmin=lo, vmax=hi)
     cmap = "viridis_r" if data.goal == "min" else "viridis"
     cells = panels(table, keys)
     fig, axes = layout(len(cells))
@@ -96,7 +106,8 @@ def _annotate(ax: Axes, i: int, j: int, v: float, image, font: float) -> None:
         return
     r, g, b, _ = image.cmap(image.norm(v))
     ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "white"
-    ax.text(j, i, f"{v:.4g}", ha="center", va="center", fontsize=font, color=ink)
+    text = f"{v:.4g}" if abs(v) < 1e5 else f"{v:.0e}"
+    ax.text(j, i, text, ha="center", va="center", fontsize=font, color=ink)
 
 
 def _outline_best(ax: Axes, grid: np.ndarray, goal: str) -> None:

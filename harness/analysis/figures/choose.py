@@ -10,18 +10,21 @@ from harness.analysis.gridref import declared_figures
 from harness.analysis.load import Selection
 
 
-def plan_figures(sel: Selection, grid_arg: str, asked: Sequence[str]) -> tuple[list[str], str]:
+def plan_figures(
+    sel: Selection, grid_args: str | Sequence[str], asked: Sequence[str]
+) -> tuple[list[str], str]:
     """(figure names, where they come from).
 
-    ``asked`` (``--figure``) wins; then a grid YAML's ``figures:``; then
-    :func:`~harness.analysis.figures.default_figures` of the config columns that vary in the results
-    (for one optimizer, plus ``optimizer`` itself).
+    ``asked`` (``--figure``) wins; then the ``figures:`` the grid YAMLs declare (in order,
+    without repeats); then :func:`~harness.analysis.figures.default_figures` of the config
+    columns that vary in the results (for one optimizer, plus ``optimizer`` itself).
     """
     if asked:
         return list(dict.fromkeys(asked)), "figures: as asked (--figure)"
-    declared = declared_figures(grid_arg)
+    args = [grid_args] if isinstance(grid_args, str) else list(grid_args)
+    declared = [f for a in args for f in declared_figures(a) or []]
     if declared:
-        return declared, f"figures: declared in {grid_arg}"
+        return list(dict.fromkeys(declared)), f"figures: declared in {', '.join(args)}"
     rows = sel.frame("runs")
     # an axis is what varies for one optimizer (beta1 is NULL for SGD: not a beta sweep)
     axes = varying(rows, ["optimizer"]) + varying_within(

@@ -35,7 +35,7 @@ from harness.metrics.catalogue import METRICS
 #: Column holding each row's method label.
 METHOD = "method"
 #: Config columns that distinguish variants of one optimizer.
-METHOD_EXTRAS = ("embedding_optimizer", "grad_clip")
+METHOD_EXTRAS = ("embedding_optimizer", "grad_clip", "weight_decay_mode")
 #: More panels than this: the figure asks for a narrower --where.
 MAX_PANELS = 12
 
@@ -56,6 +56,8 @@ class FigureData:
     """``min`` or ``max``."""
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
     """Further query results by name (e.g. ``curves``)."""
+    select_goal: str | None = None
+    """``min`` or ``max`` of ``select_value``, when another metric selects configurations."""
 
 
 def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
@@ -174,12 +176,15 @@ class Points:
     """The hyperparameters tuned over."""
 
 
-def tuned_points(rows: pd.DataFrame, keys: Sequence[str], goal: str) -> Points:
-    """Best configuration per combination of ``keys``, over the hyperparameters that vary."""
+def tuned_points(
+    rows: pd.DataFrame, keys: Sequence[str], goal: str, select_goal: str | None = None
+) -> Points:
+    """Best configuration per combination of ``keys``, over the hyperparameters that vary (by
+    ``select_value`` when the rows carry it, with ``select_goal``)."""
     keys = list(keys)
     over = [c for c in auto_over(rows, keys) if c not in keys]
     check_cells(rows, keys, over)
-    table = tune(rows, keys, over, goal)
+    table = tune(rows, keys, over, goal, select_goal)
     return Points(table=table, seeds=best_runs(rows, table, keys + over), over=over)
 
 

@@ -3,8 +3,9 @@
 One panel per metric: the analysed metric (does scaling hurt the loss?) and each embedding
 metric present (Iso, ||mu||, ||mu||^r, rho, kappa). Methods with a scale exponent are lines over
 n (one per condition when conditions vary); methods without one (standard AdamW) are horizontal
-dashed reference lines. At each n the configuration is the best by the analysed metric, and every
-panel shows that configuration's mean and 2-sigma band over seeds.
+dashed reference lines. At each n the configuration is the best by ``--select-by`` (the grid's
+loss by default, as the paper selects), and every panel shows that configuration's mean and
+2-sigma band over seeds. Iso is the paper's convention (``iso``; ``iso_sym`` is not drawn).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from harness.analysis.values import VALUE
 from harness.metrics.catalogue import METRICS, Producer, produced_by
 
 X = "coupled_scale_exp"
-EMBEDDING_METRICS = tuple(m for m in produced_by(Producer.EMBEDDING) if METRICS[m].goal)
+EMBEDDING_METRICS = tuple(
+    m for m in produced_by(Producer.EMBEDDING) if METRICS[m].goal and m != "iso_sym"
+)
 """Embedding metrics drawn when present (those with a better direction)."""
 #: Column naming each line.
 SERIES = "_series"
@@ -46,7 +49,7 @@ def draw(data: FigureData) -> Figure:
     ]
     keys = panel_keys(rows, [X])
     series = rows.assign(**{SERIES: _series_labels(rows, keys)})
-    points = tuned_points(series, [*keys, METHOD, SERIES, X], data.goal)
+    points = tuned_points(series, [*keys, METHOD, SERIES, X], data.goal, data.select_goal)
     seeds = points.seeds
     fig, axes = layout(len(metrics))
     for ax, metric in zip(axes, metrics, strict=True):

@@ -44,7 +44,7 @@ def draw(data: FigureData) -> Figure:
     if len(methods) < 3:
         raise FigureSkipped("no optimizer besides the baseline and the reference")
     keys = panel_keys(rows)
-    points = tuned_points(rows, [*keys, METHOD], data.goal)
+    points = tuned_points(rows, [*keys, METHOD], data.goal, data.select_goal)
     seeds = points.seeds.assign(**{ARM: points.seeds[METHOD]})
     table = gap_closure(seeds, keys, base, ref)
     cells = panels(table, keys)

@@ -34,7 +34,7 @@ def draw(data: FigureData) -> Figure:
         raise FigureSkipped("no loss curves")
     rows = data.rows
     keys = panel_keys(rows)
-    points = tuned_points(rows, [*keys, METHOD], data.goal)
+    points = tuned_points(rows, [*keys, METHOD], data.goal, data.select_goal)
     cells = panels(points.table, keys)
     fig, axes = layout(len(cells))
     for ax, (key, _) in zip(axes, cells, strict=True):

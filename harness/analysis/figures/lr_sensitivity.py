@@ -34,7 +34,7 @@ def draw(data: FigureData) -> Figure:
     if rows["lr"].nunique() < 2:
         raise FigureSkipped("only one learning rate")
     keys = panel_keys(rows, ["lr"])
-    points = tuned_points(rows, [*keys, METHOD, "lr"], data.goal)
+    points = tuned_points(rows, [*keys, METHOD, "lr"], data.goal, data.select_goal)
     cells = panels(points.table, keys)
     fig, axes = layout(len(cells))
     for ax, (key, part) in zip(axes, cells, strict=True):

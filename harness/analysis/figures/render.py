@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis.figures import FIGURES, FigureSpec
-from harness.analysis.goal import DEFAULT_METRIC
+from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
 from harness.analysis.load import Selection
 from harness.analysis.values import prepare
 from harness.core import paths
@@ -39,38 +39,62 @@ class Rendered:
     """Why the figure was not drawn (empty when drawn)."""
 
 
-def render_figures(sel: Selection, names: Sequence[str], metric: str, goal: str) -> list[Rendered]:
+def render_figures(
+    sel: Selection,
+    names: Sequence[str],
+    metric: str,
+    goal: str,
+    select_by: str | None = None,
+    select_goal: str | None = None,
+) -> list[Rendered]:
     """Draw ``names`` from the selection into ``<root>/<grid>/figures/``.
 
-    A figure the data cannot make (e.g. no SGD baseline for ``gap_closure``) is skipped with a
-    reason; the others are still drawn.
+    Each point is the configuration with the best mean ``select_by`` over seeds (default: the
+    grid's loss, :func:`~harness.analysis.goal.default_select`), drawn by ``metric``. A figure
+    the data cannot make (e.g. no SGD baseline for ``gap_closure``) is skipped with a reason;
+    the others are still drawn.
 
     Raises:
-        UserError: an unknown figure name.
+        UserError: an unknown figure name, or no run has ``select_by``.
     """
     from harness.analysis.figures.style import apply
 
     specs = [FIGURES[n] for n in names]  # an unknown name lists the known ones
     apply()
     out_dir = paths.figures_dir(sel.root, sel.grid)
-    return [_one(sel, spec, metric, goal, out_dir) for spec in specs]
+    chosen = select_by or default_select(metric)
+    if chosen == metric:
+        select_goal = goal
+    elif select_goal is None:
+        select_goal = metric_goal(chosen, "auto", "--select-by")
+    select = (chosen, select_goal)
+    return [_one(sel, spec, metric, goal, select, out_dir) for spec in specs]
 
 
-def _one(sel: Selection, spec: FigureSpec, metric: str, goal: str, out_dir: Path) -> Rendered:
+def _one(
+    sel: Selection,
+    spec: FigureSpec,
+    metric: str,
+    goal: str,
+    select: tuple[str, str],
+    out_dir: Path,
+) -> Rendered:
     import matplotlib.pyplot as plt
 
     from harness.analysis.figures.common import FigureData, FigureSkipped, add_methods
 
     frames = {q: sel.frame(q) for q in spec.queries}
-    prep = prepare(frames["runs"], metric, goal)
+    prep = prepare(frames["runs"], metric, goal, *select)
     if prep.rows.empty:
         return Rendered(spec.name, (), skipped=f"no completed or diverged runs with {metric}")
-    data = FigureData(rows=add_methods(prep.rows), metric=metric, goal=goal, frames=frames)
+    data = FigureData(rows=add_methods(prep.rows), metric=metric, goal=goal, frames=frames,
+                      select_goal=prep.select_goal)  # fmt: skip
     try:
         fig = spec.drawer()(data)
     except (FigureSkipped, UserError) as e:
         return Rendered(spec.name, (), skipped=str(e))
     stem = spec.name + (f"-{metric}" if metric != DEFAULT_METRIC else "")
+    stem += f"-by-{select[0]}" if select[0] != default_select(metric) else ""
     stem += "-local" if sel.scale == "local" else ""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
@@ -80,6 +104,7 @@ def _one(sel: Selection, spec: FigureSpec, metric: str, goal: str, out_dir: Path
         files.append(path)
     plt.close(fig)
     side = sidecar(sel, spec, metric, goal, frames, prep.notes(), files)
+    side["select_by"] = select[0]
     files.append(out_dir / f"{stem}.json")
     atomic_write_text(files[-1], json.dumps(side, indent=1))
     return Rendered(spec.name, tuple(files))
@@ -108,6 +133,7 @@ def sidecar(
         "figure": spec.name,
         "description": spec.description,
         "grid": sel.grid,
+        "grids": list(sel.grids),
         "scale": sel.scale,
         "metric": metric,
         "goal": goal,
