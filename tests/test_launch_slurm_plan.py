@@ -214,3 +214,22 @@ def test_cancel_without_submissions_is_a_one_line_error(tmp_path):
     out = CliRunner().invoke(main, ["cancel", "nosuch", "--results", str(tmp_path)])
     assert out.exit_code == 2
     assert "grid 'nosuch' has no SLURM submissions" in out.output
+
+
+def test_queued_runs_without_squeue_are_an_error_for_slurm_and_none_for_a_laptop(
+    tmp_path, monkeypatch
+):
+    """Results copied from a cluster to a laptop hold submission records; a --local submit there
+    (no squeue) trains the runs, a SLURM submit refuses to guess. A run with no record is never
+    asked about (no squeue call at all)."""
+    from harness.launch.slurm.queued import queued_on_slurm
+    from harness.launch.slurm.scheduler import SchedulerError
+
+    root = tmp_path / "results"
+    sub = Submission("4242", True, (("aaa",), ("bbb",)), "2026-11-22T00:00:00+00:00", "x", "logs")
+    write_submission(root, "g", sub)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-slurm-here"))
+    assert queued_on_slurm(root, "g", ["aaa", "bbb"], need_squeue=False) == set()
+    with pytest.raises(SchedulerError, match="squeue: command not found"):
+        queued_on_slurm(root, "g", ["aaa"])
+    assert queued_on_slurm(root, "g", ["ccc"]) == set()  # no record: squeue is not asked

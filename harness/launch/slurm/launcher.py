@@ -26,15 +26,14 @@ from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
 from harness.launch.profile import LauncherProfile
 from harness.launch.slurm import arrays
 from harness.launch.slurm.limits import ClusterLimits, array_sizes, cluster_limits
+from harness.launch.slurm.queued import queued_on_slurm
 from harness.launch.slurm.records import (
     Submission,
-    latest_assignments,
     now_iso,
-    read_submissions,
     write_submission,
 )
 from harness.launch.slurm.resources import check_fits, read_nodes
-from harness.launch.slurm.scheduler import SchedulerError, active_tasks, jobs_in_controller
+from harness.launch.slurm.scheduler import SchedulerError, jobs_in_controller
 
 DRY_RUN_SCONTROL_TIMEOUT_S = 1.0
 """Longest wait for ``scontrol show config`` in a dry run (then Slurm's defaults are assumed)."""
@@ -97,15 +96,11 @@ class SlurmLauncher:
         Raises:
             UserError: squeue cannot answer (submitting then could duplicate runs).
         """
-        assignments = latest_assignments(read_submissions(root, grid))
-        mine = {r.run_id: assignments[r.run_id] for r in runs if r.run_id in assignments}
-        if not mine:
-            return list(runs)
         try:
-            active = active_tasks({p.submission.job_id for p in mine.values()})
+            queued = queued_on_slurm(root, grid, [r.run_id for r in runs])
         except SchedulerError as e:
             raise UserError(f"cannot tell which runs of {grid!r} are queued: {e}") from None
-        return [r for r in runs if r.run_id not in mine or mine[r.run_id].task not in active]
+        return [r for r in runs if r.run_id not in queued]
 
     def reconcile(self, root: Path, grid: str) -> dict[str, str]:
         """Rows for runs whose job ended without one (see ``harness.launch.slurm.reconcile``)."""
