@@ -121,3 +121,41 @@ def test_cancelled_and_timed_out_rows_record_their_steps_and_curve(tmp_path, pre
         assert (row["status"], row["steps_done"], row["job_id"]) == (status, 9, "7")
         path = paths.curve_path(tmp_path, "small", run_id)
         assert pq.read_table(path).column("step").to_pylist() == [2, 4, 6, 8]
+
+
+def test_temp_files_of_writers_killed_mid_write_are_removed_by_the_next_submit(
+    tmp_path, prepared_data
+):
+    """A row, curve or manifest writer killed between its temp file and the rename leaves a
+    hidden ``.*.tmp-*`` file; the next submit removes those not written to for an hour (a live
+    writer's temp file, and every other file, stay)."""
+    import os
+    import time
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from harness.core.files import STALE_TEMP_S
+    from tests.local_submits import grid_file
+
+    root = tmp_path / "results"
+    grid = grid_file(tmp_path, "temps", seeds=[0], steps=2)
+    old = time.time() - STALE_TEMP_S - 60
+    stale = [
+        paths.runs_dir(root, "temps") / ".abc.parquet.tmp-4242-0badc0de",
+        paths.curves_dir(root, "temps") / ".abc.parquet.tmp-4242-0badc0df",
+        paths.grid_dir(root, "temps") / ".manifest.parquet.tmp-4243-0badc0de",
+    ]
+    live = paths.runs_dir(root, "temps") / ".def.parquet.tmp-4244-0badc0de"
+    hidden = paths.grid_dir(root, "temps") / ".notes"  # not a temp file: never touched
+    for p in [*stale, live, hidden]:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"\0" * 100)
+    for p in [*stale, hidden]:
+        os.utime(p, (old, old))
+
+    args = ["submit", str(grid), "--local", "--results", str(root), "--data", str(prepared_data)]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    assert [p.exists() for p in stale] == [False, False, False]
+    assert live.exists() and hidden.exists()

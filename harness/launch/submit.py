@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from harness.core import paths
 from harness.core.errors import UserError, unknown_choice
+from harness.core.files import remove_stale_temps
 from harness.core.result import STATUSES, Status
 from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
@@ -183,6 +185,7 @@ def _launch(
     root = spec.results_root
     check_data(grid, spec.data_root)
     check_grid(root, grid.name)  # corrupt files moved aside: their runs run again
+    remove_stale_temps(paths.grid_dir(root, grid.name))  # left by writers killed mid-write
     recovered = recover(root, grid.name, lambda run_id: load_run(root, grid.name, run_id))
     if recovered:  # results of earlier submits the disk refused (their runs are in the manifest)
         out.write(f"{grid.name}: wrote {len(recovered)} results kept in spill files\n")
