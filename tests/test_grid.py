@@ -46,6 +46,27 @@ def test_cartesian_axes_and_seeds(tmp_path):
     assert set(g.axes) == {"lr", "beta1", "seed"}
 
 
+def test_seeds_share_one_resolution_and_each_run_equals_its_own(tmp_path):
+    """Points differing only in the seed are resolved once (the 10,000-run dry run): each such run
+    is the config its point resolves to on its own, with its own run_id; a value that names the
+    seed (an expression) is resolved per seed."""
+    from harness.grid.resolve import Resolver
+
+    g = grid(tmp_path, "grid:\n  lr: [1e-3, 2e-3]\nseeds: [0, 3, 7]\n")
+    resolver = Resolver("g", "full", vocab_lookup(tmp_path), "g.yaml", tmp_path)
+    for run in g.runs:
+        alone = resolver.resolve(
+            {"model": "tiny", "optimizer": "adamw", "seq_len": 64, "batch_size": 16,
+             "tokens": 102400, "eval_tokens": 4096, "lr": run.optim.lr,
+             "seed": run.execution.seed}, "alone")  # fmt: skip
+        assert alone == run and alone.run_id == run.run_id
+    assert len({r.run_id for r in g.runs}) == 6
+    assert [r.execution.seed for r in g.runs] == [0, 3, 7, 0, 3, 7]
+
+    named = grid(tmp_path, "grid:\n  warmup_steps: ['seed * 2']\nseeds: [0, 3]\n")
+    assert [r.optim.warmup_steps for r in named.runs] == [0, 6]
+
+
 def test_derived_steps_and_expressions(tmp_path):
     text = BASE.replace(
         "lr: 1.0e-3", "lr: 3e-3\n  warmup_steps: '0.1 * steps'\n  lr_min: '0.1 * lr'"

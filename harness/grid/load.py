@@ -8,6 +8,7 @@ rest (launcher and figure names) itself.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +131,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     points = grammar.expand(sections, GRID_KEYS | own, file)
     scale = "local" if local else "full"
     resolver = Resolver(name, scale, vocab, file, path.parent)
-    runs = tuple(resolver.resolve(p.values, p.describe()) for p in points)
+    runs = _resolve_all(resolver, points)
     _check_duplicates(runs, points, path)
     return Grid(
         name=name,
@@ -141,6 +142,28 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         figures=_figures(doc, path),
         axes=_varying(runs),
     )
+
+
+def _resolve_all(resolver: Resolver, points: Sequence[Point]) -> tuple[RunConfig, ...]:
+    """Each point's run. Points that differ only in their seed are resolved once and the seed
+    set on a copy (a grid of 10 seeds resolves a tenth of its points), unless one of their
+    values is a string that may read the seed (an expression naming it)."""
+    done: dict[str, RunConfig] = {}
+    out = []
+    for p in points:
+        rest = {k: v for k, v in p.values.items() if k != "seed"}
+        if any(isinstance(v, str) and "seed" in v for v in rest.values()):
+            out.append(resolver.resolve(p.values, p.describe()))
+            continue
+        key = repr(sorted(rest.items(), key=lambda kv: kv[0]))
+        first = done.get(key)
+        if first is None:
+            done[key] = run = resolver.resolve(p.values, p.describe())
+        else:
+            execution = dataclasses.replace(first.execution, seed=p.values["seed"])
+            run = dataclasses.replace(first, execution=execution)
+        out.append(run)
+    return tuple(out)
 
 
 def _check_names(specs: dict[str, OptimizerSpec], file: str) -> None:
