@@ -52,8 +52,10 @@ def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothin
     assert again.exit_code == 0, again.output
     assert "skipped 44" in again.output and "launching 0" in again.output
     assert len(read_submissions(root, "arrays")) == 3
-    # Nor does a --local submit train them on this machine (their tasks are queued or running).
-    local = invoke("submit", grid_file, "--local", *common)
+    # Nor does a submit on the local launcher train them here (their tasks are queued or running).
+    repo_launchers = Path(__file__).resolve().parent.parent / "launchers"
+    (slurm_env / "launchers" / "local.yaml").write_text((repo_launchers / "local.yaml").read_text())
+    local = invoke("submit", grid_file, "--launcher", "local", *common)
     assert local.exit_code == 0, local.output
     assert "skipped 44" in local.output and "launching 0" in local.output
 
