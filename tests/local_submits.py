@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from harness.core import paths
@@ -51,17 +50,6 @@ def logged_steps(root: Path, grid: str, run_id: str) -> list[int]:
     path = log_of(root, grid, run_id)
     text = path.read_text() if path.exists() else ""
     return [int(s) for s in re.findall(rf"\[{run_id}\] step (\d+)/", text)]
-
-
-def wait_until(check, timeout: float, what: str, every: float = 0.2):
-    """Poll ``check`` until truthy; AssertionError after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def children(pid: int) -> list[int]:

@@ -4,8 +4,6 @@ grid files, the CLI, and polling for rows (jobs run asynchronously)."""
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,17 +66,6 @@ def write_grid(folder: Path, name: str, launcher: str, seeds: int = 1, **spec: A
 def invoke(*args: str) -> click.testing.Result:
     """Run the ``harness`` CLI in-process."""
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-
-def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.5) -> Any:
-    """Poll ``check`` until it returns something truthy; AssertionError after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def rows(root: Path, grid: str) -> dict[str, dict[str, Any]]:

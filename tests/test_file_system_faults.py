@@ -13,7 +13,8 @@ from harness.data.catalogue import vocab_lookup
 from harness.grid.load import load_grid
 from harness.store.db import newest_values
 from harness.store.manifest import write_manifest
-from tests.local_submits import alive, children, grid_file, log_of, start_submit, wait_until
+from tests.local_submits import alive, children, grid_file, log_of, start_submit
+from tests.polling import wait_until
 from tests.small_fs import fill, read_only, tmpfs
 
 STEPS = 40

@@ -24,8 +24,8 @@ from tests.local_submits import (
     logged_steps,
     signal_group,
     start_submit,
-    wait_until,
 )
+from tests.polling import wait_until
 
 STEPS = 40
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from slurm_runs import invoke, rows, steps, wait_until, write_grid, write_profile
+from polling import wait_until
+from slurm_runs import invoke, rows, steps, write_grid, write_profile
 
 from harness.core import paths
 from harness.data.catalogue import vocab_lookup

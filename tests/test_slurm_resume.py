@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from polling import wait_until
 from runs import tiny_run
 from slurm_runs import (
     curve_losses,
@@ -20,7 +21,6 @@ from slurm_runs import (
     rows,
     steps,
     task_log,
-    wait_until,
     write_grid,
     write_profile,
 )

@@ -16,7 +16,7 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -57,23 +57,30 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
+def _temp_pattern(name: str) -> str:
+    """The glob pattern of :func:`temp_name`'s files for a file name pattern ``name``."""
+    return f".{name}.tmp-*"
+
+
 STALE_TEMP_S = 3600.0
 """Age (seconds since its last write) past which a temp file of :func:`atomic_write` is an
 orphan: a write in progress touches its file every few milliseconds (a 2 GB checkpoint takes
 seconds), so only a writer killed mid-write leaves one this old."""
 
 
-def remove_stale_temps(folder: Path, older_than_s: float = STALE_TEMP_S) -> list[Path]:
-    """Remove the temp files of :func:`atomic_write` under ``folder`` (any depth) not written to
-    for ``older_than_s``; returns them. A file that cannot be removed is left (and not returned).
-    The process that wrote one may have run on another host, so its age decides, not its pid."""
+def remove_stale_temps(folders: Iterable[Path], older_than_s: float = STALE_TEMP_S) -> list[Path]:
+    """Remove the temp files of :func:`atomic_write` in ``folders`` (not below them) not written
+    to for ``older_than_s``; returns them. A file that cannot be removed is left (and not
+    returned). The process that wrote one may have run on another host, so its age decides, not
+    its pid."""
     now = time.time()
     removed = []
-    for p in folder.rglob(".*.tmp-*") if folder.is_dir() else ():
-        with contextlib.suppress(OSError):
-            if now - p.stat().st_mtime > older_than_s:
-                p.unlink()
-                removed.append(p)
+    for folder in folders:
+        for p in folder.glob(_temp_pattern("*")) if folder.is_dir() else ():
+            with contextlib.suppress(OSError):
+                if now - p.stat().st_mtime > older_than_s:
+                    p.unlink()
+                    removed.append(p)
     return removed
 
 
@@ -81,7 +88,7 @@ def remove_temps(path: Path) -> int:
     """Remove the temp files :func:`atomic_write` left for ``path`` (a writer killed during its
     write). Only safe where no one else writes ``path`` now. Returns how many were removed."""
     removed = 0
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
+    for tmp in path.parent.glob(_temp_pattern(glob.escape(path.name))):
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
             removed += 1

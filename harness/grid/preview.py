@@ -36,11 +36,9 @@ def compute_estimate(
 ) -> tuple[float, float]:
     """(total training FLOPs = sum 6 * params * tokens, GPU-hours at ``ASSUMED_MFU``)."""
     tokens: dict[tuple[Architecture, int], int] = {}
-    first: dict[tuple[Architecture, int], RunConfig] = {}
     for r in runs:  # one parameter count per architecture, not per run
         key = _arch(r)
         tokens[key] = tokens.get(key, 0) + r.data.tokens
-        first.setdefault(key, r)
     flops = sum(6.0 * params(*k) * n for k, n in tokens.items())
     return flops, flops / (ASSUMED_MFU * ASSUMED_PEAK_FLOPS) / 3600.0
 

@@ -5,7 +5,7 @@
 runs whose job died without one), ``exclude_queued`` (runs already queued or training
 elsewhere), ``launch`` and, unless the backend detaches and the user does not ask to wait,
 ``wait``. Whatever the backend, ``submit`` also leaves out the runs being trained now (their run
-lock is held, :func:`harness.launch.worker.job.training_now`), and the process that trains a run
+lock is held, :func:`harness.store.status.training_now`), and the process that trains a run
 holds its lock, so that no run is trained twice at once. Worker entry points (the code that
 runs inside a job) receive the one frozen :class:`ExecutionSpec`, built once from the launcher
 profile and the environment.

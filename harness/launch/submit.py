@@ -168,6 +168,21 @@ def submit(
     return _launch(grid, runner, spec, retry, stale, wait, out)
 
 
+def _written_folders(root: Path, grid: str) -> list[Path]:
+    """The folders ``atomic_write`` writes ``grid``'s files into, but the checkpoints' (a run
+    removes its own checkpoint temp file when it starts)."""
+    from harness.launch.slurm.records import records_dir
+
+    return [
+        paths.grid_dir(root, grid),  # the manifest
+        paths.runs_dir(root, grid),
+        paths.curves_dir(root, grid),
+        paths.compact_dir(root, grid),
+        paths.figures_dir(root, grid),
+        records_dir(root, grid),
+    ]
+
+
 def _launch(
     grid: Grid,
     runner: Launcher,
@@ -177,15 +192,15 @@ def _launch(
     wait: bool | None,
     out: TextIO,
 ) -> SubmitReport:
-    from harness.launch.worker.job import training_now  # torch: not needed by a dry run
     from harness.store.integrity import check_grid  # DuckDB and Arrow: not for a dry run
     from harness.store.manifest import load_run, write_manifest
     from harness.store.spill import recover
+    from harness.store.status import training_now
 
     root = spec.results_root
     check_data(grid, spec.data_root)
     check_grid(root, grid.name)  # corrupt files moved aside: their runs run again
-    remove_stale_temps(paths.grid_dir(root, grid.name))  # left by writers killed mid-write
+    remove_stale_temps(_written_folders(root, grid.name))  # left by writers killed mid-write
     recovered = recover(root, grid.name, lambda run_id: load_run(root, grid.name, run_id))
     if recovered:  # results of earlier submits the disk refused (their runs are in the manifest)
         out.write(f"{grid.name}: wrote {len(recovered)} results kept in spill files\n")

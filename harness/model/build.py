@@ -73,17 +73,14 @@ def _measured(arch: Architecture, seq_len: int) -> tuple[int, int]:
     """(parameters, matmul weights incl. the head) of a user's model, built on the meta device."""
     import torch
 
+    from harness.model.gpt import count_params as module_params
+
     with torch.device("meta"):
         model = build_model(arch, seq_len)
-    params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    params = module_params(model)
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     tied = model.head is None
     return params, linear + (model.embedding.weight.numel() if tied else 0)
-
-
-def module_params(model: Any) -> int:
-    """Trainable parameters of a built model (tied weights once)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def count_params(arch: Architecture, seq_len: int) -> int:

@@ -259,14 +259,22 @@ def _query_newest(
         return {}
     con = duckdb.connect(":memory:")
     src = f"read_parquet({sql_list(globs)}, union_by_name = true)"
-    present = {f'"{d[0]}"' for d in con.execute(f"SELECT * FROM {src} LIMIT 0").description}
-    select = ", ".join(  # a column no file has yet (added after the rows were written): NULL
-        "NULL" if v.startswith('"') and v not in present else f"arg_max({v}, created_at)"
-        for v in values
-    )
     where = "WHERE run_id = $run_id" if run_id is not None else ""
-    rows = con.execute(
-        f"SELECT run_id, {select} FROM {src} {where} GROUP BY run_id",
-        {"run_id": run_id} if run_id is not None else None,
-    ).fetchall()
+    params = {"run_id": run_id} if run_id is not None else None
+
+    def newest(present: set[str] | None) -> list[tuple[Any, ...]]:
+        select = ", ".join(  # a column no file has (added after the rows were written): NULL
+            "NULL"
+            if present is not None and v.startswith('"') and v not in present
+            else f"arg_max({v}, created_at)"
+            for v in values
+        )
+        sql = f"SELECT run_id, {select} FROM {src} {where} GROUP BY run_id"
+        return con.execute(sql, params).fetchall()
+
+    try:  # the files are read once, unless a column is missing from all of them
+        rows = newest(None)
+    except duckdb.BinderException:
+        present = {f'"{d[0]}"' for d in con.execute(f"SELECT * FROM {src} LIMIT 0").description}
+        rows = newest(present)
     return {r[0]: tuple(r[1:]) for r in rows}

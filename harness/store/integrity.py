@@ -55,30 +55,31 @@ def check_grid(root: Path, grid: str) -> list[Path]:
         UserError: a corrupt file cannot be moved (a read-only folder): one line naming it.
     """
     moved: list[Path] = []
-    rows = _files(paths.runs_dir(root, grid))
-    for p in rows:
-        if (fault := parquet_fault(p)) is not None:
-            aside(root, grid, p, fault)
-            moved.append(p)
+
+    def aside_if_corrupt(path: Path) -> bool:
+        fault = parquet_fault(path)  # None for a missing file too
+        if fault is not None:
+            aside(root, grid, path, fault)
+            moved.append(path)
+        return fault is not None
+
+    for p in _files(paths.runs_dir(root, grid)):
+        aside_if_corrupt(p)
     for p in _files(paths.curves_dir(root, grid)):
-        if (fault := parquet_fault(p)) is not None:
-            aside(root, grid, p, fault)
-            moved.append(p)
-            row = paths.run_path(root, grid, p.stem)
-            if row.exists() and row not in moved:
-                aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
-                moved.append(row)
-    for p in [*_files(paths.compact_dir(root, grid)), paths.manifest_path(root, grid)]:
-        if p.exists() and (fault := parquet_fault(p)) is not None:
-            aside(root, grid, p, fault)
-            moved.append(p)
+        row = paths.run_path(root, grid, p.stem)
+        if aside_if_corrupt(p) and row.exists() and row not in moved:
+            aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
+            moved.append(row)
+    for p in _files(paths.compact_dir(root, grid)):
+        aside_if_corrupt(p)
+    aside_if_corrupt(paths.manifest_path(root, grid))
     return moved
 
 
 def check_manifest(root: Path, grid: str) -> bool:
     """Move ``grid``'s manifest aside if it is corrupt; returns whether it did."""
     path = paths.manifest_path(root, grid)
-    fault = parquet_fault(path) if path.exists() else None
+    fault = parquet_fault(path)
     if fault is None:
         return False
     aside(root, grid, path, f"{fault}; submit the grid again to plan its runs anew")

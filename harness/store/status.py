@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +43,13 @@ def grid_status(root: Path, grid: str) -> GridStatus:
         f"WHERE status NOT IN {tuple(RESULT_STATUSES)} ORDER BY run_id"
     ).fetchall()
     planned = {r for (r,) in con.execute("SELECT run_id FROM manifest").fetchall()}
-    running = sum(1 for r in planned if is_locked(paths.run_lock_path(root, grid, r)))
+    running = len(training_now(root, grid, planned))
     return GridStatus(grid, counts, [tuple(f) for f in fails], running)
+
+
+def training_now(root: Path, grid: str, run_ids: Iterable[str]) -> set[str]:
+    """The runs among ``run_ids`` whose run lock a live process holds (being trained now)."""
+    return {r for r in run_ids if is_locked(paths.run_lock_path(root, grid, r))}
 
 
 def format_status(s: GridStatus) -> str:

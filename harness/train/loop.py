@@ -35,7 +35,8 @@ from harness.data.batches import TokenData
 from harness.data.catalogue import resolve_dataset
 from harness.metrics.final import final_metrics
 from harness.metrics.frequency import BucketLosses, frequency_buckets
-from harness.model.build import build_model, module_params, training_flops_per_token
+from harness.model.build import build_model, training_flops_per_token
+from harness.model.gpt import count_params
 from harness.optim.build import build_optimizer
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
@@ -248,11 +249,13 @@ class _Trainer:
             st.opt_s += time.perf_counter() - t_opt
         return total, gnorm
 
-    def _loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy of the model's logits (B, T, V) for targets y (B, T), computed in
-        float32 (safe under bf16 autocast)."""
+    def _loss(self, x: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+        """Cross-entropy of the model's logits (B, T, V) for targets y (B, T), computed in
+        float32 (safe under bf16 autocast): their mean, or each token's (B * T,) with
+        ``reduction="none"``."""
         logits = self.forward(x)  # (B, T, V)
-        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1))
+        flat = logits.float().view(-1, logits.size(-1))  # (B * T, V)
+        return F.cross_entropy(flat, y.reshape(-1), reduction=reduction)
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host batch -> device; on CUDA through pinned memory, so the copy is asynchronous."""
@@ -322,15 +325,10 @@ class _Trainer:
         for x, y in self.data.eval_batches(data.eval_tokens, data.seq_len, data.micro_batch_size):
             x, y = self._to_device(x), self._to_device(y)
             with self.placement.autocast():
-                if buckets is None:
-                    loss = self._loss(x, y)
-                else:
-                    logits = self.forward(x)  # (B, T, V)
-                    per_token = F.cross_entropy(
-                        logits.float().flatten(0, 1), y.flatten(), reduction="none"
-                    )  # (B * T,)
-                    buckets.add(per_token, y)
-                    loss = per_token.mean()
+                per_token = self._loss(x, y, reduction="none")  # (B * T,)
+            if buckets is not None:
+                buckets.add(per_token, y)
+            loss = per_token.mean()
             total += loss.double() * y.numel()
             count += y.numel()
         self.model.train()
@@ -342,7 +340,7 @@ class _Trainer:
         st = self.state
         return RunResult(
             status=Status.FAILED,
-            params=module_params(self.model),
+            params=count_params(self.model),
             steps_done=st.step,
             tokens_seen=st.step * self.tokens_per_step,
             device=self.placement.name,
@@ -373,7 +371,7 @@ class _Trainer:
         }
         return RunResult(
             status=status,
-            params=module_params(self.model),
+            params=count_params(self.model),
             steps_done=st.step,
             tokens_seen=st.step * self.tokens_per_step,
             error=error,

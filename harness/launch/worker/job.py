@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from harness.core import paths
-from harness.core.files import is_locked, remove_temps, try_locked
+from harness.core.files import remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
 from harness.launch.contract import ExecutionSpec
@@ -159,11 +159,6 @@ def row_stamp(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return st.st_ino, st.st_mtime_ns, st.st_size
-
-
-def training_now(root: Path, grid: str, run_ids: Sequence[str]) -> set[str]:
-    """The runs among ``run_ids`` whose run lock a live process holds (being trained now)."""
-    return {r for r in run_ids if is_locked(paths.run_lock_path(root, grid, r))}
 
 
 def done_by_job(
