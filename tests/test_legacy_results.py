@@ -101,3 +101,50 @@ def test_a_row_with_a_new_hyperparameter_column_joins_old_rows(legacy: Path, pre
     status = _cli("status", "legacy", "--results", legacy).splitlines()
     local = next(ln for ln in status if ln.startswith("local"))
     assert local.split()[1] == "1"  # the new (local-scale) run: completed, beside the old six
+
+
+PATHS = Path(__file__).resolve().parent / "fixtures" / "legacy_paths"
+"""Written by harness at commit f51ed4a (file references entered run_id by their absolute path)
+in a folder that no longer exists: ``paths.yaml`` over ``./my_opt.py:HalfSign``, two tiny runs."""
+
+
+def test_results_with_absolute_paths_are_recognised_where_the_project_is_now(
+    tmp_path: Path, prepared_data: Path
+) -> None:
+    project = tmp_path / "moved"
+    shutil.copytree(PATHS, project)
+    runs = read_manifest(project / "results", "paths")
+    assert all(r.optim.optimizer.startswith("/tmp/legacy_abs/") for r in runs.values())
+    grid = load_grid(project / "paths.yaml", vocab=vocab_lookup(prepared_data))
+    assert {r.legacy_run_id for r in grid.runs}.isdisjoint(runs)  # the old ids name old paths
+    assert {load_run(project / "results", "paths", i).run_id for i in runs} == {
+        r.run_id for r in grid.runs
+    }  # mapped through the manifest
+    out = _cli("submit", project / "paths.yaml", "--results", project / "results",
+               "--data", prepared_data, "--launcher", "local")  # fmt: skip
+    assert "skipped 2 with a result" in out and "launching 0" in out
+
+
+def test_a_project_moved_with_its_results_keeps_every_run_id(tmp_path, prepared_data) -> None:
+    from harness.core.provenance import provenance
+    from harness.core.result import RunResult
+    from harness.launch.inputs import inputs_of
+    from harness.store.rows import write_result
+
+    first = tmp_path / "first"
+    shutil.copytree(PATHS, first, ignore=shutil.ignore_patterns("results"))
+    grid = load_grid(first / "paths.yaml", vocab=vocab_lookup(prepared_data))
+    root = first / "results"
+    write_manifest(root, "paths", list(grid.runs))
+    for run in grid.runs:
+        result = RunResult(status="completed", steps_done=2, metrics={"val_loss": 5.0})
+        write_result(root, run, result, {**provenance(), **inputs_of(run, prepared_data)})
+    moved = tmp_path / "elsewhere" / "project"
+    shutil.copytree(first, moved)
+    shutil.rmtree(first)
+    again = load_grid(moved / "paths.yaml", vocab=vocab_lookup(prepared_data))
+    assert [r.run_id for r in again.runs] == [r.run_id for r in grid.runs]
+    assert again.runs[0].optim.optimizer != grid.runs[0].optim.optimizer  # another path
+    out = _cli("submit", moved / "paths.yaml", "--results", moved / "results",
+               "--data", prepared_data, "--launcher", "local")  # fmt: skip
+    assert "skipped 2 with a result" in out and "launching 0" in out

@@ -164,11 +164,11 @@ BAD_USES = [
     ("./my_opt.py:NotAnOptimizer", "", "is not a torch.optim.Optimizer subclass"),
     ("./my_opt.py:AdamGamma", "delta: [1.0]", "unknown key 'delta'"),
     ("./my_opt.py:AdamGamma", "gamma: [true]", "gamma: expected float, got bool True"),
-    ("./my_opt.py:AdamGamma", "gamma: [fast]", "gamma: expression 'fast' refers to ['fast']"),
+    ("./my_opt.py:AdamGamma", "gamma: [fast]", "gamma: expected float, got the string 'fast'"),
     ("./my_opt.py:NeedsRank", "", "needs 'rank'"),
-    ("./my_opt.py:TakesSeed", "", "argument 'seed' collides with the run field 'seed'"),
+    ("./my_opt.py:TakesSeed", "seed: [1]", "set seeds with the top-level 'seeds' key"),
     ("adamw", "gamma: [0.5]", "unknown key 'gamma'"),
-    ("./my_opt.py:TakesRho", "", "hyperparameter 'rho' collides with the metric 'rho'"),
+    ("./my_opt.py:TakesRho", "rho: [0.1]", "named like a result column; set it as 'opt_rho'"),
 ]
 
 

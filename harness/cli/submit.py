@@ -47,6 +47,12 @@ from harness.launch.inputs import STALE_CHOICES
     help="With --dry-run: the summary (table), or every planned run's resolved config, one row "
     "per run with its run_id and every field (csv, json).",
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="With --dry-run: also build each optimizer configuration and take one step on the CPU "
+    "(the preflight every submit runs before queuing).",
+)
 @results_option
 @data_option
 def submit(
@@ -58,6 +64,7 @@ def submit(
     stale: str,
     wait: bool | None,
     fmt: str,
+    check: bool,
     results: Path | None,
     data: Path | None,
 ) -> None:
@@ -84,6 +91,7 @@ def submit(
             wait=wait,
             stale=stale,
             plan_format=fmt,
+            check=check,
             figure_names=FIGURES.names(),
             out=sys.stdout,
         )

@@ -18,11 +18,10 @@ from harness.core.fields import (
     FieldInfo,
     Role,
     Scale,
-    content_hash,
     flatten,
-    hashed_values,
     walk,
 )
+from harness.core.fields import content_hash as content_hash  # analysis imports it here
 from harness.core.provenance import INPUTS, PROVENANCE
 from harness.core.result import OUTCOME
 
@@ -141,4 +140,4 @@ def _clean(v: Any) -> Any:
 
 def run_id(run: RunConfig) -> str:
     """The run's content hash (``run.run_id``)."""
-    return content_hash(hashed_values(run))
+    return run.run_id

@@ -32,7 +32,7 @@ from harness.core.fields import (
     hashed_values,
     spec,
 )
-from harness.core.registry import is_reference
+from harness.core.registry import is_reference, location_free
 
 
 def _positive(**values: float) -> None:
@@ -325,5 +325,12 @@ class RunConfig:
         """Content hash of every field that changes what the run computes (16 hex chars; see
         :func:`harness.core.fields.hashed_values`); computed once per run."""
         if self._run_id is None:  # frozen: the cache is filled behind the dataclass's back
-            object.__setattr__(self, "_run_id", content_hash(hashed_values(self)))
+            values = {k: location_free(v) for k, v in hashed_values(self).items()}
+            object.__setattr__(self, "_run_id", content_hash(values))
         return self._run_id
+
+    @property
+    def legacy_run_id(self) -> str:
+        """The id this run had before file references entered ids by file name only (results
+        written then name optimizers and models given by file by their absolute paths)."""
+        return content_hash(hashed_values(self))

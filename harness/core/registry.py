@@ -10,6 +10,7 @@ Python entry points of installed packages) the first time a name is missing. An 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -47,6 +48,17 @@ def canonical_reference(ref: str, base: Path | None = None) -> str:
     return f"{path.resolve()}:{attr}"
 
 
+def location_free(value: Any) -> Any:
+    """How a value enters a run's identity: a file reference (``/home/me/proj/my_opt.py:Opt``) by
+    its file's name and attribute (``my_opt.py:Opt``), so that a project moved or copied with its
+    results keeps its run_ids (the file's code is identified by its fingerprint, recorded in each
+    row); any other value as it is."""
+    if not isinstance(value, str) or not is_reference(value):
+        return value
+    module, _, attr = value.rpartition(":")
+    return f"{Path(module).name}:{attr}" if _is_file(module) else value
+
+
 def load_object(ref: str) -> Any:
     """The object at ``"module:attribute"`` or ``"path/to/file.py:attribute"`` (importing the
     module; a file is imported once per process, under a name derived from its path).
@@ -72,13 +84,20 @@ def load_object(ref: str) -> Any:
     try:
         return getattr(mod, attr)
     except AttributeError:
-        raise UserError(f"{ref!r}: {module} has no attribute {attr!r}") from None
+        names = {n.lower(): n for n in dir(mod) if not n.startswith("_")}
+        close = [names[n] for n in difflib.get_close_matches(attr.lower(), names)]
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise UserError(f"{ref!r}: {module} has no attribute {attr!r}{hint}") from None
+
+
+USER_MODULE_PREFIX = "harness_user_"
+"""Prefix of the module name a file imported by path gets."""
 
 
 def _import_file(path: Path) -> ModuleType:
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    name = "harness_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    name = USER_MODULE_PREFIX + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

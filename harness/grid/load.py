@@ -9,7 +9,7 @@ rest (launcher and figure names) itself.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,8 @@ from harness.grid import grammar
 from harness.grid.grammar import Point
 from harness.grid.resolve import Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
-from harness.optim.spec import OptimizerSpec
+from harness.optim.registry import canonical_name
+from harness.optim.spec import NAMESPACE, OptimizerSpec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -45,6 +46,8 @@ class Grid:
     """Figures declared for the grid (empty: defaults from its axes); not checked here."""
     axes: tuple[str, ...]
     """Run fields that vary across runs."""
+    notes: tuple[str, ...] = ()
+    """What the dry run should tell (constructor arguments left at their defaults)."""
 
 
 MAX_YAML_VALUES = 100_000
@@ -124,14 +127,18 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     sections = grammar.sections(doc, file, local)
     named = grammar.values_of("optimizer", sections)
     named |= grammar.values_of("embedding_optimizer", sections)
-    specs = optimizer_specs(sorted(named), path.parent, file)
+    problems: list[str] = []
+    specs = optimizer_specs(sorted(named), path.parent, problems)
     own = {h.name for spec in specs.values() for h in spec.hyperparameters}
-    _check_names(specs, file)
-    _check_read(sections, specs, file)
+    _check_names(specs, problems)
+    _check_keys(sections, specs, GRID_KEYS | own, problems)
+    _check_read(sections, specs, problems)
+    _check_arms(sections, specs, path.parent, problems)
+    _raise(file, problems)
     points = grammar.expand(sections, GRID_KEYS | own, file)
     scale = "local" if local else "full"
     resolver = Resolver(name, scale, vocab, file, path.parent)
-    runs = _resolve_all(resolver, points)
+    runs = _resolve_all(resolver, points, file)
     _check_duplicates(runs, points, path)
     return Grid(
         name=name,
@@ -141,53 +148,151 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         runs=runs,
         figures=_figures(doc, path),
         axes=_varying(runs),
+        notes=tuple(
+            f"optimizer {spec.name}: argument {arg!r} ({why}) is left at its default; "
+            "no grid can set it"
+            for spec in specs.values()
+            for arg, why in spec.left_at_default.items()
+        ),
     )
 
 
-def _resolve_all(resolver: Resolver, points: Sequence[Point]) -> tuple[RunConfig, ...]:
+def _resolve_all(resolver: Resolver, points: Sequence[Point], file: str) -> tuple[RunConfig, ...]:
     """Each point's run. Points that differ only in their seed are resolved once and the seed
     set on a copy (a grid of 10 seeds resolves a tenth of its points), unless one of their
-    values is a string that may read the seed (an expression naming it)."""
-    done: dict[str, RunConfig] = {}
+    values is a string that may read the seed (an expression naming it).
+
+    Raises:
+        UserError: every distinct problem of every point, at once.
+    """
+    done: dict[str, RunConfig | None] = {}
     out = []
+    problems: list[str] = []
     for p in points:
         rest = {k: v for k, v in p.values.items() if k != "seed"}
-        if any(isinstance(v, str) and "seed" in v for v in rest.values()):
-            out.append(resolver.resolve(p.values, p.describe()))
-            continue
         key = repr(sorted(rest.items(), key=lambda kv: kv[0]))
-        first = done.get(key)
-        if first is None:
-            done[key] = run = resolver.resolve(p.values, p.describe())
+        if any(isinstance(v, str) and "seed" in v for v in rest.values()) or key not in done:
+            try:
+                run = resolver.resolve(p.values, p.describe())
+            except UserError as e:
+                problems.append(str(e).removeprefix(f"{file}: "))
+                run = None
+            done.setdefault(key, run)
         else:
+            first = done[key]
+            if first is None:
+                continue
             execution = dataclasses.replace(first.execution, seed=p.values["seed"])
             run = dataclasses.replace(first, execution=execution)
-        out.append(run)
+        if run is not None:
+            out.append(run)
+    _raise(file, problems)
     return tuple(out)
 
 
-def _check_names(specs: dict[str, OptimizerSpec], file: str) -> None:
-    """An optimizer's own hyperparameter may not share its column name with a result column."""
+MAX_PROBLEMS = 20
+"""Most problems one refusal lists (the rest are counted)."""
+
+
+def _raise(file: str, problems: list[str]) -> None:
+    """One UserError listing every problem (one line when there is one)."""
+    problems = list(dict.fromkeys(problems))
+    if len(problems) == 1:
+        raise UserError(f"{file}: {problems[0]}")
+    if problems:
+        shown = [f"  - {p}" for p in problems[:MAX_PROBLEMS]]
+        if len(problems) > MAX_PROBLEMS:
+            shown.append(f"  ... and {len(problems) - MAX_PROBLEMS} more")
+        raise UserError(f"{file}: {len(problems)} problems:\n" + "\n".join(shown))
+
+
+def _check_names(specs: dict[str, OptimizerSpec], problems: list[str]) -> None:
+    """An optimizer's own hyperparameter may not share its column name with a metric."""
     for name, spec in specs.items():
         for h in spec.hyperparameters:
             if h.name in RESERVED or h.name in METRICS:
                 kind = "metric" if h.name in METRICS else "result column"
-                raise UserError(
-                    f"{file}: optimizer {name!r}: hyperparameter {h.name!r} collides with the "
+                problems.append(
+                    f"optimizer {name!r}: hyperparameter {h.name!r} collides with the "
                     f"{kind} {h.name!r}; rename the constructor argument"
                 )
 
 
-def _check_read(sections: dict[str, Any], specs: dict[str, OptimizerSpec], file: str) -> None:
+def _blocks(node: Any, arm: str | None = None) -> Iterator[tuple[str, Any, str | None]]:
+    """Every (key, value, arm) a grid block sets, through its zips and conditional axes;
+    ``arm``: the optimizer whose conditional block holds the key (None: not under one)."""
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        if key == "zip":
+            for group in value if isinstance(value, list) else [value]:
+                yield from _blocks(group, arm)
+            continue
+        yield key, value, arm
+        if isinstance(value, dict):
+            for choice, sub in value.items():
+                yield from _blocks(sub, str(choice) if key == "optimizer" else arm)
+
+
+def _set_keys(sections: dict[str, Any]) -> Iterator[tuple[str, Any, str | None]]:
+    yield from _blocks(sections["base"])
+    yield from _blocks(sections["grid"])
+    yield from _blocks({"zip": sections["zip"]} if sections["zip"] is not None else {})
+
+
+def _check_keys(
+    sections: dict[str, Any],
+    specs: dict[str, OptimizerSpec],
+    keys: Collection[str],
+    problems: list[str],
+) -> None:
+    """Every key the grid sets is a run field or a hyperparameter of one of its optimizers; a
+    constructor argument no grid can set, and a collision, say why."""
+    left = {a: (s.name, why) for s in specs.values() for a, why in s.left_at_default.items()}
+    spaced = {k: v for s in specs.values() for v, k in s.renamed.items() if v.startswith(NAMESPACE)}
+    for key in dict.fromkeys(k for k, _, _ in _set_keys(sections) if k not in keys):
+        if key in left:
+            name, why = left[key]
+            problems.append(
+                f"{key!r}: optimizer {name}'s argument {key!r} is {why}; no grid can set it "
+                "(it stays at its default)"
+            )
+        elif key in spaced:
+            problems.append(
+                f"{key!r}: the optimizer's argument {key!r} is named like a result column; set "
+                f"it as {spaced[key]!r}"
+            )
+        else:
+            problems.append(f"unknown key {key!r}; valid keys: {', '.join(sorted(keys))}")
+
+
+def _check_read(
+    sections: dict[str, Any], specs: dict[str, OptimizerSpec], problems: list[str]
+) -> None:
     """A per-optimizer field set in the grid must be read by one of the grid's optimizers (else
     it would silently do nothing: ``gamma`` for an optimizer that takes none)."""
     read = {k for spec in specs.values() for k in spec.defaults()}
     for key in PER_OPTIMIZER:
         if grammar.values_of(key, sections) and key not in read:
             names = ", ".join(sorted(specs)) or "none"
-            raise UserError(
-                f"{file}: {key!r} is set, but none of the grid's optimizers ({names}) takes it"
-            )
+            problems.append(f"{key!r} is set, but none of the grid's optimizers ({names}) takes it")
+
+
+def _check_arms(
+    sections: dict[str, Any], specs: dict[str, OptimizerSpec], base: Path, problems: list[str]
+) -> None:
+    """A per-optimizer value given under an optimizer's own arm (``optimizer: {adamw: {alpha:
+    [5.0]}}``) must be one that optimizer (or an embedding optimizer of the grid) takes."""
+    optional = set(PER_OPTIMIZER) | {h.name for s in specs.values() for h in s.hyperparameters}
+    embedding = grammar.values_of("embedding_optimizer", sections)
+    readers = [specs.get(canonical_name(e, base)) for e in embedding]
+    extra = {k for spec in readers if spec is not None for k in spec.defaults()}
+    for key, _, arm in _set_keys(sections):
+        spec = None if arm is None else specs.get(canonical_name(arm, base))
+        if spec is None or key not in optional:
+            continue  # not under an arm, or an optimizer already reported
+        if key not in spec.defaults() and key not in extra:
+            problems.append(f"{key!r} is set under the arm {arm!r}, which does not take it")
 
 
 def _check_duplicates(runs: Sequence[RunConfig], points: Sequence[Point], path: Path) -> None:

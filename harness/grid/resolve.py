@@ -23,11 +23,12 @@ from harness.core.errors import UserError
 from harness.core.fields import Role
 from harness.core.registry import canonical_reference, is_reference
 from harness.grid import expr
+from harness.metrics.catalogue import METRICS
 from harness.model.architecture import preset_fields
 from harness.model.builder import builder_arguments
 from harness.optim.registry import canonical_name, get_spec
 from harness.optim.schedule import SCHEDULES
-from harness.optim.spec import REQUIRED, OptimizerSpec
+from harness.optim.spec import ANY, NAMESPACE, REQUIRED, OptimizerSpec
 
 VocabSize = Callable[[str], int]
 """Dataset name or directory -> the vocabulary size of its model."""
@@ -50,10 +51,12 @@ DERIVED: dict[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Type:
-    """What a key's values must be: the type, and whether None is allowed."""
+    """What a key's values must be: the type, whether None is allowed, and the values it may
+    take (None: any of its type)."""
 
     type: type
     optional: bool
+    choices: tuple[Any, ...] | None = None
 
 
 _FIELD_TYPES = {name: _Type(f.type, f.optional) for name, f in FIELDS.items()}
@@ -73,11 +76,12 @@ class _Optimizers:
     readers: dict[str, str]  # what they read -> the first reader's name
     unread: tuple[str, ...]  # per-optimizer run fields and own hyperparameters nobody reads
     numeric: frozenset[str]  # the keys that may hold expressions
+    references: frozenset[str]  # the keys whose values name code (``torch.optim:AdamW``)
 
 
 def _optimizers(specs: dict[str, OptimizerSpec]) -> _Optimizers:
     own = {h.name: h for spec in specs.values() for h in spec.hyperparameters}
-    types = _FIELD_TYPES | {k: _Type(h.type, h.default is None) for k, h in own.items()}
+    types = _FIELD_TYPES | {k: _Type(h.type, h.default is None, h.choices) for k, h in own.items()}
     defaults: dict[str, Any] = {}
     readers: dict[str, str] = {}
     for name, spec in specs.items():
@@ -86,24 +90,40 @@ def _optimizers(specs: dict[str, OptimizerSpec]) -> _Optimizers:
             readers.setdefault(key, name)
     unread = tuple(k for k in (*PER_OPTIMIZER, *own) if k not in defaults)
     numeric = frozenset(k for k, t in types.items() if t.type in (int, float))
-    return _Optimizers(types, defaults, readers, unread, numeric)
+    references = frozenset(k for k, h in own.items() if h.reference)
+    return _Optimizers(types, defaults, readers, unread, numeric, references)
+
+
+def column_spec(name: str) -> OptimizerSpec:
+    """The declaration of optimizer ``name`` as a grid sees it: an own hyperparameter named like
+    a metric (SAM's ``rho``) namespaced to ``opt_<name>`` (the optimizer layer, below the
+    metrics, namespaces run fields and result columns itself); the optimizer reads either."""
+    spec = get_spec(name)
+    if not any(h.name in METRICS for h in spec.hyperparameters):
+        return spec
+    renamed = dict(spec.renamed)
+    own = []
+    for h in spec.hyperparameters:
+        if h.name in METRICS:
+            renamed[NAMESPACE + h.name] = spec.renamed.get(h.name, h.name)
+            h = dataclasses.replace(h, name=NAMESPACE + h.name)
+        own.append(h)
+    return dataclasses.replace(spec, hyperparameters=tuple(own), renamed=renamed)
 
 
 def optimizer_specs(
-    optimizers: Iterable[str], base: Path | None, where: str
+    optimizers: Iterable[str], base: Path | None, problems: list[str]
 ) -> dict[str, OptimizerSpec]:
-    """Canonical name -> declaration of each optimizer a grid names.
-
-    Raises:
-        UserError: an unknown name or a reference that cannot be used (naming ``where``).
+    """Canonical name -> declaration of each optimizer a grid names; each one that cannot be
+    used (an unknown name, a reference that cannot be loaded) adds its problem to ``problems``.
     """
     out = {}
     for name in optimizers:
         try:
             canonical = canonical_name(name, base)
-            out[canonical] = get_spec(canonical)
+            out[canonical] = column_spec(canonical)
         except UserError as e:
-            raise UserError(f"{where}: {e}") from None
+            problems.append(str(e))
     return out
 
 
@@ -180,12 +200,15 @@ class Resolver:
             d["embedding_optimizer"] = canonical_name(str(d["embedding_optimizer"]), self.base)
             names += (d["embedding_optimizer"],)
         if names not in self._optimizers:
-            self._optimizers[names] = _optimizers({n: get_spec(n) for n in names})
+            self._optimizers[names] = _optimizers({n: column_spec(n) for n in names})
         o = self._optimizers[names]
         for key in [k for k in d if k not in o.types]:
             del d[key]  # another optimizer's hyperparameter (the grid names several)
         for key in o.unread:
             d[key] = None
+        for key in o.references & d.keys():
+            if isinstance(d[key], str) and is_reference(d[key]):
+                d[key] = canonical_reference(d[key], self.base)  # a file: from the grid's folder
         for key, value in o.defaults.items():
             if key not in d:
                 if value is REQUIRED:
@@ -236,6 +259,11 @@ def _derive_and_evaluate(
                 progress = True
     for k, v in pending.items():
         missing = sorted(expr.names_in(v) - env.keys())
+        if not set(missing) & (types.keys() | DERIVED.keys()):
+            raise UserError(
+                f"{k}: expected {types[k].type.__name__}, got the string {v!r} (neither a number "
+                "nor an expression over other fields)"
+            )
         raise UserError(f"{k}: expression {v!r} refers to {missing} which never resolve")
     for k in ("tokens", "seq_len", "batch_size"):
         if k not in d:
@@ -244,13 +272,23 @@ def _derive_and_evaluate(
 
 def _coerce(k: str, v: Any, want: _Type) -> Any:
     """Check ``v`` against ``k``'s type; numeric strings (YAML's ``3.2e9``) are numbers."""
-    if type(v) is want.type:  # the common case, first
+    if type(v) is want.type and want.choices is None:  # the common case, first
         return v
     if v is None:
         if want.optional:
             return None
         raise UserError(f"{k}: null is not allowed (expected {want.type.__name__})")
+    if want.choices is not None:
+        if v in want.choices:
+            return v
+        raise UserError(f"{k}: {v!r} is not one of {', '.join(map(repr, want.choices))}")
     t = want.type
+    if t is ANY:
+        if isinstance(v, str) and _number(v) is not None:
+            return _number(v)
+        if isinstance(v, bool | int | float | str):
+            return v
+        raise UserError(f"{k}: expected a number or a string, got {type(v).__name__} {v!r}")
     if t is bool:
         if isinstance(v, bool):
             return v

@@ -22,6 +22,7 @@ from harness.grid import preview
 from harness.grid.load import Grid, load_grid
 from harness.launch.contract import ExecutionSpec, Launcher, launcher_for
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
+from harness.launch.preflight import preflight
 from harness.launch.profile import LauncherProfile, load_profile
 from harness.model.build import count_params
 
@@ -90,6 +91,7 @@ def _done(
     from harness.store.db import newest_values  # DuckDB: not needed by a dry run
 
     rows = newest_values(spec.results_root, grid.name, ["status", *COMPARED])
+    rows = {_renamed(spec.results_root, grid.name).get(r, r): v for r, v in rows.items()}
     done = {r for r, v in rows.items() if v[0] not in retry}
     recorded = {r: dict(zip(COMPARED, v[1:], strict=True)) for r, v in rows.items() if r in done}
     old = stale_runs([r for r in grid.runs if r.run_id in done], recorded, spec.data_root)
@@ -99,6 +101,18 @@ def _done(
         verb = "re-running" if stale == "rerun" else "keeping"
         out.write(f"{grid.name}: {len(old)} results computed from other inputs; {verb} them\n")
     return done - {s.run_id for s in old} if stale == "rerun" else done
+
+
+def _renamed(root: Path, grid: str) -> dict[str, str]:
+    """Old run_id -> today's, for results written when a file reference entered run_id by its
+    absolute path (the manifest holds their configs)."""
+    from harness.store.manifest import read_manifest
+
+    try:
+        planned = read_manifest(root, grid)
+    except UserError:  # no manifest yet
+        return {}
+    return {old: run.run_id for old, run in planned.items() if old != run.run_id}
 
 
 def submit(
@@ -114,6 +128,7 @@ def submit(
     stale: str = "refuse",
     figure_names: Collection[str] | None = None,
     plan_format: str = "table",
+    check: bool = False,
     out: TextIO,
 ) -> SubmitReport:
     """Expand ``grid_path`` and launch its runs that have no result yet (see module doc).
@@ -134,6 +149,8 @@ def submit(
         figure_names: the valid figure names, to check the grid's ``figures:`` (None: skip).
         plan_format: what a dry run prints: ``table`` (count, preview, compute, the launcher's
             plan) or every run's resolved config as ``csv`` or ``json``.
+        check: with ``dry_run``, also run the preflight (:mod:`harness.launch.preflight`), which
+            a real submit always runs before queuing.
         out: where the report goes.
     """
     if stale not in STALE_CHOICES:
@@ -158,11 +175,15 @@ def submit(
             "and waits for them; use a SLURM launcher to queue runs and return"
         )
     spec = ExecutionSpec.build(profile, root, grid.name, data_root)
+    if dry_run and check:
+        n = preflight(grid.runs, str(grid.path))
+        out.write(f"preflight: {n} optimizer configuration(s) built and stepped on the CPU\n")
     if dry_run and plan_format != "table":
         out.write(preview.plan_text(grid.runs, plan_format) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
     if dry_run:
         out.write(preview.describe(grid.runs, grid.axes, count_params) + "\n")
+        out.writelines(f"note: {note}\n" for note in grid.notes)
         out.write(runner.plan(grid.runs) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
     return _launch(grid, runner, spec, retry, stale, wait, out)
@@ -206,6 +227,7 @@ def _launch(
         out.write(f"{grid.name}: wrote {len(recovered)} results kept in spill files\n")
     runner.reconcile(root, grid.name)  # rows for runs whose job died without one
     done = _done(grid, spec, retry, stale, out)
+    preflight([r for r in grid.runs if r.run_id not in done], str(grid.path))
     write_manifest(root, grid.name, grid.runs)
     todo = [r for r in grid.runs if r.run_id not in done]
     todo = runner.exclude_queued(root, grid.name, todo)

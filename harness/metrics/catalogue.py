@@ -89,6 +89,8 @@ METRICS: dict[str, Metric] = {
         Metric("v_unigram_r2", "", Goal.MAX, "R^2 of v_i against p_i", Producer.PROBE),
         Metric("v_unigram_slope", "", None, "slope of v_i against p_i", Producer.PROBE),
         Metric("mfu", "", Goal.MAX, "model-FLOPs utilisation", Producer.TRAINING),
+        Metric("train_flops", "FLOPs", None, "training FLOPs", Producer.TRAINING),
+        Metric("passes_per_step", "", None, "forward-backward passes per step", Producer.TRAINING),
         Metric("peak_mem_gb", "GB", Goal.MIN, "peak memory (GB)", Producer.TRAINING),
         Metric("compile_s", "s", Goal.MIN, "compile time (s)", Producer.TRAINING),
         Metric("data_wait_s", "s", Goal.MIN, "data wait (s)", Producer.TRAINING),

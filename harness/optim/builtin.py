@@ -1,12 +1,23 @@
-"""The built-in optimizers and the run fields each reads, with their defaults.
+"""The built-in optimizers. Each one's constructor is its declaration (read by
+:mod:`harness.optim.signature`, as for any optimizer): its arguments are the grid keys, its
+defaults the defaults. This table keeps only what a signature cannot say: run fields a
+constructor reads under another name, parameter-group options, and the groups it takes.
 
-Classes are named by import path (``module:Class``), so resolving a grid imports no torch.
-Defaults are torch's where torch has the optimizer, else the defining paper's. Choices:
+Classes are named by import path (``module:Class``) and imported when a grid names them.
+Defaults (each in its constructor) are torch's where torch has the optimizer, else the defining
+paper's:
 
-- ``sgd``: momentum 0.9 by default (the paper's Sec. 6.2 embedding SGD, and the usual choice);
-  weight decay is decoupled by default, L2 with ``weight_decay_mode: l2`` (see
-  ``harness.optim.sgd``); the same for ``sgd_cclip``.
+- ``adamw``, ``adam``, ``coupled_adam``: betas (0.9, 0.999), eps 1e-8 (torch);
+  ``coupled_scale_exp`` 0 (the paper's unscaled coupled second moment, Eq. 29).
+- ``rmsprop``: beta2 0.999 (Adam's second moment without momentum, as the talk's RMSprop), eps
+  1e-8.
+- ``sgd``, ``sgd_cclip``: momentum 0.9, not torch's 0 (the paper's Sec. 6.2 embedding SGD, the
+  usual choice, and the value every grid naming ``sgd`` without a momentum has run with),
+  nesterov off, weight decay decoupled (``weight_decay_mode: l2`` for torch's L2; see
+  ``harness.optim.sgd``).
 - ``sgd_cclip``: ``clip_value`` has no accepted default and must be set in the grid.
+- ``signsgd``: nothing beyond lr; ``signum``: beta 0.9 (the run field ``beta1``).
+- ``lion``: betas (0.9, 0.99) (the Lion paper).
 - ``coupled_adam``: the embedding group (which holds the head when tied) and the untied output
   head are coupled. The paper's derivation (Sec. 2) is about the rows that receive the LM-head
   gradient - the output embeddings, whose gradients sum to zero over the vocabulary (Eq. 8) -
@@ -14,41 +25,57 @@ Defaults are torch's where torch has the optimizer, else the defining paper's. C
   coupled too because Coupled Adam is defined on "the embedding matrix" and its per-token
   second moments are just as unigram-dependent (Eq. 18).
 - ``muon``: Muon on the ``matrix`` group only; embedding, head and vectors (norms, biases, learned
-  positions) take AdamW steps (see ``harness.optim.muon`` for the lr convention).
+  positions) take AdamW steps (see ``harness.optim.muon`` for the lr convention). Momentum 0.95
+  with Nesterov, ``ns_steps`` 5 and ``ns_dtype`` bfloat16 (Keller Jordan's Muon), AdamW's betas
+  and eps for the rest; ``ns_steps`` and ``ns_dtype`` are grid keys like any own hyperparameter.
 """
 
 from __future__ import annotations
 
-from harness.optim.spec import REQUIRED, OptimizerSpec
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-_ADAM = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
-_SGD = {"momentum": 0.9, "nesterov": False, "weight_decay_mode": "decoupled"}
+from harness.core.registry import load_object
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Builtin:
+    """What a built-in optimizer's signature cannot say (the rest is its constructor's)."""
+
+    cls: str
+    """The ``torch.optim.Optimizer`` subclass, ``module:Class``."""
+    reads: Mapping[str, str] = field(default_factory=dict)
+    """Constructor keyword -> the run field it reads under that name (Signum's ``beta`` is
+    ``beta1``)."""
+    group_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """As :attr:`harness.optim.spec.OptimizerSpec.group_options`."""
+    takes: tuple[str, ...] | None = None
+    """As :attr:`harness.optim.spec.OptimizerSpec.takes`."""
+
+    def load(self) -> type:
+        """The ``torch.optim.Optimizer`` subclass (imports its module)."""
+        return load_object(self.cls)
+
+
 _NOT_MUON = {"muon": False}
 
-BUILTIN: dict[str, OptimizerSpec] = {
-    "adamw": OptimizerSpec(cls="harness.optim.adam:AdamW", fields=_ADAM),
-    "adam": OptimizerSpec(cls="harness.optim.adam:Adam", fields=_ADAM),
-    "rmsprop": OptimizerSpec(
-        cls="harness.optim.adam:RMSprop", fields={"beta2": 0.999, "eps": 1e-8}
-    ),
-    "sgd": OptimizerSpec(cls="harness.optim.sgd:SGD", fields=_SGD),
-    "sgd_cclip": OptimizerSpec(
-        cls="harness.optim.sgd:SGDCClip", fields={**_SGD, "clip_value": REQUIRED}
-    ),
-    "signsgd": OptimizerSpec(cls="harness.optim.sign:SignSGD"),
-    "signum": OptimizerSpec(
-        cls="harness.optim.sign:Signum", fields={"beta1": 0.9}, renamed={"beta1": "beta"}
-    ),
-    "lion": OptimizerSpec(cls="harness.optim.sign:Lion", fields={"beta1": 0.9, "beta2": 0.99}),
-    "coupled_adam": OptimizerSpec(
+BUILTIN: dict[str, Builtin] = {
+    "adamw": Builtin(cls="harness.optim.adam:AdamW"),
+    "adam": Builtin(cls="harness.optim.adam:Adam"),
+    "rmsprop": Builtin(cls="harness.optim.adam:RMSprop"),
+    "sgd": Builtin(cls="harness.optim.sgd:SGD"),
+    "sgd_cclip": Builtin(cls="harness.optim.sgd:SGDCClip"),
+    "signsgd": Builtin(cls="harness.optim.sign:SignSGD"),
+    "signum": Builtin(cls="harness.optim.sign:Signum", reads={"beta": "beta1"}),
+    "lion": Builtin(cls="harness.optim.sign:Lion"),
+    "coupled_adam": Builtin(
         cls="harness.optim.adam:CoupledAdam",
-        fields={**_ADAM, "coupled_scale_exp": 0.0},
         group_options={"embedding": {"coupled": True}, "head": {"coupled": True}},
     ),
-    "muon": OptimizerSpec(
+    "muon": Builtin(
         cls="harness.optim.muon:Muon",
-        fields={"momentum": 0.95, "nesterov": True, **_ADAM},
         group_options={"embedding": _NOT_MUON, "head": _NOT_MUON, "vector": _NOT_MUON},
     ),
 }
-"""Name -> spec of every built-in optimizer."""
+"""Name -> what the constructor of each built-in optimizer cannot say."""

@@ -14,6 +14,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from harness.optim.modes import Modal, to_train_mode
+
 
 class _StateView(Mapping):
     """Read-only union of the parts' ``state`` (their parameters are disjoint)."""
@@ -73,6 +75,17 @@ class CompositeOptimizer(torch.optim.Optimizer):
         for opt in self.parts.values():
             opt.step()
         return loss
+
+    def train(self) -> None:
+        """Put every part with modes (schedule-free) in train mode."""
+        for opt in self.parts.values():
+            to_train_mode(opt)
+
+    def eval(self) -> None:
+        """Put every part with modes (schedule-free) in eval mode."""
+        for opt in self.parts.values():
+            if isinstance(opt, Modal):
+                opt.eval()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every part's parameters."""

@@ -14,19 +14,13 @@ from importlib import metadata
 from pathlib import Path
 
 from harness.core.registry import Registry, canonical_reference, is_reference, load_object
-from harness.optim.builtin import BUILTIN
+from harness.optim.builtin import BUILTIN, Builtin
 from harness.optim.signature import spec_from_class
 from harness.optim.spec import OptimizerSpec
 
 ENTRY_POINTS = "harness.optimizers"
 """Entry-point group under which installed packages offer optimizers: each entry point is an
 ``OptimizerSpec`` or a ``torch.optim.Optimizer`` subclass, named as grids will name it."""
-
-
-def _checked(specs: dict[str, OptimizerSpec]) -> dict[str, OptimizerSpec]:
-    for name, spec in specs.items():
-        spec.check(name)
-    return specs
 
 
 def _as_spec(obj: object, ref: str) -> OptimizerSpec:
@@ -43,10 +37,11 @@ def _entry_points() -> dict[str, OptimizerSpec]:
     return found
 
 
-OPTIMIZERS: Registry[OptimizerSpec] = Registry(
-    "optimizer", _checked(BUILTIN), discover=_entry_points
+OPTIMIZERS: Registry[OptimizerSpec | Builtin] = Registry(
+    "optimizer", BUILTIN, discover=_entry_points
 )
-"""Every optimizer a grid may name by name."""
+"""Every optimizer a grid may name by name (a built-in one is declared by its constructor when
+first named)."""
 
 
 def register(name: str, optimizer: OptimizerSpec | type) -> None:
@@ -76,7 +71,20 @@ def get_spec(name: str) -> OptimizerSpec:
         UserError: an unknown name (listing the known ones), or a reference that cannot be
             loaded or is not a usable optimizer class.
     """
-    return _referenced(name) if is_reference(name) else OPTIMIZERS[name]
+    if is_reference(name):
+        return _referenced(name)
+    entry = OPTIMIZERS[name]
+    return _builtin(name) if isinstance(entry, Builtin) else entry
+
+
+@functools.cache
+def _builtin(name: str) -> OptimizerSpec:
+    b = BUILTIN[name]
+    spec = spec_from_class(
+        load_object(b.cls), b.cls, reads=b.reads, group_options=b.group_options, takes=b.takes
+    )
+    spec.check(name)
+    return spec
 
 
 @functools.cache

@@ -19,6 +19,15 @@ REQUIRED = object()
 TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str}
 """The types a hyperparameter may have (each becomes a typed column)."""
 
+ANY = object
+"""The type of a hyperparameter whose constructor says nothing of its type (no annotation, a
+None default): any scalar, stored as the grid gives it (a number or a string)."""
+
+NAMESPACE = "opt_"
+"""Prefix of the grid key and column of a constructor argument whose own name is taken by a run
+field the optimizer does not read, or by a result column (``warmup_steps`` of a schedule-free
+optimizer is ``opt_warmup_steps``); it is passed to the constructor under its own name."""
+
 GROUPS = ("embedding", "head", "matrix", "vector")
 """The parameter groups the harness routes (``harness.optim.routing``): the input embedding (and
 the head when tied), an untied output head, every other >= 2-D weight, and the rest (norm gains,
@@ -34,9 +43,14 @@ class Hyperparameter:
     name: str
     """Grid key, column name and constructor keyword."""
     type: type
-    """``bool``, ``int``, ``float`` or ``str``."""
+    """``bool``, ``int``, ``float``, ``str`` or :data:`ANY`."""
     default: Any = REQUIRED
     """Value when a grid sets none (None: absent), or ``REQUIRED``."""
+    choices: tuple[Any, ...] | None = None
+    """The values it may take (a ``Literal[...]`` annotation); None: any of its type."""
+    reference: bool = False
+    """Its value names a class or a function (``torch.optim:AdamW``, ``path/to/file.py:f``),
+    imported when the optimizer is built and passed as the object (SAM's ``base_optimizer``)."""
     unit: str = ""
     """Unit of the value."""
     scale: Scale = Scale.LINEAR
@@ -56,9 +70,17 @@ class OptimizerSpec:
     hyperparameters: tuple[Hyperparameter, ...] = ()
     """Its own hyperparameters (beyond the run fields)."""
     renamed: Mapping[str, str] = field(default_factory=dict)
-    """Run field -> the constructor keyword it is passed as, where they differ (Signum takes
-    ``beta1`` as ``beta``). Unless renamed, ``beta1`` and ``beta2`` travel as torch's ``betas``
-    pair and every other field and hyperparameter under its own name."""
+    """Run field or own hyperparameter -> the constructor keyword it is passed as, where they
+    differ (Signum takes ``beta1`` as ``beta``; a namespaced ``opt_warmup_steps`` is passed as
+    ``warmup_steps``). Unless renamed or ``packed``, ``beta1`` and ``beta2`` travel as torch's
+    ``betas`` pair and every other field and hyperparameter under its own name."""
+    packed: Mapping[str, tuple[str, ...]] | None = None
+    """Constructor keyword taking a tuple -> the grid keys of its elements, in order
+    (``{"betas": ("beta1", "beta2", "beta3")}``); None: ``beta1`` and ``beta2`` travel as
+    ``betas`` unless renamed (a declaration written by hand)."""
+    left_at_default: Mapping[str, str] = field(default_factory=dict)
+    """Constructor argument -> why a grid cannot set it (a list, a tensor, an object): it is
+    never passed, so the constructor's default applies; the dry run says so."""
     group_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Routed group name (``embedding``, ``head``, ``matrix``, ``vector``) -> extra param-group
     keys this optimizer needs, e.g. ``{"embedding": {"coupled": True}}`` for Coupled Adam."""
@@ -75,7 +97,8 @@ class OptimizerSpec:
     def check(self, name: str) -> None:
         """Raise ValueError when the declaration is inconsistent (unknown run fields, a
         hyperparameter named like a run field, an unsupported type)."""
-        unknown = (set(self.fields) | set(self.renamed)) - set(PER_OPTIMIZER)
+        own = {h.name for h in self.hyperparameters}
+        unknown = (set(self.fields) | set(self.renamed) - own) - set(PER_OPTIMIZER)
         if unknown:
             raise ValueError(
                 f"optimizer {name!r} reads unknown run fields {sorted(unknown)}; run fields an "
@@ -88,12 +111,14 @@ class OptimizerSpec:
                 f"groups: {', '.join(GROUPS)}"
             )
         for h in self.hyperparameters:
-            if h.name in FIELDS or h.name in RESERVED:
+            if h.name in FIELDS or h.name in RESERVED or h.name in self.left_at_default:
                 raise ValueError(
                     f"optimizer {name!r}: hyperparameter {h.name!r} collides with the column "
-                    f"{h.name!r}; rename it"
+                    f"{h.name!r}; name it {NAMESPACE}{h.name} and pass it as {h.name} "
+                    f"(renamed={{{NAMESPACE + h.name!r}: {h.name!r}}}), as the harness does for a "
+                    "constructor's argument"
                 )
-            if h.type not in TYPES.values():
+            if h.type not in (*TYPES.values(), ANY):
                 raise ValueError(
                     f"optimizer {name!r}: hyperparameter {h.name!r} has type {h.type!r}; "
                     f"valid: {', '.join(TYPES)}"
@@ -110,20 +135,38 @@ class OptimizerSpec:
     def kwargs(self, run: Any, *, fill_defaults: bool = False) -> dict[str, Any]:
         """Constructor kwargs (beyond ``lr`` and ``weight_decay``) from a resolved run.
 
-        ``beta1`` and ``beta2`` become torch's ``betas`` pair unless ``renamed``; every other
-        field and hyperparameter keeps its name (or its ``renamed`` one). With ``fill_defaults`` a
-        value the run leaves None takes this spec's default: used for the embedding-group
-        optimizer of ``embedding_optimizer``.
+        The elements of a ``packed`` keyword travel as one tuple (``betas``; none when all of
+        them are None: the constructor's default); every other field and hyperparameter keeps
+        its name (or its ``renamed`` one). A reference is passed as the object it names. With
+        ``fill_defaults`` a value the run leaves None takes this spec's default: used for the
+        embedding-group optimizer of ``embedding_optimizer``.
         """
         own = run.optim.hyperparameters.as_dict()
         v = {n: self._value(getattr(run.optim, n), n, fill_defaults) for n in self.fields}
-        v |= {h.name: self._value(own.get(h.name), h.name, fill_defaults) for h in
-              self.hyperparameters}  # fmt: skip
+        for h in self.hyperparameters:  # a grid may have namespaced it (named like a metric)
+            value = self._value(own.get(h.name, own.get(NAMESPACE + h.name)), h.name, fill_defaults)
+            if h.reference and value == h.default:
+                continue  # the constructor's own default object
+            v[h.name] = load_object(value) if h.reference and value is not None else value
         out: dict[str, Any] = {}
-        if {"beta1", "beta2"} <= v.keys() and not {"beta1", "beta2"} & self.renamed.keys():
-            out["betas"] = (v.pop("beta1"), v.pop("beta2"))
+        for keyword, keys in self._packed().items():
+            values = tuple(v.pop(k) for k in keys)
+            if any(x is None for x in values) and any(x is not None for x in values):
+                raise UserError(
+                    f"optimizer {self.name}: {keyword} needs all of {', '.join(keys)} or none"
+                )
+            if values[0] is not None:
+                out[keyword] = values
         out.update((self.renamed.get(name, name), value) for name, value in v.items())
         return out
+
+    def _packed(self) -> Mapping[str, tuple[str, ...]]:
+        if self.packed is not None:
+            return self.packed
+        pair = {"beta1", "beta2"} <= self.fields.keys() and not {"beta1", "beta2"} & set(
+            self.renamed
+        )
+        return {"betas": ("beta1", "beta2")} if pair else {}
 
     def _value(self, value: Any, name: str, fill_defaults: bool) -> Any:
         if value is None and fill_defaults:

@@ -44,6 +44,8 @@ class LoopState:
     """Sum of the training losses of the unfinished logging interval."""
     interval_steps: int = 0
     """Steps in the unfinished logging interval."""
+    extra_passes: int = 0
+    """Forward and backward passes beyond one per step (an optimizer's closure calls)."""
 
 
 @dataclass(frozen=True, slots=True)

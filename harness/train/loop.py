@@ -38,6 +38,7 @@ from harness.metrics.frequency import BucketLosses, frequency_buckets
 from harness.model.build import build_model, training_flops_per_token
 from harness.model.gpt import count_params
 from harness.optim.build import build_optimizer
+from harness.optim.modes import evaluating, needs_closure, to_train_mode
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
 from harness.train.checkpoint import Checkpointing, LoopState
@@ -120,8 +121,10 @@ class _Trainer:
         self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
         self.model = build_model(run.arch, run.data.seq_len).to(self.placement.device)
         self.optimizer = build_optimizer(self.model, run)
+        self.closure = needs_closure(self.optimizer)
         self.state = LoopState()
         self._restore()
+        to_train_mode(self.optimizer)  # schedule-free: steps are taken in train mode
         self.forward = self._wrap(self.model)
         self.tokens_per_step = run.data.tokens_per_step
         self._attempt_start = time.time()
@@ -215,7 +218,6 @@ class _Trainer:
         lr = lr_at(step, self.run)
         for g in self.optimizer.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
-        total = torch.zeros((), device=self.placement.device)
         t_data = time.perf_counter()
         micro = list(
             self.data.micro_batches(
@@ -224,14 +226,7 @@ class _Trainer:
             )
         )  # fmt: skip
         st.data_wait_s += time.perf_counter() - t_data
-        for i, (x, y) in enumerate(micro):
-            x, y = self._to_device(x), self._to_device(y)
-            sync = i == len(micro) - 1 or self.world == 1
-            no_sync = not sync and hasattr(self.forward, "no_sync")
-            with self.forward.no_sync() if no_sync else nullcontext(), self.placement.autocast():
-                loss = self._loss(x, y) / len(micro)
-            loss.backward()
-            total += loss.detach()
+        total = self._forward_backward(micro)
         if self.world > 1:  # ranks saw different rows: log, test and checkpoint the global mean
             dist.all_reduce(total)
             total /= self.world
@@ -242,12 +237,35 @@ class _Trainer:
         if profile:
             self._sync()
             t_opt = time.perf_counter()
-        self.optimizer.step()
+        if self.closure:  # the SAM family: a second forward and backward on the same batch
+            self.optimizer.step(lambda: self._again(micro))
+        else:
+            self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if profile:
             self._sync()
             st.opt_s += time.perf_counter() - t_opt
         return total, gnorm
+
+    def _forward_backward(self, micro: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """Accumulate the gradients of one batch's micro-batches; their mean loss."""
+        total = torch.zeros((), device=self.placement.device)
+        for i, (x, y) in enumerate(micro):
+            x, y = self._to_device(x), self._to_device(y)
+            sync = i == len(micro) - 1 or self.world == 1
+            no_sync = not sync and hasattr(self.forward, "no_sync")
+            with self.forward.no_sync() if no_sync else nullcontext(), self.placement.autocast():
+                loss = self._loss(x, y) / len(micro)
+            loss.backward()
+            total += loss.detach()
+        return total
+
+    def _again(self, micro: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """An optimizer's closure: the loss and gradients of the same batch, recomputed at the
+        parameters as they are now (one more forward and backward pass, counted)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state.extra_passes += 1
+        return self._forward_backward(micro)
 
     def _loss(self, x: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
         """Cross-entropy of the model's logits (B, T, V) for targets y (B, T), computed in
@@ -322,15 +340,18 @@ class _Trainer:
         self.model.eval()
         total = torch.zeros((), device=self.placement.device, dtype=torch.float64)
         count = 0
-        for x, y in self.data.eval_batches(data.eval_tokens, data.seq_len, data.micro_batch_size):
-            x, y = self._to_device(x), self._to_device(y)
-            with self.placement.autocast():
-                per_token = self._loss(x, y, reduction="none")  # (B * T,)
-            if buckets is not None:
-                buckets.add(per_token, y)
-            loss = per_token.mean()
-            total += loss.double() * y.numel()
-            count += y.numel()
+        with evaluating(self.optimizer):  # schedule-free: at the evaluated point
+            for x, y in self.data.eval_batches(
+                data.eval_tokens, data.seq_len, data.micro_batch_size
+            ):
+                x, y = self._to_device(x), self._to_device(y)
+                with self.placement.autocast():
+                    per_token = self._loss(x, y, reduction="none")  # (B * T,)
+                if buckets is not None:
+                    buckets.add(per_token, y)
+                loss = per_token.mean()
+                total += loss.double() * y.numel()
+                count += y.numel()
         self.model.train()
         return (total / count).item()
 
@@ -357,7 +378,8 @@ class _Trainer:
         steps_timed = st.timed_tokens / self.tokens_per_step if st.timed_tokens else 0
         if st.compile_s is not None and steps_timed:
             st.compile_s = max(0.0, st.compile_s - st.timed_s / steps_timed)
-        fpt = training_flops_per_token(run.arch, run.data.seq_len)
+        passes = 1 + st.extra_passes / st.step if st.step else 1.0  # the closures' passes
+        fpt = training_flops_per_token(run.arch, run.data.seq_len) * passes
         measured: dict[str, float | None] = {
             "train_loss": st.curve[-1]["train_loss"] if st.curve else None,
             "wall_s": st.wall_s + time.time() - start,
@@ -368,6 +390,8 @@ class _Trainer:
             "data_wait_s": st.data_wait_s,
             "optimizer_step_frac": st.opt_s / st.profiled_s if st.profiled_s else None,
             "max_loss_rise": max_loss_rise([p["train_loss"] for p in st.curve]),
+            "passes_per_step": passes,
+            "train_flops": fpt * st.step * self.tokens_per_step,
         }
         return RunResult(
             status=status,
@@ -390,7 +414,8 @@ class _Trainer:
         val = self.evaluate(buckets)
         if self.state.curve:
             self.state.curve[-1]["val_loss"] = val
-        metrics = final_metrics(self.model, self.optimizer, self.data)
+        with evaluating(self.optimizer):  # the embedding metrics of the evaluated point
+            metrics = final_metrics(self.model, self.optimizer, self.data)
         if not math.isfinite(val):
             return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
         metrics |= {"val_loss": val, "val_ppl": math.exp(val), **buckets.result()}

@@ -1,0 +1,96 @@
+"""The preflight: before a run is queued, each distinct optimizer configuration of a grid is built
+on its run's model, on the CPU, and takes one step on a tiny batch, so that a constructor or a
+step that fails (a tuple cut short, a wrong type) is one line at submit time, not a failed run
+per configuration after each run's start-up.
+
+A configuration is what the optimizer's construction depends on: the optimizer(s), every
+optimizer field but the schedule (``lr`` and the schedule fields do not change what is built),
+its own hyperparameters, and the model. A model deeper than one block is built with one block
+(every matrix keeps its real shape; a 760M model would not fit a login node's memory 4 times).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from harness.core.catalogue import PER_OPTIMIZER
+from harness.core.config import RunConfig
+from harness.core.errors import UserError
+
+SCHEDULE_FIELDS = ("lr", "lr_min", "schedule", "warmup_steps", "grad_clip")
+"""Optimizer fields that do not change what is constructed."""
+
+
+def _configuration(run: RunConfig) -> tuple[Any, ...]:
+    optim = {f.name: getattr(run.optim, f.name) for f in dataclasses.fields(run.optim)}
+    built = tuple((k, v) for k, v in optim.items() if k not in SCHEDULE_FIELDS)
+    return (built, run.arch, run.data.seq_len)
+
+
+def describe(run: RunConfig) -> str:
+    """``arm adamw: beta1=0.9, beta2=0.95`` (the values the optimizer reads)."""
+    optim = run.optim
+    values = {k: getattr(optim, k) for k in PER_OPTIMIZER if getattr(optim, k) is not None}
+    values |= optim.hyperparameters.as_dict()
+    arm = run.label or optim.optimizer
+    if optim.embedding_optimizer:
+        arm += f" (embedding: {optim.embedding_optimizer})"
+    return f"arm {arm}: " + (", ".join(f"{k}={v}" for k, v in values.items()) or "defaults")
+
+
+def preflight(runs: Iterable[RunConfig], where: str) -> int:
+    """Build and step each distinct optimizer configuration of ``runs`` once.
+
+    Returns:
+        How many configurations were checked.
+
+    Raises:
+        UserError: every configuration that failed, one line each (arm, configuration,
+            exception).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from harness.model.build import build_model
+    from harness.optim.build import build_optimizer
+    from harness.optim.modes import needs_closure, to_train_mode
+
+    configurations: dict[tuple[Any, ...], RunConfig] = {}
+    for run in runs:
+        configurations.setdefault(_configuration(run), run)
+    problems = []
+    gen = torch.Generator().manual_seed(0)
+    models: dict[tuple[Any, int], torch.nn.Module] = {}
+    for run in configurations.values():
+        arch = run.arch
+        if arch.n_layer is not None and arch.n_layer > 1:
+            arch = dataclasses.replace(arch, n_layer=1)
+        try:
+            key = (arch, run.data.seq_len)
+            if key not in models:  # one model per architecture; its weights do not matter
+                models[key] = build_model(arch, run.data.seq_len)
+            model = models[key]
+            model.zero_grad(set_to_none=True)
+            opt = build_optimizer(model, run)
+            to_train_mode(opt)
+            x = torch.randint(0, arch.vocab_size, (1, min(8, run.data.seq_len)), generator=gen)
+
+            def loss_of(model: torch.nn.Module = model, x: torch.Tensor = x) -> torch.Tensor:
+                logits = model(x).float()
+                loss = F.cross_entropy(logits.view(-1, logits.size(-1)), x.view(-1))
+                loss.backward()
+                return loss.detach()
+
+            loss_of()
+            if needs_closure(opt):
+                opt.step(lambda opt=opt, f=loss_of: (opt.zero_grad(), f())[1])
+            else:
+                opt.step()
+        except Exception as e:  # the user's optimizer failed: say which configuration
+            problems.append(f"{describe(run)}: {type(e).__name__}: {e}".replace("\n", " "))
+    if problems:
+        head = f"{where}: preflight (one step of each optimizer configuration on the CPU) failed"
+        raise UserError(head + ":\n" + "\n".join(f"  - {p}" for p in problems))
+    return len(configurations)
