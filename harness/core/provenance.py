@@ -124,6 +124,17 @@ def code_fingerprint(objects: Iterable[object]) -> str:
     return h.hexdigest()[:16]
 
 
+def class_fingerprint(objects: Iterable[object]) -> str:
+    """A 16-hex-digit hash of the code ``objects`` (classes or functions) run, at the grain of a
+    class (:mod:`harness.core.codegrain`): editing another class of the same file leaves it."""
+    from harness.core.codegrain import class_code
+
+    h = hashlib.sha256()
+    for part in sorted({part for obj in objects for part in class_code(obj)}):
+        h.update(part.encode())
+    return h.hexdigest()[:16]
+
+
 def distribution_version(obj: object) -> str | None:
     """``name==version`` of the installed distribution providing ``obj``'s module, if any."""
     top = (getattr(obj, "__module__", "") or "").partition(".")[0]

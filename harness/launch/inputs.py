@@ -2,9 +2,11 @@
 contents of its data. A row records their fingerprints; ``submit`` compares them with today's
 before it skips a run as done, so that a result whose inputs changed never passes as current.
 
-Fingerprints ignore comments, docstrings and formatting (see
-:func:`harness.core.provenance.code_fingerprint`); a dataset's covers its files' bytes
-(:mod:`harness.data.fingerprint`).
+Fingerprints cover the code an optimizer class (or a model builder) runs: the class, its bases,
+and the module-level code they name (:mod:`harness.core.codegrain` says exactly what), ignoring
+comments, docstrings and formatting; a row recorded when fingerprints covered whole files
+(:func:`harness.core.provenance.code_fingerprint`) is current while its files are unchanged. A
+dataset's covers its files' bytes (:mod:`harness.data.fingerprint`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from pathlib import Path
 
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.core.provenance import INPUTS, code_fingerprint, distribution_version
+from harness.core.provenance import (
+    INPUTS,
+    class_fingerprint,
+    code_fingerprint,
+    distribution_version,
+)
 from harness.data.catalogue import resolve_dataset
 from harness.data.fingerprint import dataset_fingerprint
 from harness.model.build import model_code
@@ -31,7 +38,7 @@ def _optimizer_inputs(names: tuple[str, ...]) -> tuple[str, str | None, str]:
     classes = [get_spec(n).load() for n in names]
     source = " + ".join(get_spec(n).cls for n in names)
     versions = {v for c in classes if (v := distribution_version(c))}
-    return source, ", ".join(sorted(versions)) or None, code_fingerprint(classes)
+    return source, ", ".join(sorted(versions)) or None, class_fingerprint(classes)
 
 
 class Inputs:
@@ -53,7 +60,7 @@ class Inputs:
         source, version, optimizer = self._optimizers[names]
         model, dataset = run.arch.model, run.data.dataset
         if model not in self._models:
-            self._models[model] = code_fingerprint([model_code(run.arch)])
+            self._models[model] = class_fingerprint([model_code(run.arch)])
         if dataset not in self._data:
             self._data[dataset] = dataset_fingerprint(resolve_dataset(dataset, self.data_root))
         out = {
@@ -65,6 +72,15 @@ class Inputs:
         }
         assert out.keys() == INPUTS.keys()
         return out
+
+    def file_grained(self, run: RunConfig) -> dict[str, str]:
+        """The optimizer and model fingerprints as rows recorded them when they covered whole
+        files (before :func:`~harness.core.provenance.class_fingerprint`)."""
+        names = tuple(n for n in (run.optim.optimizer, run.optim.embedding_optimizer) if n)
+        return {
+            "optimizer_fingerprint": code_fingerprint([get_spec(n).load() for n in names]),
+            "model_fingerprint": code_fingerprint([model_code(run.arch)]),
+        }
 
 
 def inputs_of(run: RunConfig, data_root: Path) -> dict[str, str | None]:
@@ -96,6 +112,10 @@ def stale_runs(
             continue
         now = reader.of(run)
         changed = tuple(c for c in COMPARED if row.get(c) is not None and row[c] != now[c])
+        code = [c for c in changed if c in ("optimizer_fingerprint", "model_fingerprint")]
+        if code:  # a row from before class-grained fingerprints is current if its files are
+            old = reader.file_grained(run)
+            changed = tuple(c for c in changed if c not in code or row[c] != old[c])
         if changed:
             out.append(Stale(run.run_id, changed))
     return out
