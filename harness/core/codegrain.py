@@ -30,12 +30,15 @@ def _counted(module: str) -> bool:
     return top not in sys.stdlib_module_names and top not in _SKIPPED_TOPS
 
 
-def _strip_docstrings(tree: ast.AST) -> None:
+def strip_docstrings(tree: ast.AST) -> None:
+    """Remove the docstrings of every module, class and function in ``tree`` (in place)."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        first = body[0] if isinstance(body, list) and body else None
+        if not isinstance(body, list) or not body:
+            continue
+        first = body[0]
         docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-        if docstring and isinstance(first.value.value, str):  # type: ignore[union-attr]
+        if docstring and isinstance(first.value.value, str):
             node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
 
 
@@ -58,7 +61,7 @@ def _definition(path: Path, name: str) -> str | None:
     """The normalized code of top-level ``name`` of ``path`` with what it names in that module
     (see the module doc); None when ``name`` is not defined at the top level there."""
     tree = ast.parse(path.read_text())
-    _strip_docstrings(tree)
+    strip_docstrings(tree)
     top = _top_level(tree)
     if name not in top:
         return None
@@ -92,7 +95,7 @@ def class_code(obj: object) -> list[str]:
         code = _definition(path, name)
         if code is None:  # not found at the top level: the whole file
             tree = ast.parse(path.read_text())
-            _strip_docstrings(tree)
+            strip_docstrings(tree)
             code = ast.dump(tree, annotate_fields=False)
         parts.append(code)
     return parts

@@ -18,6 +18,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness.core.codegrain import class_code, strip_docstrings
+
 PROVENANCE: dict[str, str] = {
     "device": "where the run computed (cpu, cuda:<device name>)",
     "hostname": "the machine",
@@ -86,12 +88,7 @@ def _normalized(source: str) -> str:
     """The code of a Python source without its comments, docstrings and formatting (AST dump):
     editing those does not make results stale."""
     tree = ast.parse(source)
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        first = body[0] if isinstance(body, list) and body else None
-        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-        if docstring and isinstance(first.value.value, str):
-            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+    strip_docstrings(tree)
     return ast.dump(tree, annotate_fields=False)
 
 
@@ -127,8 +124,6 @@ def code_fingerprint(objects: Iterable[object]) -> str:
 def class_fingerprint(objects: Iterable[object]) -> str:
     """A 16-hex-digit hash of the code ``objects`` (classes or functions) run, at the grain of a
     class (:mod:`harness.core.codegrain`): editing another class of the same file leaves it."""
-    from harness.core.codegrain import class_code
-
     h = hashlib.sha256()
     for part in sorted({part for obj in objects for part in class_code(obj)}):
         h.update(part.encode())

@@ -77,15 +77,20 @@ def preflight(runs: Iterable[RunConfig], where: str) -> int:
             to_train_mode(opt)
             x = torch.randint(0, arch.vocab_size, (1, min(8, run.data.seq_len)), generator=gen)
 
-            def loss_of(model: torch.nn.Module = model, x: torch.Tensor = x) -> torch.Tensor:
+            def loss_of(
+                model: torch.nn.Module = model,
+                x: torch.Tensor = x,
+                opt: torch.optim.Optimizer = opt,
+            ) -> torch.Tensor:  # the loss and gradients of the tiny batch (also the closure)
+                opt.zero_grad(set_to_none=True)
                 logits = model(x).float()
                 loss = F.cross_entropy(logits.view(-1, logits.size(-1)), x.view(-1))
-                loss.backward()
+                loss.backward()  # type: ignore[no-untyped-call]
                 return loss.detach()
 
             loss_of()
             if needs_closure(opt):
-                opt.step(lambda opt=opt, f=loss_of: (opt.zero_grad(), f())[1])
+                opt.step(loss_of)  # type: ignore[arg-type]
             else:
                 opt.step()
         except Exception as e:  # the user's optimizer failed: say which configuration
