@@ -29,7 +29,7 @@ from harness.analysis.axes import (
 )
 from harness.analysis.cells import iter_cells
 from harness.analysis.figures import style
-from harness.analysis.tuning import best_runs, tune
+from harness.analysis.tuning import confirmed
 from harness.metrics.catalogue import METRICS
 
 #: Column holding each row's method label.
@@ -184,8 +184,8 @@ def tuned_points(
     keys = list(keys)
     over = [c for c in auto_over(rows, keys) if c not in keys]
     check_cells(rows, keys, over)
-    table = tune(rows, keys, over, goal, select_goal)
-    return Points(table=table, seeds=best_runs(rows, table, keys + over), over=over)
+    tested = confirmed(rows, keys, over, goal, select_goal)
+    return Points(table=tested.table, seeds=tested.seeds, over=over)
 
 
 def metric_label(metric: str) -> str:
