@@ -241,6 +241,11 @@ def test_local_grid_reaches_an_interior_optimum_with_extend(
     path.write_text(textwrap.dedent(E2E))
     argv = ["submit", str(path), "--local", "--extend", "--confirm",
             "--results", str(tmp_path / "res"), "--data", str(prepared_data)]  # fmt: skip
+    plain = CliRunner().invoke(main, [a for a in argv if a not in ("--extend", "--confirm")])
+    assert plain.exit_code == 0 and "launching 2" in plain.output, plain.output
+    dry = CliRunner().invoke(main, [*argv, "--dry-run"], catch_exceptions=False)
+    assert "round 1 adds 0.1" in dry.output and "estimated compute" in dry.output, dry.output
+    assert not any(r.extend_round for r in read_manifest(tmp_path / "res", "e2e").values())
     first = CliRunner().invoke(main, argv, catch_exceptions=False)
     assert first.exit_code == 0, first.output
     assert "round 1 adds" in first.output and "--extend: no best on an open edge" in first.output
