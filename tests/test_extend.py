@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from harness.analysis.edges import edge_note, open_edge
-from harness.analysis.followup import plan_confirmation, plan_extension
+from harness.analysis.followup import in_place, plan_confirmation, plan_extension
 from harness.analysis.tuning import confirmed
 from harness.analysis.values import VALUE
 from harness.core.catalogue import flat
@@ -20,7 +21,8 @@ from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.data.catalogue import vocab_lookup
 from harness.grid.followup import ExtendSpec
-from harness.grid.load import load_grid
+from harness.grid.load import Grid, load_grid
+from harness.grid.vary import vary
 
 BASE = """
 name: g
@@ -103,13 +105,14 @@ def synthetic(
 
 
 def extend_until_done(
-    runs: Mapping[str, RunConfig], spec: ExtendSpec
+    runs: Mapping[str, RunConfig], spec: ExtendSpec, g: Grid | None = None
 ) -> tuple[list[list[float]], dict[str, RunConfig], list[str]]:
     """Plan, 'train' (synthetic rows), repeat until nothing is planned: the lrs added per round."""
     runs = dict(runs)
     rounds: list[list[float]] = []
     for _ in range(10):
-        plan = plan_extension(synthetic(list(runs.values()), quadratic), runs, spec)
+        rows = synthetic(list(runs.values()), quadratic)
+        plan = plan_extension(rows, runs, spec, change=partial(vary, g) if g else in_place)
         if not plan.runs:
             return rounds, runs, list(plan.lines)
         rounds.append(sorted({r.optim.lr for r in plan.runs}))
@@ -142,6 +145,23 @@ def test_extend_plans_the_right_points_and_converges(tmp_path: Path) -> None:
     again = plan_extension(synthetic(list(runs.values()), quadratic), runs, ExtendSpec())
     assert again.runs == () and last == []
     assert {r.run_id for r in g.runs} <= set(runs)
+
+
+def test_extension_runs_are_resolved_as_the_grid_resolves_them(tmp_path: Path) -> None:
+    # lr_min is an expression over lr: each extension run evaluates it at its own lr, even one
+    # built from an earlier round's run (not a point of the grid)
+    g = grid(tmp_path, EXTEND_GRID.replace("grid:", "grid:\n  lr_min: ['0.1 * lr']"))
+    rounds, runs, _ = extend_until_done({r.run_id: r for r in g.runs}, ExtendSpec(), g)
+    assert rounds == [[1e-5, 0.1], [1.0]]
+    for r in runs.values():
+        assert r.optim.lr_min == pytest.approx(0.1 * r.optim.lr)
+    _, moved, _ = extend_until_done({r.run_id: r for r in g.runs}, ExtendSpec())
+    # values changed in place would move lr_min on its own and leave it stale beside a new lr
+    assert any(r.optim.lr_min != pytest.approx(0.1 * r.optim.lr) for r in moved.values())
+    confirm = plan_confirmation(synthetic(list(runs.values()), quadratic), runs, [5],
+                                change=partial(vary, g))  # fmt: skip
+    got = sorted((r.optim.lr, r.optim.lr_min / r.optim.lr, r.execution.seed) for r in confirm.runs)
+    assert got == [(1e-4, pytest.approx(0.1), 5), (0.1, pytest.approx(0.1), 5)]
 
 
 def test_extend_stops_at_the_grids_bounds_and_rounds(tmp_path: Path) -> None:
