@@ -280,3 +280,19 @@ def test_local_grid_reaches_an_interior_optimum_with_extend(
     best = CliRunner().invoke(main, ["analyze", "best", str(path), "--results",
                                      str(tmp_path / "res")], catch_exceptions=False)  # fmt: skip
     assert "confirmed on fresh seeds: 1 of 1" in best.output and "edge:" not in best.output
+
+
+@pytest.mark.parametrize(
+    ("local", "digest"), [(False, "ab5b5cd7244703f6"), (True, "0085e897f940fd5f")]
+)
+def test_confirmation_seeds_change_no_shipped_run_id(local: bool, digest: str) -> None:
+    """optimizer_gap declares seeds {tune: 3, confirm: 3} and an extend: section: its runs and
+    their run_ids are those it had with seeds [0, 1, 2] (sha256 of the sorted ids, from main)."""
+    import hashlib
+
+    path = Path(__file__).resolve().parent.parent / "grids" / "optimizer_gap.yaml"
+    vocab = {"classics-gpt2": 50304, "classics-bpe8k": 8192}
+    g = load_grid(path, vocab=vocab.__getitem__, local=local)
+    ids = ",".join(sorted(r.run_id for r in g.runs))
+    assert hashlib.sha256(ids.encode()).hexdigest()[:16] == digest
+    assert g.confirm_seeds == (3, 4, 5) and g.extend is not None
