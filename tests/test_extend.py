@@ -234,6 +234,9 @@ def test_analysis_reports_confirmed_values_else_says_same_seeds(tmp_path: Path) 
     assert t.loc["adamw", "mean"] == pytest.approx(3 + 1 + 0.5 + 2.5e-4)  # seeds 2 and 3
     assert t.loc["adamw", "tune_mean"] == pytest.approx(3 + 1 + 5e-5)
     assert set(both.seeds["seed"]) == {2, 3} and "confirmed on fresh seeds" in both.note
+    # a sweep over lr (one cell per lr) keeps every point on the tuning seeds
+    sweep = confirmed(pd.concat([tune_rows, confirm_rows]), ["optimizer", "lr"], [], "min")
+    assert set(sweep.seeds["seed"]) == {0, 1} and "a sweep over lr" in sweep.note
 
 
 # --- end to end: a tiny local grid closes its lr edge, then confirms ---------------------------
