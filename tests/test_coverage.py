@@ -19,10 +19,13 @@ REPORTED = tuple(name for name in INTERVALS if "former" not in name)
 
 @pytest.fixture(scope="module")
 def table():
-    closed = coverage(("mean", "difference", "gap closure"), reps=4000)
-    cross = coverage(("crossover",), seed_counts=(3, 10), reps=1500)
-    fit = coverage(("speed-up ratio",), seed_counts=(3,), reps=800)
-    return pd.concat([closed, cross]), fit
+    closed = coverage(("mean", "difference", "gap closure"), reps=3000)
+    cross = coverage(("crossover",), seed_counts=(3, 10), reps=1000)
+    fits = [
+        coverage(("speed-up ratio",), seed_counts=(3,), reps=600),
+        coverage(("fitted optimum", "metric at optimum"), seed_counts=(3,), reps=300),
+    ]
+    return pd.concat([closed, cross]), pd.concat(fits)
 
 
 def test_every_interval_covers_95_percent_at_three_seeds(table):

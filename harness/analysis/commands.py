@@ -147,7 +147,7 @@ def gap(
     compare_mod.check_choices("welch", "two-sided", correction, alpha)
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--baseline": baseline, "--reference": reference}, others=True)
-    t = tuned(_with_rows(prep, rows), goal, [*by, ARM], over)
+    t = tuned(with_rows(prep, rows), goal, [*by, ARM], over)
     out = gap_mod.gap_closure(
         t.seeds,
         list(by),
@@ -180,7 +180,7 @@ def crossover(
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--a": a, "--b": b})
     _check_positive(rows, x)
-    t = tuned(_with_rows(prep, rows), goal, [*by, x, ARM], over)
+    t = tuned(with_rows(prep, rows), goal, [*by, x, ARM], over)
     out = crossover_mod.crossover(
         t.seeds,
         list(by),
@@ -222,7 +222,7 @@ def compare(
     compare_mod.check_choices(test, alternative, correction, alpha)
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--a": a, "--b": b})
-    t = tuned(_with_rows(prep, rows), goal, [*by, ARM], over)
+    t = tuned(with_rows(prep, rows), goal, [*by, ARM], over)
     out = compare_mod.compare(
         t.seeds,
         list(by),
@@ -261,7 +261,7 @@ def speedup(
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--a": a, "--b": b})
     _check_positive(rows, x)
-    t = tuned(_with_rows(prep, rows), goal, [*by, x, ARM], over)
+    t = tuned(with_rows(prep, rows), goal, [*by, x, ARM], over)
     out = speedup_mod.speedup(
         t.seeds,
         list(by),
@@ -299,7 +299,7 @@ def beaten_reference(
     return out
 
 
-def _with_rows(prep: Prepared, rows: pd.DataFrame) -> Prepared:
+def with_rows(prep: Prepared, rows: pd.DataFrame) -> Prepared:
     """``prep`` restricted to ``rows`` (the arms' rows): diverged runs recounted there."""
     diverged = int((rows["status"] == "diverged").sum())
     return dataclasses.replace(prep, rows=rows, diverged=diverged)

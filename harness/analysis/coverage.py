@@ -19,8 +19,11 @@ import pandas as pd
 from harness.analysis.crossover import advantage
 from harness.analysis.gap import closure, closure_interval
 from harness.analysis.intervals import crossing_interval, linear_interval
+from harness.analysis.optimum import optimum_table
 from harness.analysis.speedup import budget_ratio_interval
 
+#: Intervals whose simulation fits per experiment (``slow_reps``).
+SLOW = ("speed-up ratio", "fitted optimum", "metric at optimum")
 #: Seed counts simulated.
 SEED_COUNTS = (2, 3, 5, 10)
 #: Nominal two-sided level simulated.
@@ -134,6 +137,38 @@ def _speedup(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.nd
     return out
 
 
+#: Optimum scenario: metric 3 + 0.5 (ln lr - ln 1.5e-3)^2 at lr = 1e-3 * 3^(-2..2), noise 0.1.
+OPT_LR = 1e-3 * 3.0 ** np.arange(-2, 3)
+OPT_TRUTH = (1.5e-3, 3.0)
+
+
+def _optimum_cells(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> pd.DataFrame:
+
+    curve = OPT_TRUTH[1] + 0.5 * (np.log(OPT_LR) - np.log(OPT_TRUTH[0])) ** 2
+    v = curve[None, :, None] + 0.1 * noise(rng, (reps, OPT_LR.size, n))
+    m, var, _ = _summary(v)
+    table = pd.DataFrame(
+        {
+            "cell": np.repeat(np.arange(reps), OPT_LR.size),
+            "lr": np.tile(OPT_LR, reps),
+            "mean": m.ravel(),
+            "std": np.sqrt(var).ravel(),
+            "n": n,
+        }
+    )
+    return optimum_table(table, ["cell"], "lr", "min", LEVEL)
+
+
+def _optimum(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    t = _optimum_cells(noise, n, reps, rng)
+    return ((t["ci_low"] <= OPT_TRUTH[0]) & (t["ci_high"] >= OPT_TRUTH[0])).to_numpy()
+
+
+def _optimum_metric(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    t = _optimum_cells(noise, n, reps, rng)
+    return ((t["metric_ci_low"] <= OPT_TRUTH[1]) & (t["metric_ci_high"] >= OPT_TRUTH[1])).to_numpy()
+
+
 #: Interval name -> (method as the notes name it, simulation returning covered flags).
 INTERVALS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "mean": ("Student t", _mean),
@@ -141,6 +176,8 @@ INTERVALS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "gap closure": ("Fieller, t quantiles", _gap_closure),
     "crossover": ("t-test inversion", _crossover),
     "speed-up ratio": ("delta method on log, t quantiles", _speedup),
+    "fitted optimum": ("Fieller on -c1 / 2 c2", _optimum),
+    "metric at optimum": ("Welch t on the fit", _optimum_metric),
     "gap closure (former)": ("percentile bootstrap", _gap_bootstrap),
 }
 
@@ -167,7 +204,7 @@ def coverage(
     rows = []
     for name in names or tuple(INTERVALS):
         method, simulate = INTERVALS[name]
-        k = slow_reps if name == "speed-up ratio" and slow_reps else reps
+        k = slow_reps if name in SLOW and slow_reps else reps
         for noise, draw in NOISES.items():
             for n in seed_counts:
                 rng = np.random.default_rng([seed, n, len(rows)])

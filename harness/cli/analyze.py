@@ -18,6 +18,7 @@ from harness.analysis.compare import ALTERNATIVES, TESTS
 from harness.analysis.corrections import CORRECTIONS
 from harness.analysis.goal import DEFAULT_METRIC, GOALS
 from harness.analysis.output import FORMATS, Answer, render
+from harness.analysis.questions import QUESTIONS, Option, Question
 from harness.analysis.select import Selector, parse_columns, parse_selector
 from harness.cli.options import results_option
 from harness.core.config import SCALES
@@ -250,3 +251,39 @@ def speedup(**kw: Any) -> None:
     """
     fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
     _print(commands.speedup(q, **cells, **_drop_boot(kw)), fmt)
+
+
+_KINDS: dict[str, Any] = {"text": str, "float": float, "int": int, "selector": str}
+
+
+def _question_option(opt: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    if opt.kind == "selector":
+        return _selector(opt.flag, opt.help.rstrip(".").split("e.g. ")[-1])
+    kind = click.Choice(list(opt.choices)) if opt.kind == "choice" else _KINDS[opt.kind]
+    return click.option(
+        opt.flag,
+        opt.keyword,
+        type=kind,
+        default=opt.default,
+        required=opt.required,
+        show_default=opt.default is not None,
+        help=opt.help,
+    )
+
+
+def _question_command(question: Question) -> click.Command:
+    def run(**kw: Any) -> None:
+        fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
+        _print(question.answerer()(q, **cells, **kw), fmt)
+
+    f: Callable[..., Any] = run
+    for opt in reversed(question.options):
+        f = _question_option(opt)(f)
+    f = _common(f)
+    return click.command(question.name, help=f"{question.summary}\n\nExample: {question.example}")(
+        f
+    )
+
+
+for _, _question in QUESTIONS.items():
+    analyze.add_command(_question_command(_question))
