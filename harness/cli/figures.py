@@ -11,7 +11,7 @@ from harness.analysis.figures import FIGURES
 from harness.analysis.figures.choose import plan_figures
 from harness.analysis.figures.options import CURVE_RUNS, FigureOptions
 from harness.analysis.figures.render import render_figures
-from harness.analysis.goal import DEFAULT_METRIC, GOALS, default_select, metric_goal
+from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS, default_select, metric_goal
 from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
 from harness.analysis.select import Selector, parse_selector
@@ -46,7 +46,7 @@ def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     type=click.Choice(GOALS),
     default="auto",
     show_default=True,
-    help="Is lower (min) or higher (max) better; auto knows the usual metrics.",
+    help=GOAL_HELP,
 )
 @click.option(
     "--scale",
@@ -80,7 +80,8 @@ def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--reference", default=None, callback=_selector, metavar="K=V[,K=V]",
               help="gap_closure, batch_size: the reference arm's rows (default: optimizer=adamw, "
               "else adam).")  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table for people; csv or json for programs (notes on stderr).")  # fmt: skip
 @results_option
 def figures(
     grid: tuple[str, ...],
