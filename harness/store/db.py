@@ -85,6 +85,20 @@ def _sql_type(t: object) -> str:
     )
 
 
+#: Lines of a DuckDB error that help the user fix the SQL (kept after the first line).
+_HINTS = ("did you mean", "candidate bindings", "candidate tables", "hint")
+
+
+def error_text(e: BaseException) -> str:
+    """A DuckDB error in at most two lines: its first line, then its hints (``Did you mean
+    "runs"?``, ``Candidate bindings: "val_ppl"``) joined on a second line."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    hints = [ln for ln in lines[1:] if ln.lower().startswith(_HINTS)]
+    return "\n".join([lines[0], *(["  " + " ".join(hints)] if hints else [])])
+
+
 def sql_string(text: str) -> str:
     """``text`` as a SQL string literal (single quotes doubled)."""
     return "'" + text.replace("'", "''") + "'"
