@@ -5,14 +5,26 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from harness.core import paths
+from harness.data.catalogue import vocab_lookup
+from harness.grid.load import load_grid
 from harness.launch.slurm.records import records_dir
+from harness.store.db import newest_values
 from harness.store.manifest import write_manifest
-from tests.local_submits import REPO, grid_file
+from tests.local_submits import REPO, grid_file, logged_steps, run_processes, start_submit
+from tests.polling import wait_until
 from tests.runs import tiny_run
+
+
+def _run_ids(grid: Path, data: Path) -> list[str]:
+    return [r.run_id for r in load_grid(grid, vocab=vocab_lookup(data), local=True).runs]
 
 
 def _harness(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -50,3 +62,29 @@ def test_b7_a_record_of_valid_json_with_a_wrong_type_is_moved_aside(tmp_path, pr
                       str(prepared_data))  # fmt: skip
     assert submit.returncode == 0, submit.stderr
     assert "9.json" in submit.stderr and "array: expected bool" in submit.stderr
+
+
+def test_b13_a_run_killed_by_the_kernel_keeps_its_steps_and_curve(tmp_path, prepared_data):
+    """B13: a run process killed with SIGKILL (the OOM killer's signal) between checkpoints got
+    a ``failed`` row with ``steps_done`` 0 and no curve, though its log showed its steps; now
+    its row keeps the steps and curve points of its progress file."""
+    grid = grid_file(tmp_path, "oom", [0], 2000)
+    root = tmp_path / "results"
+    (run_id,) = _run_ids(grid, prepared_data)
+    slow = {"HARNESS_CHECKPOINT_EVERY_S": "3600"}  # no checkpoint before the kill
+    submit = start_submit(grid, root, prepared_data, tmp_path / "spill", env=slow)
+    wait_until(lambda: len(logged_steps(root, "oom", run_id)) >= 10, 120, "20 steps logged")
+    (victim,) = run_processes(submit.pid)
+    os.kill(victim, signal.SIGKILL)
+    _, err = submit.communicate(timeout=120)
+    reached = logged_steps(root, "oom", run_id)[-1]
+
+    assert submit.returncode == 0, err
+    assert not paths.checkpoint_path(root, "oom", run_id).exists()
+    ((status, steps, error),) = newest_values(
+        root, "oom", ["status", "steps_done", "error"]
+    ).values()
+    assert status == "failed" and "SIGKILL" in error
+    assert 20 <= steps <= reached
+    curve = pq.read_table(paths.curves_dir(root, "oom") / f"{run_id}.parquet").to_pylist()
+    assert [p["step"] for p in curve] == list(range(2, steps + 1, 2))
