@@ -19,12 +19,14 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.axes import hyperparameters
+from harness.analysis.bootstrap import CONFIDENCE
 from harness.analysis.cells import groups
 from harness.analysis.edges import edge_note
+from harness.analysis.intervals import t_quantile
 from harness.analysis.values import SELECT, VALUE
 
 #: Statistics columns of :func:`seed_stats`, in order.
-STATS = ("mean", "std", "n", "two_sigma", "n_diverged")
+STATS = ("mean", "std", "n", "two_sigma", "ci_low", "ci_high", "n_diverged")
 
 
 def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -32,7 +34,9 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
     Returns:
         One row per combination: the ``keys`` columns, then mean, std (corrected; NaN for one
-        seed or a diverged seed), n, two_sigma (2 * std) and n_diverged (non-finite values).
+        seed or a diverged seed), n, two_sigma (2 * std, the talk's spread), ci_low and ci_high
+        (the Student t interval of the mean at :data:`~harness.analysis.bootstrap.CONFIDENCE`;
+        NaN for one seed) and n_diverged (non-finite values).
     """
     g = groups(rows, keys)[VALUE]
     out = pd.DataFrame(
@@ -46,6 +50,8 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     # a mean of finite and infinite values is infinite; the std of it is undefined
     out.loc[out["n_diverged"] > 0, "std"] = np.nan
     out["two_sigma"] = 2 * out["std"]
+    half = t_quantile(CONFIDENCE, out["n"] - 1.0) * out["std"] / np.sqrt(out["n"])
+    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
     out = out.reset_index(drop=not keys)
     return out[[*keys, *STATS]]
 
