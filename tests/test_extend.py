@@ -299,3 +299,17 @@ def test_confirmation_seeds_change_no_shipped_run_id(local: bool, digest: str) -
     ids = ",".join(sorted(r.run_id for r in g.runs))
     assert hashlib.sha256(ids.encode()).hexdigest()[:16] == digest
     assert g.confirm_seeds == (3, 4, 5) and g.extend is not None
+
+
+def test_confirm_without_confirmation_seeds_is_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    path = tmp_path / "g.yaml"
+    path.write_text(textwrap.dedent(BASE) + "grid: {lr: [1.0e-3]}\nseeds: 2\n")
+    r = CliRunner().invoke(main, ["submit", str(path), "--launcher", "local", "--confirm",
+                                  "--dry-run", "--results", str(tmp_path / "res")])  # fmt: skip
+    assert r.exit_code == 2
+    assert "declares no confirmation seeds; write e.g. seeds: {tune: 3, confirm: 3}" in r.output
+    assert not (tmp_path / "res").exists()
