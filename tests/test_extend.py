@@ -199,9 +199,9 @@ def test_seeds_grammar(tmp_path: Path) -> None:
     listed = grid(tmp_path, "grid: {lr: [1.0e-3]}\nseeds: {tune: [0, 1], confirm: [7]}\n")
     assert listed.confirm_seeds == (7,) and [r.execution.seed for r in listed.runs] == [0, 1]
     for bad, message in [
-        ("seeds: {tune: 2, test: 1}", "unknown key 'test'; valid keys: tune, confirm"),
+        ("seeds: {tune: 2, test: 1}", "unknown key 'test'; valid keys: confirm, tune"),
         ("seeds: {tune: [0, 1], confirm: [1]}", "also tuning seeds"),
-        ("extend: {axis: [lr]}", "unknown key 'axis'; valid keys: axes, rounds, bounds"),
+        ("extend: {axis: [lr]}", "unknown key 'axis'; valid keys: axes, bounds, rounds"),
         ("extend: {axes: [schedule]}", "'schedule' is not an extendable axis"),
         ("extend: {bounds: {lr: [1, 0.1]}}", "low < high"),
     ]:
