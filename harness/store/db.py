@@ -29,10 +29,6 @@ _SOURCES = {
 }
 
 
-_GLOB_CHARS = frozenset("*?[]{}")
-"""Characters DuckDB's file functions read as a pattern."""
-
-
 def duck_path(path: Path | str) -> str:
     """``path`` as DuckDB's file functions read it literally: each glob character in brackets
     (a results folder ``runs[1]`` is not a pattern matching ``runs1``).
@@ -42,12 +38,13 @@ def duck_path(path: Path | str) -> str:
             splits paths at backslashes, so no escaping reads it).
     """
     text = str(path)
-    if not _GLOB_CHARS & set(text):
+    if not paths.GLOB_CHARS & set(text):
         return text
     if "\\" in text:
-        raise UserError(f"{text}: a path with both '\\' and one of {''.join(sorted(_GLOB_CHARS))} "
+        chars = "".join(sorted(paths.GLOB_CHARS))
+        raise UserError(f"{text}: a path with both '\\' and one of {chars} "
                         "cannot be read by DuckDB; rename the folder")  # fmt: skip
-    return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in text)
+    return "".join(f"[{c}]" if c in paths.GLOB_CHARS else c for c in text)
 
 
 def files_sql(folder: Path, pattern: str) -> list[str]:

@@ -31,7 +31,7 @@ from harness.analysis.cells import iter_cells
 from harness.analysis.figures import style
 from harness.analysis.figures.options import FigureOptions
 from harness.analysis.select import Selector, match
-from harness.analysis.tuning import best_runs, tune
+from harness.analysis.tuning import confirmed
 from harness.core.errors import UserError
 from harness.metrics.catalogue import METRICS
 
@@ -249,8 +249,8 @@ def tuned_points(
     keys = list(keys)
     over = [c for c in auto_over(rows, keys) if c not in keys]
     check_cells(rows, keys, over)
-    table = tune(rows, keys, over, goal, select_goal)
-    return Points(table=table, seeds=best_runs(rows, table, keys + over), over=over)
+    tested = confirmed(rows, keys, over, goal, select_goal)
+    return Points(table=tested.table, seeds=tested.seeds, over=over)
 
 
 def metric_label(metric: str) -> str:
