@@ -30,6 +30,7 @@ COMMANDS: Registry[str] = Registry(
         "data": "harness.cli.data:data",
         "analyze": "harness.cli.analyze:analyze",
         "figures": "harness.cli.figures:figures",
+        "report": "harness.cli.report:report",
         "import": "harness.cli.importer:import_",
     },
 )
