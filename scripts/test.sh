@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: install the package with its test tools, start the
 # project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh), lint (ruff),
-# check the import contracts (lint-imports), run pytest.
+# check the import contracts (lint-imports), check types (mypy; pyproject.toml [tool.mypy]), run
+# pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -12,4 +13,5 @@ else
 fi
 ruff check . && ruff format --check .
 lint-imports  # the architecture's layers and "never" rules (pyproject.toml [tool.importlinter])
+mypy  # harness/: strict on core, grid, store; cache in .mypy_cache (gitignored)
 python3 -m pytest -q "$@"

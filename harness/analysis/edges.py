@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import SupportsFloat, TypeGuard
 
 from harness.core.catalogue import AXIS_SCALES
 from harness.core.fields import Scale
@@ -97,10 +98,10 @@ def _fmt(x: float, edge: float, scale: AxisScale) -> str:
     return repr(x)
 
 
-def _is_number(v: object) -> bool:
+def _is_number(v: object) -> TypeGuard[SupportsFloat]:
     if isinstance(v, bool) or v is None:
         return False
     try:
-        return math.isfinite(float(v))  # type: ignore[arg-type]
+        return math.isfinite(float(v))  # type: ignore[arg-type]  # any value: float() says
     except (TypeError, ValueError):
         return False

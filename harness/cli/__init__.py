@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import Any
 
 import click
 
@@ -46,7 +47,7 @@ class _Group(click.Group):
             return None
         return load_object(COMMANDS[name])
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except UserError as e:

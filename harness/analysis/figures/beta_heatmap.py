@@ -62,6 +62,7 @@ def draw(data: FigureData) -> Figure:
     for ax, (key, part) in zip(axes, cells, strict=True):
         image = _panel(ax, part, norm, cmap, data.goal)
         ax.set_title(panel_title(key))
+    assert image is not None  # one panel at least
     fig.colorbar(image, ax=axes, label=metric_label(data.metric), shrink=0.9)
     subtitle(fig, points.over, "cell")
     return fig

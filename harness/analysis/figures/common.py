@@ -82,9 +82,9 @@ def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
 def _short(v: Any) -> str:
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "none"
-    if isinstance(v, int | np.integer | float) and abs(v) >= 1e4 and float(v).is_integer():
+    if isinstance(v, int | np.integer | float) and abs(float(v)) >= 1e4 and float(v).is_integer():
         for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(v) >= size:
+            if abs(float(v)) >= size:
                 return f"{v / size:.3g}{unit}"  # 5e9 tokens -> 5B
     return f"{v:g}" if isinstance(v, float) else str(v)
 

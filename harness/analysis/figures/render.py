@@ -100,7 +100,7 @@ def _one(
     files = []
     for ext in ("png", "pdf"):
         path = out_dir / f"{stem}.{ext}"
-        atomic_write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=200))
+        atomic_write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=200))  # type: ignore[misc]  # ext bound per loop step
         files.append(path)
     plt.close(fig)
     side = sidecar(sel, spec, metric, goal, frames, prep.notes(), files)
