@@ -24,7 +24,7 @@ from harness.store.integrity import check_grid
 from harness.store.schema import CURVE_SCHEMA, NEWEST_KEY, config_schema, row_schema
 
 #: (view name, per-run file glob under a grid folder, consolidated glob, schema for no files)
-_SOURCES = {
+_SOURCES: dict[str, tuple[str, str | None]] = {
     "runs": ("runs/*.parquet", "compact/runs-*.parquet"),
     "curves": ("curves/*.parquet", "compact/curves-*.parquet"),
     "manifest": ("manifest.parquet", None),
@@ -133,6 +133,7 @@ def _curves_sql(root: Path, grids: list[str]) -> str:
     plain: list[str] = []
     mixed: list[str] = []
     per_run_glob, compacted_glob = _SOURCES["curves"]
+    assert compacted_glob is not None  # curves are compacted
     for g in grids:
         folder = paths.grid_dir(root, g)
         per_run = _one_source(files_sql(folder / "curves", per_run_glob.split("/")[1]))
