@@ -114,7 +114,13 @@ def test_default_figures_from_the_varying_columns(root):
     res = _figures(root, "opt", "--format", "json")
     assert res.exit_code == 0, res.output
     drawn = {r["figure"]: r for r in json.loads(res.stdout)}
-    assert set(drawn) == {"lr_sensitivity", "batch_size", "gap_closure", "loss_curves"}
+    assert set(drawn) == {
+        "lr_sensitivity",
+        "batch_size",
+        "steps_to_target",
+        "gap_closure",
+        "loss_curves",
+    }
     assert all(r["skipped"] == "" for r in drawn.values())
     assert "defaults for the varying columns optimizer, batch_size, lr" in res.stderr
     for name in drawn:

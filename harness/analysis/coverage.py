@@ -18,7 +18,7 @@ import pandas as pd
 
 from harness.analysis.crossover import advantage
 from harness.analysis.gap import closure, closure_interval
-from harness.analysis.intervals import crossing_interval, linear_interval
+from harness.analysis.intervals import crossing_interval, linear_interval, two_arm_coefs
 from harness.analysis.optimum import optimum_table
 from harness.analysis.speedup import budget_ratio_interval
 
@@ -107,8 +107,9 @@ def _crossover(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.
     a = _summary((20.0 + (CROSS_LOGX - 3.0))[None, :, None] + 0.3 * noise(rng, (reps, k, n)))
     b = _summary((22.0 + 0.25 * (CROSS_LOGX - 3.0))[None, :, None] + 0.3 * noise(rng, (reps, k, n)))
     adv = advantage(a[0], b[0], "min")
-    terms = [(s[1] / s[2], s[2] - 1.0) for s in (a, b)]
-    lo, hi, _, _ = crossing_interval(CROSS_LOGX, adv, terms, LEVEL)
+    var = np.concatenate([a[1] / a[2], b[1] / b[2]], axis=-1)
+    df = np.concatenate([a[2] - 1.0, b[2] - 1.0], axis=-1)
+    lo, hi, _, _ = crossing_interval(CROSS_LOGX, adv, two_arm_coefs(k), var, df, LEVEL)
     return (lo <= CROSS_TRUTH) & (hi >= CROSS_TRUTH)
 
 

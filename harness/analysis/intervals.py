@@ -167,40 +167,53 @@ CROSSING_GRID = 65
 
 def crossing_interval(
     logx: np.ndarray,
-    adv: np.ndarray,
-    var_terms: list[tuple[np.ndarray, np.ndarray]],
+    est: np.ndarray,
+    coefs: np.ndarray,
+    var: np.ndarray,
+    df: np.ndarray,
     confidence: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The set of x where the piecewise-linear advantage is not significantly nonzero.
+    """The set of x where a piecewise-linear function of independent means is not
+    significantly nonzero: the interval of its zero crossing, by inverting the t test.
 
     Args:
         logx: increasing log2 x, shape (k,).
-        adv: b's advantage at each x (a difference of two arms' means), shape (..., k).
-        var_terms: per arm ``(var_of_mean, df)``, each of shape (..., k): the advantage's
-            variance at x_j is the sum of the arms' terms at j.
+        est: the function at each x, shape (..., k): ``est_j = coefs[j] . means``.
+        coefs: (k, m): how each x's value combines the m independent means.
+        var: (..., m) variances of the means (seed variance / n).
+        df: (..., m) their degrees of freedom (n - 1).
         confidence: two-sided level.
+
+    Between x_j and x_(j+1) the function is interpolated linearly in log2 x, its variance is
+    sum_i ((1 - theta) coefs[j, i] + theta coefs[j+1, i])^2 var_i, with Welch-Satterthwaite df.
 
     Returns:
         (low, high, open_low, open_high): the hull of the set in log2 x (NaN where the set is
         empty: the sign is significant everywhere), and whether it reaches the first or the last
         x (the interval is then open on that side: the data do not bound it).
     """
-    theta = np.linspace(0.0, 1.0, CROSSING_GRID)  # (G,)
-    w0, w1 = (1.0 - theta) ** 2, theta**2
-    d0, d1 = adv[..., :-1, None], adv[..., 1:, None]  # (..., k-1, 1)
-    est = d0 + theta * (d1 - d0)
-    weights, dfs = [], []
-    for v, df in var_terms:
-        weights += [w0 * v[..., :-1, None], w1 * v[..., 1:, None]]
-        dfs += [df[..., :-1, None], df[..., 1:, None]]
-    total = sum(weights)
-    t = t_quantile(confidence, satterthwaite(weights, dfs))
+    theta = np.linspace(0.0, 1.0, CROSSING_GRID)[:, None]  # (G, 1)
+    c = (1.0 - theta) * coefs[:-1, None, :] + theta * coefs[1:, None, :]  # (k-1, G, m)
+    e0, e1 = est[..., :-1, None], est[..., 1:, None]  # (..., k-1, 1)
+    value = e0 + theta[:, 0] * (e1 - e0)  # (..., k-1, G)
+    weights = c * c * var[..., None, None, :]  # (..., k-1, G, m)
+    dfs = np.broadcast_to(df[..., None, None, :], weights.shape)
+    total = weights.sum(axis=-1)
+    t = t_quantile(confidence, satterthwaite(list(np.moveaxis(weights, -1, 0)),
+                                             list(np.moveaxis(dfs, -1, 0))))  # fmt: skip
     with np.errstate(invalid="ignore"):
-        inside = est * est <= t * t * total  # (..., k-1, G)
-    lx = logx[:-1, None] + theta * (logx[1:, None] - logx[:-1, None])  # (k-1, G)
+        inside = value * value <= t * t * total  # (..., k-1, G)
+    lx = logx[:-1, None] + theta[:, 0] * (logx[1:, None] - logx[:-1, None])  # (k-1, G)
     lx = np.broadcast_to(lx, inside.shape)
     low = np.where(inside, lx, np.inf).min(axis=(-2, -1))
     high = np.where(inside, lx, -np.inf).max(axis=(-2, -1))
     empty = ~inside.any(axis=(-2, -1))
     low, high = np.where(empty, np.nan, low), np.where(empty, np.nan, high)
     return low, high, inside[..., 0, 0], inside[..., -1, -1]
+
+
+def two_arm_coefs(k: int) -> np.ndarray:
+    """(k, 2k) coefficients of a difference of two arms measured at the same k x values (means
+    ordered a's then b's); signs do not matter for the variance."""
+    eye = np.eye(k)
+    return np.concatenate([eye, -eye], axis=1)

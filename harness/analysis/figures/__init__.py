@@ -70,6 +70,12 @@ FIGURES: Registry[FigureSpec] = Registry(
                 queries=("runs", "curves"),
             ),
             _spec(
+                "steps_to_target",
+                "steps to a target loss vs batch size per optimizer, log-log, ideal scaling",
+                ("batch_size",),
+                queries=("runs", "curves"),
+            ),
+            _spec(
                 "embedding_scale",
                 "embedding metrics and loss vs the Coupled Adam scale exponent",
                 ("coupled_scale_exp",),
