@@ -401,3 +401,30 @@ def test_power_from_the_seed_variance(root):
     expected = float(power(0.04, 1e-4, 3, 1e-4, 3, alpha=0.05, two_sided=False, test="paper"))
     assert row["power"] == pytest.approx(expected) and row["seeds_needed"] >= 2
     assert row["detectable"] < 0.04  # significant at 3 seeds (compare says so): detectable
+
+
+def test_notes_that_stop_a_misreading(root, tmp_path):
+    """One seed, a reference beaten by another arm, and a declared derived axis are noted."""
+    res = _run(root, "analyze", "best", "single", "--by", "optimizer")
+    assert "one seed in 2 cell(s)" in res.stdout
+    gap = _run(root, "analyze", "gap", "opt", "--baseline", "optimizer=sgd",
+               "--reference", "optimizer=adamw", "--by", "batch_size")  # fmt: skip
+    assert "note: sgd beats the reference adamw at batch_size=8" in gap.stdout
+    assert "welch two-sided t test, holm correction" in gap.stdout
+    yaml_file = tmp_path / "opt.yaml"
+    yaml_file.write_text("name: opt\nderived_axes: {lr: batch_size}\n")
+    res = _run(root, "analyze", "best", str(yaml_file), "--by", "optimizer,batch_size")
+    assert "the searched lr values were derived from batch_size" in res.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: opt\nderived_axes: [lr]\n")
+    res = _run(root, "analyze", "best", str(bad), "--by", "optimizer")
+    assert res.exit_code == 2 and "derived_axes: expected a mapping" in res.stderr
+
+
+def test_long_ema_horizon_is_noted(tmp_path):
+    for s in range(2):  # 1024 steps; beta2 = 0.999 averages over ~1000 of them
+        run = make_run(grid="ema", optimizer="adamw", beta1=0.9, beta2=0.999, seed=s)
+        write_run(tmp_path, run, val_ppl=20.0 + s)
+    res = _run(tmp_path, "analyze", "best", "ema")
+    assert "beta2=0.999 averages over ~1000 steps, more than a third" in res.stdout
+    assert "beta1=" not in res.stdout

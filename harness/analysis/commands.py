@@ -15,11 +15,13 @@ import pandas as pd
 from harness.analysis import compare as compare_mod
 from harness.analysis import crossover as crossover_mod
 from harness.analysis import gap as gap_mod
+from harness.analysis import readings
 from harness.analysis import speedup as speedup_mod
 from harness.analysis.axes import auto_over, check_cells, check_columns
 from harness.analysis.bootstrap import CONFIDENCE, N_BOOT
 from harness.analysis.cells import iter_cells
 from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
+from harness.analysis.gridref import declared_derived_axes
 from harness.analysis.intervals import METHODS
 from harness.analysis.load import select
 from harness.analysis.output import Answer
@@ -74,7 +76,8 @@ def load(q: Query) -> tuple[Prepared, str]:
     sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
     prep = prepare(sel.frame("runs"), q.metric, goal, chosen, select_goal)
     require_rows(prep.rows, f"in grid {sel.grid!r} with {q.metric}")
-    return prep, goal
+    derived = readings.derived(declared_derived_axes(q.grid), prep.rows)
+    return dataclasses.replace(prep, readings=tuple(derived)), goal
 
 
 def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -> Tuned:
@@ -98,6 +101,7 @@ def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -
         )
     notes += edge_notes(table, keys, listed=ARM in keys)
     seeds = best_runs(rows, table, [*keys, *over])
+    notes += readings.one_seed(table, keys) + readings.long_horizons(table, seeds)
     if ARM in keys:  # an arm to which a --by column does not apply joins every cell of it
         pairs = inapplicable(rows, [k for k in keys if k != ARM])
         table, seeds = broadcast(table, pairs), broadcast(seeds, pairs)

@@ -24,6 +24,7 @@ A grid file::
       grid: {lr: [1e-3]}           # replaces those axes
       seeds: [0]
     figures: [beta_heatmap]        # figures `harness figures` draws
+    derived_axes: {lr: batch_size} # axes whose values were built from another (analysis notes)
 
 Axes override base values; two axes setting the same key in one point is an error. A block
 (``grid``, a sub-grid) may itself hold a ``zip`` key. Every error names the file and the key path.
@@ -39,7 +40,10 @@ from typing import Any
 
 from harness.core.errors import UserError
 
-TOP_KEYS = ("name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures")
+TOP_KEYS = (
+    "name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures",
+    "derived_axes",
+)  # fmt: skip
 """Top-level keys of a grid file."""
 LOCAL_KEYS = ("base", "grid", "zip", "seeds")
 """Keys of the ``local:`` section."""

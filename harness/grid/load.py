@@ -120,6 +120,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     doc = read_yaml(path)
     file = str(path)
     grammar.check_keys(doc, grammar.TOP_KEYS, file, "top level")
+    check_derived_axes(doc, path)
     name = _name(doc, path)
     sections = grammar.sections(doc, file, local)
     named = grammar.values_of("optimizer", sections)
@@ -142,6 +143,22 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         figures=_figures(doc, path),
         axes=_varying(runs),
     )
+
+
+def check_derived_axes(doc: dict[str, Any], path: Path) -> None:
+    """``derived_axes:`` maps axis names to the quantity their values were built from.
+
+    Raises:
+        UserError: it is not a mapping of names to names.
+    """
+    got = doc.get("derived_axes")
+    if got is not None and not (
+        isinstance(got, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())
+    ):
+        raise UserError(
+            f"{path}: derived_axes: expected a mapping axis: quantity, e.g. lr: batch_size"
+        )
 
 
 def _resolve_all(resolver: Resolver, points: Sequence[Point]) -> tuple[RunConfig, ...]:
