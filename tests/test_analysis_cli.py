@@ -428,3 +428,24 @@ def test_long_ema_horizon_is_noted(tmp_path):
     res = _run(tmp_path, "analyze", "best", "ema")
     assert "beta2=0.999 averages over ~1000 steps, more than a third" in res.stdout
     assert "beta1=" not in res.stdout
+
+
+def test_tuned_fit_uses_each_arms_fitted_optimum(tmp_path):
+    """a's true optimum lies between grid points (k = 0.5): on the grid a looks worse than b,
+    at the fitted optimum it is better, and compare says so with --tuned fit."""
+    for opt, centre, base in (("adamw", 0.5, 20.0), ("signum", 0.0, 20.1)):
+        for k in range(-2, 3):
+            for s, off in enumerate(OFFSETS):
+                run = make_run(grid="fit", optimizer=opt, lr=1e-3 * 3.0**k, seed=s)
+                write_run(tmp_path, run, val_ppl=base + (k - centre) ** 2 + off)
+    args = ("analyze", "compare", "fit", "--a", "optimizer=adamw", "--b", "optimizer=signum")
+    (grid,) = _json(tmp_path, *args)
+    (fit,) = _json(tmp_path, *args, "--tuned", "fit")
+    assert grid["mean_a"] == pytest.approx(20.25) and grid["diff"] == pytest.approx(-0.15)
+    assert fit["mean_a"] == pytest.approx(20.0) and fit["diff"] == pytest.approx(0.1)
+    assert fit["std_a"] == pytest.approx(0.1) and fit["n_a"] == 3  # one value per seed
+    res = _run(tmp_path, *args, "--tuned", "fit", "--fit-axis", "beta1")
+    assert res.exit_code == 2 and "--fit-axis" in res.stderr
+    gap = _json(tmp_path, "analyze", "gap", "fit", "--baseline", "optimizer=signum",
+                "--reference", "optimizer=adamw", "--tuned", "fit")  # fmt: skip
+    assert {r["arm"]: r["mean"] for r in gap} == pytest.approx({"signum": 20.1, "adamw": 20.0})

@@ -19,7 +19,7 @@ import pandas as pd
 from harness.analysis.crossover import advantage
 from harness.analysis.gap import closure, closure_interval
 from harness.analysis.intervals import crossing_interval, linear_interval, two_arm_coefs
-from harness.analysis.optimum import optimum_table
+from harness.analysis.optimum_fit import optimum_table
 from harness.analysis.speedup import budget_ratio_interval
 
 #: Intervals whose simulation fits per experiment (``slow_reps``).
