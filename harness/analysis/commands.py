@@ -168,6 +168,13 @@ def tuned_by(
     return dataclasses.replace(t, seeds=seeds, notes=[*t.notes, *notes])
 
 
+def resolve_alternative(goal: str, alternative: str) -> str:
+    """``auto`` -> b better than a: ``less`` for a lower-is-better metric, else ``greater``."""
+    if alternative != "auto":
+        return alternative
+    return "less" if goal == "min" else "greater"
+
+
 def best(q: Query, *, by: Sequence[str] = (), over: Sequence[str] = ()) -> Answer:
     """``analyze best``: each cell's best configuration, with its seed statistics."""
     prep, goal = load(q)
@@ -267,7 +274,7 @@ def compare(
 ) -> Answer:
     """``analyze compare``: b against a per cell, with a significance test."""
     goal = metric_goal(q.metric, q.goal)
-    alternative = ("less" if goal == "min" else "greater") if alternative == "auto" else alternative
+    alternative = resolve_alternative(goal, alternative)
     compare_mod.check_choices(test, alternative, correction, alpha)
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--a": a, "--b": b})

@@ -16,7 +16,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from harness.analysis.crossover import advantage
+from harness.analysis.critical_batch import overhead_coefs
+from harness.analysis.crossover import advantage, find_crossing
 from harness.analysis.gap import closure, closure_interval
 from harness.analysis.intervals import crossing_interval, linear_interval, two_arm_coefs
 from harness.analysis.optimum_fit import optimum_table
@@ -113,6 +114,21 @@ def _crossover(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.
     return (lo <= CROSS_TRUTH) & (hi >= CROSS_TRUTH)
 
 
+#: Critical-batch scenario: steps S(B) = 50 (1 + 100 / B) (McCandlish et al.), seed noise 5 % of
+#: S, B = 8..128; the truth is the 20 %-overhead crossing of the true S, interpolated in log2 B.
+CB_B = 2.0 ** np.arange(3, 8)
+CB_STEPS = 50 * (1 + 100 / CB_B)
+
+
+def _critical_batch(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    coefs = overhead_coefs(CB_B)
+    truth = np.log2(find_crossing(CB_B, coefs @ CB_STEPS).x)
+    steps = CB_STEPS[None, :, None] * (1 + 0.05 * noise(rng, (reps, CB_B.size, n)))
+    m, var, k = _summary(steps)
+    lo, hi, _, _ = crossing_interval(np.log2(CB_B), m @ coefs.T, coefs, var / k, k - 1.0, LEVEL)
+    return (lo <= truth) & (hi >= truth)
+
+
 #: Speed-up scenario: b = 2.4 + 300 D^-0.3, a = 2.5 + 300 D^-0.3 at 8e9 tokens, noise 0.003.
 SPEED_D = np.array([1e9, 2e9, 4e9, 8e9])
 SPEED_TRUTH = ((2.5 + 300 * 8e9**-0.3 - 2.4) / 300) ** (-1 / 0.3) / 8e9
@@ -176,6 +192,7 @@ INTERVALS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "difference": ("Welch t", _difference),
     "gap closure": ("Fieller, t quantiles", _gap_closure),
     "crossover": ("t-test inversion", _crossover),
+    "critical batch": ("t-test inversion", _critical_batch),
     "speed-up ratio": ("delta method on log, t quantiles", _speedup),
     "fitted optimum": ("Fieller on -c1 / 2 c2", _optimum),
     "metric at optimum": ("Welch t on the fit", _optimum_metric),

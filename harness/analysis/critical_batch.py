@@ -58,6 +58,13 @@ def steps_to(curve: pd.DataFrame, target: float) -> tuple[float, float]:
     )
 
 
+def overhead_coefs(b: np.ndarray) -> np.ndarray:
+    """(k, k): B_j S(B_j) - 1.2 B_0 S(B_0) as a linear map of the mean steps at each B."""
+    coefs = np.diag(np.asarray(b, float))
+    coefs[:, 0] -= (1 + OVERHEAD) * b[0]
+    return coefs
+
+
 def critical_batch(
     b: np.ndarray, steps: list[np.ndarray], confidence: float = CONFIDENCE
 ) -> dict[str, object]:
@@ -78,8 +85,7 @@ def critical_batch(
         out["note"] = "not monotone: the last crossing" if cross.sign_changes > 1 else ""
     if min(s.size for s in steps) < 2:
         return out | {"note": "; ".join(n for n in (out["note"], "n = 1: no interval") if n)}
-    coefs = np.diag(b.astype(float))
-    coefs[:, 0] -= (1 + OVERHEAD) * b[0]
+    coefs = overhead_coefs(b)
     var = np.array([s.var(ddof=1) / s.size for s in steps])
     df = np.array([s.size - 1.0 for s in steps])
     lo, hi, open_lo, open_hi = crossing_interval(np.log2(b), g, coefs, var, df, confidence)
