@@ -27,7 +27,7 @@ from harness.analysis.load import select
 from harness.analysis.optimum_fit import fitted_seeds
 from harness.analysis.output import Answer
 from harness.analysis.select import ARM, Selector, broadcast, inapplicable, label_arms
-from harness.analysis.tuning import best_runs, tune
+from harness.analysis.tuning import confirmed
 from harness.analysis.values import Prepared, prepare, require_rows
 from harness.core.errors import UserError, unknown_choice
 
@@ -90,7 +90,8 @@ def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -
         raise UserError(f"--over and --by share column(s) {', '.join(sorted(overlap))}")
     over = list(over) or auto_over(rows, keys)
     check_cells(rows, keys, over)
-    table = tune(rows, keys, over, goal, prep.select_goal)
+    tested = confirmed(rows, keys, over, goal, prep.select_goal)
+    table = tested.table
     notes = [
         *prep.notes(),
         f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}",
@@ -100,8 +101,9 @@ def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -
             f"each cell's configuration selected by the mean {prep.select} over seeds "
             "(column select_mean); the table reports the metric there"
         )
+    notes += [tested.note] if tested.note else []
     notes += edge_notes(table, keys, listed=ARM in keys)
-    seeds = best_runs(rows, table, [*keys, *over])
+    seeds = tested.seeds
     notes += readings.one_seed(table, keys) + readings.long_horizons(table, seeds)
     if ARM in keys:  # an arm to which a --by column does not apply joins every cell of it
         pairs = inapplicable(rows, [k for k in keys if k != ARM])

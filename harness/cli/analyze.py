@@ -16,7 +16,7 @@ from harness.analysis import commands
 from harness.analysis.bootstrap import CONFIDENCE, N_BOOT
 from harness.analysis.compare import ALTERNATIVES, TESTS
 from harness.analysis.corrections import CORRECTIONS
-from harness.analysis.goal import DEFAULT_METRIC, GOALS
+from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS
 from harness.analysis.output import FORMATS, Answer, render
 from harness.analysis.questions import QUESTIONS, Option, Question
 from harness.analysis.select import Selector, parse_columns, parse_selector
@@ -39,7 +39,7 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Choice(GOALS),
             default="auto",
             show_default=True,
-            help="Is lower (min) or higher (max) better; auto knows the usual metrics.",
+            help=GOAL_HELP,
         ),
         click.option(
             "--select-by",
@@ -55,7 +55,12 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
             help="full or local runs (default: the only scale present).",
         ),
         click.option(
-            "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+            "--format",
+            "fmt",
+            type=click.Choice(FORMATS),
+            default="table",
+            show_default=True,
+            help="table for people; csv or json for programs (notes on stderr).",
         ),
         click.option(
             "--by", default="", help="Cell columns, comma separated, e.g. batch_size,model."

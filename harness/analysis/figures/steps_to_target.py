@@ -21,7 +21,6 @@ from harness.analysis.figures.common import (
     FigureSkipped,
     layout,
     legend,
-    method_style,
     panel_keys,
     panel_title,
     panels,
@@ -47,27 +46,27 @@ def draw(data: FigureData) -> Figure:
     cells = panels(table, keys)
     fig, axes = layout(len(cells))
     for ax, (key, part) in zip(axes, cells, strict=True):
-        _panel(ax, part, rows)
+        _panel(ax, part, data)
         ax.set_title(panel_title(key) or f"steps to train loss {target:.3g}")
     legend(fig, axes)
-    subtitle(fig, points.over)
+    subtitle(fig, data, points.over, what=f"steps to train loss {target:.3g} vs batch size")
     return fig
 
 
-def _panel(ax: Axes, part, rows) -> None:
+def _panel(ax: Axes, part, data: FigureData) -> None:
     for method, line in part.groupby(METHOD, sort=True):
         line = line.sort_values(X)
-        st = method_style(rows, method)
+        st = data.style(str(method))
         b, s = line[X].to_numpy(float), line["steps"].to_numpy(float)
         ok = np.isfinite(s)
         err = np.abs(np.stack([s - line["steps_ci_low"], line["steps_ci_high"] - s]))
-        ax.errorbar(b[ok], s[ok], yerr=np.nan_to_num(err[:, ok]), marker="o", capsize=2,
-                    label=method, **st)  # fmt: skip
+        ax.errorbar(b[ok], s[ok], yerr=np.nan_to_num(err[:, ok]), capsize=2, label=method,
+                    **st.line())  # fmt: skip
         if ok[0]:
-            ax.plot(b, s[0] * b[0] / b, ":", color=st["color"], linewidth=1, label="_ideal")
+            ax.plot(b, s[0] * b[0] / b, ":", color=st.color, linewidth=1, label="_ideal")
         crit = float(line["critical_batch"].iloc[0])
         if np.isfinite(crit):
-            ax.axvline(crit, color=st["color"], linestyle="--", linewidth=0.8, alpha=0.7)
+            ax.axvline(crit, color=st.color, linestyle="--", linewidth=0.8, alpha=0.7)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch size")
