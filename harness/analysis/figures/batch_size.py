@@ -2,7 +2,8 @@
 
 The crossover (:mod:`harness.analysis.crossover`) is that of the reference (AdamW, else Adam) over
 the baseline (SGD): a dashed line at the batch size where the reference starts to beat the
-baseline, a shaded bootstrap interval, or a note that there is none in the range.
+baseline, its shaded t-inversion interval, or a note that there is none in the range. Error bars
+are the talk's 2-sigma spread over seeds, not an interval.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Gap closure per method between the baseline (SGD) and the reference (AdamW, else Adam).
 
-Horizontal bars of (m_SGD - m_X) / (m_SGD - m_Adam) in percent, with bootstrap intervals over
+Horizontal bars of (m_SGD - m_X) / (m_SGD - m_Adam) in percent, with Fieller intervals over
 seeds (:mod:`harness.analysis.gap`); 0 % and 100 % are drawn as reference lines. One panel per
 condition.
 """
@@ -68,8 +68,10 @@ def _panel(ax: Axes, part: pd.DataFrame, data: FigureData, base: str, ref: str) 
     ax.errorbar(shown, y, xerr=err, fmt="none", ecolor="0.2", capsize=2, linewidth=1)
     ends = np.fmax(np.nan_to_num(hi, nan=-np.inf, posinf=-np.inf), shown)
     span = max(100.0, *ends) - min(0.0, *np.nan_to_num(lo, nan=0.0, neginf=0.0))
-    for yi, v, end in zip(y, vals, ends, strict=True):
+    for yi, v, end, l_, h_ in zip(y, vals, ends, lo, hi, strict=True):
         label = "diverged" if np.isneginf(v) else ("-" if np.isnan(v) else f"{v:.1f}%")
+        if np.isinf([l_, h_]).any() and np.isfinite(v):  # Fieller: the gap is not significant
+            label += " (interval unbounded)"
         ax.text(max(end, 0.0) + 0.02 * span, yi, label, va="center", fontsize=6.5)
     ax.axvline(0, color="0.4", linewidth=0.8)
     ax.axvline(100, color="0.4", linewidth=0.8, linestyle="--")
