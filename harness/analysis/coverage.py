@@ -219,7 +219,7 @@ def coverage(
     Returns:
         Columns interval, method, noise, n, reps, coverage_pct.
     """
-    rows = []
+    rows: list[tuple[str, str, str, int, int, float]] = []
     for name in names or tuple(INTERVALS):
         method, simulate = INTERVALS[name]
         k = slow_reps if name in SLOW and slow_reps else reps

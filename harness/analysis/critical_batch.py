@@ -72,6 +72,7 @@ def critical_batch(
     means = np.array([s.mean() for s in steps])
     g = b * means - (1 + OVERHEAD) * b[0] * means[0]  # > 0: beyond the 20 % overhead
     out: dict[str, object] = {"critical_batch": np.nan, "ci_low": np.nan, "ci_high": np.nan}
+    note = ""
     if not np.isfinite(means).all():
         return out | {"note": "some batch size never reaches the target: no critical batch"}
     cross = find_crossing(np.asarray(b, float), g)
@@ -79,17 +80,16 @@ def critical_batch(
         beyond = bool(g[-1] > 0)
         note = ("overhead above 20 % already at the second batch size" if beyond
                 else f"linear scaling holds (within 20 %) up to B = {b[-1]:g}")  # fmt: skip
-        out["note"] = note
     else:
         out["critical_batch"] = cross.x
-        out["note"] = "not monotone: the last crossing" if cross.sign_changes > 1 else ""
+        note = "not monotone: the last crossing" if cross.sign_changes > 1 else ""
     if min(s.size for s in steps) < 2:
-        return out | {"note": "; ".join(n for n in (out["note"], "n = 1: no interval") if n)}
+        return out | {"note": "; ".join(n for n in (note, "n = 1: no interval") if n)}
     coefs = overhead_coefs(b)
     var = np.array([s.var(ddof=1) / s.size for s in steps])
     df = np.array([s.size - 1.0 for s in steps])
     lo, hi, open_lo, open_hi = crossing_interval(np.log2(b), g, coefs, var, df, confidence)
-    notes = [out["note"]] if out["note"] else []
+    notes = [note] if note else []
     if not np.isnan(lo):
         out |= {"ci_low": float(2**lo), "ci_high": float(2**hi)}
         if open_lo or open_hi:

@@ -19,8 +19,13 @@ With one seed in an arm there is no variance estimate and so no interval (NaN).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy import stats
+
+#: An array, or a number that broadcasts like one.
+Values = np.ndarray | float
 
 #: Method names as the notes print them.
 METHODS = {
@@ -45,7 +50,7 @@ def t_quantile(confidence: float, df: np.ndarray | float) -> np.ndarray:
     return np.asarray(q, float)
 
 
-def satterthwaite(weights: list[np.ndarray], dfs: list[np.ndarray]) -> np.ndarray:
+def satterthwaite(weights: Sequence[Values], dfs: Sequence[Values]) -> np.ndarray:
     """Welch-Satterthwaite degrees of freedom of a sum of independent variance terms.
 
     ``weights[i]`` is the i-th term's contribution to the variance (``c_i^2 s_i^2 / n_i``) and
@@ -70,9 +75,9 @@ def mean_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
 
 
 def linear_interval(
-    estimate: np.ndarray | float,
-    weights: list[np.ndarray],
-    dfs: list[np.ndarray],
+    estimate: Values,
+    weights: Sequence[Values],
+    dfs: Sequence[Values],
     confidence: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``estimate +- t(df) * sqrt(sum(weights))`` with Welch-Satterthwaite df (see
@@ -98,12 +103,12 @@ def welch_interval(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[flo
 
 
 def fieller(
-    num: np.ndarray,
-    den: np.ndarray,
-    v_num: np.ndarray,
-    v_den: np.ndarray,
-    cov: np.ndarray,
-    q: np.ndarray,
+    num: Values,
+    den: Values,
+    v_num: Values,
+    v_den: Values,
+    cov: Values,
+    q: Values,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fieller's interval of num / den: the theta with
     (num - theta den)^2 <= q var(num - theta den).
@@ -112,6 +117,9 @@ def fieller(
     (den^2 < q v_den) the set is unbounded: (-inf, inf) is returned (the union of two rays is
     reported as the whole line, which is what a reader can use).
     """
+    num, den, v_num, v_den, cov, q = (
+        np.asarray(v, float) for v in (num, den, v_num, v_den, cov, q)
+    )
     a = den * den - q * v_den
     b = num * den - q * cov
     c = num * num - q * v_num
@@ -124,9 +132,9 @@ def fieller(
 
 
 def ratio_interval(
-    num: np.ndarray,
-    den: np.ndarray,
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    num: Values,
+    den: Values,
+    parts: Sequence[tuple[Values, Values, Values, Values]],
     confidence: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fieller's interval of num / den where num = sum c_i m_i and den = sum e_i m_i over

@@ -105,7 +105,8 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, o
     if not f.convex:
         return row | {"note": "the fit has no interior optimum (not curved toward one)"}
     u_star = f.u_bar + f.d
-    row |= {"optimum": float(np.exp(u_star)), "metric": float(sign * (f.coef @ [1, f.d, f.d**2]))}
+    metric = float(sign * (f.coef @ [1, f.d, f.d**2]))
+    row |= {"optimum": float(np.exp(u_star)), "metric": metric}
     notes = []
     if not np.log(values.min()) <= u_star <= np.log(values.max()):
         notes.append(f"fitted optimum outside the searched {axis} {row['searched']}")
@@ -119,7 +120,7 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, o
     if not (np.log(values.min()) <= f.u_bar + lo and f.u_bar + hi <= np.log(values.max())):
         notes.append(f"optimum interval reaches beyond the searched {axis}")
     w = f.at_optimum()
-    m_lo, m_hi = linear_interval(float(row["metric"]), list(w**2 * var), list(n - 1.0), conf)
+    m_lo, m_hi = linear_interval(metric, list(w**2 * var), list(n - 1.0), conf)
     row |= {"metric_ci_low": float(m_lo), "metric_ci_high": float(m_hi), "note": "; ".join(notes)}
     return row
 
