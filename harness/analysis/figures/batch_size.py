@@ -20,17 +20,15 @@ from harness.analysis.figures.common import (
     METHOD,
     REFERENCES,
     FigureData,
-    FigureSkipped,
     chosen_arm,
     layout,
     legend,
     metric_label,
-    panel_keys,
     panel_title,
     panels,
+    points_along,
     restrict,
     subtitle,
-    tuned_points,
     use_log,
 )
 from harness.analysis.select import ARM
@@ -41,10 +39,7 @@ X = "batch_size"
 def draw(data: FigureData) -> Figure:
     """The batch-size figure (see the module docstring)."""
     rows = data.rows
-    if rows[X].nunique() < 2:
-        raise FigureSkipped("only one batch size")
-    keys = panel_keys(rows, [X])
-    points = tuned_points(rows, [*keys, METHOD, X], data.goal, data.select_goal)
+    keys, points = points_along(data, X, "batch size")
     cells = panels(points.table, keys)
     a = chosen_arm(rows, data.options.baseline, BASELINES, "--baseline")
     b = chosen_arm(rows, data.options.reference, REFERENCES, "--reference")

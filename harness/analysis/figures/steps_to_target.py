@@ -21,11 +21,10 @@ from harness.analysis.figures.common import (
     FigureSkipped,
     layout,
     legend,
-    panel_keys,
     panel_title,
     panels,
+    points_along,
     subtitle,
-    tuned_points,
 )
 
 X = "batch_size"
@@ -33,11 +32,7 @@ X = "batch_size"
 
 def draw(data: FigureData) -> Figure:
     """The steps-to-target figure (see the module docstring)."""
-    rows = data.rows
-    if rows[X].nunique() < 2:
-        raise FigureSkipped("only one batch size")
-    keys = panel_keys(rows, [X])
-    points = tuned_points(rows, [*keys, METHOD, X], data.goal, data.select_goal)
+    keys, points = points_along(data, X, "batch size")
     curves = curves_by_run(data.frames["curves"], points.seeds["run_id"])
     if not curves:
         raise FigureSkipped("no loss curves for the tuned runs")
