@@ -14,14 +14,10 @@ from harness.analysis.figures.render import render_figures
 from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS, default_select, metric_goal
 from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
-from harness.analysis.select import Selector, parse_selector
-from harness.cli.options import results_option
+from harness.analysis.select import Selector
+from harness.cli.options import parse_arm, results_option
 from harness.core import paths
 from harness.core.config import SCALES
-
-
-def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> Selector | None:
-    return None if value is None else parse_selector(value, f"--{param.name}")
 
 
 @click.command()
@@ -73,11 +69,11 @@ def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option(
     "--baseline",
     default=None,
-    callback=_selector,
+    callback=parse_arm,
     metavar="K=V[,K=V]",
     help="gap_closure, batch_size: the baseline arm's rows (default: optimizer=sgd).",
 )
-@click.option("--reference", default=None, callback=_selector, metavar="K=V[,K=V]",
+@click.option("--reference", default=None, callback=parse_arm, metavar="K=V[,K=V]",
               help="gap_closure, batch_size: the reference arm's rows (default: optimizer=adamw, "
               "else adam).")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,

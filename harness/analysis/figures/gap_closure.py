@@ -72,7 +72,7 @@ def _panel(ax: Axes, part: pd.DataFrame, data: FigureData, base: str, ref: str) 
         label = "diverged" if np.isneginf(v) else ("-" if np.isnan(v) else f"{v:.1f}%")
         if np.isinf([l_, h_]).any() and np.isfinite(v):  # Fieller: the gap is not significant
             label += " (interval unbounded)"
-        ax.text(max(end, 0.0) + 0.02 * span, yi, label, va="center", fontsize=6.5)
+        ax.text(max(end, 0.0) + 0.02 * span, float(yi), label, va="center", fontsize=6.5)
     ax.axvline(0, color="0.4", linewidth=0.8)
     ax.axvline(100, color="0.4", linewidth=0.8, linestyle="--")
     left = min(0.0, *np.nan_to_num(lo, nan=0.0, neginf=0.0)) - 0.05 * span
