@@ -451,3 +451,13 @@ def test_tuned_fit_uses_each_arms_fitted_optimum(tmp_path):
     gap = _json(tmp_path, "analyze", "gap", "fit", "--baseline", "optimizer=signum",
                 "--reference", "optimizer=adamw", "--tuned", "fit")  # fmt: skip
     assert {r["arm"]: r["mean"] for r in gap} == pytest.approx({"signum": 20.1, "adamw": 20.0})
+
+
+def test_every_registered_question_is_a_command():
+    from harness.analysis.questions import QUESTIONS
+
+    res = CliRunner().invoke(main, ["analyze", "--help"])
+    for name, question in QUESTIONS.items():
+        assert callable(question.answerer()) and name in res.output
+        sub = CliRunner().invoke(main, ["analyze", name, "--help"])
+        assert sub.exit_code == 0 and all(o.flag in sub.output for o in question.options)
