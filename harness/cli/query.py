@@ -13,14 +13,15 @@ import duckdb
 from harness.cli.options import resolve_results, results_option
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text, temp_name
-from harness.store.db import connect
+from harness.store.db import connect, error_text
 
 FORMATS = ("table", "csv", "json", "parquet")
 
 
 @click.command()
 @click.argument("sql")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table for people; csv, json or parquet (with --output).")  # fmt: skip
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file (required for --format parquet).")  # fmt: skip
 @click.option("--grid", default=None, help="Restrict the views to one grid.")
@@ -37,7 +38,7 @@ def query(
     try:
         rel = con.sql(sql)
     except duckdb.Error as e:
-        raise UserError(f"SQL error: {str(e).splitlines()[0]}") from None
+        raise UserError(f"SQL error: {error_text(e)}") from None
     if rel is None:
         raise UserError("the SQL returned no rows (use a SELECT)")
     if fmt == "parquet":
@@ -48,7 +49,7 @@ def query(
     try:
         df = rel.df()
     except duckdb.Error as e:
-        raise UserError(f"SQL error: {str(e).splitlines()[0]}") from None
+        raise UserError(f"SQL error: {error_text(e)}") from None
     text = _render(df, fmt, max_rows)
     if output:
         atomic_write_text(output, text)  # an OSError names the file; nothing half-written

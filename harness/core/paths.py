@@ -131,6 +131,12 @@ def checkpoint_path(root: Path, grid: str, run_id: str) -> Path:
     return grid_dir(root, grid) / "checkpoints" / f"{run_id}.pt"
 
 
+def progress_path(root: Path, grid: str, run_id: str) -> Path:
+    """What an unfinished run has reached (step, loss curve), rewritten at each logged point:
+    a run killed where no handler runs (the kernel's OOM killer) keeps it for its row."""
+    return grid_dir(root, grid) / "checkpoints" / f"{run_id}.progress.json"
+
+
 def submissions_dir(root: Path, grid: str) -> Path:
     """Launcher records and logs."""
     return grid_dir(root, grid) / "submissions"

@@ -99,10 +99,13 @@ def _normalized(source: str) -> str:
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        first = body[0] if isinstance(body, list) and body else None
+        if not (isinstance(body, list) and body):
+            continue
+        first = body[0]
         docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
         if docstring and isinstance(first.value.value, str):
-            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+            # any node with a list body: module, def, class, if, for, ...
+            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]  # see above
     return ast.dump(tree, annotate_fields=False)
 
 
@@ -120,7 +123,7 @@ def source_files(obj: object) -> list[Path]:
     for c in classes:
         module = getattr(c, "__module__", "") or ""
         if _third_party_or_own(module):
-            path = inspect.getsourcefile(c)  # type: ignore[arg-type]
+            path = inspect.getsourcefile(c)  # type: ignore[arg-type]  # a class or function: its MRO or obj
             if path:
                 files.add(Path(path).resolve())
     return sorted(files)

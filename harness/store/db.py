@@ -24,7 +24,7 @@ from harness.store.integrity import check_grid
 from harness.store.schema import CURVE_SCHEMA, NEWEST_KEY, config_schema, row_schema
 
 #: (view name, per-run file glob under a grid folder, consolidated glob, schema for no files)
-_SOURCES = {
+_SOURCES: dict[str, tuple[str, str | None]] = {
     "runs": ("runs/*.parquet", "compact/runs-*.parquet"),
     "curves": ("curves/*.parquet", "compact/curves-*.parquet"),
     "manifest": ("manifest.parquet", None),
@@ -64,6 +64,20 @@ def _sql_type(t: object) -> str:
     return {"int64": "BIGINT", "double": "DOUBLE", "string": "VARCHAR", "bool": "BOOLEAN"}.get(
         s, "TIMESTAMPTZ"
     )
+
+
+#: Lines of a DuckDB error that help the user fix the SQL (kept after the first line).
+_HINTS = ("did you mean", "candidate bindings", "candidate tables", "hint")
+
+
+def error_text(e: BaseException) -> str:
+    """A DuckDB error in at most two lines: its first line, then its hints (``Did you mean
+    "runs"?``, ``Candidate bindings: "val_ppl"``) joined on a second line."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    hints = [ln for ln in lines[1:] if ln.lower().startswith(_HINTS)]
+    return "\n".join([lines[0], *(["  " + " ".join(hints)] if hints else [])])
 
 
 def sql_string(text: str) -> str:
@@ -119,6 +133,7 @@ def _curves_sql(root: Path, grids: list[str]) -> str:
     plain: list[str] = []
     mixed: list[str] = []
     per_run_glob, compacted_glob = _SOURCES["curves"]
+    assert compacted_glob is not None  # curves are compacted
     for g in grids:
         folder = paths.grid_dir(root, g)
         per_run = _one_source(files_sql(folder / "curves", per_run_glob.split("/")[1]))

@@ -58,7 +58,8 @@ def _merge(root: Path, grid: str, new: pa.Table) -> int:
     else:
         fresh = merged = new
     atomic_write_table(merged, path)
-    return fresh.num_rows
+    rows: int = fresh.num_rows
+    return rows
 
 
 def read_manifest(root: Path, grid: str) -> dict[str, RunConfig]:

@@ -11,7 +11,7 @@ writer) never sees half a row.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def write_result(
     return path
 
 
-def curve_table(run: RunConfig, points: list[Mapping[str, Any]]) -> pa.Table:
+def curve_table(run: RunConfig, points: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns."""
     cols: dict[str, list[Any]] = {c: [p.get(c) for p in points] for c in CURVE_COLUMNS}
     cols = {"grid": [run.grid] * len(points), "run_id": [run.run_id] * len(points), **cols}
@@ -93,7 +93,8 @@ def curve_table(run: RunConfig, points: list[Mapping[str, Any]]) -> pa.Table:
 
 def read_row(path: Path) -> dict[str, Any]:
     """Read one result row back as a dict."""
-    return pq.read_table(path).to_pylist()[0]
+    row: dict[str, Any] = pq.read_table(path).to_pylist()[0]
+    return row
 
 
 def next_attempt(root: Path, grid: str, run_id: str) -> int:

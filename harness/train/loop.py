@@ -91,7 +91,7 @@ def train(
         return trainer.fit(should_stop)
     except Exception as exc:
         with contextlib.suppress(AttributeError):  # an exception type without a __dict__
-            exc.harness_partial = trainer.partial()  # type: ignore[attr-defined]
+            exc.harness_partial = trainer.partial()  # type: ignore[attr-defined]  # see partial_result
         raise
 
 
@@ -125,13 +125,14 @@ class _Trainer:
         self.forward = self._wrap(self.model)
         self.tokens_per_step = run.data.tokens_per_step
         self._attempt_start = time.time()
+        self._progress_warned = False
 
     def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.world > 1:
             ids = [self.placement.device.index] if self.placement.device.type == "cuda" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
         if self.placement.compile:
-            model = torch.compile(model)
+            model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule (a Module); the stub says Callable
         return model
 
     # --- checkpoints ---------------------------------------------------------------------
@@ -156,6 +157,7 @@ class _Trainer:
                 self.log(f"[{self.run.run_id}] warning: checkpoint not written: {os_error_line(e)}")
 
     def _write_checkpoint(self, attempt_start: float) -> None:
+        assert self.checkpoint is not None  # the caller checked
         loop = {**self.state.__dict__, "wall_s": self.state.wall_s + time.time() - attempt_start}
         loop["interval_loss"] = self._interval_loss.item()
         loop["interval_steps"] = self._interval_steps
@@ -166,6 +168,19 @@ class _Trainer:
             "rng": ckpt.rng_state(),
         }
         ckpt.save(self.checkpoint.path, state)
+
+    def _record_progress(self) -> None:
+        """Rewrite the progress file (:attr:`Checkpointing.progress`); a file system that
+        refuses costs a warning once, not the run."""
+        where = self.checkpoint.progress if self.checkpoint else None
+        if where is None or self.rank != 0:
+            return
+        try:
+            ckpt.write_progress(where, self.state.step, self.state.curve)
+        except OSError as e:
+            if self.log and not self._progress_warned:
+                self.log(f"[{self.run.run_id}] warning: progress not written: {os_error_line(e)}")
+            self._progress_warned = True
 
     # --- the loop ------------------------------------------------------------------------
     def fit(self, should_stop: Callable[[], bool] | None) -> RunResult:
@@ -228,7 +243,10 @@ class _Trainer:
             x, y = self._to_device(x), self._to_device(y)
             sync = i == len(micro) - 1 or self.world == 1
             no_sync = not sync and hasattr(self.forward, "no_sync")
-            with self.forward.no_sync() if no_sync else nullcontext(), self.placement.autocast():
+            with (
+                self.forward.no_sync() if no_sync else nullcontext(),  # type: ignore[operator]  # DDP's (checked above)
+                self.placement.autocast(),
+            ):
                 loss = self._loss(x, y) / len(micro)
             loss.backward()
             total += loss.detach()
@@ -307,6 +325,7 @@ class _Trainer:
             val = self.evaluate()
         point = self._point(mean, val, start)
         st.curve.append(point)
+        self._record_progress()
         if self.log and self.rank == 0:
             rate = st.timed_tokens / st.timed_s if st.timed_s else 0.0
             self.log(
