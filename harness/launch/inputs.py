@@ -103,9 +103,8 @@ def stale_runs(
         row = recorded.get(run.run_id)
         if not row or all(row.get(c) is None for c in COMPARED):
             continue
-        changed = tuple(
-            c for c in COMPARED if row.get(c) is not None and not reader.unchanged(run, c, row[c])
-        )
+        kept = {c: v for c in COMPARED if (v := row.get(c)) is not None}
+        changed = tuple(c for c, v in kept.items() if not reader.unchanged(run, c, v))
         if changed:
             out.append(Stale(run.run_id, changed))
     return out
