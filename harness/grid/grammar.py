@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.errors import UserError
-from harness.grid.followup import tune_part
+from harness.grid.followup import SEED_KEYS, tune_part
 
 TOP_KEYS = (
     "name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures", "extend",
@@ -213,6 +213,8 @@ def _check_count(n: int, file: str, what: str) -> None:
 
 def seed_list(spec: Any, file: str) -> list[int]:
     """The tuning seeds of a ``seeds:`` value (see :mod:`harness.grid.followup`)."""
+    if isinstance(spec, dict):
+        check_keys(spec, SEED_KEYS, file, "seeds")
     spec = tune_part(spec, file)
     if isinstance(spec, int) and not isinstance(spec, bool) and spec > 0:
         if spec > MAX_RUNS:

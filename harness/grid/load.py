@@ -132,6 +132,8 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     check_derived_axes(doc, path)
     name = _name(doc, path)
     sections = grammar.sections(doc, file, local)
+    if doc.get("extend") is not None:
+        grammar.check_keys(doc["extend"], followup.EXTEND_KEYS, file, "extend")
     named = grammar.values_of("optimizer", sections)
     named |= grammar.values_of("embedding_optimizer", sections)
     specs = optimizer_specs(sorted(named), path.parent, file)
