@@ -484,3 +484,21 @@ def test_an_arm_not_run_yet_is_named_and_keeps_its_color(tmp_path):
     assert _figures(tmp_path, "p", "--figure", "lr_sensitivity").exit_code == 0
     after = json.loads((tmp_path / "p" / "figures" / "lr_sensitivity.json").read_text())["styles"]
     assert all(after[arm] == style for arm, style in before.items()) and len(after) == 3
+
+
+def test_gap_closure_panel_with_only_baseline_and_reference(tmp_path):
+    """A condition where only SGD and AdamW ran gets a panel saying so (was a TypeError), and
+    a negative closure with an unbounded interval stays inside the axes."""
+    from harness.analysis.figures.gap_closure import draw
+
+    for bs, opts in ((8, ("sgd", "adamw")), (64, ("sgd", "adamw", "signum"))):
+        for opt in opts:
+            for s in range(2):
+                ppl = {"sgd": 30.0, "adamw": 20.0, "signum": 60.0}[opt] + s
+                write_run(tmp_path, make_run(grid="g2", optimizer=opt, batch_size=bs, seed=s),
+                          val_ppl=ppl)  # fmt: skip
+    fig = draw(_data(tmp_path, "g2"))
+    assert [t.get_text() for t in fig.axes[0].texts] == ["no other arm here"]
+    (bar,) = fig.axes[1].patches
+    assert bar.get_width() == pytest.approx(-300.0)  # signum: (30 - 60) / (30 - 20)
+    assert fig.axes[1].get_xlim()[0] < -300.0
