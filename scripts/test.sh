@@ -2,7 +2,7 @@
 # The whole test suite on a fresh machine: install the package with its test tools, start the
 # project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh) and install
 # Debian's chromium (the report's test opens it headless), lint (ruff), check the import
-# contracts (lint-imports), run pytest.
+# contracts (lint-imports), check types (mypy; pyproject.toml [tool.mypy]), run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -17,4 +17,5 @@ else
 fi
 ruff check . && ruff format --check .
 lint-imports  # the architecture's layers and "never" rules (pyproject.toml [tool.importlinter])
+mypy  # harness/: strict on core, grid, store; cache in .mypy_cache (gitignored)
 python3 -m pytest -q "$@"

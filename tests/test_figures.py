@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from matplotlib.colors import LogNorm
 from matplotlib.patches import Rectangle
 
+import harness.analysis.figures as figures_package
 from harness.analysis.figures import FIGURES, default_figures
 from harness.analysis.figures.common import FigureData, FigureSkipped, add_methods
 from harness.analysis.figures.options import FigureOptions
@@ -135,7 +136,17 @@ def test_default_figures_registry():
         "embedding_scale",
     ]
     assert default_figures(set()) == ["loss_curves"]
-    assert all(spec.name == name for name, spec in FIGURES.items())
+
+
+def test_each_figure_is_one_module_named_as_users_type_it() -> None:
+    """A registered figure's ``draw`` is in ``figures/<name>.py``, and every module there that
+    draws a figure is registered."""
+    folder = Path(figures_package.__file__).parent
+    drawing = {p.stem for p in folder.glob("*.py") if "\ndef draw(" in p.read_text()}
+    assert drawing == set(FIGURES)
+    for name, spec in FIGURES.items():
+        draw = spec.drawer()
+        assert callable(draw) and draw.__module__ == f"{figures_package.__name__}.{name}"
 
 
 def test_skipped_figure_says_why_and_others_are_drawn(root):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import Any
 
 import click
 
@@ -48,7 +49,7 @@ class _Group(click.Group):
             return None
         return load_object(COMMANDS[name])
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             out = super().invoke(ctx)
             sys.stdout.flush()  # a reader gone (| head) shows here, not at exit

@@ -26,7 +26,7 @@ from harness.core.config import SCALES
 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID and the options every analysis command takes."""
-    opts = [
+    opts: list[Callable[[Any], Any]] = [
         click.argument("grid", nargs=-1),
         click.option(
             "--where", default=None, help='SQL predicate over runs\' columns, e.g. "lr < 0.01".'
@@ -146,7 +146,7 @@ def _query(kw: dict[str, Any]) -> commands.Query:
     )
 
 
-def _cells(kw: dict[str, Any]) -> dict[str, list[str]]:
+def _cells(kw: dict[str, Any]) -> dict[str, Any]:
     return {"by": parse_columns(kw.pop("by")), "over": parse_columns(kw.pop("over"))}
 
 

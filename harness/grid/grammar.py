@@ -154,7 +154,9 @@ def _block(block: Any, keys: Collection[str], file: str, where: str) -> list[dic
     return combos
 
 
-def _axis(key: str, spec: Any, keys: Collection[str], file: str, where: str) -> Iterator[dict]:
+def _axis(
+    key: str, spec: Any, keys: Collection[str], file: str, where: str
+) -> Iterator[dict[str, Any]]:
     if isinstance(spec, list | dict) and not spec:
         raise UserError(f"{file}: {where}: empty axis; give at least one value")
     if isinstance(spec, list):

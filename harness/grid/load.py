@@ -50,6 +50,10 @@ class Grid:
     """Seeds on which ``submit --confirm`` trains each cell's selected configuration."""
     extend: ExtendSpec | None = None
     """What ``submit --extend`` may add (the ``extend:`` section; None: defaults)."""
+    points: tuple[Point, ...] = ()
+    """The points the grid's own runs resolved from, in the order of ``runs``."""
+    resolver: Resolver | None = dataclasses.field(default=None, compare=False)
+    """Resolves a point as this grid does (``harness.grid.vary.vary``)."""
 
 
 MAX_YAML_VALUES = 100_000
@@ -150,6 +154,8 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
             sections["seeds"], grammar.seed_list(sections["seeds"], file), file
         ),
         extend=followup.parse_extend(doc.get("extend"), file, own),
+        points=tuple(points),
+        resolver=resolver,
     )
 
 

@@ -121,7 +121,7 @@ def _short(v: Any) -> str:
         v = v.item()
     if isinstance(v, int | float) and abs(v) >= 1e4 and float(v).is_integer():
         for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(v) >= size:
+            if abs(float(v)) >= size:
                 return f"{v / size:.3g}{unit}"  # 5e9 tokens -> 5B
     return f"{v:g}" if isinstance(v, float) else str(v)
 

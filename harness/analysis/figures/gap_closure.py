@@ -74,7 +74,7 @@ def _panel(ax: Axes, part: pd.DataFrame, data: FigureData, base: str, ref: str) 
     span = max(100.0, *ends) - min(0.0, *np.nan_to_num(lo, nan=0.0, neginf=0.0), *shown)
     for yi, v, end in zip(y, vals, ends, strict=True):
         label = "diverged" if np.isneginf(v) else ("-" if np.isnan(v) else f"{v:.1f}%")
-        ax.text(max(end, 0.0) + 0.02 * span, yi, label, va="center", fontsize=6.5)
+        ax.text(max(end, 0.0) + 0.02 * span, float(yi), label, va="center", fontsize=6.5)
     ax.axvline(0, color="0.4", linewidth=0.8)
     ax.axvline(100, color="0.4", linewidth=0.8, linestyle="--")
     lows = np.concatenate([np.nan_to_num(lo, nan=0.0, neginf=0.0), shown])  # bars too: an

@@ -177,7 +177,7 @@ def _write(sel: Selection, d: Drawn, metric: str, goal: str, out_dir: Path) -> R
     files = []
     for ext in ("png", "pdf"):
         path = out_dir / f"{d.stem}.{ext}"
-        atomic_write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=200))
+        atomic_write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=200))  # type: ignore[misc]  # ext bound per loop step
         files.append(path)
     plt.close(fig)
     side = sidecar(sel, d.spec, metric, goal, d.frames, d.notes, files)
