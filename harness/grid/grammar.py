@@ -25,6 +25,7 @@ A grid file::
       seeds: [0]
     figures: [beta_heatmap]        # figures `harness figures` draws
     extend: {axes: [lr], rounds: 3} # what `submit --extend` may add (harness.grid.followup)
+    derived_axes: {lr: batch_size} # axes whose values were built from another (analysis notes)
 
 Axes override base values; two axes setting the same key in one point is an error. A block
 (``grid``, a sub-grid) may itself hold a ``zip`` key. Every error names the file and the key path.
@@ -43,6 +44,7 @@ from harness.grid.followup import SEED_KEYS, tune_part
 
 TOP_KEYS = (
     "name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures", "extend",
+    "derived_axes",
 )  # fmt: skip
 """Top-level keys of a grid file."""
 LOCAL_KEYS = ("base", "grid", "zip", "seeds")
