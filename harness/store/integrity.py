@@ -26,16 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from harness.core import paths
 from harness.core.files import atomic_write_text, quarantine
-from harness.store.rows import atomic_write_table
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: reading a submission record needs neither
     import duckdb
+    import pyarrow as pa
 
 MAGIC = b"PAR1"
 """The four bytes a Parquet file starts and ends with."""
@@ -65,6 +61,9 @@ def parquet_fault(path: Path) -> str | None:
 def arrow_fault(path: Path) -> str | None:
     """Why pyarrow cannot read ``path`` in full (every page decoded, its checksum verified where
     the file has them: the store writes them), or None."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         pq.ParquetFile(path, page_checksum_verification=True).read(use_threads=False)
     except (FileNotFoundError, PermissionError):
@@ -239,6 +238,8 @@ def _rows_without_curves_aside(root: Path, grid: str, checked: Checked) -> list[
     curve it held (a run trained here, with steps done, whose curve is nowhere else now) are
     moved to ``quarantine/compact/`` too, so that those runs count as missing and the next
     ``submit`` trains them again, rather than keeping results whose curves are lost."""
+    import pyarrow.parquet as pq
+
     compacted = paths.compact_dir(root, grid)
     have = {p.stem for p in _files(paths.curves_dir(root, grid))}
     for p in compacted.glob("curves-*.parquet"):
@@ -264,6 +265,11 @@ def _rows_without_curves_aside(root: Path, grid: str, checked: Checked) -> list[
 def _split_off(root: Path, grid: str, path: Path, table: pa.Table, lost: set[str]) -> None:
     """Move the rows of the runs ``lost`` out of the consolidated row file ``path`` (holding
     ``table``) to ``quarantine/compact/<name>.no-curves.parquet``; warn in one line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from harness.store.rows import atomic_write_table
+
     gone = pa.array([r in lost for r in table.column("run_id").to_pylist()])
     dest = paths.quarantine_dir(root, grid) / "compact" / f"{path.stem}.no-curves.parquet"
     n = 0
