@@ -191,14 +191,9 @@ def check_grid(root: Path, grid: str) -> list[Path]:
         UserError: a corrupt file cannot be moved (a read-only folder): one line naming it.
     """
     checked = Checked(root, grid)
-    checked.verify(
-        [
-            *_files(paths.runs_dir(root, grid)),
-            *_files(paths.curves_dir(root, grid)),
-            *_files(paths.compact_dir(root, grid)),
-            paths.manifest_path(root, grid),
-        ]
-    )
+    rows, curves = _files(paths.runs_dir(root, grid)), _files(paths.curves_dir(root, grid))
+    compacted = _files(paths.compact_dir(root, grid))
+    checked.verify([*rows, *curves, *compacted, paths.manifest_path(root, grid)])
     moved: list[Path] = []
 
     def aside_if_corrupt(path: Path) -> bool:
@@ -208,14 +203,15 @@ def check_grid(root: Path, grid: str) -> list[Path]:
             moved.append(path)
         return fault is not None
 
-    for p in _files(paths.runs_dir(root, grid)):
+    for p in rows:
         aside_if_corrupt(p)
-    for p in _files(paths.curves_dir(root, grid)):
-        row = paths.run_path(root, grid, p.stem)
-        if aside_if_corrupt(p) and row.exists() and row not in moved:
-            aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
-            moved.append(row)
-    lost = [p for p in _files(paths.compact_dir(root, grid)) if aside_if_corrupt(p)]
+    for p in curves:
+        if aside_if_corrupt(p):
+            row = paths.run_path(root, grid, p.stem)
+            if row.exists() and row not in moved:
+                aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
+                moved.append(row)
+    lost = [p for p in compacted if aside_if_corrupt(p)]
     if any(p.name.startswith("curves-") for p in lost):
         moved += _rows_without_curves_aside(root, grid, checked)
     check_manifest(root, grid, checked)
@@ -289,4 +285,4 @@ def _split_off(root: Path, grid: str, path: Path, table: pa.Table, lost: set[str
 
 
 def _files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    return sorted(folder.glob("*.parquet"), key=lambda p: p.name) if folder.is_dir() else []
