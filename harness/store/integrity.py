@@ -91,9 +91,6 @@ def _garbled(e: BaseException) -> str:
     return f"corrupt Parquet file (garbled: {detail})"
 
 
-VERIFIED = ".verified.json"
-"""Name of the file, in a grid's folder, remembering which of its files were read in full."""
-
 _BATCH = 256
 """Files DuckDB reads in one query when it checks them (one query that fails is followed by
 one per file, to name the corrupt ones)."""
@@ -107,16 +104,17 @@ class Checked:
 
     def __init__(self, root: Path, grid: str) -> None:
         self.folder = paths.grid_dir(root, grid)
+        self.path = paths.verified_path(root, grid)
         self.before: dict[str, Stamp] = {}
         with contextlib.suppress(OSError, ValueError, TypeError):
-            doc = json.loads((self.folder / VERIFIED).read_text())
+            doc = json.loads(self.path.read_text())
             self.before = {str(k): list(v) for k, v in doc.items()}
         self.now: dict[str, Stamp] = {}
         self.faults: dict[str, str] = {}
         self._prefix = len(str(self.folder)) + 1
 
     def key(self, path: Path) -> str:
-        """``path`` relative to the grid's folder (its name in :data:`VERIFIED`)."""
+        """``path`` relative to the grid's folder (its name in the record of files found whole)."""
         return str(path)[self._prefix :]
 
     def fault(self, path: Path) -> str | None:
@@ -175,7 +173,7 @@ class Checked:
         that refuses the write is checked in full again next time."""
         if self.now != self.before:
             with contextlib.suppress(OSError):
-                atomic_write_text(self.folder / VERIFIED, json.dumps(self.now))
+                atomic_write_text(self.path, json.dumps(self.now))
 
 
 def aside(root: Path, grid: str, path: Path, cause: str) -> Path:
