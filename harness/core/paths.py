@@ -11,6 +11,7 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/submissions/          launcher records (job ids) and logs of runs
     <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
     <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
+    <root>/<grid>/.verified.json        the files the integrity check read in full, by stamp
 """
 
 from __future__ import annotations
@@ -150,6 +151,11 @@ def run_lock_path(root: Path, grid: str, run_id: str) -> Path:
 def quarantine_dir(root: Path, grid: str) -> Path:
     """Where corrupt files of a grid are moved aside."""
     return grid_dir(root, grid) / "quarantine"
+
+
+def verified_path(root: Path, grid: str) -> Path:
+    """The files of a grid found whole by ``harness.store.integrity``, by stamp."""
+    return grid_dir(root, grid) / ".verified.json"
 
 
 def figures_dir(root: Path, grid: str) -> Path:
