@@ -20,10 +20,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from harness.core import env
 from harness.core.errors import UserError
-
-RESULTS_ENV = "HARNESS_RESULTS"
-SPILL_ENV = "HARNESS_SPILL"
 
 GRID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A grid name: a letter or digit, then up to 99 letters, digits, ``.``, ``_`` or ``-``. It names
@@ -50,7 +48,7 @@ def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``."""
     if explicit:
         return Path(explicit)
-    return Path(os.environ.get(RESULTS_ENV) or "results")
+    return Path(env.RESULTS.get() or "results")
 
 
 def grid_dir(root: Path, grid: str) -> Path:
@@ -120,10 +118,11 @@ def figures_dir(root: Path, grid: str) -> Path:
 
 def spill_dirs() -> list[Path]:
     """Where results the results folder refused are kept, first choice first: ``$HARNESS_SPILL``,
-    ``~/.cache/harness/spill`` and ``<temp>/harness-spill-<uid>``
-    (:mod:`harness.store.spill`)."""
-    found = [Path(os.environ[SPILL_ENV])] if os.environ.get(SPILL_ENV) else []
-    found.append(Path.home() / ".cache" / "harness" / "spill")
+    the cache folder's ``spill`` (:func:`harness.core.env.cache_dir`) and
+    ``<temp>/harness-spill-<uid>`` (:mod:`harness.store.spill`)."""
+    spill = env.SPILL.get()
+    found = [Path(spill)] if spill else []
+    found.append(env.cache_dir() / "spill")
     found.append(Path(tempfile.gettempdir()) / f"harness-spill-{os.getuid()}")
     return found
 
