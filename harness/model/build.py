@@ -73,11 +73,11 @@ def _measured(arch: Architecture, seq_len: int) -> tuple[int, int]:
     """(parameters, matmul weights incl. the head) of a user's model, built on the meta device."""
     import torch
 
-    from harness.model.gpt import count_params as module_params
+    from harness.model.gpt import trainable_params
 
     with torch.device("meta"):
         model = build_model(arch, seq_len)
-    params = module_params(model)
+    params = trainable_params(model)
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     tied = model.head is None
     return params, linear + (model.embedding.weight.numel() if tied else 0)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import seaborn as sns
 
@@ -49,7 +46,9 @@ def color(optimizer: str) -> str:
 
 
 def apply() -> None:
-    """Set the theme: readable at paper size (8-9 pt text on a 6.8 in wide figure)."""
+    """Set the backend (Agg: files, no display) and the theme: readable at paper size (8-9 pt
+    text on a 6.8 in wide figure). Called when figures are drawn, not at import."""
+    matplotlib.use("Agg")
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
     plt.rcParams.update(
         {

@@ -34,7 +34,7 @@ from harness.store.manifest import load_run
 from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing
 from harness.train.checkpoint import progress as ckpt_progress
-from harness.train.loop import TrainingInterrupted, partial_result, train
+from harness.train.loop import TrainingFailed, TrainingInterrupted, train
 
 
 class RunBusy(Exception):
@@ -114,8 +114,10 @@ def _train_and_record(
     except TrainingInterrupted:
         raise
     except Exception as exc:  # recorded in the row, not lost
+        partial = exc.partial if isinstance(exc, TrainingFailed) else None
+        exc = exc.error if isinstance(exc, TrainingFailed) else exc
         status = next((s for t, s in _STATUS_OF_EXCEPTION if isinstance(exc, t)), Status.FAILED)
-        result = partial_result(exc) or RunResult(status=status)
+        result = partial or RunResult(status=status)
         result.status, result.error = status, error_tail(exc)
         result.metrics.setdefault("wall_s", time.time() - start)
     if _is_writer():
