@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: install the package with its test tools, start the
-# project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh), lint (ruff),
-# check the import contracts (lint-imports), check types (mypy; pyproject.toml [tool.mypy]), run
-# pytest.
+# project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh) and install
+# Debian's chromium (the report's test opens it headless), lint (ruff), check the import
+# contracts (lint-imports), check types (mypy; pyproject.toml [tool.mypy]), run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  if ! command -v chromium >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+  fi
   bash .ci/slurm/start.sh
 else
-  echo "not root: SLURM test cluster not started; SLURM tests skip (they fail under CI=true)"
+  echo "not root: SLURM test cluster not started and chromium not installed; their tests skip" \
+    "(they fail under CI=true)"
 fi
 ruff check . && ruff format --check .
 lint-imports  # the architecture's layers and "never" rules (pyproject.toml [tool.importlinter])

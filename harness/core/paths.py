@@ -44,11 +44,44 @@ def check_grid_name(name: object, where: str) -> str:
     )
 
 
+GLOB_CHARS = frozenset("*?[]{}")
+"""Characters DuckDB's file functions read as a pattern (``harness.store.db`` escapes them)."""
+
+
+def duck_path(path: Path | str) -> str:
+    """``path`` as DuckDB's file functions read it literally: each glob character in brackets
+    (a results folder ``runs[1]`` is not a pattern matching ``runs1``).
+
+    Raises:
+        UserError: the path holds a backslash as well as a glob character (DuckDB's globbing
+            splits paths at backslashes, so no escaping reads it).
+    """
+    text = str(path)
+    if not GLOB_CHARS & set(text):
+        return text
+    if "\\" in text:
+        chars = "".join(sorted(GLOB_CHARS))
+        raise UserError(f"{text}: a path with both '\\' and one of {chars} "
+                        "cannot be read by DuckDB; rename the folder")  # fmt: skip
+    return "".join(f"[{c}]" if c in GLOB_CHARS else c for c in text)
+
+
 def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``."""
-    if explicit:
-        return Path(explicit)
-    return Path(env.RESULTS.get() or "results")
+    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``.
+
+    Raises:
+        UserError: its absolute path holds a backslash as well as a glob character
+            (:data:`GLOB_CHARS`): DuckDB's globbing splits paths at backslashes, so no escaping
+            reads it; refused before anything is trained or written.
+    """
+    root = Path(explicit) if explicit else Path(env.RESULTS.get() or "results")
+    full = str(root.absolute())
+    if "\\" in full and GLOB_CHARS & set(full):
+        raise UserError(
+            f"results folder {full}: a path with both '\\' and one of "
+            f"{''.join(sorted(GLOB_CHARS))} cannot be read by DuckDB; use another folder"
+        )
+    return root
 
 
 def grid_dir(root: Path, grid: str) -> Path:
@@ -94,6 +127,12 @@ def compile_cache_dir(root: Path, grid: str) -> Path:
 def checkpoint_path(root: Path, grid: str, run_id: str) -> Path:
     """One unfinished run's checkpoint."""
     return grid_dir(root, grid) / "checkpoints" / f"{run_id}.pt"
+
+
+def progress_path(root: Path, grid: str, run_id: str) -> Path:
+    """What an unfinished run has reached (step, loss curve), rewritten at each logged point:
+    a run killed where no handler runs (the kernel's OOM killer) keeps it for its row."""
+    return grid_dir(root, grid) / "checkpoints" / f"{run_id}.progress.json"
 
 
 def submissions_dir(root: Path, grid: str) -> Path:

@@ -20,7 +20,8 @@ from harness.core import paths
 from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.grid import grammar
+from harness.grid import followup, grammar
+from harness.grid.followup import ExtendSpec
 from harness.grid.grammar import Point
 from harness.grid.resolve import Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
@@ -45,6 +46,14 @@ class Grid:
     """Figures declared for the grid (empty: defaults from its axes); not checked here."""
     axes: tuple[str, ...]
     """Run fields that vary across runs."""
+    confirm_seeds: tuple[int, ...] = ()
+    """Seeds on which ``submit --confirm`` trains each cell's selected configuration."""
+    extend: ExtendSpec | None = None
+    """What ``submit --extend`` may add (the ``extend:`` section; None: defaults)."""
+    points: tuple[Point, ...] = ()
+    """The points the grid's own runs resolved from, in the order of ``runs``."""
+    resolver: Resolver | None = dataclasses.field(default=None, compare=False)
+    """Resolves a point as this grid does (``harness.grid.vary.vary``)."""
 
 
 MAX_YAML_VALUES = 100_000
@@ -141,6 +150,12 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         runs=runs,
         figures=_figures(doc, path),
         axes=_varying(runs),
+        confirm_seeds=followup.confirm_seeds(
+            sections["seeds"], grammar.seed_list(sections["seeds"], file), file
+        ),
+        extend=followup.parse_extend(doc.get("extend"), file, own),
+        points=tuple(points),
+        resolver=resolver,
     )
 
 
