@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.core.config import Architecture, CompleteArchitecture
+from harness.core.lm import output_weight
 
 ROPE_BASE = 10_000.0
 """RoPE frequency base (GPT-NeoX / Pythia)."""
@@ -177,7 +178,7 @@ class GPT(nn.Module):
 
     def output_weight(self) -> torch.Tensor:
         """The (V, d) matrix mapping the final hidden state to logits (the embedding if tied)."""
-        return self.embedding.weight if self.head is None else self.head.weight
+        return output_weight(self)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, T, V) for token ids ``idx`` (B, T); with ``targets`` (B, T), the mean
@@ -190,8 +191,7 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, self.rotary)  # (B, T, d)
         x = self.norm(x)  # (B, T, d)
-        head = self.head  # None: tied to the embedding
-        logits = F.linear(x, self.embedding.weight) if head is None else head(x)  # (B, T, V)
+        logits = F.linear(x, self.output_weight())  # (B, T, V); the head has no bias
         if targets is None:
             return logits
         return cross_entropy(logits, targets)
