@@ -199,9 +199,9 @@ def test_seeds_grammar(tmp_path: Path) -> None:
     listed = grid(tmp_path, "grid: {lr: [1.0e-3]}\nseeds: {tune: [0, 1], confirm: [7]}\n")
     assert listed.confirm_seeds == (7,) and [r.execution.seed for r in listed.runs] == [0, 1]
     for bad, message in [
-        ("seeds: {tune: 2, test: 1}", "unknown key 'test'; valid keys: tune, confirm"),
+        ("seeds: {tune: 2, test: 1}", "unknown key 'test'; valid keys: confirm, tune"),
         ("seeds: {tune: [0, 1], confirm: [1]}", "also tuning seeds"),
-        ("extend: {axis: [lr]}", "unknown key 'axis'; valid keys: axes, rounds, bounds"),
+        ("extend: {axis: [lr]}", "unknown key 'axis'; valid keys: axes, bounds, rounds"),
         ("extend: {axes: [schedule]}", "'schedule' is not an extendable axis"),
         ("extend: {bounds: {lr: [1, 0.1]}}", "low < high"),
     ]:
@@ -299,3 +299,17 @@ def test_confirmation_seeds_change_no_shipped_run_id(local: bool, digest: str) -
     ids = ",".join(sorted(r.run_id for r in g.runs))
     assert hashlib.sha256(ids.encode()).hexdigest()[:16] == digest
     assert g.confirm_seeds == (3, 4, 5) and g.extend is not None
+
+
+def test_confirm_without_confirmation_seeds_is_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    path = tmp_path / "g.yaml"
+    path.write_text(textwrap.dedent(BASE) + "grid: {lr: [1.0e-3]}\nseeds: 2\n")
+    r = CliRunner().invoke(main, ["submit", str(path), "--launcher", "local", "--confirm",
+                                  "--dry-run", "--results", str(tmp_path / "res")])  # fmt: skip
+    assert r.exit_code == 2
+    assert "declares no confirmation seeds; write e.g. seeds: {tune: 3, confirm: 3}" in r.output
+    assert not (tmp_path / "res").exists()

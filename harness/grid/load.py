@@ -129,8 +129,11 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     doc = read_yaml(path)
     file = str(path)
     grammar.check_keys(doc, grammar.TOP_KEYS, file, "top level")
+    check_derived_axes(doc, path)
     name = _name(doc, path)
     sections = grammar.sections(doc, file, local)
+    if doc.get("extend") is not None:
+        grammar.check_keys(doc["extend"], followup.EXTEND_KEYS, file, "extend")
     named = grammar.values_of("optimizer", sections)
     named |= grammar.values_of("embedding_optimizer", sections)
     specs = optimizer_specs(sorted(named), path.parent, file)
@@ -157,6 +160,22 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         points=tuple(points),
         resolver=resolver,
     )
+
+
+def check_derived_axes(doc: dict[str, Any], path: Path) -> None:
+    """``derived_axes:`` maps axis names to the quantity their values were built from.
+
+    Raises:
+        UserError: it is not a mapping of names to names.
+    """
+    got = doc.get("derived_axes")
+    if got is not None and not (
+        isinstance(got, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())
+    ):
+        raise UserError(
+            f"{path}: derived_axes: expected a mapping axis: quantity, e.g. lr: batch_size"
+        )
 
 
 def _resolve_all(resolver: Resolver, points: Sequence[Point]) -> tuple[RunConfig, ...]:

@@ -24,8 +24,8 @@ import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -33,6 +33,9 @@ import pyarrow.parquet as pq
 from harness.core import paths
 from harness.core.files import atomic_write_text, quarantine
 from harness.store.rows import atomic_write_table
+
+if TYPE_CHECKING:
+    import duckdb
 
 MAGIC = b"PAR1"
 """The four bytes a Parquet file starts and ends with."""
@@ -59,7 +62,7 @@ def parquet_fault(path: Path) -> str | None:
     return None
 
 
-def _arrow_fault(path: Path) -> str | None:
+def arrow_fault(path: Path) -> str | None:
     """Why pyarrow cannot read ``path`` in full (every page decoded, its checksum verified where
     the file has them: the store writes them), or None."""
     try:
@@ -74,6 +77,8 @@ def _arrow_fault(path: Path) -> str | None:
 def _duckdb_fault(con: duckdb.DuckDBPyConnection, files: list[Path]) -> str | None:
     """Why DuckDB (a stricter reader of page headers than pyarrow) cannot read ``files`` in
     full, or None."""
+    import duckdb
+
     sql = "SELECT * FROM read_parquet($files, union_by_name = true)"
     try:
         con.sql(sql, params={"files": [paths.duck_path(p) for p in files]}).to_arrow_table()
@@ -142,13 +147,15 @@ class Checked:
         if not todo:
             return
         with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
-            found = list(pool.map(_arrow_fault, [p for p, _ in todo]))
+            found = list(pool.map(arrow_fault, [p for p, _ in todo]))
         readable = []
         for (path, stamp), fault in zip(todo, found, strict=True):
             if fault is not None:
                 self.faults[self.key(path)] = fault
             else:
                 readable.append((path, stamp))
+        import duckdb  # here: a run process that reads its manifest imports no DuckDB
+
         con = duckdb.connect(":memory:")
         by_folder: dict[Path, list[tuple[Path, Stamp]]] = {}
         for path, stamp in readable:

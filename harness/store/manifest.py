@@ -19,7 +19,7 @@ from harness.core.catalogue import flat, from_flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.files import locked
-from harness.store.integrity import Checked, check_manifest
+from harness.store.integrity import arrow_fault, check_manifest, parquet_fault
 from harness.store.rows import atomic_write_table
 from harness.store.schema import config_schema
 
@@ -91,7 +91,8 @@ def load_run(root: Path, grid: str, run_id: str) -> RunConfig:
 
 
 def _refuse_corrupt(root: Path, grid: str) -> None:
+    """A corrupt manifest (its ends, or a page that pyarrow cannot read) is a UserError."""
     path = paths.manifest_path(root, grid)
-    fault = Checked(root, grid).fault(path)
+    fault = parquet_fault(path) or arrow_fault(path)
     if fault is not None:
         raise UserError(f"{path}: {fault}; submit the grid again to move it aside and replan")

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import commands
-from harness.analysis.figures import FIGURES
 from harness.analysis.figures.choose import plan_figures
 from harness.analysis.figures.options import FigureOptions
 from harness.analysis.figures.render import draw_figures, every_arm, rows_sha256
@@ -92,7 +91,7 @@ def build_report(req: ReportRequest) -> str:
         figures=blocks,
         curves=_curves(sel, runs, curves, req, goal, chosen, select_goal),
         tables=made,
-        provenance=_provenance(sel, runs, curves),
+        provenance=_provenance(sel, runs, curves, names),
         sql=[("runs (every table and figure)", sel.sql("runs")), ("curves", sel.sql("curves")),
              *((f"{t.key} table", f"-- {t.command}\n{sel.sql('runs')}") for t in made)],
     )  # fmt: skip
@@ -203,7 +202,9 @@ def _ylim(lines: Sequence[svg.Line]) -> tuple[float, float]:
     return (lo - 0.03 * (hi - lo), hi) if hi > lo else (lo - 1.0, lo + 1.0)
 
 
-def _provenance(sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame) -> list[tuple[str, str]]:
+def _provenance(
+    sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, figures: Sequence[str]
+) -> list[tuple[str, str]]:
     def version(pkg: str) -> str:
         try:
             return metadata.version(pkg)
@@ -223,7 +224,7 @@ def _provenance(sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame) -> lis
         ("created", dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
         ("python", platform.python_version()),
         *((pkg, version(pkg)) for pkg in ("harness", "duckdb", "pandas", "numpy", "matplotlib")),
-        ("figures", ", ".join(FIGURES)),
+        ("figures", ", ".join(figures) or "-"),
     ]
 
 

@@ -59,7 +59,7 @@ def tables(
     done = rows[rows["status"].isin(["completed", "diverged"])]
     conditions = panel_keys(done) if len(done) else []
     by = [*arm_columns(done), *conditions]
-    grids = q.grid if isinstance(q.grid, str) else " ".join(q.grid or ())
+    grids = q.grid if isinstance(q.grid, str) else " ".join(q.grid or [])
     out = [_best(q, by, grids)]
     base = _selector(done, baseline, ("sgd",), "--baseline")
     ref = _selector(done, reference, ("adamw", "adam"), "--reference")
