@@ -26,13 +26,14 @@ def results_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def data_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--data DIR`` (default: $HARNESS_DATA, then ./data)."""
+    """``--data DIR`` (default: $HARNESS_DATA, then the user's data home)."""
     return click.option(
         "--data",
         "data",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
-        help="Where datasets are prepared (default: $HARNESS_DATA, then ./data).",
+        help="Where datasets are prepared (default: $HARNESS_DATA, then "
+        "$XDG_DATA_HOME/harness/data, i.e. ~/.local/share/harness/data).",
     )(f)
 
 

@@ -8,13 +8,13 @@ then ``./launchers``, then the ``launchers/`` folder shipped next to the package
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.core import env
 from harness.core.errors import UserError, unknown_choice
 from harness.launch.registry import LAUNCHERS
 
@@ -80,8 +80,9 @@ _DEFAULTS = {
 def search_path() -> list[Path]:
     """Folders searched for profiles, in order."""
     out = []
-    if os.environ.get("HARNESS_LAUNCHERS"):
-        out.append(Path(os.environ["HARNESS_LAUNCHERS"]))
+    launchers = env.LAUNCHERS.get()
+    if launchers:
+        out.append(Path(launchers))
     out.append(Path("launchers"))
     out.append(Path(__file__).resolve().parents[2] / "launchers")
     return out
