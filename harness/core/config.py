@@ -48,6 +48,8 @@ WEIGHT_DECAY_MODES = ("decoupled", "l2")
 """Values of ``OptimConfig.weight_decay_mode``."""
 DECAY_PARAMS = ("matrices", "all_weights", "no_embedding")
 """Values of ``OptimConfig.decay_params`` (which parameters weight decay applies to)."""
+DECAY_SHAPES = ("linear", "cosine", "1-sqrt")
+"""Values of ``OptimConfig.decay_shape`` (the final decay of the ``wsd`` schedule)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -243,6 +245,13 @@ class OptimConfig:
     """Linear warmup steps from 0 to ``lr``."""
     lr_min: float = spec(0.0, tuned=True, scale=Scale.LOG)
     """Floor of the decay (absolute learning rate)."""
+    decay_frac: float | None = spec(None, tuned=True, absent=None, sparse=True)
+    """``wsd`` schedule: the fraction of all steps, at the end, over which the lr decays from
+    ``lr`` to ``lr_min`` (after warmup and a constant phase); in (0, 1]. None for the other
+    schedules (``harness.optim.schedule.SCHEDULE_FIELDS`` fills wsd's default)."""
+    decay_shape: str | None = spec(None, choices=DECAY_SHAPES, tuned=True, absent=None, sparse=True)
+    """``wsd`` schedule: the shape of the final decay, ``linear``, ``cosine`` or ``1-sqrt``
+    (Haegele et al. 2024); None for the other schedules."""
     grad_clip: float | None = spec(1.0)
     """Global gradient-norm clip; None disables it."""
     hyperparameters: Hyperparameters = extras(Hyperparameters())  # noqa: RUF009 (frozen value)
@@ -250,6 +259,9 @@ class OptimConfig:
 
     def __post_init__(self) -> None:
         _positive(lr=self.lr)
+        check_choices(self)
+        if self.decay_frac is not None and not 0.0 < self.decay_frac <= 1.0:
+            raise UserError(f"decay_frac {self.decay_frac} is not in (0, 1]")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -17,13 +17,14 @@ from typing import Any
 import yaml
 
 from harness.core import paths
-from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
+from harness.core.catalogue import FIELD_NAMES, FIELDS, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.grid import grammar
 from harness.grid.grammar import Point
-from harness.grid.resolve import Resolver, VocabSize, optimizer_specs
+from harness.grid.resolve import SCHEDULE_KEYS, Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
+from harness.optim.schedule import SCHEDULE_FIELDS
 from harness.optim.spec import OptimizerSpec
 
 
@@ -128,6 +129,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     own = {h.name for spec in specs.values() for h in spec.hyperparameters}
     _check_names(specs, file)
     _check_read(sections, specs, file)
+    _check_schedule_read(sections, file)
     points = grammar.expand(sections, GRID_KEYS | own, file)
     scale = "local" if local else "full"
     resolver = Resolver(name, scale, vocab, file, path.parent)
@@ -187,6 +189,19 @@ def _check_read(sections: dict[str, Any], specs: dict[str, OptimizerSpec], file:
             names = ", ".join(sorted(specs)) or "none"
             raise UserError(
                 f"{file}: {key!r} is set, but none of the grid's optimizers ({names}) takes it"
+            )
+
+
+def _check_schedule_read(sections: dict[str, Any], file: str) -> None:
+    """A schedule's own field set in the grid must be read by one of the grid's schedules."""
+    named = grammar.values_of("schedule", sections) or {str(FIELDS["schedule"].default)}
+    read = {k for name in named for k in SCHEDULE_FIELDS.get(name, {})}
+    for key in sorted(SCHEDULE_KEYS - read):
+        if grammar.values_of(key, sections):
+            readers = ", ".join(s for s, f in SCHEDULE_FIELDS.items() if key in f)
+            raise UserError(
+                f"{file}: {key!r} is set, but none of the grid's schedules "
+                f"({', '.join(sorted(named))}) reads it; it applies to schedule {readers}"
             )
 
 
