@@ -13,9 +13,9 @@ from harness.analysis.figures.render import render_figures
 from harness.analysis.goal import DEFAULT_METRIC, GOALS, default_select, metric_goal
 from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
-from harness.cli.options import results_option
+from harness.analysis.target_commands import TargetQuery, find_target
+from harness.cli.options import results_option, scale_option, target_options, where_option
 from harness.core import paths
-from harness.core.config import SCALES
 
 
 @click.command()
@@ -27,7 +27,7 @@ from harness.core.config import SCALES
     type=click.Choice(list(FIGURES)),
     help="Draw only this figure (repeatable; default: the grid's figures).",
 )
-@click.option("--where", default=None, help="SQL predicate over runs' columns.")
+@where_option
 @click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to plot.")
 @click.option(
     "--select-by",
@@ -42,12 +42,8 @@ from harness.core.config import SCALES
     show_default=True,
     help="Is lower (min) or higher (max) better; auto knows the usual metrics.",
 )
-@click.option(
-    "--scale",
-    type=click.Choice(SCALES),
-    default=None,
-    help="full or local runs (default: the only scale present).",
-)
+@scale_option
+@target_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @results_option
 def figures(
@@ -58,6 +54,8 @@ def figures(
     select_by: str | None,
     goal: str,
     scale: str | None,
+    target: float | None,
+    curve: str | None,
     fmt: str,
     results: Path | None,
 ) -> None:
@@ -75,7 +73,8 @@ def figures(
     select_goal = goal if chosen_by == metric else metric_goal(chosen_by, "auto", "--select-by")
     sel = select(list(grid), results=results, scale=scale, where=where)
     chosen, why = plan_figures(sel, list(grid), list(names))
-    done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal)
+    timed = find_target(TargetQuery(list(grid), target, curve), sel.scale)
+    done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal, timed)
     table = pd.DataFrame(
         [
             {

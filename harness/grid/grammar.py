@@ -24,6 +24,7 @@ A grid file::
       grid: {lr: [1e-3]}           # replaces those axes
       seeds: [0]
     figures: [beta_heatmap]        # figures `harness figures` draws
+    target: {val_loss: 3.9}        # loss to reach, for tokens-to-target (a number: train_loss)
 
 Axes override base values; two axes setting the same key in one point is an error. A block
 (``grid``, a sub-grid) may itself hold a ``zip`` key. Every error names the file and the key path.
@@ -39,9 +40,12 @@ from typing import Any
 
 from harness.core.errors import UserError
 
-TOP_KEYS = ("name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures")
+TOP_KEYS = (
+    "name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures",
+    "target",
+)  # fmt: skip
 """Top-level keys of a grid file."""
-LOCAL_KEYS = ("base", "grid", "zip", "seeds")
+LOCAL_KEYS = ("base", "grid", "zip", "seeds", "target")
 """Keys of the ``local:`` section."""
 
 
@@ -74,7 +78,8 @@ def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
     """base, grid, zip and seeds of a grid file, with the local overrides applied when asked."""
     base = dict(doc.get("base") or {})
     grid = dict(doc.get("grid") or {})
-    out = {"base": base, "grid": grid, "zip": doc.get("zip"), "seeds": doc.get("seeds", [0])}
+    out = {"base": base, "grid": grid, "zip": doc.get("zip"), "seeds": doc.get("seeds", [0]),
+           "target": doc.get("target")}  # fmt: skip
     if local:
         loc = doc.get("local")
         if loc is None:
@@ -82,7 +87,7 @@ def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
         check_keys(loc, LOCAL_KEYS, file, "local")
         base.update(loc.get("base") or {})
         grid.update(loc.get("grid") or {})
-        for k in ("zip", "seeds"):
+        for k in ("zip", "seeds", "target"):
             if k in loc:
                 out[k] = loc[k]
     return out

@@ -20,6 +20,7 @@ from harness.core import paths
 from harness.core.catalogue import FIELD_NAMES, FIELDS, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.targets import Target, parse_target
 from harness.grid import grammar
 from harness.grid.grammar import Point
 from harness.grid.resolve import SCHEDULE_KEYS, Resolver, VocabSize, optimizer_specs
@@ -46,6 +47,8 @@ class Grid:
     """Figures declared for the grid (empty: defaults from its axes); not checked here."""
     axes: tuple[str, ...]
     """Run fields that vary across runs."""
+    target: Target | None = None
+    """The loss the grid's runs are timed to (``target:``, ``local: target:``); None: none."""
 
 
 MAX_YAML_VALUES = 100_000
@@ -143,7 +146,21 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         runs=runs,
         figures=_figures(doc, path),
         axes=_varying(runs),
+        target=grid_target(sections, file),
     )
+
+
+def grid_target(sections: dict[str, Any], file: str) -> Target | None:
+    """The ``target:`` of a grid's sections (:func:`harness.grid.grammar.sections`)."""
+    spec = sections.get("target")
+    return None if spec is None else parse_target(spec, f"{file}: target")
+
+
+def declared_target(path: Path, local: bool) -> Target | None:
+    """The target a grid YAML declares (its ``local:`` one with ``local``), without expanding
+    its runs."""
+    doc = read_yaml(path)
+    return grid_target(grammar.sections(doc, str(path), local), str(path))
 
 
 def _resolve_all(resolver: Resolver, points: Sequence[Point]) -> tuple[RunConfig, ...]:

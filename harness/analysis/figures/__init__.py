@@ -28,6 +28,8 @@ class FigureSpec:
     """Axes that must all vary for the figure to be a default (empty: always a default)."""
     queries: tuple[str, ...] = ("runs",)
     """Named statements (:data:`harness.analysis.queries.NAMED`) whose rows it draws."""
+    default: bool = True
+    """Whether it can be a default figure (False: drawn only when asked for or declared)."""
 
     def drawer(self) -> Callable[[Any], Any]:
         """The figure's ``draw`` function (imports its module)."""
@@ -70,6 +72,13 @@ FIGURES: Registry[FigureSpec] = Registry(
                 queries=("runs", "curves"),
             ),
             _spec(
+                "performance_profile",
+                "AlgoPerf performance profile: fraction of cells within tau of the best arm's "
+                "tokens-to-target (needs a target)",
+                queries=("runs", "curves"),
+                default=False,
+            ),
+            _spec(
                 "embedding_scale",
                 "embedding metrics and loss vs the Coupled Adam scale exponent",
                 ("coupled_scale_exp",),
@@ -83,4 +92,4 @@ FIGURES: Registry[FigureSpec] = Registry(
 def default_figures(axes: Iterable[str]) -> list[str]:
     """The figures a grid gets when it declares none: those whose needed axes all vary."""
     varying = set(axes)
-    return [name for name, spec in FIGURES.items() if spec.needs <= varying]
+    return [name for name, spec in FIGURES.items() if spec.default and spec.needs <= varying]

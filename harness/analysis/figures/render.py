@@ -25,6 +25,7 @@ from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write, atomic_write_text
 from harness.core.provenance import git_commit
+from harness.core.targets import Target
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +47,15 @@ def render_figures(
     goal: str,
     select_by: str | None = None,
     select_goal: str | None = None,
+    target: Target | None = None,
 ) -> list[Rendered]:
     """Draw ``names`` from the selection into ``<root>/<grid>/figures/``.
 
     Each point is the configuration with the best mean ``select_by`` over seeds (default: the
     grid's loss, :func:`~harness.analysis.goal.default_select`), drawn by ``metric``. A figure
     the data cannot make (e.g. no SGD baseline for ``gap_closure``) is skipped with a reason;
-    the others are still drawn.
+    the others are still drawn. ``target``: the loss runs are timed to, for the figures that
+    need one (``performance_profile``).
 
     Raises:
         UserError: an unknown figure name, or no run has ``select_by``.
@@ -68,7 +71,7 @@ def render_figures(
     elif select_goal is None:
         select_goal = metric_goal(chosen, "auto", "--select-by")
     select = (chosen, select_goal)
-    return [_one(sel, spec, metric, goal, select, out_dir) for spec in specs]
+    return [_one(sel, spec, metric, goal, select, out_dir, target) for spec in specs]
 
 
 def _one(
@@ -78,6 +81,7 @@ def _one(
     goal: str,
     select: tuple[str, str],
     out_dir: Path,
+    target: Target | None,
 ) -> Rendered:
     import matplotlib.pyplot as plt
 
@@ -88,7 +92,7 @@ def _one(
     if prep.rows.empty:
         return Rendered(spec.name, (), skipped=f"no completed or diverged runs with {metric}")
     data = FigureData(rows=add_methods(prep.rows), metric=metric, goal=goal, frames=frames,
-                      select_goal=prep.select_goal)  # fmt: skip
+                      select_goal=prep.select_goal, target=target)  # fmt: skip
     try:
         fig = spec.drawer()(data)
     except (FigureSkipped, UserError) as e:
@@ -105,6 +109,8 @@ def _one(
     plt.close(fig)
     side = sidecar(sel, spec, metric, goal, frames, prep.notes(), files)
     side["select_by"] = select[0]
+    if target is not None and "curves" in spec.queries:
+        side["target"] = target.describe()
     files.append(out_dir / f"{stem}.json")
     atomic_write_text(files[-1], json.dumps(side, indent=1))
     return Rendered(spec.name, tuple(files))
