@@ -290,10 +290,20 @@ class ExecutionConfig:
     """``auto`` (torch.compile on GPU only), ``on`` or ``off``."""
     gpus_per_run: int = spec(1, compared=False)
     """Processes (GPUs) one run uses through DDP."""
+    track: str | None = spec(None, compared=False, absent=None, sparse=True)
+    """Metrics recorded at every evaluation point (``eval_every``) and at the end, beside the
+    validation loss, as curve columns: comma-separated names of
+    ``harness.metrics.catalogue.TRACKABLE`` (a grid gives a list, of metrics or of the groups
+    ``embedding``, ``head``, ``buckets``); None: none."""
 
     def __post_init__(self) -> None:
         check_choices(self)
         _positive(gpus_per_run=self.gpus_per_run)
+
+    @property
+    def tracked(self) -> tuple[str, ...]:
+        """The names in ``track`` (empty when None)."""
+        return tuple(self.track.split(",")) if self.track else ()
 
 
 SCALES = ("full", "local")

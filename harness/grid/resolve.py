@@ -23,6 +23,7 @@ from harness.core.errors import UserError
 from harness.core.fields import Role
 from harness.core.registry import canonical_reference, is_reference
 from harness.grid import expr
+from harness.metrics.catalogue import track_names
 from harness.model.architecture import preset_fields
 from harness.model.builder import builder_arguments
 from harness.optim.registry import canonical_name, get_spec
@@ -130,6 +131,7 @@ class Resolver:
                 if k not in d:
                     d[k] = v
             _fill_schedule(d)
+            d["track"] = ",".join(track_names(d["track"])) or None
             _derive_and_evaluate(d, optimizers.types, optimizers.numeric)
             missing = REQUIRED_KEYS - d.keys()
             if missing:
