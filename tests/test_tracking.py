@@ -89,3 +89,25 @@ def test_tracked_columns_join_old_curves_in_the_curves_view(tmp_path):
                       [new.run_id]).fetchone()  # fmt: skip
     assert old[0] == 5 and old[1] == 0
     assert not math.isnan(con.execute("SELECT max(train_loss) FROM curves").fetchone()[0])
+
+
+def test_metric_vs_tokens_draws_a_tracked_metric_per_method(tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    root = tmp_path / "results"
+    for opt, drift in (("adamw", 0.3), ("sgd", 0.0)):
+        for seed in (0, 1):
+            run = make_run(grid="g", optimizer=opt, seed=seed, track="mu_norm")
+            pts = [{"step": s, "tokens": 1000 * s, "train_loss": 5.0 - s / 10,
+                    "mu_norm": 0.1 + drift * s + seed / 100} for s in (1, 2, 3)]  # fmt: skip
+            write_run(
+                root, run, val_ppl=30.0 + seed, curve=pts, metrics={"mu_norm": pts[-1]["mu_norm"]}
+            )
+    args = ["figures", "g", "--results", str(root), "--figure", "metric_vs_tokens"]
+    r = CliRunner().invoke(main, [*args, "--metric", "mu_norm"])
+    assert r.exit_code == 0, r.output
+    assert (root / "g" / "figures" / "metric_vs_tokens-mu_norm.png").stat().st_size > 0
+    r = CliRunner().invoke(main, [*args, "--metric", "val_loss"])  # a column, never evaluated
+    assert "no curve has 'val_loss'" in r.output

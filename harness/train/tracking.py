@@ -49,12 +49,15 @@ class Tracker:
         """The tracked metrics of ``model`` (the unwrapped GPT, ``.embedding``, ``.head``) now,
         and of the evaluation that filled ``buckets``."""
         out: dict[str, float | None] = {}
+        counts = self._counts
         if self._embedding:
-            out |= embedding_metrics(model.embedding.weight.detach(), self._counts, self._embedding)
+            assert counts is not None
+            out |= embedding_metrics(model.embedding.weight.detach(), counts, self._embedding)
         if self._head:
+            assert counts is not None
             head = model.head
             values = (
-                embedding_metrics(head.weight.detach(), self._counts, self._head)
+                embedding_metrics(head.weight.detach(), counts, self._head)
                 if head is not None
                 else dict.fromkeys(self._head)  # tied: the head is the embedding
             )

@@ -72,6 +72,12 @@ FIGURES: Registry[FigureSpec] = Registry(
                 queries=("runs", "curves"),
             ),
             _spec(
+                "metric_vs_tokens",
+                "a tracked metric (--metric) vs tokens per method, mean and 2-sigma band",
+                queries=("runs", "curves"),
+                default=False,
+            ),
+            _spec(
                 "performance_profile",
                 "AlgoPerf performance profile: fraction of cells within tau of the best arm's "
                 "tokens-to-target (needs a target)",
