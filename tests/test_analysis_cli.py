@@ -346,7 +346,9 @@ def test_bad_input_is_one_line_and_exit_2(root, args, message):
     res = _run(root, "analyze", *args)
     assert res.exit_code == 2, res.output
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.stderr
+    assert lines[0].startswith("error: ") and message in lines[0], res.stderr
+    # one line, and for a SQL error DuckDB's hint on an indented second one
+    assert len(lines) == 1 or (len(lines) == 2 and lines[1].startswith("  ")), res.stderr
 
 
 def test_formats_and_help(root):
@@ -359,3 +361,45 @@ def test_formats_and_help(root):
         res = CliRunner().invoke(main, ["analyze", cmd, "--help"])
         assert res.exit_code == 0 and "Example: harness analyze" in res.output
         assert "--where" in res.output and "--metric" in res.output and "--format" in res.output
+
+
+def test_optimum_fits_the_quadratic_in_log_lr(root):
+    """ppl = base + k^2 at lr = best * 3^k: the fit's optimum is the best lr exactly."""
+    rows = {
+        (r["optimizer"], r["batch_size"]): r
+        for r in _json(root, "analyze", "optimum", "opt", "--axis", "lr", "--by", "batch_size")
+    }
+    adam = rows[("adamw", 8)]
+    assert adam["optimum"] == pytest.approx(BEST_LR["adamw"]) and adam["points"] == 3
+    assert adam["metric"] == pytest.approx(_ppl("adamw", 8, 0))
+    assert adam["ci_low"] < BEST_LR["adamw"] < adam["ci_high"]
+    assert adam["metric_ci_low"] < adam["metric"] < adam["metric_ci_high"]
+    assert adam["note"] == ""
+    # sgd diverged at its largest lr for bs >= 32: two finite points, no fit, said so
+    assert "fewer than 3 finite values of lr" in rows[("sgd", 32)]["note"]
+    # signum's best is its smallest lr: the fit puts the optimum on the range's end, and the
+    # interval reaches beyond what was searched
+    assert "beyond the searched lr" in rows[("signum", 8)]["note"]
+
+
+def test_power_from_the_seed_variance(root):
+    from harness.analysis.power import power
+
+    (row,) = _json(
+        root,
+        "analyze",
+        "power",
+        "coupled",
+        "--a",
+        "optimizer=adamw",
+        "--b",
+        "optimizer=coupled_adam",
+        "--metric",
+        "val_loss",
+        "--test",
+        "paper",
+    )
+    assert row["diff"] == pytest.approx(-0.04) and row["std_a"] == pytest.approx(0.01)
+    expected = float(power(0.04, 1e-4, 3, 1e-4, 3, alpha=0.05, two_sided=False, test="paper"))
+    assert row["power"] == pytest.approx(expected) and row["seeds_needed"] >= 2
+    assert row["detectable"] < 0.04  # significant at 3 seeds (compare says so): detectable

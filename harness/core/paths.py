@@ -46,11 +46,26 @@ def check_grid_name(name: object, where: str) -> str:
     )
 
 
+GLOB_CHARS = frozenset("*?[]{}")
+"""Characters DuckDB's file functions read as a pattern (``harness.store.db`` escapes them)."""
+
+
 def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``."""
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get(RESULTS_ENV) or "results")
+    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``.
+
+    Raises:
+        UserError: its absolute path holds a backslash as well as a glob character
+            (:data:`GLOB_CHARS`): DuckDB's globbing splits paths at backslashes, so no escaping
+            reads it; refused before anything is trained or written.
+    """
+    root = Path(explicit) if explicit else Path(os.environ.get(RESULTS_ENV) or "results")
+    full = str(root.absolute())
+    if "\\" in full and GLOB_CHARS & set(full):
+        raise UserError(
+            f"results folder {full}: a path with both '\\' and one of "
+            f"{''.join(sorted(GLOB_CHARS))} cannot be read by DuckDB; use another folder"
+        )
+    return root
 
 
 def grid_dir(root: Path, grid: str) -> Path:
@@ -96,6 +111,12 @@ def compile_cache_dir(root: Path, grid: str) -> Path:
 def checkpoint_path(root: Path, grid: str, run_id: str) -> Path:
     """One unfinished run's checkpoint."""
     return grid_dir(root, grid) / "checkpoints" / f"{run_id}.pt"
+
+
+def progress_path(root: Path, grid: str, run_id: str) -> Path:
+    """What an unfinished run has reached (step, loss curve), rewritten at each logged point:
+    a run killed where no handler runs (the kernel's OOM killer) keeps it for its row."""
+    return grid_dir(root, grid) / "checkpoints" / f"{run_id}.progress.json"
 
 
 def submissions_dir(root: Path, grid: str) -> Path:

@@ -21,7 +21,8 @@ from harness.core.catalogue import FIELD_NAMES, FIELDS, GRID_KEYS, PER_OPTIMIZER
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.targets import Target, parse_target
-from harness.grid import grammar
+from harness.grid import followup, grammar
+from harness.grid.followup import ExtendSpec
 from harness.grid.grammar import Point
 from harness.grid.resolve import SCHEDULE_KEYS, Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
@@ -47,6 +48,10 @@ class Grid:
     """Figures declared for the grid (empty: defaults from its axes); not checked here."""
     axes: tuple[str, ...]
     """Run fields that vary across runs."""
+    confirm_seeds: tuple[int, ...] = ()
+    """Seeds on which ``submit --confirm`` trains each cell's selected configuration."""
+    extend: ExtendSpec | None = None
+    """What ``submit --extend`` may add (the ``extend:`` section; None: defaults)."""
     target: Target | None = None
     """The loss the grid's runs are timed to (``target:``, ``local: target:``); None: none."""
 
@@ -146,6 +151,10 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         runs=runs,
         figures=_figures(doc, path),
         axes=_varying(runs),
+        confirm_seeds=followup.confirm_seeds(
+            sections["seeds"], grammar.seed_list(sections["seeds"], file), file
+        ),
+        extend=followup.parse_extend(doc.get("extend"), file, own),
         target=grid_target(sections, file),
     )
 

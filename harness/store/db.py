@@ -29,10 +29,6 @@ _SOURCES = {
 }
 
 
-_GLOB_CHARS = frozenset("*?[]{}")
-"""Characters DuckDB's file functions read as a pattern."""
-
-
 def duck_path(path: Path | str) -> str:
     """``path`` as DuckDB's file functions read it literally: each glob character in brackets
     (a results folder ``runs[1]`` is not a pattern matching ``runs1``).
@@ -42,12 +38,13 @@ def duck_path(path: Path | str) -> str:
             splits paths at backslashes, so no escaping reads it).
     """
     text = str(path)
-    if not _GLOB_CHARS & set(text):
+    if not paths.GLOB_CHARS & set(text):
         return text
     if "\\" in text:
-        raise UserError(f"{text}: a path with both '\\' and one of {''.join(sorted(_GLOB_CHARS))} "
+        chars = "".join(sorted(paths.GLOB_CHARS))
+        raise UserError(f"{text}: a path with both '\\' and one of {chars} "
                         "cannot be read by DuckDB; rename the folder")  # fmt: skip
-    return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in text)
+    return "".join(f"[{c}]" if c in paths.GLOB_CHARS else c for c in text)
 
 
 def files_sql(folder: Path, pattern: str) -> list[str]:
@@ -83,6 +80,20 @@ def _sql_type(t: object) -> str:
     return {"int64": "BIGINT", "double": "DOUBLE", "string": "VARCHAR", "bool": "BOOLEAN"}.get(
         s, "TIMESTAMPTZ"
     )
+
+
+#: Lines of a DuckDB error that help the user fix the SQL (kept after the first line).
+_HINTS = ("did you mean", "candidate bindings", "candidate tables", "hint")
+
+
+def error_text(e: BaseException) -> str:
+    """A DuckDB error in at most two lines: its first line, then its hints (``Did you mean
+    "runs"?``, ``Candidate bindings: "val_ppl"``) joined on a second line."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    hints = [ln for ln in lines[1:] if ln.lower().startswith(_HINTS)]
+    return "\n".join([lines[0], *(["  " + " ".join(hints)] if hints else [])])
 
 
 def sql_string(text: str) -> str:

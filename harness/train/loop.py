@@ -127,6 +127,7 @@ class _Trainer:
         self.forward = self._wrap(self.model)
         self.tokens_per_step = run.data.tokens_per_step
         self._attempt_start = time.time()
+        self._progress_warned = False
 
     def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.world > 1:
@@ -168,6 +169,19 @@ class _Trainer:
             "rng": ckpt.rng_state(),
         }
         ckpt.save(self.checkpoint.path, state)
+
+    def _record_progress(self) -> None:
+        """Rewrite the progress file (:attr:`Checkpointing.progress`); a file system that
+        refuses costs a warning once, not the run."""
+        where = self.checkpoint.progress if self.checkpoint else None
+        if where is None or self.rank != 0:
+            return
+        try:
+            ckpt.write_progress(where, self.state.step, self.state.curve)
+        except OSError as e:
+            if self.log and not self._progress_warned:
+                self.log(f"[{self.run.run_id}] warning: progress not written: {os_error_line(e)}")
+            self._progress_warned = True
 
     # --- the loop ------------------------------------------------------------------------
     def fit(self, should_stop: Callable[[], bool] | None) -> RunResult:
@@ -311,6 +325,7 @@ class _Trainer:
             tracked = self.tracker.measure(self.model, buckets)
         point = self._point(mean, val, start) | tracked
         st.curve.append(point)
+        self._record_progress()
         if self.log and self.rank == 0:
             rate = st.timed_tokens / st.timed_s if st.timed_s else 0.0
             self.log(

@@ -28,8 +28,8 @@ class FigureSpec:
     """Axes that must all vary for the figure to be a default (empty: always a default)."""
     queries: tuple[str, ...] = ("runs",)
     """Named statements (:data:`harness.analysis.queries.NAMED`) whose rows it draws."""
-    default: bool = True
-    """Whether it can be a default figure (False: drawn only when asked for or declared)."""
+    on_request: bool = False
+    """Drawn only when asked for (``--figure``, or ``figures:`` in a grid), never a default."""
 
     def drawer(self) -> Callable[[Any], Any]:
         """The figure's ``draw`` function (imports its module)."""
@@ -72,17 +72,22 @@ FIGURES: Registry[FigureSpec] = Registry(
                 queries=("runs", "curves"),
             ),
             _spec(
+                "metric_vs",
+                "metric vs any column (--x, default: an optimizer's own hyperparameter) per arm",
+                on_request=True,
+            ),
+            _spec(
                 "metric_vs_tokens",
                 "a tracked metric (--metric) vs tokens per method, mean and 2-sigma band",
                 queries=("runs", "curves"),
-                default=False,
+                on_request=True,
             ),
             _spec(
                 "performance_profile",
                 "AlgoPerf performance profile: fraction of cells within tau of the best arm's "
                 "tokens-to-target (needs a target)",
                 queries=("runs", "curves"),
-                default=False,
+                on_request=True,
             ),
             _spec(
                 "embedding_scale",
@@ -98,4 +103,4 @@ FIGURES: Registry[FigureSpec] = Registry(
 def default_figures(axes: Iterable[str]) -> list[str]:
     """The figures a grid gets when it declares none: those whose needed axes all vary."""
     varying = set(axes)
-    return [name for name, spec in FIGURES.items() if spec.default and spec.needs <= varying]
+    return [name for name, spec in FIGURES.items() if spec.needs <= varying and not spec.on_request]

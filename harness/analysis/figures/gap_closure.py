@@ -18,12 +18,11 @@ from harness.analysis.figures.common import (
     REFERENCES,
     FigureData,
     FigureSkipped,
+    chosen_arm,
     layout,
-    method_style,
     panel_keys,
     panel_title,
     panels,
-    pick,
     subtitle,
     tuned_points,
 )
@@ -35,11 +34,12 @@ def draw(data: FigureData) -> Figure:
     """The gap-closure figure (see the module docstring)."""
     rows = data.rows
     methods = list(rows[METHOD].unique())
-    base, ref = pick(rows, BASELINES), pick(rows, REFERENCES)
+    base = chosen_arm(rows, data.options.baseline, BASELINES, "--baseline")
+    ref = chosen_arm(rows, data.options.reference, REFERENCES, "--reference")
     if base is None or ref is None:
         raise FigureSkipped(
-            f"needs a baseline ({'/'.join(BASELINES)}) and a reference "
-            f"({'/'.join(REFERENCES)}); methods: {', '.join(sorted(methods))}"
+            f"needs a baseline ({'/'.join(BASELINES)}, or --baseline K=V) and a reference "
+            f"({'/'.join(REFERENCES)}, or --reference K=V); methods: {', '.join(sorted(methods))}"
         )
     if len(methods) < 3:
         raise FigureSkipped("no optimizer besides the baseline and the reference")
@@ -50,18 +50,18 @@ def draw(data: FigureData) -> Figure:
     cells = panels(table, keys)
     fig, axes = layout(len(cells))
     for ax, (key, part) in zip(axes, cells, strict=True):
-        _panel(ax, part, rows, base, ref)
+        _panel(ax, part, data, base, ref)
         ax.set_title(panel_title(key) or f"gap closure between {base} and {ref}")
-    subtitle(fig, points.over, "bar")
+    subtitle(fig, data, points.over, "bar", what=f"gap closed, {base} 0% to {ref} 100%")
     return fig
 
 
-def _panel(ax: Axes, part: pd.DataFrame, rows: pd.DataFrame, base: str, ref: str) -> None:
+def _panel(ax: Axes, part: pd.DataFrame, data: FigureData, base: str, ref: str) -> None:
     part = part[~part[ARM].isin([base, ref])].sort_values("closure_pct")
     y = np.arange(len(part))
     vals = part["closure_pct"].to_numpy(float)
     lo, hi = part["ci_low_pct"].to_numpy(float), part["ci_high_pct"].to_numpy(float)
-    colors = [method_style(rows, m)["color"] for m in part[ARM]]
+    colors = [data.style(str(m)).color for m in part[ARM]]
     shown = np.nan_to_num(vals, nan=0.0, neginf=0.0, posinf=0.0)
     ax.barh(y, shown, color=colors, height=0.6)
     err = np.nan_to_num(np.vstack([vals - lo, hi - vals]), nan=0.0, posinf=0.0, neginf=0.0)

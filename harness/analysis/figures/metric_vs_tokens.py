@@ -19,7 +19,6 @@ from harness.analysis.figures.common import (
     FigureSkipped,
     layout,
     legend,
-    method_style,
     metric_label,
     panel_keys,
     panel_title,
@@ -46,21 +45,22 @@ def draw(data: FigureData) -> Figure:
     fig, axes = layout(len(cells))
     for ax, (key, _) in zip(axes, cells, strict=True):
         runs = restrict(points.seeds, key)[["run_id", METHOD]]
-        _panel(ax, curves.merge(runs, on="run_id").dropna(subset=[metric]), rows, metric)
+        _panel(ax, curves.merge(runs, on="run_id").dropna(subset=[metric]), data)
         ax.set_title(panel_title(key))
     legend(fig, axes)
-    subtitle(fig, points.over, "line")
+    subtitle(fig, data, points.over, "line", what=f"{metric} through training")
     return fig
 
 
-def _panel(ax: Axes, pts: pd.DataFrame, rows: pd.DataFrame, metric: str) -> None:
+def _panel(ax: Axes, pts: pd.DataFrame, data: FigureData) -> None:
+    metric = data.metric
     for method, part in pts.groupby(METHOD, sort=True):
-        st = method_style(rows, str(method))
+        st = data.style(str(method))
         g = part.groupby("tokens")[metric]
         mean, band = g.mean(), 2 * g.std(ddof=1).fillna(0.0)
         ok = np.isfinite(mean.to_numpy(float))
         x, m, b = mean.index[ok], mean[ok], band[ok]
-        ax.plot(x, m, marker="o", markersize=2.5, label=str(method), **st)
-        ax.fill_between(x, m - b, m + b, color=st["color"], alpha=0.18, lw=0)
+        ax.plot(x, m, markersize=3, label=str(method), **st.line())
+        ax.fill_between(x, m - b, m + b, color=st.color, alpha=0.18, lw=0)
     ax.set_xlabel("training tokens")
     ax.set_ylabel(metric_label(metric))

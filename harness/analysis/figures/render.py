@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis.figures import FIGURES, FigureSpec
+from harness.analysis.figures.options import FigureOptions
 from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
 from harness.analysis.load import Selection
 from harness.analysis.values import prepare
@@ -25,7 +26,6 @@ from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write, atomic_write_text
 from harness.core.provenance import git_commit
-from harness.core.targets import Target
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +47,15 @@ def render_figures(
     goal: str,
     select_by: str | None = None,
     select_goal: str | None = None,
-    target: Target | None = None,
+    options: FigureOptions | None = None,
 ) -> list[Rendered]:
     """Draw ``names`` from the selection into ``<root>/<grid>/figures/``.
 
     Each point is the configuration with the best mean ``select_by`` over seeds (default: the
     grid's loss, :func:`~harness.analysis.goal.default_select`), drawn by ``metric``. A figure
     the data cannot make (e.g. no SGD baseline for ``gap_closure``) is skipped with a reason;
-    the others are still drawn. ``target``: the loss runs are timed to, for the figures that
-    need one (``performance_profile``).
+    the others are still drawn. Every figure draws each arm in the same color and marker,
+    assigned over every arm of the selection's rows and planned runs (:func:`arm_palette`).
 
     Raises:
         UserError: an unknown figure name, or no run has ``select_by``.
@@ -71,7 +71,24 @@ def render_figures(
     elif select_goal is None:
         select_goal = metric_goal(chosen, "auto", "--select-by")
     select = (chosen, select_goal)
-    return [_one(sel, spec, metric, goal, select, out_dir, target) for spec in specs]
+    every = every_arm(sel)
+    opts = options or FigureOptions()
+    return [_one(sel, spec, metric, goal, select, out_dir, every, opts) for spec in specs]
+
+
+def every_arm(sel: Selection) -> pd.DataFrame:
+    """Every run of the selection, any status, with its ``method`` (arm); without ``--where``
+    also the planned runs that have no row yet (``status`` NaN), so that an arm not run yet is
+    named and every figure of a grid gets the same colors."""
+    from harness.analysis.figures.common import add_methods
+
+    runs = sel.frame("runs")
+    if sel.where is None:
+        planned = sel.frame("manifest")
+        planned = planned[~planned["run_id"].isin(set(runs["run_id"]))]
+        if len(planned):
+            runs = pd.concat([runs, planned.assign(status=None)], ignore_index=True)
+    return add_methods(runs)
 
 
 def _one(
@@ -81,18 +98,27 @@ def _one(
     goal: str,
     select: tuple[str, str],
     out_dir: Path,
-    target: Target | None,
+    every: pd.DataFrame,
+    options: FigureOptions,
 ) -> Rendered:
     import matplotlib.pyplot as plt
 
-    from harness.analysis.figures.common import FigureData, FigureSkipped, add_methods
+    from harness.analysis.figures.common import (
+        FigureData,
+        FigureSkipped,
+        arm_styles,
+        missing_arms,
+    )
 
     frames = {q: sel.frame(q) for q in spec.queries}
-    prep = prepare(frames["runs"], metric, goal, *select)
+    done = every[every["status"].notna()]
+    prep = prepare(done, metric, goal, *select)
     if prep.rows.empty:
         return Rendered(spec.name, (), skipped=f"no completed or diverged runs with {metric}")
-    data = FigureData(rows=add_methods(prep.rows), metric=metric, goal=goal, frames=frames,
-                      select_goal=prep.select_goal, target=target)  # fmt: skip
+    missing = missing_arms(every, prep.rows)
+    data = FigureData(rows=prep.rows, metric=metric, goal=goal, frames=frames,
+                      select_goal=prep.select_goal, styles=arm_styles(every),
+                      missing=tuple(missing), options=options)  # fmt: skip
     try:
         fig = spec.drawer()(data)
     except (FigureSkipped, UserError) as e:
@@ -107,10 +133,11 @@ def _one(
         atomic_write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=200))
         files.append(path)
     plt.close(fig)
-    side = sidecar(sel, spec, metric, goal, frames, prep.notes(), files)
+    side = sidecar(sel, spec, metric, goal, frames, [*prep.notes(), *missing], files)
+    side["styles"] = {arm: data.style(arm).line() for arm in sorted(set(prep.rows["method"]))}
     side["select_by"] = select[0]
-    if target is not None and "curves" in spec.queries:
-        side["target"] = target.describe()
+    if options.target is not None:
+        side["target"] = options.target.describe()
     files.append(out_dir / f"{stem}.json")
     atomic_write_text(files[-1], json.dumps(side, indent=1))
     return Rendered(spec.name, tuple(files))

@@ -32,7 +32,7 @@ from harness.launch.inputs import inputs_of
 from harness.launch.worker import distributed
 from harness.store.manifest import load_run
 from harness.store.spill import write_or_spill
-from harness.train.checkpoint import Checkpointing
+from harness.train.checkpoint import Checkpointing, read_progress
 from harness.train.checkpoint import progress as ckpt_progress
 from harness.train.loop import TrainingInterrupted, partial_result, train
 
@@ -99,8 +99,10 @@ def _train_and_record(
     if spec.threads:
         torch.set_num_threads(spec.threads)
     ckpt = paths.checkpoint_path(root, grid, run_id)
+    reached = paths.progress_path(root, grid, run_id)
     if _is_writer():
         remove_temps(ckpt)  # left by a process killed while checkpointing (up to GBs each)
+        remove_temps(reached)
     start = time.time()
     inputs: dict[str, str | None] = {}
     try:
@@ -108,7 +110,7 @@ def _train_and_record(
         result = train(
             run,
             data_root=spec.data_root,
-            checkpoint=Checkpointing(ckpt, spec.checkpoint_every_s),
+            checkpoint=Checkpointing(ckpt, spec.checkpoint_every_s, progress=reached),
             should_stop=should_stop,
         )
     except TrainingInterrupted:
@@ -121,6 +123,7 @@ def _train_and_record(
     if _is_writer():
         where = provenance(job_id or os.environ.get("SLURM_JOB_ID"))
         write_or_spill(root, run, result, where | inputs)
+        reached.unlink(missing_ok=True)
         if not spec.keep_checkpoints:
             ckpt.unlink(missing_ok=True)
     return str(result.status)
@@ -130,15 +133,22 @@ def write_status(
     root: Path, grid: str, run_id: str, status: str, error: str, job_id: str | None
 ) -> None:
     """Write a row with only an outcome (``cancelled``, ``timeout``, ...) for a run that stopped
-    without a result, with what its checkpoint says it had done (steps, loss curve); the
-    checkpoint is kept, so a retry resumes it.
+    without a result, with what it had done (steps, loss curve): what its checkpoint or its
+    progress file (:func:`harness.core.paths.progress_path`, newer when the run was killed
+    between checkpoints) says, whichever reached further; the checkpoint is kept, so a retry
+    resumes it.
 
     Raises:
         ResultSpilled: the row is in a spill file, not in the results folder.
     """
     run = load_run(root, grid, run_id)
     result = RunResult(status=status, error=error)
-    done = ckpt_progress(paths.checkpoint_path(root, grid, run_id))
+    reached = [
+        ckpt_progress(paths.checkpoint_path(root, grid, run_id)),
+        read_progress(paths.progress_path(root, grid, run_id)),
+    ]
+    done = max((d for d in reached if d is not None), key=lambda d: int(d.get("step", 0)),
+               default=None)  # fmt: skip
     if done is not None:
         result.steps_done = int(done.get("step", 0))
         result.tokens_seen = result.steps_done * run.data.tokens_per_step
