@@ -89,6 +89,13 @@ def test_tracked_columns_join_old_curves_in_the_curves_view(tmp_path):
                       [new.run_id]).fetchone()  # fmt: skip
     assert old[0] == 5 and old[1] == 0
     assert not math.isnan(con.execute("SELECT max(train_loss) FROM curves").fetchone()[0])
+    from harness.store.compact import compact
+
+    compact(root, "g")  # one consolidated file: the union of both curves' columns
+    again = db.connect(root, "g").execute(
+        "SELECT run_id, step, mu_norm, val_loss_q4 FROM curves WHERE mu_norm IS NOT NULL"
+    )
+    assert again.fetchall() == got
 
 
 def test_metric_vs_tokens_draws_a_tracked_metric_per_method(tmp_path):
@@ -111,3 +118,20 @@ def test_metric_vs_tokens_draws_a_tracked_metric_per_method(tmp_path):
     assert (root / "g" / "figures" / "metric_vs_tokens-mu_norm.png").stat().st_size > 0
     r = CliRunner().invoke(main, [*args, "--metric", "val_loss"])  # a column, never evaluated
     assert "no curve has 'val_loss'" in r.output
+
+
+def test_a_grid_sets_track_as_a_list_and_its_plan_lists_the_column(tmp_path):
+    from harness.data.catalogue import vocab_lookup
+    from harness.grid.load import load_grid
+    from harness.grid.preview import plan_rows
+
+    p = tmp_path / "g.yaml"
+    p.write_text("name: g\nbase: {model: tiny, optimizer: adamw, seq_len: 32, batch_size: 8, "
+                 "tokens: 2560, lr: 0.001, eval_every: 5, track: [buckets, rho]}\n")  # fmt: skip
+    (run,) = load_grid(p, vocab=vocab_lookup(tmp_path)).runs
+    assert run.execution.track == "rho,val_loss_q1,val_loss_q2,val_loss_q3,val_loss_q4"
+    assert plan_rows([run])[0]["track"] == run.execution.track
+    assert "track" not in plan_rows([tiny_run(tmp_path)])[0]  # unset: not in the plan
+    p.write_text(p.read_text().replace("rho]", "isotropy]"))
+    with pytest.raises(UserError, match="unknown metric 'isotropy'"):
+        load_grid(p, vocab=vocab_lookup(tmp_path))
