@@ -93,17 +93,20 @@ def _runs(q: TargetQuery) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
 def targets(q: TargetQuery) -> Answer:
     """``analyze targets``: every run's tokens- and time-to-target."""
     _, rows, _, notes = _runs(q)
-    cols = ["run_id", METHOD, *panel_keys(rows), *_tuned(rows, panel_keys(rows)), "seed",
-            "status", TOKENS_TO_TARGET, TIME_TO_TARGET, CENSORED]  # fmt: skip
+    keys = panel_keys(rows)
+    cols = ["run_id", METHOD, *keys, *_tuned(rows, keys), "seed", "status", TOKENS_TO_TARGET,
+            TIME_TO_TARGET, CENSORED]  # fmt: skip
     table = rows[list(dict.fromkeys(cols))].sort_values([METHOD, "run_id"])
     return Answer(table=table.reset_index(drop=True), notes=notes)
 
 
 def _tuned(rows: pd.DataFrame, by: Sequence[str]) -> list[str]:
+    """The hyperparameters that vary within a cell of ``by`` and an arm."""
     return auto_over(rows, [*by, *_method_columns(rows)])
 
 
 def _method_columns(rows: pd.DataFrame) -> list[str]:
+    """The config columns that tell arms apart (the optimizer and its variants)."""
     return [c for c in ("optimizer", *METHOD_EXTRAS) if c in rows.columns]
 
 
