@@ -22,7 +22,8 @@ def markdown(reps: int, slow_reps: int) -> str:
     counts = list(wide.columns)
     lines = [
         f"Coverage (%) of nominal {100 * LEVEL:g}% intervals; {reps} simulated experiments per "
-        f"row ({slow_reps} for the speed-up ratio), written by `python scripts/coverage_table.py "
+        f"row ({slow_reps} for those that fit a curve per experiment: speed-up ratio, fitted "
+        f"optimum, metric at optimum), written by `python scripts/coverage_table.py "
         f"--reps {reps} --slow-reps {slow_reps}`.",
         "",
         "| interval | method | noise | " + " | ".join(f"n = {n}" for n in counts) + " |",

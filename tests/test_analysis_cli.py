@@ -403,3 +403,61 @@ def test_power_from_the_seed_variance(root):
     expected = float(power(0.04, 1e-4, 3, 1e-4, 3, alpha=0.05, two_sided=False, test="paper"))
     assert row["power"] == pytest.approx(expected) and row["seeds_needed"] >= 2
     assert row["detectable"] < 0.04  # significant at 3 seeds (compare says so): detectable
+
+
+def test_notes_that_stop_a_misreading(root, tmp_path):
+    """One seed, a reference beaten by another arm, and a declared derived axis are noted."""
+    res = _run(root, "analyze", "best", "single", "--by", "optimizer")
+    assert "one seed in 2 cell(s)" in res.stdout
+    gap = _run(root, "analyze", "gap", "opt", "--baseline", "optimizer=sgd",
+               "--reference", "optimizer=adamw", "--by", "batch_size")  # fmt: skip
+    assert "note: sgd beats the reference adamw at batch_size=8" in gap.stdout
+    assert "welch two-sided t test, holm correction" in gap.stdout
+    yaml_file = tmp_path / "opt.yaml"
+    yaml_file.write_text("name: opt\nderived_axes: {lr: batch_size}\n")
+    res = _run(root, "analyze", "best", str(yaml_file), "--by", "optimizer,batch_size")
+    assert "the searched lr values were derived from batch_size" in res.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: opt\nderived_axes: [lr]\n")
+    res = _run(root, "analyze", "best", str(bad), "--by", "optimizer")
+    assert res.exit_code == 2 and "derived_axes: expected a mapping" in res.stderr
+
+
+def test_long_ema_horizon_is_noted(tmp_path):
+    for s in range(2):  # 1024 steps; beta2 = 0.999 averages over ~1000 of them
+        run = make_run(grid="ema", optimizer="adamw", beta1=0.9, beta2=0.999, seed=s)
+        write_run(tmp_path, run, val_ppl=20.0 + s)
+    res = _run(tmp_path, "analyze", "best", "ema")
+    assert "beta2=0.999 averages over ~1000 steps, more than a third" in res.stdout
+    assert "beta1=" not in res.stdout
+
+
+def test_tuned_fit_uses_each_arms_fitted_optimum(tmp_path):
+    """a's true optimum lies between grid points (k = 0.5): on the grid a looks worse than b,
+    at the fitted optimum it is better, and compare says so with --tuned fit."""
+    for opt, centre, base in (("adamw", 0.5, 20.0), ("signum", 0.0, 20.1)):
+        for k in range(-2, 3):
+            for s, off in enumerate(OFFSETS):
+                run = make_run(grid="fit", optimizer=opt, lr=1e-3 * 3.0**k, seed=s)
+                write_run(tmp_path, run, val_ppl=base + (k - centre) ** 2 + off)
+    args = ("analyze", "compare", "fit", "--a", "optimizer=adamw", "--b", "optimizer=signum")
+    (grid,) = _json(tmp_path, *args)
+    (fit,) = _json(tmp_path, *args, "--tuned", "fit")
+    assert grid["mean_a"] == pytest.approx(20.25) and grid["diff"] == pytest.approx(-0.15)
+    assert fit["mean_a"] == pytest.approx(20.0) and fit["diff"] == pytest.approx(0.1)
+    assert fit["std_a"] == pytest.approx(0.1) and fit["n_a"] == 3  # one value per seed
+    res = _run(tmp_path, *args, "--tuned", "fit", "--fit-axis", "beta1")
+    assert res.exit_code == 2 and "--fit-axis" in res.stderr
+    gap = _json(tmp_path, "analyze", "gap", "fit", "--baseline", "optimizer=signum",
+                "--reference", "optimizer=adamw", "--tuned", "fit")  # fmt: skip
+    assert {r["arm"]: r["mean"] for r in gap} == pytest.approx({"signum": 20.1, "adamw": 20.0})
+
+
+def test_every_registered_question_is_a_command():
+    from harness.analysis.questions import QUESTIONS
+
+    res = CliRunner().invoke(main, ["analyze", "--help"])
+    for name, question in QUESTIONS.items():
+        assert callable(question.answerer()) and name in res.output
+        sub = CliRunner().invoke(main, ["analyze", name, "--help"])
+        assert sub.exit_code == 0 and all(o.flag in sub.output for o in question.options)

@@ -374,3 +374,36 @@ def test_gap_unbounded_when_the_gap_is_not_significant():
     row = gap_closure(_seeds(vals), [], "sgd", "adam").set_index(ARM).loc["x"]
     assert row["ci_low_pct"] == -math.inf and row["ci_high_pct"] == math.inf
     assert "unbounded" in row["note"]
+
+
+def test_fitted_optimum_and_its_interval_by_test_inversion():
+    """A known quadratic in log lr whose optimum (1.5e-3) lies between grid points; the interval
+    matches an independent inversion of the t test of 'the slope is zero at u0'."""
+    from harness.analysis.optimum_fit import optimum_table
+
+    lr = 1e-3 * 3.0 ** np.arange(-2, 3)
+    u = np.log(lr)
+    mean = 3 + 0.5 * (u - np.log(1.5e-3)) ** 2
+    std = np.array([0.1, 0.2, 0.1, 0.3, 0.1])
+    table = pd.DataFrame({"lr": lr, "mean": mean, "std": std, "n": 3})
+    row = optimum_table(table, [], "lr", "min").iloc[0]
+    assert row["optimum"] == pytest.approx(1.5e-3) and row["metric"] == pytest.approx(3.0)
+    assert row["grid_best"] == pytest.approx(1e-3) and row["points"] == 5
+    # independent: slope(u0) = c1 + 2 c2 (u0 - u_bar) from np.polyfit's design, t-inverted
+    x = np.stack([np.ones(5), u - u.mean(), (u - u.mean()) ** 2], axis=1)
+    pinv = np.linalg.pinv(x)
+    noisy = mean + np.array([0.05, -0.1, 0.02, 0.2, -0.05])  # a draw, so the slope test bites
+    row = optimum_table(table.assign(mean=noisy), [], "lr", "min").iloc[0]
+    c = np.polyfit(u - u.mean(), noisy, 2)[::-1]
+    assert np.log(row["optimum"]) == pytest.approx(u.mean() - c[1] / (2 * c[2]))
+    grid = np.linspace(u[0] - 1, u[-1] + 1, 4001)
+    kept = []
+    for u0 in grid:
+        w = pinv[1] + 2 * (u0 - u.mean()) * pinv[2]
+        terms = w**2 * std**2 / 3
+        df = terms.sum() ** 2 / (terms**2 / 2).sum()
+        slope = c[1] + 2 * c[2] * (u0 - u.mean())
+        kept.append(abs(slope) <= stats.t.ppf(0.975, df) * math.sqrt(terms.sum()))
+    inside = grid[np.array(kept)]
+    assert np.log(row["ci_low"]) == pytest.approx(inside.min(), abs=0.02)
+    assert np.log(row["ci_high"]) == pytest.approx(inside.max(), abs=0.02)

@@ -20,7 +20,7 @@ REPORTED = tuple(name for name in INTERVALS if "former" not in name)
 @pytest.fixture(scope="module")
 def table():
     closed = coverage(("mean", "difference", "gap closure"), reps=3000)
-    cross = coverage(("crossover",), seed_counts=(3, 10), reps=1000)
+    cross = coverage(("crossover", "critical batch"), seed_counts=(3, 10), reps=1000)
     fits = [
         coverage(("speed-up ratio",), seed_counts=(3,), reps=600),
         coverage(("fitted optimum", "metric at optimum"), seed_counts=(3,), reps=300),

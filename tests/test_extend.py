@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from harness.analysis.edges import edge_note, open_edge
-from harness.analysis.followup import plan_confirmation, plan_extension
+from harness.analysis.followup import in_place, plan_confirmation, plan_extension
 from harness.analysis.tuning import confirmed
 from harness.analysis.values import VALUE
 from harness.core.catalogue import flat
@@ -20,7 +21,8 @@ from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.data.catalogue import vocab_lookup
 from harness.grid.followup import ExtendSpec
-from harness.grid.load import load_grid
+from harness.grid.load import Grid, load_grid
+from harness.grid.vary import vary
 
 BASE = """
 name: g
@@ -103,13 +105,14 @@ def synthetic(
 
 
 def extend_until_done(
-    runs: Mapping[str, RunConfig], spec: ExtendSpec
+    runs: Mapping[str, RunConfig], spec: ExtendSpec, g: Grid | None = None
 ) -> tuple[list[list[float]], dict[str, RunConfig], list[str]]:
     """Plan, 'train' (synthetic rows), repeat until nothing is planned: the lrs added per round."""
     runs = dict(runs)
     rounds: list[list[float]] = []
     for _ in range(10):
-        plan = plan_extension(synthetic(list(runs.values()), quadratic), runs, spec)
+        rows = synthetic(list(runs.values()), quadratic)
+        plan = plan_extension(rows, runs, spec, change=partial(vary, g) if g else in_place)
         if not plan.runs:
             return rounds, runs, list(plan.lines)
         rounds.append(sorted({r.optim.lr for r in plan.runs}))
@@ -142,6 +145,23 @@ def test_extend_plans_the_right_points_and_converges(tmp_path: Path) -> None:
     again = plan_extension(synthetic(list(runs.values()), quadratic), runs, ExtendSpec())
     assert again.runs == () and last == []
     assert {r.run_id for r in g.runs} <= set(runs)
+
+
+def test_extension_runs_are_resolved_as_the_grid_resolves_them(tmp_path: Path) -> None:
+    # lr_min is an expression over lr: each extension run evaluates it at its own lr, even one
+    # built from an earlier round's run (not a point of the grid)
+    g = grid(tmp_path, EXTEND_GRID.replace("grid:", "grid:\n  lr_min: ['0.1 * lr']"))
+    rounds, runs, _ = extend_until_done({r.run_id: r for r in g.runs}, ExtendSpec(), g)
+    assert rounds == [[1e-5, 0.1], [1.0]]
+    for r in runs.values():
+        assert r.optim.lr_min == pytest.approx(0.1 * r.optim.lr)
+    _, moved, _ = extend_until_done({r.run_id: r for r in g.runs}, ExtendSpec())
+    # values changed in place would move lr_min on its own and leave it stale beside a new lr
+    assert any(r.optim.lr_min != pytest.approx(0.1 * r.optim.lr) for r in moved.values())
+    confirm = plan_confirmation(synthetic(list(runs.values()), quadratic), runs, [5],
+                                change=partial(vary, g))  # fmt: skip
+    got = sorted((r.optim.lr, r.optim.lr_min / r.optim.lr, r.execution.seed) for r in confirm.runs)
+    assert got == [(1e-4, pytest.approx(0.1), 5), (0.1, pytest.approx(0.1), 5)]
 
 
 def test_extend_stops_at_the_grids_bounds_and_rounds(tmp_path: Path) -> None:
@@ -179,9 +199,9 @@ def test_seeds_grammar(tmp_path: Path) -> None:
     listed = grid(tmp_path, "grid: {lr: [1.0e-3]}\nseeds: {tune: [0, 1], confirm: [7]}\n")
     assert listed.confirm_seeds == (7,) and [r.execution.seed for r in listed.runs] == [0, 1]
     for bad, message in [
-        ("seeds: {tune: 2, test: 1}", "unknown key 'test'; valid keys: tune, confirm"),
+        ("seeds: {tune: 2, test: 1}", "unknown key 'test'; valid keys: confirm, tune"),
         ("seeds: {tune: [0, 1], confirm: [1]}", "also tuning seeds"),
-        ("extend: {axis: [lr]}", "unknown key 'axis'; valid keys: axes, rounds, bounds"),
+        ("extend: {axis: [lr]}", "unknown key 'axis'; valid keys: axes, bounds, rounds"),
         ("extend: {axes: [schedule]}", "'schedule' is not an extendable axis"),
         ("extend: {bounds: {lr: [1, 0.1]}}", "low < high"),
     ]:
@@ -214,6 +234,9 @@ def test_analysis_reports_confirmed_values_else_says_same_seeds(tmp_path: Path) 
     assert t.loc["adamw", "mean"] == pytest.approx(3 + 1 + 0.5 + 2.5e-4)  # seeds 2 and 3
     assert t.loc["adamw", "tune_mean"] == pytest.approx(3 + 1 + 5e-5)
     assert set(both.seeds["seed"]) == {2, 3} and "confirmed on fresh seeds" in both.note
+    # a sweep over lr (one cell per lr) keeps every point on the tuning seeds
+    sweep = confirmed(pd.concat([tune_rows, confirm_rows]), ["optimizer", "lr"], [], "min")
+    assert set(sweep.seeds["seed"]) == {0, 1} and "a sweep over lr" in sweep.note
 
 
 # --- end to end: a tiny local grid closes its lr edge, then confirms ---------------------------
@@ -241,6 +264,11 @@ def test_local_grid_reaches_an_interior_optimum_with_extend(
     path.write_text(textwrap.dedent(E2E))
     argv = ["submit", str(path), "--local", "--extend", "--confirm",
             "--results", str(tmp_path / "res"), "--data", str(prepared_data)]  # fmt: skip
+    plain = CliRunner().invoke(main, [a for a in argv if a not in ("--extend", "--confirm")])
+    assert plain.exit_code == 0 and "launching 2" in plain.output, plain.output
+    dry = CliRunner().invoke(main, [*argv, "--dry-run"], catch_exceptions=False)
+    assert "round 1 adds 0.1" in dry.output and "estimated compute" in dry.output, dry.output
+    assert not any(r.extend_round for r in read_manifest(tmp_path / "res", "e2e").values())
     first = CliRunner().invoke(main, argv, catch_exceptions=False)
     assert first.exit_code == 0, first.output
     assert "round 1 adds" in first.output and "--extend: no best on an open edge" in first.output
@@ -255,3 +283,33 @@ def test_local_grid_reaches_an_interior_optimum_with_extend(
     best = CliRunner().invoke(main, ["analyze", "best", str(path), "--results",
                                      str(tmp_path / "res")], catch_exceptions=False)  # fmt: skip
     assert "confirmed on fresh seeds: 1 of 1" in best.output and "edge:" not in best.output
+
+
+@pytest.mark.parametrize(
+    ("local", "digest"), [(False, "ab5b5cd7244703f6"), (True, "0085e897f940fd5f")]
+)
+def test_confirmation_seeds_change_no_shipped_run_id(local: bool, digest: str) -> None:
+    """optimizer_gap declares seeds {tune: 3, confirm: 3} and an extend: section: its runs and
+    their run_ids are those it had with seeds [0, 1, 2] (sha256 of the sorted ids, from main)."""
+    import hashlib
+
+    path = Path(__file__).resolve().parent.parent / "grids" / "optimizer_gap.yaml"
+    vocab = {"classics-gpt2": 50304, "classics-bpe8k": 8192}
+    g = load_grid(path, vocab=vocab.__getitem__, local=local)
+    ids = ",".join(sorted(r.run_id for r in g.runs))
+    assert hashlib.sha256(ids.encode()).hexdigest()[:16] == digest
+    assert g.confirm_seeds == (3, 4, 5) and g.extend is not None
+
+
+def test_confirm_without_confirmation_seeds_is_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    path = tmp_path / "g.yaml"
+    path.write_text(textwrap.dedent(BASE) + "grid: {lr: [1.0e-3]}\nseeds: 2\n")
+    r = CliRunner().invoke(main, ["submit", str(path), "--launcher", "local", "--confirm",
+                                  "--dry-run", "--results", str(tmp_path / "res")])  # fmt: skip
+    assert r.exit_code == 2
+    assert "declares no confirmation seeds; write e.g. seeds: {tune: 3, confirm: 3}" in r.output
+    assert not (tmp_path / "res").exists()

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from matplotlib.colors import LogNorm
 from matplotlib.patches import Rectangle
 
+import harness.analysis.figures as figures_package
 from harness.analysis.figures import FIGURES, default_figures
 from harness.analysis.figures.common import FigureData, FigureSkipped, add_methods
 from harness.analysis.figures.options import FigureOptions
@@ -116,7 +117,13 @@ def test_default_figures_from_the_varying_columns(root):
     res = _figures(root, "opt", "--format", "json")
     assert res.exit_code == 0, res.output
     drawn = {r["figure"]: r for r in json.loads(res.stdout)}
-    assert set(drawn) == {"lr_sensitivity", "batch_size", "gap_closure", "loss_curves"}
+    assert set(drawn) == {
+        "lr_sensitivity",
+        "batch_size",
+        "steps_to_target",
+        "gap_closure",
+        "loss_curves",
+    }
     assert all(r["skipped"] == "" for r in drawn.values())
     assert "defaults for the varying columns optimizer, batch_size, lr" in res.stderr
     for name in drawn:
@@ -135,7 +142,17 @@ def test_default_figures_registry():
         "embedding_scale",
     ]
     assert default_figures(set()) == ["loss_curves"]
-    assert all(spec.name == name for name, spec in FIGURES.items())
+
+
+def test_each_figure_is_one_module_named_as_users_type_it() -> None:
+    """A registered figure's ``draw`` is in ``figures/<name>.py``, and every module there that
+    draws a figure is registered."""
+    folder = Path(figures_package.__file__).parent
+    drawing = {p.stem for p in folder.glob("*.py") if "\ndef draw(" in p.read_text()}
+    assert drawing == set(FIGURES)
+    for name, spec in FIGURES.items():
+        draw = spec.drawer()
+        assert callable(draw) and draw.__module__ == f"{figures_package.__name__}.{name}"
 
 
 def test_skipped_figure_says_why_and_others_are_drawn(root):
@@ -463,3 +480,42 @@ def test_figures_baseline_and_reference_flags(root):
     assert fig.axes[0].get_xlabel() == "gap closed (%): signum 0, adamw 100"
     bad = _figures(root, "opt", "--figure", "gap_closure", "--baseline", "optimizer=nope")
     assert bad.exit_code == 0 and "matches no rows" in bad.output  # the figure skipped, says why
+
+
+def test_an_arm_not_run_yet_is_named_and_keeps_its_color(tmp_path):
+    """A planned arm (in the manifest) without a row: named in the note; adding its rows later
+    changes no other arm's color."""
+    from harness.store.manifest import write_manifest
+
+    planned = [make_run(grid="p", optimizer=o, lr=lr) for o in ("adamw", "./x.py:A", "./x.py:B")
+               for lr in (1e-3, 2e-3)]  # fmt: skip
+    write_manifest(tmp_path, "p", planned)
+    for run in planned[:4]:  # ./x.py:B not run yet
+        write_run(tmp_path, run, val_ppl=20.0 + 1000 * run.optim.lr)
+    assert _figures(tmp_path, "p", "--figure", "lr_sensitivity").exit_code == 0
+    side = json.loads((tmp_path / "p" / "figures" / "lr_sensitivity.json").read_text())
+    assert "./x.py:B: no result yet" in side["notes"]
+    before = side["styles"]
+    for run in planned[4:]:
+        write_run(tmp_path, run, val_ppl=25.0)
+    assert _figures(tmp_path, "p", "--figure", "lr_sensitivity").exit_code == 0
+    after = json.loads((tmp_path / "p" / "figures" / "lr_sensitivity.json").read_text())["styles"]
+    assert all(after[arm] == style for arm, style in before.items()) and len(after) == 3
+
+
+def test_gap_closure_panel_with_only_baseline_and_reference(tmp_path):
+    """A condition where only SGD and AdamW ran gets a panel saying so (was a TypeError), and
+    a negative closure with an unbounded interval stays inside the axes."""
+    from harness.analysis.figures.gap_closure import draw
+
+    for bs, opts in ((8, ("sgd", "adamw")), (64, ("sgd", "adamw", "signum"))):
+        for opt in opts:
+            for s in range(2):
+                ppl = {"sgd": 30.0, "adamw": 20.0, "signum": 60.0}[opt] + s
+                write_run(tmp_path, make_run(grid="g2", optimizer=opt, batch_size=bs, seed=s),
+                          val_ppl=ppl)  # fmt: skip
+    fig = draw(_data(tmp_path, "g2"))
+    assert [t.get_text() for t in fig.axes[0].texts] == ["no other arm here"]
+    (bar,) = fig.axes[1].patches
+    assert bar.get_width() == pytest.approx(-300.0)  # signum: (30 - 60) / (30 - 20)
+    assert fig.axes[1].get_xlim()[0] < -300.0

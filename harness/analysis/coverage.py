@@ -16,10 +16,11 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from harness.analysis.crossover import advantage
+from harness.analysis.critical_batch import overhead_coefs
+from harness.analysis.crossover import advantage, find_crossing
 from harness.analysis.gap import closure, closure_interval
-from harness.analysis.intervals import crossing_interval, linear_interval
-from harness.analysis.optimum import optimum_table
+from harness.analysis.intervals import crossing_interval, linear_interval, two_arm_coefs
+from harness.analysis.optimum_fit import optimum_table
 from harness.analysis.speedup import budget_ratio_interval
 
 #: Intervals whose simulation fits per experiment (``slow_reps``).
@@ -107,9 +108,25 @@ def _crossover(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.
     a = _summary((20.0 + (CROSS_LOGX - 3.0))[None, :, None] + 0.3 * noise(rng, (reps, k, n)))
     b = _summary((22.0 + 0.25 * (CROSS_LOGX - 3.0))[None, :, None] + 0.3 * noise(rng, (reps, k, n)))
     adv = advantage(a[0], b[0], "min")
-    terms = [(s[1] / s[2], s[2] - 1.0) for s in (a, b)]
-    lo, hi, _, _ = crossing_interval(CROSS_LOGX, adv, terms, LEVEL)
+    var = np.concatenate([a[1] / a[2], b[1] / b[2]], axis=-1)
+    df = np.concatenate([a[2] - 1.0, b[2] - 1.0], axis=-1)
+    lo, hi, _, _ = crossing_interval(CROSS_LOGX, adv, two_arm_coefs(k), var, df, LEVEL)
     return (lo <= CROSS_TRUTH) & (hi >= CROSS_TRUTH)
+
+
+#: Critical-batch scenario: steps S(B) = 50 (1 + 100 / B) (McCandlish et al.), seed noise 5 % of
+#: S, B = 8..128; the truth is the 20 %-overhead crossing of the true S, interpolated in log2 B.
+CB_B = 2.0 ** np.arange(3, 8)
+CB_STEPS = 50 * (1 + 100 / CB_B)
+
+
+def _critical_batch(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    coefs = overhead_coefs(CB_B)
+    truth = np.log2(find_crossing(CB_B, coefs @ CB_STEPS).x)
+    steps = CB_STEPS[None, :, None] * (1 + 0.05 * noise(rng, (reps, CB_B.size, n)))
+    m, var, k = _summary(steps)
+    lo, hi, _, _ = crossing_interval(np.log2(CB_B), m @ coefs.T, coefs, var / k, k - 1.0, LEVEL)
+    return (lo <= truth) & (hi >= truth)
 
 
 #: Speed-up scenario: b = 2.4 + 300 D^-0.3, a = 2.5 + 300 D^-0.3 at 8e9 tokens, noise 0.003.
@@ -175,6 +192,7 @@ INTERVALS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "difference": ("Welch t", _difference),
     "gap closure": ("Fieller, t quantiles", _gap_closure),
     "crossover": ("t-test inversion", _crossover),
+    "critical batch": ("t-test inversion", _critical_batch),
     "speed-up ratio": ("delta method on log, t quantiles", _speedup),
     "fitted optimum": ("Fieller on -c1 / 2 c2", _optimum),
     "metric at optimum": ("Welch t on the fit", _optimum_metric),
@@ -201,7 +219,7 @@ def coverage(
     Returns:
         Columns interval, method, noise, n, reps, coverage_pct.
     """
-    rows = []
+    rows: list[tuple[str, str, str, int, int, float]] = []
     for name in names or tuple(INTERVALS):
         method, simulate = INTERVALS[name]
         k = slow_reps if name in SLOW and slow_reps else reps

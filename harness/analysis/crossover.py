@@ -26,7 +26,7 @@ import pandas as pd
 
 from harness.analysis.bootstrap import CONFIDENCE, N_BOOT, resampled_means
 from harness.analysis.cells import iter_cells, with_keys
-from harness.analysis.intervals import crossing_interval
+from harness.analysis.intervals import crossing_interval, two_arm_coefs
 from harness.analysis.select import ARM
 from harness.analysis.values import VALUE
 
@@ -159,15 +159,11 @@ def _cell(cell, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
 
 def _interval(arms, xs, point: Crossing, a, b, goal, conf, note: str) -> dict[str, object]:
     m = {arm: np.array([arms[(arm, xv)].mean() for xv in xs]) for arm in (a, b)}
-    terms = [
-        (
-            np.array([arms[(arm, xv)].var(ddof=1) / arms[(arm, xv)].size for xv in xs]),
-            np.array([arms[(arm, xv)].size - 1.0 for xv in xs]),
-        )
-        for arm in (a, b)
-    ]
+    var = np.array([arms[(arm, xv)].var(ddof=1) / arms[(arm, xv)].size for arm in (a, b)
+                    for xv in xs])  # fmt: skip
+    df = np.array([arms[(arm, xv)].size - 1.0 for arm in (a, b) for xv in xs])
     lo, hi, open_lo, open_hi = crossing_interval(
-        np.log2(xs), advantage(m[a], m[b], goal), terms, conf
+        np.log2(xs), advantage(m[a], m[b], goal), two_arm_coefs(xs.size), var, df, conf
     )
     notes = [note] if note else []
     if np.isnan(lo):

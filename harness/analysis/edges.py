@@ -25,6 +25,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import SupportsFloat, TypeGuard
 
 from harness.core.catalogue import AXIS_SCALES, FIELDS
 from harness.core.fields import Scale
@@ -188,10 +189,10 @@ def _rounded(x: float, edge: float, scale: AxisScale, integer: bool) -> float:
     return x
 
 
-def _is_number(v: object) -> bool:
+def _is_number(v: object) -> TypeGuard[SupportsFloat]:
     if isinstance(v, bool) or v is None:
         return False
     try:
-        return math.isfinite(float(v))  # type: ignore[arg-type]
+        return math.isfinite(float(v))  # type: ignore[arg-type]  # any value: float() says
     except (TypeError, ValueError):
         return False

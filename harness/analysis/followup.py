@@ -23,9 +23,11 @@ calls :func:`follow_up`, which reads them, and hands its runs to ``launch.submit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -39,6 +41,17 @@ from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.grid.followup import ExtendSpec
 from harness.grid.load import Grid
+from harness.grid.vary import vary
+
+Vary = Callable[[RunConfig, Sequence[str], Mapping[str, Any]], RunConfig | None]
+"""(run, its tuned columns, changes) -> the run with those values changed: the grid's own
+resolution (:func:`harness.grid.vary.vary`), or the values changed in place; None when a
+changed value is computed from others (an expression) and cannot change alone."""
+
+
+def in_place(run: RunConfig, tuned: Sequence[str], changes: Mapping[str, Any]) -> RunConfig:
+    """``run`` with ``changes`` applied to its resolved values (no expression evaluated again)."""
+    return with_values(run, **changes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +113,11 @@ def _cell_keys(rows: pd.DataFrame, keys: list[str]) -> list[str]:
 
 
 def plan_extension(
-    rows: pd.DataFrame, runs: Mapping[str, RunConfig], spec: ExtendSpec, goal: str = "min"
+    rows: pd.DataFrame,
+    runs: Mapping[str, RunConfig],
+    spec: ExtendSpec,
+    goal: str = "min",
+    change: Vary = in_place,
 ) -> Planned:
     """The next round of values beyond open edges (module doc).
 
@@ -109,6 +126,7 @@ def plan_extension(
         runs: run_id -> config of every known run (the rows' included).
         spec: the grid's ``extend:`` section.
         goal: ``min`` or ``max`` for ``value``.
+        change: how a run's values are changed (:data:`Vary`).
     """
     keys, over = cells(rows)
     if not over:
@@ -138,8 +156,13 @@ def plan_extension(
                 lines.append(f"{where} is on the {edge.side} edge, but {spec.rounds} round(s) "
                              "of --extend are done: limit reached")  # fmt: skip
                 continue
-            for run_id in seeds["run_id"]:
-                run = with_values(runs[run_id], **{axis: value}, extend_round=round_)
+            moved = [change(runs[run_id], over, {axis: value}) for run_id in seeds["run_id"]]
+            if any(m is None for m in moved):
+                lines.append(f"{where} is on the {edge.side} edge, but the grid computes "
+                             f"{axis} from other values: not extended")  # fmt: skip
+                continue
+            for m in moved:
+                run = with_values(m, extend_round=round_, confirm=None)  # type: ignore[arg-type]
                 if run.run_id not in runs:
                     new.setdefault(run.run_id, run)
             lines.append(f"{where} is the {edge.side} tried: round {round_} adds {value:g} "
@@ -148,7 +171,11 @@ def plan_extension(
 
 
 def plan_confirmation(
-    rows: pd.DataFrame, runs: Mapping[str, RunConfig], seeds: Sequence[int], goal: str = "min"
+    rows: pd.DataFrame,
+    runs: Mapping[str, RunConfig],
+    seeds: Sequence[int],
+    goal: str = "min",
+    change: Vary = in_place,
 ) -> Planned:
     """Each cell's best configuration on each confirmation seed (``confirm=True``).
 
@@ -157,6 +184,7 @@ def plan_confirmation(
         runs: run_id -> config of every known run.
         seeds: the confirmation seeds.
         goal: ``min`` or ``max`` for ``value``.
+        change: how a run's values are changed (:data:`Vary`).
     """
     keys, over = cells(rows)
     table = tune(rows, keys, over, goal)
@@ -167,7 +195,10 @@ def plan_confirmation(
         chosen = rows[_matching(rows, best, keys + over)]
         first = runs[chosen["run_id"].iloc[0]]
         for s in seeds:
-            run = with_values(first, seed=s, confirm=True, extend_round=None)
+            moved = change(first, over, {"seed": s})
+            if moved is None:  # a seed computed by an expression: nothing to confirm on
+                continue
+            run = with_values(moved, confirm=True, extend_round=None)
             if run.run_id not in runs:
                 new.setdefault(run.run_id, run)
         picked = ", ".join(f"{a}={best[a]:g}" for a in over if not _null(best[a]))
@@ -217,14 +248,15 @@ def follow_up(grid: Grid, root: Path, *, extend: bool, confirm: bool) -> FollowU
         out.lines.append("no tuning run completed: nothing planned")
         return out
     if extend:
-        planned = plan_extension(rows, tuning, grid.extend or ExtendSpec(), goal)
+        change = partial(vary, grid)
+        planned = plan_extension(rows, tuning, grid.extend or ExtendSpec(), goal, change)
         out.new, out.lines = list(planned.runs), [*out.lines, *planned.lines]
         if planned.runs:
             return out
         out.lines.append("--extend: no best on an open edge" if not planned.lines
                          else "--extend: nothing more to add")  # fmt: skip
     if confirm:
-        planned = plan_confirmation(rows, tuning, grid.confirm_seeds, goal)
+        planned = plan_confirmation(rows, tuning, grid.confirm_seeds, goal, partial(vary, grid))
         known = {r.run_id for r in added}
         out.new = [r for r in planned.runs if r.run_id not in known]
         out.lines += planned.lines

@@ -27,7 +27,7 @@ from harness.analysis.bootstrap import CONFIDENCE
 from harness.analysis.cells import iter_cells, with_keys
 from harness.analysis.compare import TESTS
 from harness.analysis.corrections import CORRECTIONS
-from harness.analysis.intervals import METHODS, ONE_SEED, ratio_interval
+from harness.analysis.intervals import METHODS, ONE_SEED, Values, ratio_interval
 from harness.analysis.select import ARM
 from harness.analysis.values import VALUE, std_or_nan
 
@@ -60,9 +60,9 @@ def closure(m_b: np.ndarray | float, m_x: np.ndarray | float, m_r: np.ndarray | 
 
 
 def closure_interval(
-    b: tuple[np.ndarray, np.ndarray, np.ndarray],
-    x: tuple[np.ndarray, np.ndarray, np.ndarray],
-    r: tuple[np.ndarray, np.ndarray, np.ndarray],
+    b: tuple[Values, Values, Values],
+    x: tuple[Values, Values, Values],
+    r: tuple[Values, Values, Values],
     confidence: float = CONFIDENCE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fieller's interval of the closure from (mean, seed variance, n) of B, X and R (arrays
@@ -140,8 +140,11 @@ def _closure_row(vb: np.ndarray, vx: np.ndarray, vr: np.ndarray, conf: float) ->
         return row
     if min(vx.size, vb.size, vr.size) < 2:
         return row | {"note": ONE_SEED}
-    summary = [(v.mean(), v.var(ddof=1), float(v.size)) for v in (vb, vx, vr)]
-    lo, hi = closure_interval(*summary, confidence=conf)
+
+    def summary(v: np.ndarray) -> tuple[Values, Values, Values]:
+        return float(v.mean()), float(v.var(ddof=1)), float(v.size)
+
+    lo, hi = closure_interval(summary(vb), summary(vx), summary(vr), confidence=conf)
     row |= {"ci_low_pct": 100 * float(lo), "ci_high_pct": 100 * float(hi)}
     if not np.isfinite([lo, hi]).all():
         row["note"] = "gap not significant: closure interval unbounded (Fieller)"

@@ -19,8 +19,13 @@ With one seed in an arm there is no variance estimate and so no interval (NaN).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy import stats
+
+#: An array, or a number that broadcasts like one.
+Values = np.ndarray | float
 
 #: Method names as the notes print them.
 METHODS = {
@@ -45,7 +50,7 @@ def t_quantile(confidence: float, df: np.ndarray | float) -> np.ndarray:
     return np.asarray(q, float)
 
 
-def satterthwaite(weights: list[np.ndarray], dfs: list[np.ndarray]) -> np.ndarray:
+def satterthwaite(weights: Sequence[Values], dfs: Sequence[Values]) -> np.ndarray:
     """Welch-Satterthwaite degrees of freedom of a sum of independent variance terms.
 
     ``weights[i]`` is the i-th term's contribution to the variance (``c_i^2 s_i^2 / n_i``) and
@@ -70,9 +75,9 @@ def mean_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
 
 
 def linear_interval(
-    estimate: np.ndarray | float,
-    weights: list[np.ndarray],
-    dfs: list[np.ndarray],
+    estimate: Values,
+    weights: Sequence[Values],
+    dfs: Sequence[Values],
     confidence: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``estimate +- t(df) * sqrt(sum(weights))`` with Welch-Satterthwaite df (see
@@ -98,12 +103,12 @@ def welch_interval(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[flo
 
 
 def fieller(
-    num: np.ndarray,
-    den: np.ndarray,
-    v_num: np.ndarray,
-    v_den: np.ndarray,
-    cov: np.ndarray,
-    q: np.ndarray,
+    num: Values,
+    den: Values,
+    v_num: Values,
+    v_den: Values,
+    cov: Values,
+    q: Values,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fieller's interval of num / den: the theta with
     (num - theta den)^2 <= q var(num - theta den).
@@ -112,6 +117,9 @@ def fieller(
     (den^2 < q v_den) the set is unbounded: (-inf, inf) is returned (the union of two rays is
     reported as the whole line, which is what a reader can use).
     """
+    num, den, v_num, v_den, cov, q = (
+        np.asarray(v, float) for v in (num, den, v_num, v_den, cov, q)
+    )
     a = den * den - q * v_den
     b = num * den - q * cov
     c = num * num - q * v_num
@@ -124,9 +132,9 @@ def fieller(
 
 
 def ratio_interval(
-    num: np.ndarray,
-    den: np.ndarray,
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    num: Values,
+    den: Values,
+    parts: Sequence[tuple[Values, Values, Values, Values]],
     confidence: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fieller's interval of num / den where num = sum c_i m_i and den = sum e_i m_i over
@@ -167,40 +175,53 @@ CROSSING_GRID = 65
 
 def crossing_interval(
     logx: np.ndarray,
-    adv: np.ndarray,
-    var_terms: list[tuple[np.ndarray, np.ndarray]],
+    est: np.ndarray,
+    coefs: np.ndarray,
+    var: np.ndarray,
+    df: np.ndarray,
     confidence: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The set of x where the piecewise-linear advantage is not significantly nonzero.
+    """The set of x where a piecewise-linear function of independent means is not
+    significantly nonzero: the interval of its zero crossing, by inverting the t test.
 
     Args:
         logx: increasing log2 x, shape (k,).
-        adv: b's advantage at each x (a difference of two arms' means), shape (..., k).
-        var_terms: per arm ``(var_of_mean, df)``, each of shape (..., k): the advantage's
-            variance at x_j is the sum of the arms' terms at j.
+        est: the function at each x, shape (..., k): ``est_j = coefs[j] . means``.
+        coefs: (k, m): how each x's value combines the m independent means.
+        var: (..., m) variances of the means (seed variance / n).
+        df: (..., m) their degrees of freedom (n - 1).
         confidence: two-sided level.
+
+    Between x_j and x_(j+1) the function is interpolated linearly in log2 x, its variance is
+    sum_i ((1 - theta) coefs[j, i] + theta coefs[j+1, i])^2 var_i, with Welch-Satterthwaite df.
 
     Returns:
         (low, high, open_low, open_high): the hull of the set in log2 x (NaN where the set is
         empty: the sign is significant everywhere), and whether it reaches the first or the last
         x (the interval is then open on that side: the data do not bound it).
     """
-    theta = np.linspace(0.0, 1.0, CROSSING_GRID)  # (G,)
-    w0, w1 = (1.0 - theta) ** 2, theta**2
-    d0, d1 = adv[..., :-1, None], adv[..., 1:, None]  # (..., k-1, 1)
-    est = d0 + theta * (d1 - d0)
-    weights, dfs = [], []
-    for v, df in var_terms:
-        weights += [w0 * v[..., :-1, None], w1 * v[..., 1:, None]]
-        dfs += [df[..., :-1, None], df[..., 1:, None]]
-    total = sum(weights)
-    t = t_quantile(confidence, satterthwaite(weights, dfs))
+    theta = np.linspace(0.0, 1.0, CROSSING_GRID)[:, None]  # (G, 1)
+    c = (1.0 - theta) * coefs[:-1, None, :] + theta * coefs[1:, None, :]  # (k-1, G, m)
+    e0, e1 = est[..., :-1, None], est[..., 1:, None]  # (..., k-1, 1)
+    value = e0 + theta[:, 0] * (e1 - e0)  # (..., k-1, G)
+    weights = c * c * var[..., None, None, :]  # (..., k-1, G, m)
+    dfs = np.broadcast_to(df[..., None, None, :], weights.shape)
+    total = weights.sum(axis=-1)
+    t = t_quantile(confidence, satterthwaite(list(np.moveaxis(weights, -1, 0)),
+                                             list(np.moveaxis(dfs, -1, 0))))  # fmt: skip
     with np.errstate(invalid="ignore"):
-        inside = est * est <= t * t * total  # (..., k-1, G)
-    lx = logx[:-1, None] + theta * (logx[1:, None] - logx[:-1, None])  # (k-1, G)
+        inside = value * value <= t * t * total  # (..., k-1, G)
+    lx = logx[:-1, None] + theta[:, 0] * (logx[1:, None] - logx[:-1, None])  # (k-1, G)
     lx = np.broadcast_to(lx, inside.shape)
     low = np.where(inside, lx, np.inf).min(axis=(-2, -1))
     high = np.where(inside, lx, -np.inf).max(axis=(-2, -1))
     empty = ~inside.any(axis=(-2, -1))
     low, high = np.where(empty, np.nan, low), np.where(empty, np.nan, high)
     return low, high, inside[..., 0, 0], inside[..., -1, -1]
+
+
+def two_arm_coefs(k: int) -> np.ndarray:
+    """(k, 2k) coefficients of a difference of two arms measured at the same k x values (means
+    ordered a's then b's); signs do not matter for the variance."""
+    eye = np.eye(k)
+    return np.concatenate([eye, -eye], axis=1)

@@ -91,7 +91,7 @@ def select(
     chosen = _scale(con, name, scale)
     where = where.strip() if where and where.strip() else None
     try:
-        (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()
+        (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()  # type: ignore[misc]  # COUNT(*): one row
     except duckdb.Error as e:
         raise UserError(f"--where {where!r}: {db.error_text(e)}") from None
     if n == 0:

@@ -46,9 +46,11 @@ def short(v: Any) -> str:
     """A value as a label shows it: ``none``, ``5B`` tokens, ``0.001``."""
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "none"
-    if isinstance(v, int | np.integer | float) and abs(v) >= 1e4 and float(v).is_integer():
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, int | float) and abs(v) >= 1e4 and float(v).is_integer():
         for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(v) >= size:
+            if abs(float(v)) >= size:
                 return f"{v / size:.3g}{unit}"  # 5e9 tokens -> 5B
     return f"{v:g}" if isinstance(v, float) else str(v)
 

@@ -24,7 +24,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from harness.analysis.cells import iter_cells
-from harness.analysis.commands import Query, load, tuned, with_rows
+from harness.analysis.commands import Query, load, resolve_alternative, tuned, with_rows
 from harness.analysis.goal import metric_goal
 from harness.analysis.intervals import satterthwaite
 from harness.analysis.output import Answer
@@ -162,7 +162,7 @@ def answer(
     if not (0 < alpha < 1 and 0 < power < 1):
         raise UserError(f"--alpha and --power must be in (0, 1), got {alpha} and {power}")
     goal = metric_goal(q.metric, q.goal)
-    alt = ("less" if goal == "min" else "greater") if alternative == "auto" else alternative
+    alt = resolve_alternative(goal, alternative)
     if test == "paper" and alt == "two-sided":
         raise UserError("--test paper is one-sided: use --alternative less or greater")
     prep, goal = load(q)

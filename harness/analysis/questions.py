@@ -108,6 +108,22 @@ QUESTIONS: Registry[Question] = Registry(
                     _CONFIDENCE,
                 ),
             ),
+            Question(
+                "critical-batch",
+                "Steps (and tokens) to a target loss at each batch size per optimizer, and the "
+                "critical batch size: 20 % more steps than linear scaling (Zhang et al. 2024), "
+                "with its interval.",
+                "harness analyze critical-batch grids/batch_size_gap.yaml --target 5.5",
+                (
+                    Option("--x", "The batch-size column.", "text", "batch_size"),
+                    Option(
+                        "--target",
+                        "Training loss to reach (default: the highest every tuned run reaches).",
+                        "float",
+                    ),
+                    _CONFIDENCE,
+                ),
+            ),
         )
     },
 )

@@ -17,6 +17,7 @@ blew up. ``train_loss`` at a point is the mean over the steps logged since the p
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,28 +32,36 @@ CENSORED = "censored"
 MEASURES = {"tokens": TOKENS_TO_TARGET, "time": TIME_TO_TARGET}
 
 
+def crossing(
+    curve: pd.DataFrame, column: str, value: float, along: Sequence[str]
+) -> tuple[float, ...]:
+    """Where ``column`` of one run's curve first gets to ``value`` or below, in each of the
+    ``along`` columns (``tokens``, ``elapsed_s``, ``step``): linear between that point and the
+    one before, the first point itself when it is already there (module docstring); +inf in
+    each when never. Points without ``column`` are skipped; the curve is read in step order."""
+    pts = curve.dropna(subset=[column])
+    pts = pts.sort_values("step") if "step" in pts.columns else pts
+    values = pts[column].to_numpy(dtype=float)
+    hit = np.flatnonzero(values <= value)
+    if not hit.size:
+        return tuple(math.inf for _ in along)
+    i = int(hit[0])
+    xs = [pts[c].to_numpy(dtype=float) for c in along]
+    if i == 0:
+        return tuple(float(x[0]) for x in xs)
+    before, after = values[i - 1], values[i]
+    frac = (before - value) / (before - after) if math.isfinite(before) else 1.0
+    return tuple(float(x[i - 1] + frac * (x[i] - x[i - 1])) for x in xs)
+
+
 def reach(curve: pd.DataFrame, target: Target) -> tuple[float, float]:
     """(tokens, seconds) at which one run's curve reaches ``target``; (inf, inf) when never.
 
     Args:
         curve: the run's points, with ``tokens``, ``elapsed_s`` and ``target.column``.
     """
-    pts = curve.dropna(subset=[target.column]).sort_values("tokens")
-    values = pts[target.column].to_numpy(dtype=float)
-    hit = np.flatnonzero(values <= target.value)
-    if not hit.size:
-        return math.inf, math.inf
-    i = int(hit[0])
-    tokens = pts["tokens"].to_numpy(dtype=float)
-    seconds = pts["elapsed_s"].to_numpy(dtype=float)
-    if i == 0:
-        return float(tokens[0]), float(seconds[0])
-    before, after = values[i - 1], values[i]
-    frac = (before - target.value) / (before - after) if math.isfinite(before) else 1.0
-    return (
-        float(tokens[i - 1] + frac * (tokens[i] - tokens[i - 1])),
-        float(seconds[i - 1] + frac * (seconds[i] - seconds[i - 1])),
-    )
+    tokens, seconds = crossing(curve, target.column, target.value, ("tokens", "elapsed_s"))
+    return tokens, seconds
 
 
 def to_target(rows: pd.DataFrame, curves: pd.DataFrame, target: Target) -> pd.DataFrame:

@@ -59,10 +59,13 @@ def write_run(
     metrics: Mapping[str, float | None] | None = None,
     points: int = 5,
     source: str = "synthetic",
+    losses: Sequence[float] | None = None,
     curve: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path:
-    """Write one run's row and a loss curve falling to ``log(val_ppl)`` (or the ``curve``
-    points given: dicts of curve columns, missing ones NULL); returns the row path."""
+    """Write one run's row and a loss curve falling linearly to ``log(val_ppl)`` (or the
+    training losses ``losses``, one per point; or the ``curve`` points given: dicts of curve
+    columns, missing ones NULL); returns the row path."""
+    points = len(losses) if losses is not None else points
     completed = status == Status.COMPLETED
     val_loss = math.log(val_ppl) if val_ppl is not None and completed else None
     uniform = math.log(run.arch.vocab_size)
@@ -72,7 +75,9 @@ def write_run(
         {
             "step": (k + 1) * steps // points,
             "tokens": (k + 1) * steps // points * run.data.tokens_per_step,
-            "train_loss": final + (uniform - final) * (1 - (k + 1) / points),
+            "train_loss": losses[k]
+            if losses is not None
+            else final + (uniform - final) * (1 - (k + 1) / points),
             "lr": run.optim.lr,
             "val_loss": None,
             "elapsed_s": float(k + 1),

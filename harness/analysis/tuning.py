@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.analysis.axes import hyperparameters
 from harness.analysis.bootstrap import CONFIDENCE
 from harness.analysis.cells import groups
 from harness.analysis.edges import edge_note
@@ -151,12 +152,18 @@ def confirmed(
     chosen on the other runs (:func:`tune`); its confirmation runs, when present, are the values
     every statistic is then computed from, so that no value is tested on the seeds that picked
     it (the winner's curse). A cell without them keeps its tuning runs, and the note says so.
+    Cells that are points of a sweep (``by`` holds a tuned axis: an lr-sensitivity curve) all
+    keep their tuning runs, so that one point is not measured on other seeds than the rest.
     """
     keys = [*by, *over]
     fresh_mask = _flag(rows[CONFIRM]) if CONFIRM in rows.columns else pd.Series(False, rows.index)
     tuning, fresh = rows[~fresh_mask], rows[fresh_mask]
     table = tune(tuning, by, over, goal, select_goal)
     chosen = best_runs(tuning, table, keys)
+    swept = [k for k in by if k in hyperparameters(rows)]
+    if swept and not fresh.empty:  # one point per value of a tuned axis: a sweep, not a verdict
+        note = f"a sweep over {', '.join(swept)}: every point on the tuning seeds"
+        return Tested(table, chosen, note)
     tested = best_runs(fresh, table, keys) if not fresh.empty else fresh
     if tested.empty:
         return Tested(table, chosen, SAME_SEEDS if over else "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import Any
 
 import click
 
@@ -30,6 +31,7 @@ COMMANDS: Registry[str] = Registry(
         "data": "harness.cli.data:data",
         "analyze": "harness.cli.analyze:analyze",
         "figures": "harness.cli.figures:figures",
+        "report": "harness.cli.report:report",
         "import": "harness.cli.importer:import_",
     },
 )
@@ -47,7 +49,7 @@ class _Group(click.Group):
             return None
         return load_object(COMMANDS[name])
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             out = super().invoke(ctx)
             sys.stdout.flush()  # a reader gone (| head) shows here, not at exit

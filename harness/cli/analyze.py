@@ -42,7 +42,7 @@ _FORMAT = click.option(
 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID and the options every analysis command takes."""
-    opts = [
+    opts: list[Callable[[Any], Any]] = [
         click.argument("grid", nargs=-1),
         where_option,
         click.option(
@@ -105,6 +105,21 @@ def _drop_boot(kw: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
+def _tuned(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--fit-axis", default="lr", show_default=True, help="The axis --tuned fit fits."
+    )(f)
+    return click.option(
+        "--tuned",
+        "tuned_mode",
+        type=click.Choice(list(commands.TUNED_MODES)),
+        default="grid",
+        show_default=True,
+        help="Each arm's value: its best grid point, or its fitted optimum of --fit-axis "
+        "(see analyze optimum).",
+    )(f)
+
+
 def _significance(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option(
         "--correction",
@@ -144,7 +159,7 @@ def _query(kw: dict[str, Any]) -> commands.Query:
     )
 
 
-def _cells(kw: dict[str, Any]) -> dict[str, list[str]]:
+def _cells(kw: dict[str, Any]) -> dict[str, Any]:
     return {"by": parse_columns(kw.pop("by")), "over": parse_columns(kw.pop("over"))}
 
 
@@ -181,6 +196,7 @@ def best(**kw: Any) -> None:
 @_selector("--reference", "optimizer=adamw")
 @_confidence
 @_significance
+@_tuned
 @_boot(N_BOOT, used=False)
 def gap(**kw: Any) -> None:
     """Each other arm's closure of the baseline-reference gap, in percent, with Fieller's
@@ -199,6 +215,7 @@ def gap(**kw: Any) -> None:
 @_selector("--a", "optimizer=sgd")
 @_selector("--b", "optimizer=adamw")
 @_confidence
+@_tuned
 @_boot(N_BOOT)
 def crossover(**kw: Any) -> None:
     """The x at which b starts to beat a (interpolated in log2 x), with a t-inversion interval.
@@ -229,6 +246,7 @@ def crossover(**kw: Any) -> None:
     help="H1 about b vs a; auto: b better (less for a lower-is-better metric).",
 )
 @_significance
+@_tuned
 def compare(**kw: Any) -> None:
     """Is b better than a in each cell? Means, stds, n, difference, p-value, significance.
 

@@ -14,14 +14,16 @@ from harness.analysis.figures.render import render_figures
 from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS, default_select, metric_goal
 from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
-from harness.analysis.select import Selector, parse_selector
+from harness.analysis.select import Selector
 from harness.analysis.target_commands import TargetQuery, find_target
-from harness.cli.options import results_option, scale_option, target_options, where_option
+from harness.cli.options import (
+    parse_arm,
+    results_option,
+    scale_option,
+    target_options,
+    where_option,
+)
 from harness.core import paths
-
-
-def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> Selector | None:
-    return None if value is None else parse_selector(value, f"--{param.name}")
 
 
 @click.command()
@@ -69,11 +71,11 @@ def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option(
     "--baseline",
     default=None,
-    callback=_selector,
+    callback=parse_arm,
     metavar="K=V[,K=V]",
     help="gap_closure, batch_size: the baseline arm's rows (default: optimizer=sgd).",
 )
-@click.option("--reference", default=None, callback=_selector, metavar="K=V[,K=V]",
+@click.option("--reference", default=None, callback=parse_arm, metavar="K=V[,K=V]",
               help="gap_closure, batch_size: the reference arm's rows (default: optimizer=adamw, "
               "else adam).")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.core import paths
 from harness.core.config import SCALES
 from harness.core.targets import DEFAULT_TARGET_COLUMN, TARGET_COLUMNS
+
+if TYPE_CHECKING:
+    from harness.analysis.select import Selector
 
 
 def results_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -77,3 +80,11 @@ def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         help="Loss runs are timed to (default: the target: the grid YAMLs declare).",
     )(f)
+
+
+def parse_arm(ctx: click.Context, param: click.Parameter, value: str | None) -> Selector | None:
+    """Click callback of an arm flag (``--baseline optimizer=sgd``): its selector, or None
+    (imports the analysis layer only then: ``submit`` and ``status`` never do)."""
+    from harness.analysis.select import parse_selector
+
+    return None if value is None else parse_selector(value, f"--{param.name}")

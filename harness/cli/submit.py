@@ -97,7 +97,7 @@ def submit(
 
     states = [s for s in retry.split(",") if s]
     root = resolve_results(results)
-    planner = _Planner(root, extend, confirm, dry_run) if extend or confirm else None
+    planner = _Planner(root, extend, confirm, dry_run, fmt) if extend or confirm else None
 
     def once() -> SubmitReport:
         return do_submit(
@@ -143,19 +143,21 @@ def _finished(report: SubmitReport) -> None:
 
 class _Planner:
     """The runs ``--extend`` / ``--confirm`` add to a grid (``analysis.followup``), printed as
-    they are planned; a dry run also prints their compute."""
+    they are planned (on stderr when the plan is printed as csv or json); a dry run also prints
+    their compute."""
 
-    def __init__(self, root: Path, extend: bool, confirm: bool, dry_run: bool) -> None:
+    def __init__(self, root: Path, extend: bool, confirm: bool, dry_run: bool, fmt: str) -> None:
         self.root, self.extend, self.confirm, self.dry_run = root, extend, confirm, dry_run
+        self.err = fmt != "table"
 
     def __call__(self, g: Grid) -> tuple[RunConfig, ...]:
         from harness.analysis.followup import follow_up
 
         found = follow_up(g, self.root, extend=self.extend, confirm=self.confirm)
         for line in found.lines:
-            click.echo(f"{g.name}: {line}")
-        click.echo(f"{g.name}: {len(found.new)} new run(s) planned")
-        if self.dry_run and found.new:
+            click.echo(f"{g.name}: {line}", err=self.err)
+        click.echo(f"{g.name}: {len(found.new)} new run(s) planned", err=self.err)
+        if self.dry_run and found.new and not self.err:
             from harness.grid.preview import describe
             from harness.model.build import count_params
 

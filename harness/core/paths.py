@@ -50,6 +50,24 @@ GLOB_CHARS = frozenset("*?[]{}")
 """Characters DuckDB's file functions read as a pattern (``harness.store.db`` escapes them)."""
 
 
+def duck_path(path: Path | str) -> str:
+    """``path`` as DuckDB's file functions read it literally: each glob character in brackets
+    (a results folder ``runs[1]`` is not a pattern matching ``runs1``).
+
+    Raises:
+        UserError: the path holds a backslash as well as a glob character (DuckDB's globbing
+            splits paths at backslashes, so no escaping reads it).
+    """
+    text = str(path)
+    if not GLOB_CHARS & set(text):
+        return text
+    if "\\" in text:
+        chars = "".join(sorted(GLOB_CHARS))
+        raise UserError(f"{text}: a path with both '\\' and one of {chars} "
+                        "cannot be read by DuckDB; rename the folder")  # fmt: skip
+    return "".join(f"[{c}]" if c in GLOB_CHARS else c for c in text)
+
+
 def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``.
 

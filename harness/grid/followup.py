@@ -68,7 +68,7 @@ class ExtendSpec:
 
 
 def parse_extend(value: Any, file: str, own: Collection[str]) -> ExtendSpec | None:
-    """The ``extend:`` section (None when the grid has none).
+    """The ``extend:`` section (None when the grid has none), its keys checked by the caller.
 
     Args:
         value: the section as read.
@@ -76,18 +76,11 @@ def parse_extend(value: Any, file: str, own: Collection[str]) -> ExtendSpec | No
         own: the grid's optimizers' own hyperparameters (extendable too).
 
     Raises:
-        UserError: an unknown key, an axis that is not a numeric tuned field or own
+        UserError: an axis that is not a numeric tuned field or own
             hyperparameter, a non-positive ``rounds``, or bounds that are not [low, high].
     """
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise UserError(f"{file}: extend: expected a mapping with keys {', '.join(EXTEND_KEYS)}")
-    for k in value:
-        if k not in EXTEND_KEYS:
-            raise UserError(
-                f"{file}: extend: unknown key {k!r}; valid keys: {', '.join(EXTEND_KEYS)}"
-            )
     valid = (*NUMERIC_TUNED, *sorted(own))
     axes = value.get("axes") or []
     if not isinstance(axes, list):
@@ -120,16 +113,14 @@ def _number(x: Any) -> bool:
 
 
 def tune_part(spec: Any, file: str) -> Any:
-    """The tuning seeds of a ``seeds:`` value (the value itself unless it is a mapping).
+    """The tuning seeds of a ``seeds:`` value (the value itself unless it is a mapping, whose
+    keys the caller checked).
 
     Raises:
-        UserError: a mapping with a key other than ``tune`` and ``confirm``, or without ``tune``.
+        UserError: a mapping without ``tune``.
     """
     if not isinstance(spec, dict):
         return spec
-    for k in spec:
-        if k not in SEED_KEYS:
-            raise UserError(f"{file}: seeds: unknown key {k!r}; valid keys: {', '.join(SEED_KEYS)}")
     if "tune" not in spec:
         raise UserError(f"{file}: seeds: a mapping needs 'tune' (and 'confirm')")
     return spec["tune"]

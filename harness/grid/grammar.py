@@ -25,6 +25,7 @@ A grid file::
       seeds: [0]
     figures: [beta_heatmap]        # figures `harness figures` draws
     extend: {axes: [lr], rounds: 3} # what `submit --extend` may add (harness.grid.followup)
+    derived_axes: {lr: batch_size} # axes whose values were built from another (analysis notes)
     target: {val_loss: 3.9}        # loss to reach, for tokens-to-target (a number: train_loss)
 
 Axes override base values; two axes setting the same key in one point is an error. A block
@@ -40,10 +41,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.errors import UserError
-from harness.grid.followup import tune_part
+from harness.grid.followup import SEED_KEYS, tune_part
 
 TOP_KEYS = (
     "name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures", "extend",
+    "derived_axes",
     "target",
 )  # fmt: skip
 """Top-level keys of a grid file."""
@@ -157,7 +159,9 @@ def _block(block: Any, keys: Collection[str], file: str, where: str) -> list[dic
     return combos
 
 
-def _axis(key: str, spec: Any, keys: Collection[str], file: str, where: str) -> Iterator[dict]:
+def _axis(
+    key: str, spec: Any, keys: Collection[str], file: str, where: str
+) -> Iterator[dict[str, Any]]:
     if isinstance(spec, list | dict) and not spec:
         raise UserError(f"{file}: {where}: empty axis; give at least one value")
     if isinstance(spec, list):
@@ -212,6 +216,8 @@ def _check_count(n: int, file: str, what: str) -> None:
 
 def seed_list(spec: Any, file: str) -> list[int]:
     """The tuning seeds of a ``seeds:`` value (see :mod:`harness.grid.followup`)."""
+    if isinstance(spec, dict):
+        check_keys(spec, SEED_KEYS, file, "seeds")
     spec = tune_part(spec, file)
     if isinstance(spec, int) and not isinstance(spec, bool) and spec > 0:
         if spec > MAX_RUNS:

@@ -52,6 +52,10 @@ class Grid:
     """Seeds on which ``submit --confirm`` trains each cell's selected configuration."""
     extend: ExtendSpec | None = None
     """What ``submit --extend`` may add (the ``extend:`` section; None: defaults)."""
+    points: tuple[Point, ...] = ()
+    """The points the grid's own runs resolved from, in the order of ``runs``."""
+    resolver: Resolver | None = dataclasses.field(default=None, compare=False)
+    """Resolves a point as this grid does (``harness.grid.vary.vary``)."""
     target: Target | None = None
     """The loss the grid's runs are timed to (``target:``, ``local: target:``); None: none."""
 
@@ -129,8 +133,11 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     doc = read_yaml(path)
     file = str(path)
     grammar.check_keys(doc, grammar.TOP_KEYS, file, "top level")
+    check_derived_axes(doc, path)
     name = _name(doc, path)
     sections = grammar.sections(doc, file, local)
+    if doc.get("extend") is not None:
+        grammar.check_keys(doc["extend"], followup.EXTEND_KEYS, file, "extend")
     named = grammar.values_of("optimizer", sections)
     named |= grammar.values_of("embedding_optimizer", sections)
     specs = optimizer_specs(sorted(named), path.parent, file)
@@ -155,6 +162,8 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
             sections["seeds"], grammar.seed_list(sections["seeds"], file), file
         ),
         extend=followup.parse_extend(doc.get("extend"), file, own),
+        points=tuple(points),
+        resolver=resolver,
         target=grid_target(sections, file),
     )
 
@@ -170,6 +179,22 @@ def declared_target(path: Path, local: bool) -> Target | None:
     its runs."""
     doc = read_yaml(path)
     return grid_target(grammar.sections(doc, str(path), local), str(path))
+
+
+def check_derived_axes(doc: dict[str, Any], path: Path) -> None:
+    """``derived_axes:`` maps axis names to the quantity their values were built from.
+
+    Raises:
+        UserError: it is not a mapping of names to names.
+    """
+    got = doc.get("derived_axes")
+    if got is not None and not (
+        isinstance(got, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())
+    ):
+        raise UserError(
+            f"{path}: derived_axes: expected a mapping axis: quantity, e.g. lr: batch_size"
+        )
 
 
 def _resolve_all(resolver: Resolver, points: Sequence[Point]) -> tuple[RunConfig, ...]:

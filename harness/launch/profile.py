@@ -163,7 +163,7 @@ def _typed(doc: dict[str, Any], path: Path) -> dict[str, Any]:
         ):
             names = " or ".join(t.__name__ for t in want)
             raise UserError(f"{path}: {k}: expected {names}, got {type(v).__name__} {v!r}")
-        if want[0] in (int, float) and v is not None and v < 0:
+        if want[0] in (int, float) and isinstance(v, int | float) and v < 0:
             raise UserError(f"{path}: {k}: must be >= 0, got {v}")
     out["setup"] = tuple(str(s) for s in out.get("setup") or ())  # a commented-out list is None
     out["sbatch"] = dict(out.get("sbatch") or {})

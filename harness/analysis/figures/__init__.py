@@ -72,6 +72,12 @@ FIGURES: Registry[FigureSpec] = Registry(
                 queries=("runs", "curves"),
             ),
             _spec(
+                "steps_to_target",
+                "steps to a target loss vs batch size per optimizer, log-log, ideal scaling",
+                ("batch_size",),
+                queries=("runs", "curves"),
+            ),
+            _spec(
                 "metric_vs",
                 "metric vs any column (--x, default: an optimizer's own hyperparameter) per arm",
                 on_request=True,

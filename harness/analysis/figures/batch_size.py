@@ -2,7 +2,8 @@
 
 The crossover (:mod:`harness.analysis.crossover`) is that of the reference (AdamW, else Adam) over
 the baseline (SGD): a dashed line at the batch size where the reference starts to beat the
-baseline, a shaded bootstrap interval, or a note that there is none in the range.
+baseline, its shaded t-inversion interval, or a note that there is none in the range. Error bars
+are the talk's 2-sigma spread over seeds, not an interval.
 """
 
 from __future__ import annotations
@@ -19,17 +20,15 @@ from harness.analysis.figures.common import (
     METHOD,
     REFERENCES,
     FigureData,
-    FigureSkipped,
     chosen_arm,
     layout,
     legend,
     metric_label,
-    panel_keys,
     panel_title,
     panels,
+    points_along,
     restrict,
     subtitle,
-    tuned_points,
     use_log,
 )
 from harness.analysis.select import ARM
@@ -40,10 +39,7 @@ X = "batch_size"
 def draw(data: FigureData) -> Figure:
     """The batch-size figure (see the module docstring)."""
     rows = data.rows
-    if rows[X].nunique() < 2:
-        raise FigureSkipped("only one batch size")
-    keys = panel_keys(rows, [X])
-    points = tuned_points(rows, [*keys, METHOD, X], data.goal, data.select_goal)
+    keys, points = points_along(data, X, "batch size")
     cells = panels(points.table, keys)
     a = chosen_arm(rows, data.options.baseline, BASELINES, "--baseline")
     b = chosen_arm(rows, data.options.reference, REFERENCES, "--reference")

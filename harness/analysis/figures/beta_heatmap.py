@@ -64,6 +64,7 @@ def draw(data: FigureData) -> Figure:
     for ax, (key, part) in zip(axes, cells, strict=True):
         image = _panel(ax, part, norm, cmap, data.goal)
         ax.set_title(panel_title(key))
+    assert image is not None  # one panel at least
     clipped_hi, clipped_lo = (finite > hi).any(), (finite < lo).any()
     extend = {(True, True): "both", (True, False): "max", (False, True): "min"}.get(
         (bool(clipped_hi), bool(clipped_lo)), "neither"

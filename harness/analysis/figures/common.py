@@ -199,6 +199,18 @@ def tuned_points(
     return Points(table=tested.table, seeds=tested.seeds, over=over)
 
 
+def points_along(data: FigureData, x: str, what: str) -> tuple[list[str], Points]:
+    """(panel keys, tuned points per panel, method and ``x``) of a figure drawn along ``x``.
+
+    Raises:
+        FigureSkipped: ``x`` takes one value (``what`` names it: "batch size").
+    """
+    if data.rows[x].nunique() < 2:
+        raise FigureSkipped(f"only one {what}")
+    keys = panel_keys(data.rows, [x])
+    return keys, tuned_points(data.rows, [*keys, METHOD, x], data.goal, data.select_goal)
+
+
 def metric_label(metric: str) -> str:
     """Axis label of a metric (declared in :mod:`harness.metrics.catalogue`; else its name)."""
     declared = METRICS.get(metric)
