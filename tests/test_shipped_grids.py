@@ -157,3 +157,47 @@ def test_coupled_adam_compares_at_equal_lr() -> None:
             cells[(r.arch.model, r.data.steps, r.optim.lr, r.execution.seed)].add(r.optim.optimizer)
         assert all(v == {"adamw", "coupled_adam"} for v in cells.values())
         assert len({lr for _, _, lr, _ in cells}) == (2 if local else 3)
+
+
+#: sha256 of ``harness submit grids/<name>.yaml --dry-run --format csv`` (and with ``--local``),
+#: as main printed them before issue 23's run fields (main 5414cb5, which added the plan columns
+#: extend_round and confirm): a later field, declared with ``absent=`` and ``sparse`` and left
+#: unset, changes no shipped grid's plan (its columns, values or run_ids).
+PLAN_SHA256 = {
+    ("adam_betas", False): "f4b94e21dc3bd1a183c785d99b6e6a95b3e31ce0c6509b1e63d721568a3651a3",
+    ("adam_betas", True): "5620693aded93294a7a61cfa192d270ef4847b9327743959f466997f0e5f154d",
+    ("batch_size_gap", False): "8c9f5eb8c313f2c3266d6fac4fd3046662b0fcfcc7f894db2cf9b85f0d8eca75",
+    ("batch_size_gap", True): "646c802c2616498a2bd89b008d5cd08116ccf483c95b4607ac28bf29e8630093",
+    ("coupled_adam", False): "a4aa3fe598486d130d718ce13f1ecf47852faac7be90e22971ba1b6e2fcb2953",
+    ("coupled_adam", True): "77be789bebd62fbcbb500ad5a139072995673d899080fc77fd2172451ad6fd09",
+    ("coupled_adam_scaled", False): (
+        "b9a300846282af35095807cdb1fd1fbe164ca1d4ab97589de8a923e898c5b755"
+    ),
+    ("coupled_adam_scaled", True): (
+        "558696e32a24b00e3bce298ef1ea0ce87b852637946c791aa15f0358d0792179"
+    ),
+    ("optimizer_gap", False): "b149d5479ce5f690990ac52a6b4fc8f734dde6976db1c1a1c523ce94456791bb",
+    ("optimizer_gap", True): "a87453d73e2e20e3f1693db2edf0e782e53718d0c16b32c89a9f7de47df76111",
+    ("sgd_embeddings", False): "e2038586ef25f5dc2ec9d00bdf53c63165baf00a3f449b3060d91c5bab60a26e",
+    ("sgd_embeddings", True): "553dbb8b9418140e4da4e487f0c9a40f4a951d0bb39ab333b74486dcd35e29fb",
+}
+
+
+def test_every_shipped_grid_is_pinned() -> None:
+    assert {name for name, _ in PLAN_SHA256} == {p.stem for p in GRIDS.glob("*.yaml")}
+
+
+@pytest.mark.parametrize(("name", "local"), sorted(PLAN_SHA256))
+def test_shipped_plans_are_byte_identical(name: str, local: bool, tmp_path: Path) -> None:
+    """The dry-run plan as the CLI prints it (csv), byte for byte."""
+    import hashlib
+    import io
+
+    from harness.launch.submit import submit
+
+    out = io.StringIO(newline="")
+    submit(GRIDS / f"{name}.yaml", root=tmp_path / "results", data_root=tmp_path / "data",
+           local=local, launcher="local", dry_run=True, plan_format="csv", out=out)  # fmt: skip
+    digest = hashlib.sha256(out.getvalue().encode()).hexdigest()
+    assert digest == PLAN_SHA256[(name, local)]
+    assert not (tmp_path / "results").exists()

@@ -40,6 +40,7 @@ from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
 from harness.train.checkpoint import Checkpointing, LoopState
 from harness.train.device import Placement, mfu, place
+from harness.train.tracking import Tracker
 
 
 class TrainingInterrupted(Exception):
@@ -125,6 +126,7 @@ class _Trainer:
         self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
         self.model = build_model(run.arch, run.data.seq_len).to(self.placement.device)
         self.optimizer = build_optimizer(self.model, run)
+        self.tracker = Tracker(ex.tracked, self.data, self.placement.device)
         self.state = LoopState()
         self._restore()
         self.forward = self._wrap(self.model)
@@ -322,11 +324,13 @@ class _Trainer:
 
     def _log_point(self, mean: float, start: float) -> None:
         run, st = self.run, self.state
-        val = None
+        val, tracked = None, {}
         every = run.execution.eval_every
         if every and st.step % every == 0 and st.step < run.data.steps:
-            val = self.evaluate()
-        point = self._point(mean, val, start)
+            buckets = self.tracker.buckets()
+            val = self.evaluate(buckets)
+            tracked = self.tracker.measure(self.model, buckets)
+        point = self._point(mean, val, start) | tracked
         st.curve.append(point)
         self._record_progress()
         if self.log and self.rank == 0:
@@ -416,6 +420,8 @@ class _Trainer:
         if not math.isfinite(val):
             return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
         metrics |= {"val_loss": val, "val_ppl": math.exp(val), **buckets.result()}
+        if self.state.curve:
+            self.state.curve[-1] |= self.tracker.final(metrics)
         return self._result(Status.COMPLETED, start, metrics, None)
 
 
