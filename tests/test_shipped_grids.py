@@ -160,26 +160,26 @@ def test_coupled_adam_compares_at_equal_lr() -> None:
 
 
 #: sha256 of ``harness submit grids/<name>.yaml --dry-run --format csv`` (and with ``--local``),
-#: as main printed them before issue 23's run fields (main 5414cb5, which added the plan columns
-#: extend_round and confirm): a later field, declared with ``absent=`` and ``sparse`` and left
-#: unset, changes no shipped grid's plan (its columns, values or run_ids).
+#: as main printed them at the start of this round (f51ed4a): a later field, declared with
+#: ``absent=`` and ``sparse`` and left unset (extend_round, confirm, the wsd and track fields),
+#: changes no shipped grid's plan (its columns, values or run_ids).
 PLAN_SHA256 = {
-    ("adam_betas", False): "f4b94e21dc3bd1a183c785d99b6e6a95b3e31ce0c6509b1e63d721568a3651a3",
-    ("adam_betas", True): "5620693aded93294a7a61cfa192d270ef4847b9327743959f466997f0e5f154d",
-    ("batch_size_gap", False): "8c9f5eb8c313f2c3266d6fac4fd3046662b0fcfcc7f894db2cf9b85f0d8eca75",
-    ("batch_size_gap", True): "646c802c2616498a2bd89b008d5cd08116ccf483c95b4607ac28bf29e8630093",
-    ("coupled_adam", False): "a4aa3fe598486d130d718ce13f1ecf47852faac7be90e22971ba1b6e2fcb2953",
-    ("coupled_adam", True): "77be789bebd62fbcbb500ad5a139072995673d899080fc77fd2172451ad6fd09",
+    ("adam_betas", False): "0a946a5eea7551a6c7821b01beba74cb8a5d88f1a779353f9d9a0f93ecc52f99",
+    ("adam_betas", True): "a53a841886537c36206cd1bd0c796d3446f92b9fd4449e6e5858b6644834ae43",
+    ("batch_size_gap", False): "ac5e7444380f90c5caaaa8a3bd1e3c76ae259112e8df048b3e2324c61d63fbb6",
+    ("batch_size_gap", True): "8ce808f37d801224f4ecb37a9350c88bf3e4ef3c473562ff8221965e27f4ca0e",
+    ("coupled_adam", False): "005dcc941543ddf3a8dc180b8d6aec9d40f78dd12007b4a1646243245f1bb7cd",
+    ("coupled_adam", True): "dfd6265569fd548fcd4d87cf4add5f0297c7fe1ed5f408cff8581833220fe7e6",
     ("coupled_adam_scaled", False): (
-        "b9a300846282af35095807cdb1fd1fbe164ca1d4ab97589de8a923e898c5b755"
+        "e96e893242c53cdf67684e9f49542b35c3219ab1f47a83bc4c31358ac44952bd"
     ),
     ("coupled_adam_scaled", True): (
-        "558696e32a24b00e3bce298ef1ea0ce87b852637946c791aa15f0358d0792179"
+        "ace4d24ca7c1497ea22edb4701dc95f019c735123d5cdb439115a97dba226a6f"
     ),
-    ("optimizer_gap", False): "b149d5479ce5f690990ac52a6b4fc8f734dde6976db1c1a1c523ce94456791bb",
-    ("optimizer_gap", True): "a87453d73e2e20e3f1693db2edf0e782e53718d0c16b32c89a9f7de47df76111",
-    ("sgd_embeddings", False): "e2038586ef25f5dc2ec9d00bdf53c63165baf00a3f449b3060d91c5bab60a26e",
-    ("sgd_embeddings", True): "553dbb8b9418140e4da4e487f0c9a40f4a951d0bb39ab333b74486dcd35e29fb",
+    ("optimizer_gap", False): "142403974d8be6ebb115d46404dfb64d21b246f1791363d6c332e55b79188b18",
+    ("optimizer_gap", True): "73d03f34bce951449c2d187927274a74c1c5c22e064fdff4eb727aba8920141e",
+    ("sgd_embeddings", False): "4dcd00e90e5e15ca43709406568cb956661cfd9b8124730656c6337452e6642d",
+    ("sgd_embeddings", True): "d89e8cfb9b218f8e3bc0b52b6c188eb18aadc7be759a3278c0ea52195d5f8823",
 }
 
 

@@ -371,10 +371,10 @@ class RunConfig:
     """``full`` for the grid as written, ``local`` when its ``local:`` overrides were applied."""
     label: str | None = spec(None, role=Role.LABEL)
     """Free name of the arm for tables and figures (``SGD+Gclip``); not part of ``run_id``."""
-    extend_round: int | None = spec(None, role=Role.IDENTITY, absent=None)
+    extend_round: int | None = spec(None, role=Role.IDENTITY, absent=None, sparse=True)
     """The round of ``harness submit --extend`` that added the run (1, 2, ...): a value beyond an
     open edge of a tuned axis; None for the grid's own runs. Not part of ``run_id``."""
-    confirm: bool | None = spec(None, role=Role.IDENTITY, absent=None)
+    confirm: bool | None = spec(None, role=Role.IDENTITY, absent=None, sparse=True)
     """True for a confirmation run: a cell's selected configuration trained on a fresh seed
     (``seeds: {tune: N, confirm: M}``, ``harness submit --confirm``), which analysis reports
     instead of the tuning seeds; None for the others. Not part of ``run_id``."""
