@@ -30,10 +30,13 @@ def grid_file(folder: Path, name: str, seeds: list[int], steps: int, file: str =
     return path
 
 
-def start_submit(grid: Path, root: Path, data: Path, spill: Path) -> subprocess.Popen[str]:
-    """``harness submit GRID --local`` in a session of its own (a terminal's process group)."""
+def start_submit(
+    grid: Path, root: Path, data: Path, spill: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """``harness submit GRID --local`` in a session of its own (a terminal's process group);
+    ``env`` adds to (or overrides) its environment."""
     env = {**os.environ, "HARNESS_CHECKPOINT_EVERY_S": "1", "HARNESS_SPILL": str(spill),
-           "PYTHONPATH": str(REPO)}  # fmt: skip
+           "PYTHONPATH": str(REPO), **(env or {})}  # fmt: skip
     argv = [sys.executable, "-c", "from harness.cli import main; main()", "submit", str(grid),
             "--local", "--results", str(root), "--data", str(data)]  # fmt: skip
     return subprocess.Popen(argv, env=env, cwd=REPO, text=True, start_new_session=True,
@@ -56,6 +59,20 @@ def children(pid: int) -> list[int]:
     """Process ids of the live children of ``pid``."""
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
+
+
+def run_processes(pid: int) -> list[int]:
+    """The live run processes ``pid`` started (its spawned children, not multiprocessing's
+    resource tracker)."""
+    out = []
+    for child in children(pid):
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in argv and alive(child):
+            out.append(child)
+    return out
 
 
 def alive(pid: int) -> bool:

@@ -2,11 +2,12 @@
 contents of its data. A row records their fingerprints; ``submit`` compares them with today's
 before it skips a run as done, so that a result whose inputs changed never passes as current.
 
-Fingerprints cover the code an optimizer class (or a model builder) runs: the class, its bases,
-and the module-level code they name (:mod:`harness.core.codegrain` says exactly what), ignoring
-comments, docstrings and formatting; a row recorded when fingerprints covered whole files
+Code fingerprints cover the code an optimizer class (or a model builder) runs: the class, its
+bases, and the module-level code they name (:mod:`harness.core.codegrain` says exactly what),
+ignoring comments, docstrings and formatting; a row recorded when they covered whole files
 (:func:`harness.core.provenance.code_fingerprint`) is current while its files are unchanged. A
-dataset's covers its files' bytes (:mod:`harness.data.fingerprint`).
+dataset's covers what decides its tokens (:mod:`harness.data.fingerprint`, which says what it
+covers; a row of an earlier version that recorded the legacy form is recognised).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from harness.core.provenance import (
     distribution_version,
 )
 from harness.data.catalogue import resolve_dataset
-from harness.data.fingerprint import dataset_fingerprint
+from harness.data.fingerprint import Fingerprints, fingerprints
 from harness.model.build import model_code
 from harness.optim.registry import get_spec
 
 COMPARED = ("optimizer_fingerprint", "model_fingerprint", "data_fingerprint")
 """The inputs whose change makes a result stale."""
+FILE_GRAINED = ("optimizer_fingerprint", "model_fingerprint")
+"""The code fingerprints earlier versions recorded over whole files."""
 STALE_CHOICES = ("refuse", "rerun", "keep")
 """What ``submit --stale`` does with runs whose inputs changed since their row was written."""
 
@@ -49,7 +52,7 @@ class Inputs:
         self.data_root = data_root
         self._optimizers: dict[tuple[str, ...], tuple[str, str | None, str]] = {}
         self._models: dict[str, str] = {}
-        self._data: dict[str, str] = {}
+        self._data: dict[str, Fingerprints] = {}
 
     def of(self, run: RunConfig) -> dict[str, str | None]:
         """The run's input columns (``harness.core.provenance.INPUTS``); imports its optimizer
@@ -62,16 +65,27 @@ class Inputs:
         if model not in self._models:
             self._models[model] = class_fingerprint([model_code(run.arch)])
         if dataset not in self._data:
-            self._data[dataset] = dataset_fingerprint(resolve_dataset(dataset, self.data_root))
+            self._data[dataset] = fingerprints(resolve_dataset(dataset, self.data_root))
         out = {
             "optimizer_source": source,
             "optimizer_version": version,
             "optimizer_fingerprint": optimizer,
             "model_fingerprint": self._models[model],
-            "data_fingerprint": self._data[dataset],
+            "data_fingerprint": self._data[dataset].current,
         }
         assert out.keys() == INPUTS.keys()
         return out
+
+    def unchanged(self, run: RunConfig, column: str, recorded: str) -> bool:
+        """Whether the input ``column`` of ``run`` is today what a row recorded (a dataset's
+        legacy fingerprint, and code fingerprints of whole files, recorded by earlier versions,
+        count too)."""
+        now = self.of(run)[column]
+        if recorded == now:
+            return True
+        if column == "data_fingerprint":
+            return self._data[run.data.dataset].matches(recorded)
+        return column in FILE_GRAINED and recorded == self.file_grained(run)[column]
 
     def file_grained(self, run: RunConfig) -> dict[str, str]:
         """The optimizer and model fingerprints as rows recorded them when they covered whole
@@ -110,12 +124,8 @@ def stale_runs(
         row = recorded.get(run.run_id)
         if not row or all(row.get(c) is None for c in COMPARED):
             continue
-        now = reader.of(run)
-        changed = tuple(c for c in COMPARED if row.get(c) is not None and row[c] != now[c])
-        code = [c for c in changed if c in ("optimizer_fingerprint", "model_fingerprint")]
-        if code:  # a row from before class-grained fingerprints is current if its files are
-            old = reader.file_grained(run)
-            changed = tuple(c for c in changed if c not in code or row[c] != old[c])
+        kept = {c: v for c in COMPARED if (v := row.get(c)) is not None}
+        changed = tuple(c for c, v in kept.items() if not reader.unchanged(run, c, v))
         if changed:
             out.append(Stale(run.run_id, changed))
     return out

@@ -8,13 +8,13 @@ then ``./launchers``, then the ``launchers/`` folder shipped next to the package
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.core import env
 from harness.core.errors import UserError, unknown_choice
 from harness.launch.registry import LAUNCHERS
 
@@ -80,8 +80,9 @@ _DEFAULTS = {
 def search_path() -> list[Path]:
     """Folders searched for profiles, in order."""
     out = []
-    if os.environ.get("HARNESS_LAUNCHERS"):
-        out.append(Path(os.environ["HARNESS_LAUNCHERS"]))
+    launchers = env.LAUNCHERS.get()
+    if launchers:
+        out.append(Path(launchers))
     out.append(Path("launchers"))
     out.append(Path(__file__).resolve().parents[2] / "launchers")
     return out
@@ -163,7 +164,7 @@ def _typed(doc: dict[str, Any], path: Path) -> dict[str, Any]:
         ):
             names = " or ".join(t.__name__ for t in want)
             raise UserError(f"{path}: {k}: expected {names}, got {type(v).__name__} {v!r}")
-        if want[0] in (int, float) and v is not None and v < 0:
+        if want[0] in (int, float) and isinstance(v, int | float) and v < 0:
             raise UserError(f"{path}: {k}: must be >= 0, got {v}")
     out["setup"] = tuple(str(s) for s in out.get("setup") or ())  # a commented-out list is None
     out["sbatch"] = dict(out.get("sbatch") or {})

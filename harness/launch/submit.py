@@ -8,12 +8,14 @@ states to run again). Every backend is driven through the same contract
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import dataclasses
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from harness.core import paths
+from harness.core.config import RunConfig
 from harness.core.errors import UserError, unknown_choice
 from harness.core.files import remove_stale_temps
 from harness.core.result import STATUSES, Status
@@ -129,6 +131,7 @@ def submit(
     figure_names: Collection[str] | None = None,
     plan_format: str = "table",
     check: bool = False,
+    more: Callable[[Grid], Sequence[RunConfig]] | None = None,
     out: TextIO,
 ) -> SubmitReport:
     """Expand ``grid_path`` and launch its runs that have no result yet (see module doc).
@@ -175,6 +178,8 @@ def submit(
             "and waits for them; use a SLURM launcher to queue runs and return"
         )
     spec = ExecutionSpec.build(profile, root, grid.name, data_root)
+    if more is not None:
+        grid = _with_runs(grid, more(grid))
     if dry_run and check:
         n = preflight(grid.runs, str(grid.path))
         out.write(f"preflight: {n} optimizer configuration(s) built and stepped on the CPU\n")
@@ -187,6 +192,14 @@ def submit(
         out.write(runner.plan(grid.runs) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
     return _launch(grid, runner, spec, retry, stale, wait, out)
+
+
+def _with_runs(grid: Grid, extra: Sequence[RunConfig]) -> Grid:
+    """``grid`` with the runs of ``extra`` it does not hold yet appended."""
+    runs = {r.run_id: r for r in extra}
+    for r in grid.runs:
+        runs.pop(r.run_id, None)
+    return dataclasses.replace(grid, runs=(*grid.runs, *runs.values()))
 
 
 def _written_folders(root: Path, grid: str) -> list[Path]:

@@ -116,7 +116,8 @@ def spec_from_class(
     """
     if not is_optimizer_class(cls):
         raise UserError(f"optimizer {ref!r}: {cls!r} is not a torch.optim.Optimizer subclass")
-    params = list(inspect.signature(cls.__init__).parameters.values())[2:]  # self, params
+    init = cls.__init__  # type: ignore[misc]  # the class's own constructor is what we read
+    params = list(inspect.signature(init).parameters.values())[2:]  # self, params
     hints = _hints(cls)
     names = {p.name for p in params}
     problems: list[str] = []

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.catalogue import FIELDS, PER_OPTIMIZER, RESERVED
+from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.fields import Scale
 from harness.core.registry import load_object
@@ -132,7 +133,7 @@ class OptimizerSpec:
         """The ``torch.optim.Optimizer`` subclass (imports its module)."""
         return load_object(self.cls)
 
-    def kwargs(self, run: Any, *, fill_defaults: bool = False) -> dict[str, Any]:
+    def kwargs(self, run: RunConfig, *, fill_defaults: bool = False) -> dict[str, Any]:
         """Constructor kwargs (beyond ``lr`` and ``weight_decay``) from a resolved run.
 
         The elements of a ``packed`` keyword travel as one tuple (``betas``; none when all of

@@ -7,6 +7,7 @@ order needs no state: batch ``k`` is a pure function of (seed, k).
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,26 @@ class Checkpointing:
     """The checkpoint file (resumed from when it exists)."""
     every_s: float
     """Seconds between checkpoints (besides the one written when the run is asked to stop)."""
+    progress: Path | None = None
+    """A small JSON file (:func:`write_progress`) rewritten at each logged point with the step
+    and the loss curve reached: what a run killed without warning (SIGKILL, the kernel's OOM
+    killer) had done, between checkpoints. None: not written."""
+
+
+def write_progress(path: Path, step: int, curve: list[dict[str, Any]]) -> None:
+    """Record atomically that a run reached ``step`` with loss curve ``curve``."""
+    atomic_write(path, lambda fh: fh.write(json.dumps({"step": step, "curve": curve}).encode()))
+
+
+def read_progress(path: Path) -> dict[str, Any] | None:
+    """What :func:`write_progress` recorded (``step``, ``curve``); None when there is nothing
+    readable."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(doc, dict) and isinstance(doc.get("step"), int)
+    return doc if ok and isinstance(doc.get("curve"), list) else None
 
 
 def rng_state() -> dict[str, Any]:

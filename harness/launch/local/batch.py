@@ -97,8 +97,8 @@ class Batch:
                     self._timed_out.add(run_id)
                     p.stop.set()
                 continue
-            for reported, status, note in process.drain(self.reports):  # put before its exit
-                self._reported[reported] = (status, note)
+            for reported, said, note in process.drain(self.reports):  # put before its exit
+                self._reported[reported] = (said, note)
             del self.active[run_id]
             if p.gpu is not None:
                 self.on_gpu[p.gpu] -= 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.core import paths
 from harness.core.config import RunConfig
@@ -34,6 +35,9 @@ from harness.launch.slurm.records import (
 )
 from harness.launch.slurm.resources import check_fits, read_nodes
 from harness.launch.slurm.scheduler import SchedulerError, jobs_in_controller
+
+if TYPE_CHECKING:
+    import submitit
 
 DRY_RUN_SCONTROL_TIMEOUT_S = 1.0
 """Longest wait for ``scontrol show config`` in a dry run (then Slurm's defaults are assumed)."""
@@ -174,7 +178,7 @@ class SlurmLauncher:
                 try:
                     subs.append(self._submit_chunk(executor, chunk, spec, folder))
                 except UserError as e:
-                    done = sum(len(t.run_ids) for s in subs for t in s.tasks)
+                    done = sum(len(t) for s in subs for t in s.tasks)  # t: a task's run_ids
                     raise UserError(
                         f"launcher {self.profile.name!r}: {e}; nothing of this array was queued"
                         + (f" ({done} runs queued before it are recorded)" if subs else "")
@@ -183,7 +187,7 @@ class SlurmLauncher:
 
     def _submit_chunk(
         self,
-        executor: object,
+        executor: submitit.SlurmExecutor,
         chunk: Sequence[arrays.TaskPlan],
         spec: ExecutionSpec,
         folder: Path,

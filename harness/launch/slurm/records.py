@@ -96,12 +96,36 @@ def read_submissions(root: Path, grid: str) -> list[Submission]:
     return sorted(subs, key=lambda s: (s.submitted_at, int(s.job_id)))
 
 
+_FIELD_TYPES: dict[str, type] = {
+    "job_id": str,
+    "array": bool,
+    "submitted_at": str,
+    "launcher": str,
+    "log_dir": str,
+    "tasks": list,
+}
+"""Each field of a record's JSON and its type (a record is checked before it is used)."""
+
+
 def _parse(text: str) -> Submission:
-    """A record's JSON as a Submission (KeyError, TypeError or ValueError when it is not one)."""
+    """A record's JSON as a Submission (KeyError, TypeError or ValueError when it is not one:
+    a missing or extra field, a field of another type, a job id that is not a number, a time
+    that is not ISO 8601)."""
     doc = json.loads(text)
-    doc["tasks"] = tuple(tuple(str(r) for r in t) for t in doc["tasks"])
+    if not isinstance(doc, dict):
+        raise TypeError(f"a record is a JSON object, not {type(doc).__name__}")
+    if set(doc) != set(_FIELD_TYPES):
+        raise KeyError(f"fields {sorted(doc)}; expected {sorted(_FIELD_TYPES)}")
+    for name, want in _FIELD_TYPES.items():
+        if not isinstance(doc[name], want):
+            raise TypeError(f"{name}: expected {want.__name__}, got {doc[name]!r}"[:120])
+    tasks = doc["tasks"]
+    if not all(isinstance(t, list) and all(isinstance(r, str) for r in t) for t in tasks):
+        raise TypeError("tasks: expected lists of run ids")
+    doc["tasks"] = tuple(tuple(t) for t in tasks)
     sub = Submission(**doc)
     int(sub.job_id)  # a job id is a number
+    dt.datetime.fromisoformat(sub.submitted_at)
     return sub
 
 

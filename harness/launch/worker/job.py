@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from harness.core import paths
+from harness.core import env, paths
 from harness.core.files import remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
@@ -32,9 +32,9 @@ from harness.launch.inputs import inputs_of
 from harness.launch.worker import distributed
 from harness.store.manifest import load_run
 from harness.store.spill import write_or_spill
-from harness.train.checkpoint import Checkpointing
+from harness.train.checkpoint import Checkpointing, read_progress
 from harness.train.checkpoint import progress as ckpt_progress
-from harness.train.loop import TrainingInterrupted, partial_result, train
+from harness.train.loop import TrainingFailed, TrainingInterrupted, train
 
 
 class RunBusy(Exception):
@@ -99,8 +99,10 @@ def _train_and_record(
     if spec.threads:
         torch.set_num_threads(spec.threads)
     ckpt = paths.checkpoint_path(root, grid, run_id)
+    reached = paths.progress_path(root, grid, run_id)
     if _is_writer():
         remove_temps(ckpt)  # left by a process killed while checkpointing (up to GBs each)
+        remove_temps(reached)
     start = time.time()
     inputs: dict[str, str | None] = {}
     try:
@@ -108,19 +110,22 @@ def _train_and_record(
         result = train(
             run,
             data_root=spec.data_root,
-            checkpoint=Checkpointing(ckpt, spec.checkpoint_every_s),
+            checkpoint=Checkpointing(ckpt, spec.checkpoint_every_s, progress=reached),
             should_stop=should_stop,
         )
     except TrainingInterrupted:
         raise
     except Exception as exc:  # recorded in the row, not lost
+        partial = exc.partial if isinstance(exc, TrainingFailed) else None
+        exc = exc.error if isinstance(exc, TrainingFailed) else exc
         status = next((s for t, s in _STATUS_OF_EXCEPTION if isinstance(exc, t)), Status.FAILED)
-        result = partial_result(exc) or RunResult(status=status)
+        result = partial or RunResult(status=status)
         result.status, result.error = status, error_tail(exc)
         result.metrics.setdefault("wall_s", time.time() - start)
     if _is_writer():
-        where = provenance(job_id or os.environ.get("SLURM_JOB_ID"))
+        where = provenance(job_id or env.SLURM_JOB_ID.get())
         write_or_spill(root, run, result, where | inputs)
+        reached.unlink(missing_ok=True)
         if not spec.keep_checkpoints:
             ckpt.unlink(missing_ok=True)
     return str(result.status)
@@ -130,15 +135,22 @@ def write_status(
     root: Path, grid: str, run_id: str, status: str, error: str, job_id: str | None
 ) -> None:
     """Write a row with only an outcome (``cancelled``, ``timeout``, ...) for a run that stopped
-    without a result, with what its checkpoint says it had done (steps, loss curve); the
-    checkpoint is kept, so a retry resumes it.
+    without a result, with what it had done (steps, loss curve): what its checkpoint or its
+    progress file (:func:`harness.core.paths.progress_path`, newer when the run was killed
+    between checkpoints) says, whichever reached further; the checkpoint is kept, so a retry
+    resumes it.
 
     Raises:
         ResultSpilled: the row is in a spill file, not in the results folder.
     """
     run = load_run(root, grid, run_id)
     result = RunResult(status=status, error=error)
-    done = ckpt_progress(paths.checkpoint_path(root, grid, run_id))
+    reached = [
+        ckpt_progress(paths.checkpoint_path(root, grid, run_id)),
+        read_progress(paths.progress_path(root, grid, run_id)),
+    ]
+    done = max((d for d in reached if d is not None), key=lambda d: int(d.get("step", 0)),
+               default=None)  # fmt: skip
     if done is not None:
         result.steps_done = int(done.get("step", 0))
         result.tokens_seen = result.steps_done * run.data.tokens_per_step
@@ -184,8 +196,8 @@ def share_compile_cache(root: Path, grid: str) -> None:
     unless the environment names them already: every run of a grid after the first reuses the
     kernels the first one compiled (same shapes, same code) instead of compiling them again."""
     folder = paths.compile_cache_dir(root, grid).resolve()
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(folder))
-    os.environ.setdefault("TRITON_CACHE_DIR", str(folder / "triton"))
+    os.environ.setdefault(env.TORCHINDUCTOR_CACHE_DIR.name, str(folder))
+    os.environ.setdefault(env.TRITON_CACHE_DIR.name, str(folder / "triton"))
 
 
 def _is_writer() -> bool:
