@@ -87,7 +87,9 @@ def _finite(default: Any) -> bool:
 
 def _optimizers(specs: dict[str, OptimizerSpec]) -> _Optimizers:
     own = {h.name: h for spec in specs.values() for h in spec.hyperparameters}
-    types = _FIELD_TYPES | {k: _Type(h.type, h.default is None, h.choices) for k, h in own.items()}
+    types = _FIELD_TYPES | {
+        k: _Type(h.type, h.default is None, h.choices, _finite(h.default)) for k, h in own.items()
+    }
     defaults: dict[str, Any] = {}
     readers: dict[str, str] = {}
     for name, spec in specs.items():
