@@ -312,10 +312,11 @@ for _, _question in QUESTIONS.items():
 
 def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID, the target and the options that select rows (no --metric: the target says)."""
-    for opt in reversed(
-        [click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
-         results_option]
-    ):  # fmt: skip
+    opts: list[Callable[[Any], Any]] = [
+        click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
+        results_option,
+    ]  # fmt: skip
+    for opt in reversed(opts):
         f = opt(f)
     return f
 
