@@ -205,6 +205,6 @@ def import_csv(
         frame, grid=grid, source=source, scale=scale, extra=extra, file=str(path)
     )
     digest = hashlib.sha256(path.read_bytes() + f"|{grid}|{source}|{scale}".encode()).hexdigest()
-    out = paths.runs_dir(root, grid) / f"import-{digest[:12]}.parquet"
+    out = paths.import_path(root, grid, digest[:12])
     atomic_write_table(table, out)
     return Imported(path=out, rows=table.num_rows, columns=tuple(frame.columns), derived=derived)

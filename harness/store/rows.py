@@ -118,8 +118,7 @@ def _highest_attempt(root: Path, grid: str, run_id: str) -> int | None:
     """The highest attempt among ``run_id``'s rows, or None when a file vanished meanwhile."""
     highest = ATTEMPT_ABSENT
     row = paths.run_path(root, grid, run_id)  # first: once compacted, a generation holds it
-    compacted = paths.compact_dir(root, grid)
-    gens = sorted(compacted.glob("runs-*.parquet")) if compacted.is_dir() else []
+    gens = paths.generations(root, grid, "runs")
     for path in [row, *gens] if row.exists() else gens:
         try:
             names = pq.read_schema(path).names
