@@ -16,14 +16,14 @@ from pathlib import Path
 
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.core.provenance import INPUTS, code_fingerprint, distribution_version
+from harness.core.provenance import INPUTS, STALE_INPUTS, code_fingerprint, distribution_version
 from harness.data.catalogue import resolve_dataset
 from harness.data.fingerprint import Fingerprints, fingerprints
 from harness.model.build import model_code
 from harness.optim.registry import get_spec
 
-COMPARED = ("optimizer_fingerprint", "model_fingerprint", "data_fingerprint")
-"""The inputs whose change makes a result stale."""
+COMPARED = STALE_INPUTS
+"""The inputs whose change makes a result stale (:data:`harness.core.provenance.STALE_INPUTS`)."""
 STALE_CHOICES = ("refuse", "rerun", "keep")
 """What ``submit --stale`` does with runs whose inputs changed since their row was written."""
 
