@@ -73,3 +73,35 @@ def test_the_check_sees_a_spelled_layout() -> None:
     )
     assert [s.split(":")[0] for s in spelled] == ["line 3", "line 4", "line 5"]
     assert layout_spellings(OWNER.read_text())  # the owner does spell it
+
+
+#: Calls that write Parquet files (pyarrow's, pandas', the store's).
+PARQUET_WRITERS = {
+    "write_table", "write_dataset", "ParquetWriter", "to_parquet", "atomic_write_table",
+    "write_to_dataset",
+}  # fmt: skip
+
+
+def parquet_writes(source: str) -> list[str]:
+    """The calls of a Parquet writer in a module's code, by line."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+            if name in PARQUET_WRITERS:
+                found.append(f"line {node.lineno}: {name}")
+    return sorted(found)
+
+
+def test_only_the_store_writes_parquet() -> None:
+    """Rows, curves and manifests are written by ``harness.store`` (``harness import`` too,
+    through :func:`harness.store.rows.write_imported`)."""
+    store = PACKAGE / "store"
+    offenders = {
+        str(p.relative_to(PACKAGE)): found
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if store not in p.parents and (found := parquet_writes(p.read_text()))
+    }
+    assert offenders == {}
+    assert parquet_writes((store / "rows.py").read_text())  # the check sees the store's writes

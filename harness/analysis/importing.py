@@ -30,7 +30,7 @@ from harness.core.fields import content_hash
 from harness.core.provenance import IMPORTED_PROVENANCE
 from harness.core.result import STATUSES, Status
 from harness.metrics.catalogue import METRICS
-from harness.store.rows import atomic_write_table
+from harness.store.rows import write_imported
 from harness.store.schema import OUTCOME_COLUMNS, row_schema
 
 #: Text values read as NULL.
@@ -205,6 +205,5 @@ def import_csv(
         frame, grid=grid, source=source, scale=scale, extra=extra, file=str(path)
     )
     digest = hashlib.sha256(path.read_bytes() + f"|{grid}|{source}|{scale}".encode()).hexdigest()
-    out = paths.import_path(root, grid, digest[:12])
-    atomic_write_table(table, out)
+    out = write_imported(root, grid, table, digest[:12])
     return Imported(path=out, rows=table.num_rows, columns=tuple(frame.columns), derived=derived)

@@ -84,6 +84,24 @@ def write_result(
     return path
 
 
+def write_imported(root: Path, grid: str, table: pa.Table, key: str) -> Path:
+    """Write the rows of one import (``harness import``: published results, no curves) into
+    ``grid``'s runs, replacing those of an earlier import with the same ``key``.
+
+    Args:
+        root: the results root.
+        grid: the grid the rows belong to.
+        table: the rows (:func:`~harness.store.schema.row_schema` columns).
+        key: what tells imports apart (a digest of the file and its options).
+
+    Returns:
+        The file holding the rows (:func:`harness.core.paths.import_path`).
+    """
+    path = paths.import_path(root, grid, key)
+    atomic_write_table(table, path)
+    return path
+
+
 def curve_table(run: RunConfig, points: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns, then a column
     per tracked metric (NULL at the points without an evaluation)."""
