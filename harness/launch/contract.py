@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.files import FileStamp
 from harness.core.registry import load_object
-from harness.launch.profile import LauncherProfile
-from harness.launch.registry import LAUNCHERS
+from harness.launch.profile import LauncherProfile, backend
 
 CHECKPOINT_ENV = "HARNESS_CHECKPOINT_EVERY_S"
 """Environment variable overriding the profile's ``checkpoint_every_s`` for one submission."""
@@ -53,7 +53,7 @@ class ExecutionSpec:
     @classmethod
     def build(
         cls,
-        profile: LauncherProfile,
+        profile: LauncherProfile[Any],
         results_root: Path,
         grid: str,
         data_root: Path,
@@ -116,8 +116,8 @@ class LaunchReport:
 class Launcher(Protocol):
     """A backend that runs planned runs somewhere (this machine, a SLURM cluster)."""
 
-    profile: LauncherProfile
-    """The profile it was made from."""
+    profile: LauncherProfile[Any]
+    """The profile it was made from (its ``settings``: the backend's own section)."""
     detaches: bool
     """Whether launched runs go on without this process (SLURM): then waiting is optional.
     A backend that does not detach runs them in this process's children and must wait."""
@@ -134,8 +134,17 @@ class Launcher(Protocol):
         """``runs`` minus those queued or training already (never launched twice)."""
         ...
 
-    def launch(self, runs: Sequence[RunConfig], spec: ExecutionSpec) -> Launched:
-        """Hand ``runs`` (of ``spec.grid``, in its manifest) to the backend."""
+    def launch(
+        self,
+        runs: Sequence[RunConfig],
+        spec: ExecutionSpec,
+        seen: Mapping[str, FileStamp | None] | None = None,
+    ) -> Launched:
+        """Hand ``runs`` (of ``spec.grid``, in its manifest) to the backend. ``seen``: each run's
+        row file as ``submit`` saw it before deciding to train it; a backend that trains a run
+        whose row changed since (another process finished it) trains it twice, so it should
+        check, under the run lock (the local pool does; SLURM tasks start later, from
+        their own view)."""
         ...
 
     def wait(
@@ -145,6 +154,7 @@ class Launcher(Protocol):
         ...
 
 
-def launcher_for(profile: LauncherProfile) -> Launcher:
-    """The backend of ``profile.kind``, made from the profile."""
-    return load_object(LAUNCHERS[profile.kind])(profile)
+def launcher_for(profile: LauncherProfile[Any]) -> Launcher:
+    """The launcher of ``profile.kind``, made from the profile."""
+    made: Launcher = load_object(backend(profile.kind).launcher)(profile)
+    return made
