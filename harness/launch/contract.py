@@ -4,9 +4,11 @@
 ``submit`` drives every backend the same way: ``plan`` for a dry run; then ``reconcile`` (rows for
 runs whose job died without one), ``exclude_queued`` (runs already queued or training
 elsewhere), ``launch`` and, unless the backend detaches and the user does not ask to wait,
-``wait``. Whatever the backend, ``submit`` also leaves out the runs being trained now (their run
-lock is held, :func:`harness.store.status.training_now`), and the process that trains a run
-holds its lock, so that no run is trained twice at once. Worker entry points (the code that
+``wait``. For a backend that detaches, ``submit`` also leaves out the runs being trained now
+(their run lock is held, :func:`harness.store.status.training_now`); a backend that waits is
+handed them and waits for their locks (:mod:`harness.launch.worker.pool`), so that a submit
+that exits 0 leaves no run missing. The process that trains a run holds its lock, so that no
+run is trained twice at once. Worker entry points (the code that
 runs inside a job) receive the one frozen :class:`ExecutionSpec`, built once from the launcher
 profile and the environment.
 """
