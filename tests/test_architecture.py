@@ -74,8 +74,9 @@ def test_the_contracts_hold_and_a_forbidden_import_breaks_them(tree_copy: Path) 
 
 
 def test_every_field_is_declared_once_with_its_role_and_the_tables_derive_from_it() -> None:
-    names = list(FIELDS)
-    assert len(names) == len(set(names))  # names are unique across sections
+    names = [f.name for f in catalogue.CATALOGUE]  # every section's fields, before keying
+    assert len(names) == len(set(names)), "a field name is declared in two sections"
+    assert names == list(FIELDS)
     assert [f.name for f in config_schema()] == ["run_id", *names]
     assert set(names) - {"grid", "scale"} == GRID_KEYS
     assert {FIELDS[n].role for n in ("grid", "scale")} == {Role.IDENTITY}
@@ -104,11 +105,20 @@ class Run2(RunConfig):
     execution: Execution2
 
 
+def test_run_id_is_computed_once_and_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = make_run(optimizer="adamw")
+    first = run.run_id
+    assert len(first) == 16
+    calls: list[object] = []
+    monkeypatch.setattr("harness.core.config.content_hash", lambda v: calls.append(v) or "x")
+    assert run.run_id == first and calls == []  # the cached id; no second hash
+    assert make_run(optimizer="adamw").run_id == "x" and len(calls) == 1  # a new run hashes
+
+
 def test_a_field_added_later_changes_no_earlier_run_id() -> None:
     """A later field declares the value that means "absent"; at that value it is not hashed."""
     run = make_run(optimizer="adamw")
     fields = {f.name: getattr(run.execution, f.name) for f in dataclasses.fields(run.execution)}
-    assert run.run_id == run.run_id  # computed once, cached
     given = {f.name: getattr(run, f.name) for f in dataclasses.fields(run) if f.init}
     same = Run2(**given | {"execution": Execution2(**fields)})
     assert "new_knob" not in hashed_values(same)

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import torch
 
+from harness.model.architecture import flops_per_token
 from harness.optim.registry import OPTIMIZERS
 from harness.train.checkpoint import Checkpointing
+from harness.train.device import place
 from harness.train.loop import TrainingInterrupted, train
 from tests.runs import tiny_run
 
@@ -42,7 +44,13 @@ def test_few_steps_per_optimizer(prepared_data, optimizer):
     assert result.params == sum(p.numel() for p in _model(run).parameters())
     for key in ("iso", "mu_norm", "rho", "kappa", "data_wait_s", "optimizer_step_frac"):
         assert result.metrics[key] is not None, key
-    assert result.metrics["mfu"] is None  # no GPU peak on CPU
+    peak = place(run.execution.precision, run.execution.compile).peak_flops()
+    if peak is None:  # CPU, or a GPU without a known peak
+        assert result.metrics["mfu"] is None
+    else:  # this device's peak: the model FLOP/s over it
+        fpt = flops_per_token(run.arch, run.data.seq_len)
+        expected = result.metrics["tokens_per_s"] * fpt / peak
+        assert result.metrics["mfu"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_mfu_is_model_flops_per_second_over_the_device_peak(prepared_data, monkeypatch):

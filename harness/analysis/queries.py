@@ -27,8 +27,11 @@ CURVES = (
     "ORDER BY c.run_id, c.step"
 )
 
+#: Planned runs of the selection's scale (the manifest: every run of the grid, run or not).
+MANIFEST = "SELECT * FROM manifest WHERE scale = {scale} ORDER BY run_id"
+
 #: Named statements a figure may declare.
-NAMED: dict[str, str] = {"runs": RUNS, "curves": CURVES}
+NAMED: dict[str, str] = {"runs": RUNS, "curves": CURVES, "manifest": MANIFEST}
 
 
 def render(sql: str, scale: str, where: str | None) -> str:

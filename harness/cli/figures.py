@@ -9,11 +9,13 @@ import pandas as pd
 
 from harness.analysis.figures import FIGURES
 from harness.analysis.figures.choose import plan_figures
+from harness.analysis.figures.options import CURVE_RUNS, FigureOptions
 from harness.analysis.figures.render import render_figures
-from harness.analysis.goal import DEFAULT_METRIC, GOALS, default_select, metric_goal
+from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS, default_select, metric_goal
 from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
-from harness.cli.options import results_option
+from harness.analysis.select import Selector
+from harness.cli.options import parse_arm, results_option
 from harness.core import paths
 from harness.core.config import SCALES
 
@@ -40,7 +42,7 @@ from harness.core.config import SCALES
     type=click.Choice(GOALS),
     default="auto",
     show_default=True,
-    help="Is lower (min) or higher (max) better; auto knows the usual metrics.",
+    help=GOAL_HELP,
 )
 @click.option(
     "--scale",
@@ -48,7 +50,34 @@ from harness.core.config import SCALES
     default=None,
     help="full or local runs (default: the only scale present).",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--runs",
+    "curve_runs",
+    type=click.Choice(CURVE_RUNS),
+    default="best",
+    show_default=True,
+    help="loss_curves: each arm's tuned configuration (best), or every run of the cell (all, "
+    "spikes included).",
+)
+@click.option(
+    "--x",
+    "x",
+    default=None,
+    help="metric_vs: the column along the x axis, e.g. an optimizer's own hyperparameter "
+    "(default: the first own hyperparameter that varies, else the first tuned one).",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    callback=parse_arm,
+    metavar="K=V[,K=V]",
+    help="gap_closure, batch_size: the baseline arm's rows (default: optimizer=sgd).",
+)
+@click.option("--reference", default=None, callback=parse_arm, metavar="K=V[,K=V]",
+              help="gap_closure, batch_size: the reference arm's rows (default: optimizer=adamw, "
+              "else adam).")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table for people; csv or json for programs (notes on stderr).")  # fmt: skip
 @results_option
 def figures(
     grid: tuple[str, ...],
@@ -58,6 +87,10 @@ def figures(
     select_by: str | None,
     goal: str,
     scale: str | None,
+    curve_runs: str,
+    x: str | None,
+    baseline: Selector | None,
+    reference: Selector | None,
     fmt: str,
     results: Path | None,
 ) -> None:
@@ -68,14 +101,18 @@ def figures(
     YAMLs declare (figures:), else defaults from the columns that vary in the results. Each
     comes as PNG and PDF with a sidecar JSON (SQL, hash of the rows, code commit, time).
 
-    Example: harness figures grids/adam_betas.yaml
+    Every arm keeps one color and marker in all the figures of the grid; a title says what the
+    figure is about (lr, model, budget, steps, seeds, scale) and names arms without a result.
+
+    Example: harness figures grids/adam_betas.yaml --figure loss_curves --runs all
     """
     goal = metric_goal(metric, goal)
     chosen_by = select_by or default_select(metric)
     select_goal = goal if chosen_by == metric else metric_goal(chosen_by, "auto", "--select-by")
     sel = select(list(grid), results=results, scale=scale, where=where)
     chosen, why = plan_figures(sel, list(grid), list(names))
-    done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal)
+    options = FigureOptions(runs=curve_runs, x=x, baseline=baseline, reference=reference)
+    done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal, options)
     table = pd.DataFrame(
         [
             {

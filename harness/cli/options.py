@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.core import paths
+
+if TYPE_CHECKING:
+    from harness.analysis.select import Selector
 
 
 def results_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -36,3 +39,11 @@ def data_option(f: Callable[..., Any]) -> Callable[..., Any]:
 def resolve_results(value: Path | None) -> Path:
     """The results root for a ``--results`` value."""
     return paths.results_root(value)
+
+
+def parse_arm(ctx: click.Context, param: click.Parameter, value: str | None) -> Selector | None:
+    """Click callback of an arm flag (``--baseline optimizer=sgd``): its selector, or None
+    (imports the analysis layer only then: ``submit`` and ``status`` never do)."""
+    from harness.analysis.select import parse_selector
+
+    return None if value is None else parse_selector(value, f"--{param.name}")

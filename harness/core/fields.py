@@ -193,7 +193,8 @@ def _choices(cls: type) -> tuple[tuple[str, tuple[str, ...]], ...]:
 def check_choices(obj: Any) -> None:
     """Raise UserError when a field of the dataclass instance ``obj`` declared with ``choices``
     holds another value (None passes where the field is optional)."""
-    for name, choices in _choices(type(obj)):
+    cls: type = type(obj)  # (type[Any] is not Hashable to mypy)
+    for name, choices in _choices(cls):
         value = getattr(obj, name)
         if value is not None and value not in choices:
             raise UserError(f"{name}: {value!r} is not one of {', '.join(choices)}")
@@ -238,7 +239,8 @@ def _plan(cls: type) -> _Plan:
 def flatten(obj: Any) -> dict[str, Any]:
     """A config instance as columns: every declared field, then the extras (own
     hyperparameters), by name."""
-    plan = _plan(type(obj))
+    cls: type = type(obj)  # (type[Any] is not Hashable to mypy)
+    plan = _plan(cls)
     out = {name: getattr(obj, name) for name in plan.top}
     for section, names, get in plan.sections:
         out.update(zip(names, get(getattr(obj, section)), strict=True))
@@ -258,7 +260,8 @@ def hashed_values(obj: Any) -> dict[str, Any]:
     stay the same; a later field counts only when it differs from the value meaning "absent";
     extras (own hyperparameters) count when set.
     """
-    plan = _plan(type(obj))
+    cls: type = type(obj)  # (type[Any] is not Hashable to mypy)
+    plan = _plan(cls)
     cols = flatten(obj)
     out = {name: cols.pop(name) for name, absent in plan.hashed
            if absent is ALWAYS or not _is_absent(cols[name], absent)}  # fmt: skip

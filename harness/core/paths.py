@@ -46,11 +46,44 @@ def check_grid_name(name: object, where: str) -> str:
     )
 
 
+GLOB_CHARS = frozenset("*?[]{}")
+"""Characters DuckDB's file functions read as a pattern (``harness.store.db`` escapes them)."""
+
+
+def duck_path(path: Path | str) -> str:
+    """``path`` as DuckDB's file functions read it literally: each glob character in brackets
+    (a results folder ``runs[1]`` is not a pattern matching ``runs1``).
+
+    Raises:
+        UserError: the path holds a backslash as well as a glob character (DuckDB's globbing
+            splits paths at backslashes, so no escaping reads it).
+    """
+    text = str(path)
+    if not GLOB_CHARS & set(text):
+        return text
+    if "\\" in text:
+        chars = "".join(sorted(GLOB_CHARS))
+        raise UserError(f"{text}: a path with both '\\' and one of {chars} "
+                        "cannot be read by DuckDB; rename the folder")  # fmt: skip
+    return "".join(f"[{c}]" if c in GLOB_CHARS else c for c in text)
+
+
 def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``."""
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get(RESULTS_ENV) or "results")
+    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``.
+
+    Raises:
+        UserError: its absolute path holds a backslash as well as a glob character
+            (:data:`GLOB_CHARS`): DuckDB's globbing splits paths at backslashes, so no escaping
+            reads it; refused before anything is trained or written.
+    """
+    root = Path(explicit) if explicit else Path(os.environ.get(RESULTS_ENV) or "results")
+    full = str(root.absolute())
+    if "\\" in full and GLOB_CHARS & set(full):
+        raise UserError(
+            f"results folder {full}: a path with both '\\' and one of "
+            f"{''.join(sorted(GLOB_CHARS))} cannot be read by DuckDB; use another folder"
+        )
+    return root
 
 
 def grid_dir(root: Path, grid: str) -> Path:

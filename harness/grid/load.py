@@ -20,7 +20,8 @@ from harness.core import paths
 from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.grid import grammar
+from harness.grid import followup, grammar
+from harness.grid.followup import ExtendSpec
 from harness.grid.grammar import Point
 from harness.grid.resolve import Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
@@ -45,6 +46,14 @@ class Grid:
     """Figures declared for the grid (empty: defaults from its axes); not checked here."""
     axes: tuple[str, ...]
     """Run fields that vary across runs."""
+    confirm_seeds: tuple[int, ...] = ()
+    """Seeds on which ``submit --confirm`` trains each cell's selected configuration."""
+    extend: ExtendSpec | None = None
+    """What ``submit --extend`` may add (the ``extend:`` section; None: defaults)."""
+    points: tuple[Point, ...] = ()
+    """The points the grid's own runs resolved from, in the order of ``runs``."""
+    resolver: Resolver | None = dataclasses.field(default=None, compare=False)
+    """Resolves a point as this grid does (``harness.grid.vary.vary``)."""
 
 
 MAX_YAML_VALUES = 100_000
@@ -120,8 +129,11 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     doc = read_yaml(path)
     file = str(path)
     grammar.check_keys(doc, grammar.TOP_KEYS, file, "top level")
+    check_derived_axes(doc, path)
     name = _name(doc, path)
     sections = grammar.sections(doc, file, local)
+    if doc.get("extend") is not None:
+        grammar.check_keys(doc["extend"], followup.EXTEND_KEYS, file, "extend")
     named = grammar.values_of("optimizer", sections)
     named |= grammar.values_of("embedding_optimizer", sections)
     specs = optimizer_specs(sorted(named), path.parent, file)
@@ -141,7 +153,29 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         runs=runs,
         figures=_figures(doc, path),
         axes=_varying(runs),
+        confirm_seeds=followup.confirm_seeds(
+            sections["seeds"], grammar.seed_list(sections["seeds"], file), file
+        ),
+        extend=followup.parse_extend(doc.get("extend"), file, own),
+        points=tuple(points),
+        resolver=resolver,
     )
+
+
+def check_derived_axes(doc: dict[str, Any], path: Path) -> None:
+    """``derived_axes:`` maps axis names to the quantity their values were built from.
+
+    Raises:
+        UserError: it is not a mapping of names to names.
+    """
+    got = doc.get("derived_axes")
+    if got is not None and not (
+        isinstance(got, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())
+    ):
+        raise UserError(
+            f"{path}: derived_axes: expected a mapping axis: quantity, e.g. lr: batch_size"
+        )
 
 
 def _resolve_all(resolver: Resolver, points: Sequence[Point]) -> tuple[RunConfig, ...]:

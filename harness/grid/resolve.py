@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,8 @@ def _derive_and_evaluate(
         for k, v in list(pending.items()):
             if expr.names_in(v) <= env.keys():
                 value = expr.evaluate(v, env)
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise UserError(f"{k}: expression {v!r} is {value}, not a finite number")
                 d[k] = env[k] = round(value) if types[k].type is int else value  # "0.1 * steps"
                 del pending[k]
                 progress = True
@@ -243,7 +246,15 @@ def _derive_and_evaluate(
 
 
 def _coerce(k: str, v: Any, want: _Type) -> Any:
-    """Check ``v`` against ``k``'s type; numeric strings (YAML's ``3.2e9``) are numbers."""
+    """Check ``v`` against ``k``'s type; numeric strings (YAML's ``3.2e9``) are numbers; a
+    float must be finite (``.nan``, ``.inf`` and expressions that overflow are refused)."""
+    out = _typed(k, v, want)
+    if isinstance(out, float) and not math.isfinite(out):
+        raise UserError(f"{k}: {v!r} is not a finite number")
+    return out
+
+
+def _typed(k: str, v: Any, want: _Type) -> Any:
     if type(v) is want.type:  # the common case, first
         return v
     if v is None:
@@ -258,7 +269,7 @@ def _coerce(k: str, v: Any, want: _Type) -> Any:
         if isinstance(v, str):
             return v
     elif isinstance(v, str) and _number(v) is not None:
-        return _coerce(k, _number(v), want)
+        return _typed(k, _number(v), want)
     elif t is float and _is_plain_number(v):
         return float(v)
     elif t is int and _is_plain_number(v) and float(v).is_integer():

@@ -11,7 +11,7 @@ groups of the same name, one with the decay and one without.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from torch import nn
 
@@ -24,8 +24,9 @@ def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
     The model exposes ``model.embedding`` (``nn.Embedding``) and ``model.head`` (``nn.Linear``,
     or None when tied). Learned position embeddings are routed to ``vector`` (no weight decay).
     """
-    emb = model.embedding.weight
-    head = None if model.head is None else model.head.weight
+    emb = cast(nn.Embedding, model.embedding).weight
+    head_layer = cast("nn.Linear | None", model.head)
+    head = None if head_layer is None else head_layer.weight
     out: dict[str, list[nn.Parameter]] = {g: [] for g in GROUPS}
     seen: set[int] = set()
     for name, p in model.named_parameters():

@@ -91,7 +91,7 @@ def train(
         return trainer.fit(should_stop)
     except Exception as exc:
         with contextlib.suppress(AttributeError):  # an exception type without a __dict__
-            exc.harness_partial = trainer.partial()  # type: ignore[attr-defined]
+            exc.harness_partial = trainer.partial()  # type: ignore[attr-defined]  # see partial_result
         raise
 
 
@@ -132,7 +132,7 @@ class _Trainer:
             ids = [self.placement.device.index] if self.placement.device.type == "cuda" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
         if self.placement.compile:
-            model = torch.compile(model)
+            model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule (a Module); the stub says Callable
         return model
 
     # --- checkpoints ---------------------------------------------------------------------
@@ -157,6 +157,7 @@ class _Trainer:
                 self.log(f"[{self.run.run_id}] warning: checkpoint not written: {os_error_line(e)}")
 
     def _write_checkpoint(self, attempt_start: float) -> None:
+        assert self.checkpoint is not None  # the caller checked
         loop = {**self.state.__dict__, "wall_s": self.state.wall_s + time.time() - attempt_start}
         loop["interval_loss"] = self._interval_loss.item()
         loop["interval_steps"] = self._interval_steps
@@ -242,7 +243,10 @@ class _Trainer:
             x, y = self._to_device(x), self._to_device(y)
             sync = i == len(micro) - 1 or self.world == 1
             no_sync = not sync and hasattr(self.forward, "no_sync")
-            with self.forward.no_sync() if no_sync else nullcontext(), self.placement.autocast():
+            with (
+                self.forward.no_sync() if no_sync else nullcontext(),  # type: ignore[operator]  # DDP's (checked above)
+                self.placement.autocast(),
+            ):
                 loss = self._loss(x, y) / len(micro)
             loss.backward()
             total += loss.detach()

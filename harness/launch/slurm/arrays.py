@@ -7,7 +7,7 @@ import contextlib
 import io
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +134,9 @@ def make_executor(
     return executor
 
 
-def submit_array(executor: submitit.SlurmExecutor, tasks: Sequence[object]) -> tuple[str, bool]:
+def submit_array(
+    executor: submitit.SlurmExecutor, tasks: Sequence[Callable[[], object]]
+) -> tuple[str, bool]:
     """Submit ``tasks`` (callables) as one job array; returns (job id, whether an array).
 
     Raises:
