@@ -146,7 +146,7 @@ def submit_array(
     before = set(indep.iterdir()) if indep.is_dir() else set()
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # submitit echoes sbatch's stderr
-            jobs: list[submitit.Job[object]] = executor.submit_array(list(tasks))  # type: ignore[arg-type]
+            jobs = executor.submit_array(list(tasks))
     except (FailedJobError, FailedSubmissionError) as e:
         for leftover in (set(indep.iterdir()) if indep.is_dir() else set()) - before:
             if leftover.is_file() or leftover.is_symlink():
