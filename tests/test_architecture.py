@@ -4,6 +4,7 @@ from which every table derives, and a new optimizer hyperparameter as one declar
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import subprocess
 import sys
@@ -78,7 +79,8 @@ def test_every_field_is_declared_once_with_its_role_and_the_tables_derive_from_i
     assert len(names) == len(set(names)), "a field name is declared in two sections"
     assert names == list(FIELDS)
     assert [f.name for f in config_schema()] == ["run_id", *names]
-    assert set(names) - {"grid", "scale"} == GRID_KEYS
+    planned = {"extend_round", "confirm"}  # identity fields submit plans, not grid keys
+    assert set(names) - {"grid", "scale"} - planned == GRID_KEYS
     assert {FIELDS[n].role for n in ("grid", "scale")} == {Role.IDENTITY}
     assert FIELDS["label"].role is Role.LABEL and not FIELDS["label"].hashed
     assert FIELDS["n_layer"].role is Role.ARCHITECTURE and FIELDS["lr"].role is Role.OPTIMIZER
@@ -221,3 +223,14 @@ def test_a_new_optimizer_with_a_new_hyperparameter_is_one_declaration(
         opt = build_optimizer(make_model(make_run(optimizer="adamw")), gamma[1])
         assert type(opt).__name__ == "AdamGamma"
         assert {g["gamma"] for g in opt.param_groups} == {0.3}
+
+
+def test_a_tied_head_is_decided_in_one_place() -> None:
+    """Only ``core/lm.py`` tests ``head is None``; the model, routing and counting ask it."""
+    root = Path(__file__).resolve().parents[1] / "harness"
+    deciding = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if re.search(r"\.head is (not )?None|head_layer is None", p.read_text())
+    )
+    assert deciding == ["core/lm.py"]

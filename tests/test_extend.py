@@ -313,3 +313,27 @@ def test_confirm_without_confirmation_seeds_is_one_line(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert "declares no confirmation seeds; write e.g. seeds: {tune: 3, confirm: 3}" in r.output
     assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.slurm
+def test_extend_with_wait_loops_on_slurm(slurm_env: Path, prepared_data: Path) -> None:
+    """On SLURM, submit --extend --wait queues each round once the previous one finished."""
+    import yaml
+    from slurm_runs import invoke, rows, steps, write_grid, write_profile
+
+    from harness.store.manifest import read_manifest
+
+    launcher = write_profile(slurm_env / "launchers", "slurm-ext")
+    path = write_grid(slurm_env, "ext", launcher, base={"tokens": steps(6), "warmup_steps": 1},
+                      grid={"lr": [1.0e-3, 1.0e-2]})  # fmt: skip
+    doc = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**doc, "extend": {"axes": ["lr"], "rounds": 2}}))
+    root = slurm_env / "results"
+    out = invoke("submit", path, "--extend", "--wait", "--results", root, "--data", prepared_data)
+    assert out.exit_code == 0, out.output
+    assert "round 1 adds 0.1" in out.output and out.output.count("finished:") >= 2, out.output
+    manifest = read_manifest(root, "ext")
+    assert {r.optim.lr for r in manifest.values()} >= {1e-3, 1e-2, 0.1}
+    assert set(rows(root, "ext")) == set(manifest)  # every round ran
+    again = invoke("submit", path, "--extend", "--results", root, "--data", prepared_data)
+    assert "0 new run(s) planned" in again.output and "launching 0" in again.output

@@ -13,7 +13,7 @@ from harness.model.architecture import flops_per_token
 from harness.optim.registry import OPTIMIZERS
 from harness.train.checkpoint import Checkpointing
 from harness.train.device import place
-from harness.train.loop import TrainingInterrupted, train
+from harness.train.loop import TrainingFailed, TrainingInterrupted, train
 from tests.runs import tiny_run
 
 
@@ -185,3 +185,21 @@ def test_frequency_buckets_hold_equal_shares_of_training_tokens():
     b = frequency_buckets(zipf)
     mass = np.bincount(b, weights=zipf) / zipf.sum()
     assert np.allclose(mass, 0.25, atol=0.02) and (np.diff(b) >= 0).all()
+
+
+def test_an_error_during_training_is_typed_and_carries_what_was_done(prepared_data):
+    run = tiny_run(prepared_data)
+    calls = iter(range(10**6))
+    fault = RuntimeError("the controller fell")
+
+    def should_stop() -> bool:  # fails once 3 steps are done
+        if next(calls) >= 3:
+            raise fault
+        return False
+
+    with pytest.raises(TrainingFailed) as info:
+        train(run, data_root=prepared_data, should_stop=should_stop, log=None)
+    assert info.value.error is fault and info.value.__cause__ is fault
+    partial = info.value.partial
+    assert (partial.status, partial.steps_done) == ("failed", 3)
+    assert partial.tokens_seen == 3 * run.data.batch_size * run.data.seq_len

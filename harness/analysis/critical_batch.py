@@ -29,6 +29,7 @@ from harness.analysis.crossover import find_crossing
 from harness.analysis.intervals import METHODS, crossing_interval, mean_interval
 from harness.analysis.load import select
 from harness.analysis.output import Answer
+from harness.analysis.targets import crossing
 from harness.core.errors import UserError
 
 #: Steps over linear scaling that define the critical batch size (Zhang et al. 2024: 20 %).
@@ -43,19 +44,10 @@ COLUMNS = (
 
 
 def steps_to(curve: pd.DataFrame, target: float) -> tuple[float, float]:
-    """(step, tokens) at which ``curve`` (sorted by step) first reaches ``target``; inf if never."""
-    loss = curve[LOSS].to_numpy(float)
-    hit = np.flatnonzero(loss <= target)
-    if hit.size == 0:
-        return float("inf"), float("inf")
-    i = int(hit[0])
-    step, tok = curve["step"].to_numpy(float), curve["tokens"].to_numpy(float)
-    if i == 0:
-        return float(step[0]), float(tok[0])
-    f = (loss[i - 1] - target) / (loss[i - 1] - loss[i])
-    return float(step[i - 1] + f * (step[i] - step[i - 1])), float(
-        tok[i - 1] + f * (tok[i] - tok[i - 1])
-    )
+    """(step, tokens) at which ``curve`` first reaches ``target`` (training loss; linear between
+    logged points, :func:`harness.analysis.targets.crossing`); inf if never."""
+    step, tokens = crossing(curve, LOSS, target, ("step", "tokens"))
+    return step, tokens
 
 
 def overhead_coefs(b: np.ndarray) -> np.ndarray:

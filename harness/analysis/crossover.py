@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -144,7 +145,7 @@ def _cell(cell, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
             "note": "n = 1 at some x: no interval",
         }
     if not all(np.isfinite(arms[(arm, xv)]).all() for arm in (a, b) for xv in xs):
-        note = "; ".join(n for n in (row["note"], "diverged seed(s): no interval") if n)
+        note = "; ".join(n for n in (cast(str, row["note"]), "diverged seed(s): no interval") if n)
         return (
             row
             | {"ci_low": np.nan, "ci_high": np.nan, "note": note}
@@ -152,7 +153,7 @@ def _cell(cell, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
         )
     return (
         row
-        | _interval(arms, xs, point, a, b, goal, conf, row["note"])
+        | _interval(arms, xs, point, a, b, goal, conf, cast(str, row["note"]))
         | {"p_boot": _p_boot(arms, xs, point, a, b, goal, n_boot, rng)}
     )
 

@@ -136,10 +136,10 @@ def open_edge(axis: str, searched: Sequence[object], best: object) -> Edge | Non
         next value rounded to 3 significant digits (more when needed to tell it from ``best``)
         and to an integer on an integer axis.
     """
-    nums = sorted({float(v) for v in searched if _is_number(v)})  # type: ignore[arg-type]
+    nums = sorted({float(v) for v in searched if _is_number(v)})
     if len(nums) < 2 or not _is_number(best):
         return None
-    b = float(best)  # type: ignore[arg-type]
+    b = float(best)
     if b not in (nums[0], nums[-1]):
         return None
     scale = axis_scale(axis, nums)

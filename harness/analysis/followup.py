@@ -162,7 +162,7 @@ def plan_extension(
                              f"{axis} from other values: not extended")  # fmt: skip
                 continue
             for m in moved:
-                run = with_values(m, extend_round=round_, confirm=None)  # type: ignore[arg-type]
+                run = with_values(m, extend_round=round_, confirm=None)  # type: ignore[arg-type]  # m: not None (checked above)
                 if run.run_id not in runs:
                     new.setdefault(run.run_id, run)
             lines.append(f"{where} is the {edge.side} tried: round {round_} adds {value:g} "

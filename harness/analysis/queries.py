@@ -19,9 +19,10 @@ COUNT = "SELECT count(*) FROM runs WHERE scale = {scale} AND ({where})"
 #: Every run row of the selection (all statuses; the analysis decides what counts).
 RUNS = "SELECT * FROM runs WHERE scale = {scale} AND ({where}) ORDER BY run_id"
 
-#: Loss-curve points of the selected runs.
+#: Loss-curve points of the selected runs: run_id, step, tokens, train_loss, lr, val_loss,
+#: elapsed_s, then the tracked metrics' columns of any curve that has them (NULL elsewhere).
 CURVES = (
-    "SELECT c.run_id, c.step, c.tokens, c.train_loss, c.lr, c.val_loss, c.elapsed_s "
+    "SELECT c.* EXCLUDE (grid) "
     "FROM curves AS c "
     "WHERE c.run_id IN (SELECT run_id FROM runs WHERE scale = {scale} AND ({where})) "
     "ORDER BY c.run_id, c.step"

@@ -202,8 +202,8 @@ def _usable_budgets(cell, key, x, a, b) -> tuple[dict, dict, list[str]]:
 
 def budget_ratio_interval(
     d: np.ndarray,
-    b_stats: tuple[np.ndarray, np.ndarray, np.ndarray],
-    a_stats: tuple[float, float, float],
+    b_stats: tuple[np.ndarray, ...],
+    a_stats: tuple[float, ...],
     budget_a: float,
     goal: str,
     confidence: float = CONFIDENCE,

@@ -12,25 +12,39 @@ from typing import Any
 
 import click
 
-from harness.analysis import commands
+from harness.analysis import commands, target_commands
 from harness.analysis.bootstrap import CONFIDENCE, N_BOOT
 from harness.analysis.compare import ALTERNATIVES, TESTS
 from harness.analysis.corrections import CORRECTIONS
 from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS
 from harness.analysis.output import FORMATS, Answer, render
+from harness.analysis.profiles import TAU_MAX
 from harness.analysis.questions import QUESTIONS, Option, Question
 from harness.analysis.select import Selector, parse_columns, parse_selector
-from harness.cli.options import results_option
-from harness.core.config import SCALES
+from harness.analysis.targets import MEASURES
+from harness.cli.options import (
+    over_option,
+    results_option,
+    scale_option,
+    target_options,
+    where_option,
+)
+
+_FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table for people; csv or json for programs (notes on stderr).",
+)
 
 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID and the options every analysis command takes."""
     opts: list[Callable[[Any], Any]] = [
         click.argument("grid", nargs=-1),
-        click.option(
-            "--where", default=None, help='SQL predicate over runs\' columns, e.g. "lr < 0.01".'
-        ),
+        where_option,
         click.option(
             "--metric", default=DEFAULT_METRIC, show_default=True, help="Column to analyse."
         ),
@@ -48,28 +62,12 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
             "reports --metric there (default: the grid's loss: val_loss, or val_ppl when that "
             "is the metric).",
         ),
-        click.option(
-            "--scale",
-            type=click.Choice(SCALES),
-            default=None,
-            help="full or local runs (default: the only scale present).",
-        ),
-        click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(FORMATS),
-            default="table",
-            show_default=True,
-            help="table for people; csv or json for programs (notes on stderr).",
-        ),
+        scale_option,
+        _FORMAT,
         click.option(
             "--by", default="", help="Cell columns, comma separated, e.g. batch_size,model."
         ),
-        click.option(
-            "--over",
-            default="",
-            help="Tuned columns, comma separated (default: the hyperparameters that vary).",
-        ),
+        over_option,
         results_option,
     ]
     for opt in reversed(opts):
@@ -310,3 +308,65 @@ def _question_command(question: Question) -> click.Command:
 
 for _, _question in QUESTIONS.items():
     analyze.add_command(_question_command(_question))
+
+
+def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """GRID, the target and the options that select rows (no --metric: the target says)."""
+    for opt in reversed(
+        [click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
+         results_option]
+    ):  # fmt: skip
+        f = opt(f)
+    return f
+
+
+def _target_query(kw: dict[str, Any]) -> target_commands.TargetQuery:
+    results = kw.pop("results")
+    return target_commands.TargetQuery(
+        grid=kw.pop("grid") or None,
+        target=kw.pop("target"),
+        curve=kw.pop("curve"),
+        results=str(results) if results else None,
+        where=kw.pop("where"),
+        scale=kw.pop("scale"),
+    )
+
+
+@analyze.command()
+@_target_options
+def targets(**kw: Any) -> None:
+    """Each run's tokens- and time-to-target, read from its curve; runs that never reach the
+    target are censored (inf), not dropped.
+
+    Example: harness analyze targets grids/optimizer_gap.yaml --target 4.5
+    """
+    fmt = kw.pop("fmt")
+    _print(target_commands.targets(_target_query(kw)), fmt)
+
+
+@analyze.command()
+@_target_options
+@click.option("--by", default="", help="Cell columns, comma separated (default: what varies).")
+@over_option
+@click.option(
+    "--measure",
+    type=click.Choice(list(MEASURES)),
+    default="tokens",
+    show_default=True,
+    help="tokens- or (wall-clock) time-to-target.",
+)
+@click.option(
+    "--tau-max",
+    type=float,
+    default=TAU_MAX,
+    show_default=True,
+    help="Largest ratio to the best arm the score integrates over.",
+)
+def profiles(**kw: Any) -> None:
+    """AlgoPerf-style performance profiles: per arm, rho(tau) = the fraction of cells where
+    its tokens-to-target is within a factor tau of the best arm's, and the area score.
+
+    Example: harness analyze profiles grids/batch_size_gap.yaml --target 5.0 --by batch_size
+    """
+    fmt, q, cells = kw.pop("fmt"), _target_query(kw), _cells(kw)
+    _print(target_commands.profiles(q, **cells, **kw), fmt)

@@ -15,9 +15,15 @@ from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS, default_sele
 from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
 from harness.analysis.select import Selector
-from harness.cli.options import parse_arm, results_option
+from harness.analysis.target_commands import TargetQuery, find_target
+from harness.cli.options import (
+    parse_arm,
+    results_option,
+    scale_option,
+    target_options,
+    where_option,
+)
 from harness.core import paths
-from harness.core.config import SCALES
 
 
 @click.command()
@@ -29,7 +35,7 @@ from harness.core.config import SCALES
     type=click.Choice(list(FIGURES)),
     help="Draw only this figure (repeatable; default: the grid's figures).",
 )
-@click.option("--where", default=None, help="SQL predicate over runs' columns.")
+@where_option
 @click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to plot.")
 @click.option(
     "--select-by",
@@ -44,12 +50,8 @@ from harness.core.config import SCALES
     show_default=True,
     help=GOAL_HELP,
 )
-@click.option(
-    "--scale",
-    type=click.Choice(SCALES),
-    default=None,
-    help="full or local runs (default: the only scale present).",
-)
+@scale_option
+@target_options
 @click.option(
     "--runs",
     "curve_runs",
@@ -91,6 +93,8 @@ def figures(
     x: str | None,
     baseline: Selector | None,
     reference: Selector | None,
+    target: float | None,
+    curve: str | None,
     fmt: str,
     results: Path | None,
 ) -> None:
@@ -111,7 +115,10 @@ def figures(
     select_goal = goal if chosen_by == metric else metric_goal(chosen_by, "auto", "--select-by")
     sel = select(list(grid), results=results, scale=scale, where=where)
     chosen, why = plan_figures(sel, list(grid), list(names))
-    options = FigureOptions(runs=curve_runs, x=x, baseline=baseline, reference=reference)
+    timed = find_target(TargetQuery(list(grid), target, curve), sel.scale)
+    options = FigureOptions(
+        runs=curve_runs, x=x, baseline=baseline, reference=reference, target=timed
+    )
     done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal, options)
     table = pd.DataFrame(
         [

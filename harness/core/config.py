@@ -48,6 +48,8 @@ WEIGHT_DECAY_MODES = ("decoupled", "l2")
 """Values of ``OptimConfig.weight_decay_mode``."""
 DECAY_PARAMS = ("matrices", "all_weights", "no_embedding")
 """Values of ``OptimConfig.decay_params`` (which parameters weight decay applies to)."""
+DECAY_SHAPES = ("linear", "cosine", "1-sqrt")
+"""Values of ``OptimConfig.decay_shape`` (the final decay of the ``wsd`` schedule)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -294,6 +296,13 @@ class OptimConfig:
     """Linear warmup steps from 0 to ``lr``."""
     lr_min: float = spec(0.0, tuned=True, scale=Scale.LOG)
     """Floor of the decay (absolute learning rate)."""
+    decay_frac: float | None = spec(None, tuned=True, absent=None, sparse=True)
+    """``wsd`` schedule: the fraction of all steps, at the end, over which the lr decays from
+    ``lr`` to ``lr_min`` (after warmup and a constant phase); in (0, 1]. None for the other
+    schedules (``harness.optim.schedule.SCHEDULE_FIELDS`` fills wsd's default)."""
+    decay_shape: str | None = spec(None, choices=DECAY_SHAPES, tuned=True, absent=None, sparse=True)
+    """``wsd`` schedule: the shape of the final decay, ``linear``, ``cosine`` or ``1-sqrt``
+    (Haegele et al. 2024); None for the other schedules."""
     grad_clip: float | None = spec(1.0)
     """Global gradient-norm clip; None disables it."""
     hyperparameters: Hyperparameters = extras(Hyperparameters())  # noqa: RUF009 (frozen value)
@@ -301,6 +310,9 @@ class OptimConfig:
 
     def __post_init__(self) -> None:
         _positive(lr=self.lr)
+        check_choices(self)
+        if self.decay_frac is not None and not 0.0 < self.decay_frac <= 1.0:
+            raise UserError(f"decay_frac {self.decay_frac} is not in (0, 1]")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -329,10 +341,20 @@ class ExecutionConfig:
     """``auto`` (torch.compile on GPU only), ``on`` or ``off``."""
     gpus_per_run: int = spec(1, compared=False)
     """Processes (GPUs) one run uses through DDP."""
+    track: str | None = spec(None, compared=False, absent=None, sparse=True)
+    """Metrics recorded at every evaluation point (``eval_every``) and at the end, beside the
+    validation loss, as curve columns: comma-separated names of
+    ``harness.metrics.catalogue.TRACKABLE`` (a grid gives a list, of metrics or of the groups
+    ``embedding``, ``head``, ``buckets``); None: none."""
 
     def __post_init__(self) -> None:
         check_choices(self)
         _positive(gpus_per_run=self.gpus_per_run)
+
+    @property
+    def tracked(self) -> tuple[str, ...]:
+        """The names in ``track`` (empty when None)."""
+        return tuple(self.track.split(",")) if self.track else ()
 
 
 SCALES = ("full", "local")
@@ -349,10 +371,10 @@ class RunConfig:
     """``full`` for the grid as written, ``local`` when its ``local:`` overrides were applied."""
     label: str | None = spec(None, role=Role.LABEL)
     """Free name of the arm for tables and figures (``SGD+Gclip``); not part of ``run_id``."""
-    extend_round: int | None = spec(None, role=Role.IDENTITY, absent=None)
+    extend_round: int | None = spec(None, role=Role.IDENTITY, absent=None, sparse=True)
     """The round of ``harness submit --extend`` that added the run (1, 2, ...): a value beyond an
     open edge of a tuned axis; None for the grid's own runs. Not part of ``run_id``."""
-    confirm: bool | None = spec(None, role=Role.IDENTITY, absent=None)
+    confirm: bool | None = spec(None, role=Role.IDENTITY, absent=None, sparse=True)
     """True for a confirmation run: a cell's selected configuration trained on a fresh seed
     (``seeds: {tune: N, confirm: M}``, ``harness submit --confirm``), which analysis reports
     instead of the tuning seeds; None for the others. Not part of ``run_id``."""

@@ -11,6 +11,7 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/submissions/          launcher records (job ids) and logs of runs
     <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
     <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
+    <root>/<grid>/.verified.json        the files the integrity check read in full, by stamp
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from harness.core import env
 from harness.core.errors import UserError
-
-RESULTS_ENV = "HARNESS_RESULTS"
-SPILL_ENV = "HARNESS_SPILL"
 
 GRID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A grid name: a letter or digit, then up to 99 letters, digits, ``.``, ``_`` or ``-``. It names
@@ -76,7 +75,7 @@ def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
             (:data:`GLOB_CHARS`): DuckDB's globbing splits paths at backslashes, so no escaping
             reads it; refused before anything is trained or written.
     """
-    root = Path(explicit) if explicit else Path(os.environ.get(RESULTS_ENV) or "results")
+    root = Path(explicit) if explicit else Path(env.RESULTS.get() or "results")
     full = str(root.absolute())
     if "\\" in full and GLOB_CHARS & set(full):
         raise UserError(
@@ -152,6 +151,11 @@ def quarantine_dir(root: Path, grid: str) -> Path:
     return grid_dir(root, grid) / "quarantine"
 
 
+def verified_path(root: Path, grid: str) -> Path:
+    """The files of a grid found whole by ``harness.store.integrity``, by stamp."""
+    return grid_dir(root, grid) / ".verified.json"
+
+
 def figures_dir(root: Path, grid: str) -> Path:
     """Generated figures."""
     return grid_dir(root, grid) / "figures"
@@ -159,10 +163,11 @@ def figures_dir(root: Path, grid: str) -> Path:
 
 def spill_dirs() -> list[Path]:
     """Where results the results folder refused are kept, first choice first: ``$HARNESS_SPILL``,
-    ``~/.cache/harness/spill`` and ``<temp>/harness-spill-<uid>``
-    (:mod:`harness.store.spill`)."""
-    found = [Path(os.environ[SPILL_ENV])] if os.environ.get(SPILL_ENV) else []
-    found.append(Path.home() / ".cache" / "harness" / "spill")
+    the cache folder's ``spill`` (:func:`harness.core.env.cache_dir`) and
+    ``<temp>/harness-spill-<uid>`` (:mod:`harness.store.spill`)."""
+    spill = env.SPILL.get()
+    found = [Path(spill)] if spill else []
+    found.append(env.cache_dir() / "spill")
     found.append(Path(tempfile.gettempdir()) / f"harness-spill-{os.getuid()}")
     return found
 

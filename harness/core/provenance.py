@@ -9,7 +9,6 @@ import datetime as dt
 import functools
 import hashlib
 import inspect
-import os
 import socket
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from harness.core import env
 
 PROVENANCE: dict[str, str] = {
     "device": "where the run computed (cpu, cuda:<device name>)",
@@ -83,7 +84,7 @@ def provenance(job_id: str | None = None, source: str | None = None) -> dict[str
     """Provenance columns of a result row."""
     return {
         "hostname": socket.gethostname(),
-        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "visible_devices": env.CUDA_VISIBLE_DEVICES.get(),
         "git_commit": git_commit(),
         "torch_version": torch_version(),
         "job_id": job_id,

@@ -23,10 +23,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.core import env
 from harness.core.files import atomic_write_text
 
 FILES = ("meta.json", "train.bin", "val.bin")
@@ -64,9 +64,8 @@ def _stamps(directory: Path) -> dict[str, list[int]]:
 
 
 def _cache_paths(directory: Path) -> list[Path]:
-    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(str(directory.resolve()).encode()).hexdigest()[:16]
-    return [directory / CACHE, home / "harness" / "fingerprints" / f"{key}.json"]
+    return [directory / CACHE, env.cache_dir() / "fingerprints" / f"{key}.json"]
 
 
 def _hash(directory: Path) -> Fingerprints:

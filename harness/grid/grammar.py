@@ -26,6 +26,7 @@ A grid file::
     figures: [beta_heatmap]        # figures `harness figures` draws
     extend: {axes: [lr], rounds: 3} # what `submit --extend` may add (harness.grid.followup)
     derived_axes: {lr: batch_size} # axes whose values were built from another (analysis notes)
+    target: {val_loss: 3.9}        # loss to reach, for tokens-to-target (a number: train_loss)
 
 Axes override base values; two axes setting the same key in one point is an error. A block
 (``grid``, a sub-grid) may itself hold a ``zip`` key. Every error names the file and the key path.
@@ -45,9 +46,10 @@ from harness.grid.followup import SEED_KEYS, tune_part
 TOP_KEYS = (
     "name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures", "extend",
     "derived_axes",
+    "target",
 )  # fmt: skip
 """Top-level keys of a grid file."""
-LOCAL_KEYS = ("base", "grid", "zip", "seeds")
+LOCAL_KEYS = ("base", "grid", "zip", "seeds", "target")
 """Keys of the ``local:`` section."""
 
 
@@ -80,7 +82,8 @@ def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
     """base, grid, zip and seeds of a grid file, with the local overrides applied when asked."""
     base = dict(doc.get("base") or {})
     grid = dict(doc.get("grid") or {})
-    out = {"base": base, "grid": grid, "zip": doc.get("zip"), "seeds": doc.get("seeds", [0])}
+    out = {"base": base, "grid": grid, "zip": doc.get("zip"), "seeds": doc.get("seeds", [0]),
+           "target": doc.get("target")}  # fmt: skip
     if local:
         loc = doc.get("local")
         if loc is None:
@@ -88,7 +91,7 @@ def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
         check_keys(loc, LOCAL_KEYS, file, "local")
         base.update(loc.get("base") or {})
         grid.update(loc.get("grid") or {})
-        for k in ("zip", "seeds"):
+        for k in ("zip", "seeds", "target"):
             if k in loc:
                 out[k] = loc[k]
     return out

@@ -24,10 +24,11 @@ from harness.core.errors import UserError
 from harness.core.fields import Role
 from harness.core.registry import canonical_reference, is_reference
 from harness.grid import expr
+from harness.metrics.catalogue import track_names
 from harness.model.architecture import preset_fields
 from harness.model.builder import builder_arguments
 from harness.optim.registry import canonical_name, get_spec
-from harness.optim.schedule import SCHEDULES
+from harness.optim.schedule import SCHEDULE_FIELDS, SCHEDULES
 from harness.optim.spec import REQUIRED, OptimizerSpec
 
 VocabSize = Callable[[str], int]
@@ -130,6 +131,8 @@ class Resolver:
             for k, v in _DEFAULTS.items():
                 if k not in d:
                     d[k] = v
+            _fill_schedule(d)
+            d["track"] = ",".join(track_names(d["track"])) or None
             _derive_and_evaluate(d, optimizers.types, optimizers.numeric)
             missing = REQUIRED_KEYS - d.keys()
             if missing:
@@ -193,6 +196,21 @@ class Resolver:
                     raise UserError(f"optimizer {o.readers[key]!r} needs {key!r}")
                 d[key] = value
         return o
+
+
+SCHEDULE_KEYS = frozenset(k for fields in SCHEDULE_FIELDS.values() for k in fields)
+"""Run fields read only by some schedules (``wsd``'s ``decay_frac``, ``decay_shape``)."""
+
+
+def _fill_schedule(d: dict[str, Any]) -> None:
+    """The fields the run's schedule reads: the grid's value, else the schedule's default; the
+    fields it does not read are None (a grid comparing schedules may set them in its base)."""
+    reads = SCHEDULE_FIELDS.get(str(d["schedule"]), {})
+    for key in SCHEDULE_KEYS:
+        if key not in reads:
+            d[key] = None
+        elif d.get(key) is None:
+            d[key] = reads[key]
 
 
 def _number(v: str) -> float | None:

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from harness.core.config import Architecture, CompleteArchitecture
+from harness.core.lm import output_weight
 
 ROPE_BASE = 10_000.0
 """RoPE frequency base (GPT-NeoX / Pythia)."""
@@ -177,12 +178,12 @@ class GPT(nn.Module):
 
     def output_weight(self) -> torch.Tensor:
         """The (V, d) matrix mapping the final hidden state to logits (the embedding if tied)."""
-        return self.embedding.weight if self.head is None else self.head.weight
+        return output_weight(self)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, T, V) for token ids ``idx`` (B, T); with ``targets`` (B, T), the mean
         cross-entropy (a float32 scalar) instead."""
-        B, T = idx.shape
+        T = idx.shape[1]
         assert self.seq_len >= T, f"sequence of {T} tokens > seq_len {self.seq_len}"
         x = self.embedding(idx)  # (B, T, d)
         if self.pos_embedding is not None:
@@ -190,16 +191,25 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, self.rotary)  # (B, T, d)
         x = self.norm(x)  # (B, T, d)
-        head = self.head  # None: tied to the embedding
-        logits = F.linear(x, self.embedding.weight) if head is None else head(x)  # (B, T, V)
+        logits = F.linear(x, self.output_weight())  # (B, T, V); the head has no bias
         if targets is None:
             return logits
-        return F.cross_entropy(logits.float().view(B * T, -1), targets.reshape(B * T))
+        return cross_entropy(logits, targets)
+
+
+def cross_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean"
+) -> torch.Tensor:
+    """Cross-entropy of ``logits`` (B, T, V) for ``targets`` (B, T), computed in float32 (safe
+    under bf16 autocast): the mean, or each token's (B * T,) with ``reduction="none"``."""
+    flat = logits.float().view(-1, logits.size(-1))  # (B * T, V)
+    return F.cross_entropy(flat, targets.reshape(-1), reduction=reduction)
 
 
 # --- counting ----------------------------------------------------------------------------------
 
 
-def count_params(model: nn.Module) -> int:
-    """Trainable parameters of a model; tied weights once."""
+def trainable_params(model: nn.Module) -> int:
+    """Trainable parameters of a built model; tied weights once (of a config, without building:
+    :func:`harness.model.build.count_params`)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

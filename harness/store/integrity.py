@@ -26,16 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from harness.core import paths
 from harness.core.files import atomic_write_text, quarantine
-from harness.store.rows import atomic_write_table
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: reading a submission record needs neither
     import duckdb
+    import pyarrow as pa
 
 MAGIC = b"PAR1"
 """The four bytes a Parquet file starts and ends with."""
@@ -65,6 +61,9 @@ def parquet_fault(path: Path) -> str | None:
 def arrow_fault(path: Path) -> str | None:
     """Why pyarrow cannot read ``path`` in full (every page decoded, its checksum verified where
     the file has them: the store writes them), or None."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         pq.ParquetFile(path, page_checksum_verification=True).read(use_threads=False)
     except (FileNotFoundError, PermissionError):
@@ -92,9 +91,6 @@ def _garbled(e: BaseException) -> str:
     return f"corrupt Parquet file (garbled: {detail})"
 
 
-VERIFIED = ".verified.json"
-"""Name of the file, in a grid's folder, remembering which of its files were read in full."""
-
 _BATCH = 256
 """Files DuckDB reads in one query when it checks them (one query that fails is followed by
 one per file, to name the corrupt ones)."""
@@ -108,16 +104,17 @@ class Checked:
 
     def __init__(self, root: Path, grid: str) -> None:
         self.folder = paths.grid_dir(root, grid)
+        self.path = paths.verified_path(root, grid)
         self.before: dict[str, Stamp] = {}
         with contextlib.suppress(OSError, ValueError, TypeError):
-            doc = json.loads((self.folder / VERIFIED).read_text())
+            doc = json.loads(self.path.read_text())
             self.before = {str(k): list(v) for k, v in doc.items()}
         self.now: dict[str, Stamp] = {}
         self.faults: dict[str, str] = {}
         self._prefix = len(str(self.folder)) + 1
 
     def key(self, path: Path) -> str:
-        """``path`` relative to the grid's folder (its name in :data:`VERIFIED`)."""
+        """``path`` relative to the grid's folder (its name in the record of files found whole)."""
         return str(path)[self._prefix :]
 
     def fault(self, path: Path) -> str | None:
@@ -176,7 +173,7 @@ class Checked:
         that refuses the write is checked in full again next time."""
         if self.now != self.before:
             with contextlib.suppress(OSError):
-                atomic_write_text(self.folder / VERIFIED, json.dumps(self.now))
+                atomic_write_text(self.path, json.dumps(self.now))
 
 
 def aside(root: Path, grid: str, path: Path, cause: str) -> Path:
@@ -192,14 +189,9 @@ def check_grid(root: Path, grid: str) -> list[Path]:
         UserError: a corrupt file cannot be moved (a read-only folder): one line naming it.
     """
     checked = Checked(root, grid)
-    checked.verify(
-        [
-            *_files(paths.runs_dir(root, grid)),
-            *_files(paths.curves_dir(root, grid)),
-            *_files(paths.compact_dir(root, grid)),
-            paths.manifest_path(root, grid),
-        ]
-    )
+    rows, curves = _files(paths.runs_dir(root, grid)), _files(paths.curves_dir(root, grid))
+    compacted = _files(paths.compact_dir(root, grid))
+    checked.verify([*rows, *curves, *compacted, paths.manifest_path(root, grid)])
     moved: list[Path] = []
 
     def aside_if_corrupt(path: Path) -> bool:
@@ -209,14 +201,15 @@ def check_grid(root: Path, grid: str) -> list[Path]:
             moved.append(path)
         return fault is not None
 
-    for p in _files(paths.runs_dir(root, grid)):
+    for p in rows:
         aside_if_corrupt(p)
-    for p in _files(paths.curves_dir(root, grid)):
-        row = paths.run_path(root, grid, p.stem)
-        if aside_if_corrupt(p) and row.exists() and row not in moved:
-            aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
-            moved.append(row)
-    lost = [p for p in _files(paths.compact_dir(root, grid)) if aside_if_corrupt(p)]
+    for p in curves:
+        if aside_if_corrupt(p):
+            row = paths.run_path(root, grid, p.stem)
+            if row.exists() and row not in moved:
+                aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
+                moved.append(row)
+    lost = [p for p in compacted if aside_if_corrupt(p)]
     if any(p.name.startswith("curves-") for p in lost):
         moved += _rows_without_curves_aside(root, grid, checked)
     check_manifest(root, grid, checked)
@@ -239,6 +232,8 @@ def _rows_without_curves_aside(root: Path, grid: str, checked: Checked) -> list[
     curve it held (a run trained here, with steps done, whose curve is nowhere else now) are
     moved to ``quarantine/compact/`` too, so that those runs count as missing and the next
     ``submit`` trains them again, rather than keeping results whose curves are lost."""
+    import pyarrow.parquet as pq
+
     compacted = paths.compact_dir(root, grid)
     have = {p.stem for p in _files(paths.curves_dir(root, grid))}
     for p in compacted.glob("curves-*.parquet"):
@@ -264,6 +259,11 @@ def _rows_without_curves_aside(root: Path, grid: str, checked: Checked) -> list[
 def _split_off(root: Path, grid: str, path: Path, table: pa.Table, lost: set[str]) -> None:
     """Move the rows of the runs ``lost`` out of the consolidated row file ``path`` (holding
     ``table``) to ``quarantine/compact/<name>.no-curves.parquet``; warn in one line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from harness.store.rows import atomic_write_table
+
     gone = pa.array([r in lost for r in table.column("run_id").to_pylist()])
     dest = paths.quarantine_dir(root, grid) / "compact" / f"{path.stem}.no-curves.parquet"
     n = 0
@@ -283,4 +283,4 @@ def _split_off(root: Path, grid: str, path: Path, table: pa.Table, lost: set[str
 
 
 def _files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    return sorted(folder.glob("*.parquet"), key=lambda p: p.name) if folder.is_dir() else []

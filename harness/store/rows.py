@@ -26,9 +26,9 @@ from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT
 from harness.core.result import CURVE_COLUMNS, RunResult
 from harness.metrics.catalogue import METRICS
 from harness.store.schema import (
-    CURVE_SCHEMA,
     OUTCOME_COLUMNS,
     PROVENANCE_COLUMNS,
+    curve_schema,
     row_schema,
 )
 
@@ -85,10 +85,12 @@ def write_result(
 
 
 def curve_table(run: RunConfig, points: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns."""
-    cols: dict[str, list[Any]] = {c: [p.get(c) for p in points] for c in CURVE_COLUMNS}
+    """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns, then a column
+    per tracked metric (NULL at the points without an evaluation)."""
+    names = (*CURVE_COLUMNS, *run.execution.tracked)
+    cols: dict[str, list[Any]] = {c: [p.get(c) for p in points] for c in names}
     cols = {"grid": [run.grid] * len(points), "run_id": [run.run_id] * len(points), **cols}
-    return pa.table(cols, schema=CURVE_SCHEMA)
+    return pa.table(cols, schema=curve_schema(run))
 
 
 def read_row(path: Path) -> dict[str, Any]:

@@ -42,7 +42,13 @@ CURVE_SCHEMA = pa.schema(
     [pa.field("grid", pa.string()), pa.field("run_id", pa.string())]
     + [pa.field(c, pa.int64() if c in ("step", "tokens") else pa.float64()) for c in CURVE_COLUMNS]
 )
-"""Schema of a loss-curve file."""
+"""Schema of a loss-curve file of a run that tracks nothing (and of every older one)."""
+
+
+def curve_schema(run: RunConfig) -> pa.Schema:
+    """Schema of ``run``'s loss-curve file: :data:`CURVE_SCHEMA`, then one float column per
+    metric it tracks (``track:``, :mod:`harness.train.tracking`)."""
+    return pa.schema([*CURVE_SCHEMA, *(pa.field(n, pa.float64()) for n in run.execution.tracked)])
 
 
 def hyperparameter_fields(runs: Iterable[RunConfig]) -> list[pa.Field]:

@@ -4,7 +4,7 @@ A run that finished training on a full (or read-only) results file system used t
 result. :func:`write_or_spill` writes the curve and row as usual; when the file system refuses,
 it keeps the run's result (status, metrics, curve, provenance) as one JSON file in the first
 spill folder that takes it (:func:`harness.core.paths.spill_dirs`: ``$HARNESS_SPILL``, then
-``~/.cache/harness/spill``, then the system's temp folder) and raises :class:`ResultSpilled`,
+the cache folder's ``spill``, then the system's temp folder) and raises :class:`ResultSpilled`,
 whose message says where. ``submit`` calls :func:`recover` before it decides what to run, so the
 result lands in the results folder once there is room, with its original time and job id.
 """

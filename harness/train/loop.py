@@ -13,7 +13,6 @@ which records them.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 import resource
@@ -26,7 +25,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from harness.core.config import RunConfig
 from harness.core.files import os_error_line
@@ -36,16 +34,28 @@ from harness.data.catalogue import resolve_dataset
 from harness.metrics.final import final_metrics
 from harness.metrics.frequency import BucketLosses, frequency_buckets
 from harness.model.build import build_model, training_flops_per_token
-from harness.model.gpt import count_params
+from harness.model.gpt import cross_entropy, trainable_params
 from harness.optim.build import build_optimizer
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
 from harness.train.checkpoint import Checkpointing, LoopState
 from harness.train.device import Placement, mfu, place
+from harness.train.tracking import Tracker
 
 
 class TrainingInterrupted(Exception):
     """Raised after a checkpoint was written because ``should_stop()`` asked the run to stop."""
+
+
+class TrainingFailed(Exception):
+    """Raised by :func:`train` when an error stopped the training once it began: the error
+    (also the ``__cause__``) and what the run had done (steps, tokens, loss curve, wall time;
+    status ``failed``)."""
+
+    def __init__(self, error: Exception, partial: RunResult) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+        self.partial = partial
 
 
 def _rank_world() -> tuple[int, int]:
@@ -83,22 +93,18 @@ def train(
         The run's result (status ``completed`` or ``diverged``).
 
     Raises:
-        Exception: whatever stopped the training (OOM, a bug); once training began it carries
-            what the run had done, for :func:`partial_result`.
+        TrainingInterrupted: ``should_stop()`` asked the run to stop (after a checkpoint).
+        TrainingFailed: an error (OOM, a bug) stopped the training; it carries the error and
+            what the run had done.
+        Exception: whatever failed before training began (building the model, reading data).
     """
     trainer = _Trainer(run, data_root, checkpoint, log)
     try:
         return trainer.fit(should_stop)
-    except Exception as exc:
-        with contextlib.suppress(AttributeError):  # an exception type without a __dict__
-            exc.harness_partial = trainer.partial()  # type: ignore[attr-defined]  # see partial_result
+    except TrainingInterrupted:
         raise
-
-
-def partial_result(exc: BaseException) -> RunResult | None:
-    """What a run had done when ``exc`` stopped its training (steps, tokens, loss curve, wall
-    time; status ``failed``), or None when it stopped before training began."""
-    return getattr(exc, "harness_partial", None)
+    except Exception as exc:
+        raise TrainingFailed(exc, trainer.partial()) from exc
 
 
 class _Trainer:
@@ -120,6 +126,7 @@ class _Trainer:
         self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
         self.model = build_model(run.arch, run.data.seq_len).to(self.placement.device)
         self.optimizer = build_optimizer(self.model, run)
+        self.tracker = Tracker(ex.tracked, self.data, self.placement.device)
         self.state = LoopState()
         self._restore()
         self.forward = self._wrap(self.model)
@@ -271,9 +278,7 @@ class _Trainer:
         """Cross-entropy of the model's logits (B, T, V) for targets y (B, T), computed in
         float32 (safe under bf16 autocast): their mean, or each token's (B * T,) with
         ``reduction="none"``."""
-        logits = self.forward(x)  # (B, T, V)
-        flat = logits.float().view(-1, logits.size(-1))  # (B * T, V)
-        return F.cross_entropy(flat, y.reshape(-1), reduction=reduction)
+        return cross_entropy(self.forward(x), y, reduction)  # logits (B, T, V)
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host batch -> device; on CUDA through pinned memory, so the copy is asynchronous."""
@@ -319,11 +324,13 @@ class _Trainer:
 
     def _log_point(self, mean: float, start: float) -> None:
         run, st = self.run, self.state
-        val = None
+        val, tracked = None, {}
         every = run.execution.eval_every
         if every and st.step % every == 0 and st.step < run.data.steps:
-            val = self.evaluate()
-        point = self._point(mean, val, start)
+            buckets = self.tracker.buckets()
+            val = self.evaluate(buckets)
+            tracked = self.tracker.measure(self.model, buckets)
+        point = self._point(mean, val, start) | tracked
         st.curve.append(point)
         self._record_progress()
         if self.log and self.rank == 0:
@@ -359,7 +366,7 @@ class _Trainer:
         st = self.state
         return RunResult(
             status=Status.FAILED,
-            params=count_params(self.model),
+            params=trainable_params(self.model),
             steps_done=st.step,
             tokens_seen=st.step * self.tokens_per_step,
             device=self.placement.name,
@@ -390,7 +397,7 @@ class _Trainer:
         }
         return RunResult(
             status=status,
-            params=count_params(self.model),
+            params=trainable_params(self.model),
             steps_done=st.step,
             tokens_seen=st.step * self.tokens_per_step,
             error=error,
@@ -413,6 +420,8 @@ class _Trainer:
         if not math.isfinite(val):
             return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
         metrics |= {"val_loss": val, "val_ppl": math.exp(val), **buckets.result()}
+        if self.state.curve:
+            self.state.curve[-1] |= self.tracker.final(metrics)
         return self._result(Status.COMPLETED, start, metrics, None)
 
 

@@ -83,6 +83,19 @@ FIGURES: Registry[FigureSpec] = Registry(
                 on_request=True,
             ),
             _spec(
+                "metric_vs_tokens",
+                "a tracked metric (--metric) vs tokens per method, mean and 2-sigma band",
+                queries=("runs", "curves"),
+                on_request=True,
+            ),
+            _spec(
+                "performance_profile",
+                "AlgoPerf performance profile: fraction of cells within tau of the best arm's "
+                "tokens-to-target (needs a target)",
+                queries=("runs", "curves"),
+                on_request=True,
+            ),
+            _spec(
                 "embedding_scale",
                 "embedding metrics and loss vs the Coupled Adam scale exponent",
                 ("coupled_scale_exp",),

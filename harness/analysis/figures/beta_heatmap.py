@@ -164,8 +164,8 @@ def _diagonal(ax: Axes, b1: list[float], b2: list[float]) -> None:
     pts = [(b2.index(v), i) for i, v in enumerate(b1) if v in b2]
     if not pts:
         return
-    xs = [p[0] for p in pts]
-    ys = [p[1] for p in pts]
+    xs: list[float] = [p[0] for p in pts]
+    ys: list[float] = [p[1] for p in pts]
     if len(pts) == 1:
         xs, ys = [xs[0] - 0.5, xs[0] + 0.5], [ys[0] - 0.5, ys[0] + 0.5]
     else:

@@ -23,22 +23,22 @@ from matplotlib.figure import Figure
 from harness.analysis.axes import (
     auto_over,
     check_cells,
-    experiment_columns,
-    hyperparameters,
-    varying,
 )
 from harness.analysis.cells import iter_cells
 from harness.analysis.figures import style
 from harness.analysis.figures.options import FigureOptions
+from harness.analysis.methods import (  # noqa: F401 (figures import them from here)
+    METHOD,
+    METHOD_EXTRAS,
+    add_methods,
+    panel_keys,
+    short,
+)
 from harness.analysis.select import Selector, match
 from harness.analysis.tuning import confirmed
 from harness.core.errors import UserError
 from harness.metrics.catalogue import METRICS
 
-#: Column holding each row's method label.
-METHOD = "method"
-#: Config columns that distinguish variants of one optimizer.
-METHOD_EXTRAS = ("embedding_optimizer", "grad_clip", "weight_decay_mode")
 #: More panels than this: the figure asks for a narrower --where.
 MAX_PANELS = 12
 
@@ -95,60 +95,6 @@ def missing_arms(every: pd.DataFrame, drawn: pd.DataFrame) -> list[str]:
     return out
 
 
-def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` with a ``method`` label per row: the run's ``label`` when it has one, else the
-    optimizer with the extras that vary for it (see the module docstring)."""
-    extras = [c for c in METHOD_EXTRAS if c in rows.columns]
-    labels = rows["optimizer"].astype(str).to_numpy(dtype=object)
-    for opt, g in rows.groupby("optimizer"):
-        vary = [c for c in extras if g[c].nunique(dropna=False) > 1]
-        if vary:
-            pos = rows.index.get_indexer(g.index)
-            labels[pos] = [
-                f"{opt} ({', '.join(f'{c}={_short(v)}' for c, v in zip(vary, vals, strict=True))})"
-                for vals in g[vary].itertuples(index=False)
-            ]
-    if "label" in rows.columns:
-        named = rows["label"].notna().to_numpy()
-        labels[named] = rows["label"].to_numpy(dtype=object)[named]
-    return rows.assign(**{METHOD: labels})
-
-
-def _short(v: Any) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-        return "none"
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, int | float) and abs(v) >= 1e4 and float(v).is_integer():
-        for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(float(v)) >= size:
-                return f"{v / size:.3g}{unit}"  # 5e9 tokens -> 5B
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-#: Conditions named first in panel titles; columns they determine (a model's n_layer) are
-#: dropped from the titles.
-PANEL_PRIORITY = ("model", "dataset", "tokens", "batch_size", "seq_len")
-
-
-def panel_keys(rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
-    """Conditions that vary: experiment columns except hyperparameters, methods and ``exclude``,
-    minus those determined by the others (``n_layer`` when ``model`` is a key)."""
-    skip = {*hyperparameters(rows), "optimizer", *METHOD_EXTRAS, *exclude}
-    keys = varying(rows, [c for c in experiment_columns(rows) if c not in skip])
-    keys.sort(key=lambda k: PANEL_PRIORITY.index(k) if k in PANEL_PRIORITY else len(PANEL_PRIORITY))
-    n_cells = _n_groups(rows, keys)
-    for k in reversed(list(keys)):
-        rest = [c for c in keys if c != k]
-        if rest and _n_groups(rows, rest) == n_cells:
-            keys = rest
-    return keys
-
-
-def _n_groups(rows: pd.DataFrame, keys: Sequence[str]) -> int:
-    return int(rows.groupby(list(keys), dropna=False).ngroups) if keys else 1
-
-
 def panels(rows: pd.DataFrame, keys: Sequence[str]) -> list[tuple[dict[str, Any], pd.DataFrame]]:
     """The panels' keys and rows; too many panels skip the figure."""
     out = list(iter_cells(rows, keys))
@@ -161,7 +107,7 @@ def panels(rows: pd.DataFrame, keys: Sequence[str]) -> list[tuple[dict[str, Any]
 
 def panel_title(key: dict[str, Any]) -> str:
     """``adamw, batch_size=256``: the method by name, conditions as ``column=value``."""
-    parts = [str(v) if k == METHOD else f"{k}={_short(v)}" for k, v in key.items()]
+    parts = [str(v) if k == METHOD else f"{k}={short(v)}" for k, v in key.items()]
     return ", ".join(parts)
 
 
@@ -196,9 +142,9 @@ def describe(rows: pd.DataFrame, what: str = "") -> str:
             continue
         vals = rows[col].dropna().unique()
         if len(vals) == 1:
-            parts.append(f"{name}={_short(vals[0])}")
+            parts.append(f"{name}={short(vals[0])}")
         elif pd.api.types.is_numeric_dtype(rows[col]):
-            parts.append(f"{name}={_short(min(vals))}..{_short(max(vals))}")
+            parts.append(f"{name}={short(min(vals))}..{short(max(vals))}")
         else:
             parts.append(f"{name}={'/'.join(sorted(map(str, vals)))}")
     if "seed" in rows.columns:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.analysis.select import Selector
+from harness.core.targets import Target
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,9 @@ class FigureOptions:
     """Rows of the baseline arm (``gap_closure``, ``batch_size``; None: SGD)."""
     reference: Selector | None = None
     """Rows of the reference arm (None: AdamW, else Adam)."""
+    target: Target | None = None
+    """``performance_profile``: the loss runs are timed to (``--target``, else the grid's
+    ``target:``; None: none)."""
 
 
 #: ``--runs`` choices of ``loss_curves``.

@@ -164,7 +164,9 @@ def _draw(
     except (FigureSkipped, UserError) as e:
         return Drawn(spec, None, str(e), stem=stem, select_by=select[0])
     styles = {arm: data.style(arm).line() for arm in sorted(set(prep.rows["method"]))}
-    return Drawn(spec, fig, "", (*prep.notes(), *missing), frames, styles, stem, select[0])
+    timed = [f"target: {options.target.describe()}"] if options.target is not None else []
+    notes = (*prep.notes(), *missing, *timed)
+    return Drawn(spec, fig, "", notes, frames, styles, stem, select[0])
 
 
 def _write(sel: Selection, d: Drawn, metric: str, goal: str, out_dir: Path) -> Rendered:

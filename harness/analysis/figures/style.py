@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import seaborn as sns
 
@@ -53,7 +51,7 @@ class ArmStyle:
     linestyle: str
     """Matplotlib line style (variants of one optimizer differ)."""
 
-    def line(self) -> dict[str, str]:
+    def line(self) -> dict[str, Any]:
         """Keyword arguments of ``Axes.plot`` / ``errorbar``."""
         return {"color": self.color, "marker": self.marker, "linestyle": self.linestyle}
 
@@ -100,7 +98,9 @@ def color(optimizer: str) -> str:
 
 
 def apply() -> None:
-    """Set the theme: readable at paper size (8-9 pt text on a 6.8 in wide figure)."""
+    """Set the backend (Agg: files, no display) and the theme: readable at paper size (8-9 pt
+    text on a 6.8 in wide figure). Called when figures are drawn, not at import."""
+    matplotlib.use("Agg")
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
     plt.rcParams.update(
         {
