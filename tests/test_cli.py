@@ -264,7 +264,7 @@ def test_the_local_launcher_gives_each_run_one_gpu(tmp_path, grid_file, prepared
 
 
 def test_gpus_are_filled_evenly_up_to_runs_per_device():
-    from harness.launch.local.slots import gpu_for_next_run
+    from harness.launch.worker.pool import gpu_for_next_run
 
     assert gpu_for_next_run({0: 0, 1: 0}, 2) == 0
     assert gpu_for_next_run({0: 1, 1: 0}, 2) == 1

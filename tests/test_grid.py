@@ -215,7 +215,7 @@ def test_launcher_profiles_validate(tmp_path, monkeypatch):
     from harness.launch.profile import load_profile, profile_names
 
     assert {"local", "slurm-a100", "slurm-a100x8"} <= set(profile_names())
-    assert load_profile("slurm-a100").gpus_per_node == 1
+    assert load_profile("slurm-a100").settings.gpus_per_node == 1
     monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path))
     (tmp_path / "odd.yaml").write_text("kind: slurm\npartitoin: a100\n")
     with pytest.raises(UserError, match="unknown key 'partitoin'; valid keys: "):
@@ -227,7 +227,7 @@ def test_launcher_profiles_validate(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="unknown launcher kind 'cloud'"):
         load_profile("odd")
     (tmp_path / "odd.yaml").write_text("kind: slurm\nsetup:\n  # - module load cuda\n")
-    assert load_profile("odd").setup == ()
+    assert load_profile("odd").settings.setup == ()
     (tmp_path / "odd.yaml").write_text("kind: slurm\ntimeout_min:\n")
     with pytest.raises(UserError, match="timeout_min: expected a value, got nothing"):
         load_profile("odd")
@@ -249,4 +249,4 @@ def test_runs_per_device_must_fit_in_a_task(tmp_path, monkeypatch, fields, messa
     with pytest.raises(UserError, match=message):
         load_profile("odd")
     (tmp_path / "odd.yaml").write_text("kind: slurm\nruns_per_task: 8\nruns_per_device: 4\n")
-    assert load_profile("odd").runs_per_device == 4
+    assert load_profile("odd").settings.runs_per_device == 4

@@ -109,6 +109,25 @@ def test_imported_rows_are_runs_with_status_source_and_types(tmp_path):
     assert rows["coupled_adam"]["n_diverged"] == 1  # the published divergence counts as worst
 
 
+def test_provenance_columns_a_csv_may_set_are_the_declared_ones(tmp_path):
+    """Each of ``IMPORTED_PROVENANCE`` lands in its row column; the other provenance columns
+    (the importer's or the store's to set) are refused."""
+    from harness.core.provenance import IMPORTED_PROVENANCE, PROVENANCE
+
+    cols = ",".join(IMPORTED_PROVENANCE)
+    values = ",".join(f"v-{c}" for c in IMPORTED_PROVENANCE)
+    csv = tmp_path / "p.csv"
+    csv.write_text(f"optimizer,val_ppl,{cols}\nadamw,20,{values}\n")
+    res = _run(tmp_path, "import", str(csv), "--grid", "p")
+    assert res.exit_code == 0, res.output
+    row = connect(tmp_path, "p").execute(f"SELECT {cols} FROM runs").fetchall()
+    assert row == [tuple(f"v-{c}" for c in IMPORTED_PROVENANCE)]
+    for other in sorted(set(PROVENANCE) - set(IMPORTED_PROVENANCE)):
+        csv.write_text(f"optimizer,val_ppl,{other}\nadamw,20,1\n")
+        res = _run(tmp_path, "import", str(csv), "--grid", "p")
+        assert res.exit_code == 2 and repr(other) in res.output, (other, res.output)
+
+
 def test_extra_metric_columns(tmp_path):
     csv = tmp_path / "acc.csv"
     csv.write_text("optimizer,seed,val_ppl,hellaswag\nadamw,0,20.0,0.31\nadamw,1,20.5,0.32\n")

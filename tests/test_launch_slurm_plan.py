@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import time
+from typing import Any
 
 import pytest
 from runs import tiny_run
@@ -27,11 +28,12 @@ from harness.launch.slurm.records import (
 )
 from harness.launch.slurm.resources import Node, Request, check_fits, gpu_count, parse_sinfo
 from harness.launch.slurm.scheduler import expand_ids
+from harness.launch.slurm.settings import SlurmSettings
 
 
-def _profile(**fields: object) -> LauncherProfile:
-    base = {"name": "p", "kind": "slurm", "gpus_per_node": 1, "cpus_per_task": 4, "mem_gb": 16}
-    return LauncherProfile(**{**base, **fields})
+def _profile(**fields: Any) -> LauncherProfile[SlurmSettings]:
+    base = {"gpus_per_node": 1, "cpus_per_task": 4, "mem_gb": 16}
+    return LauncherProfile(name="p", kind="slurm", settings=SlurmSettings(**{**base, **fields}))
 
 
 # --- arrays and limits --------------------------------------------------------------------------
@@ -184,7 +186,9 @@ def test_dry_run_plan_of_10000_runs_is_fast(prepared_data, tmp_path, monkeypatch
     assert elapsed < 2.0, elapsed
     assert "sbatch calls: 10 " in text and "10000 array tasks" in text
     assert "Slurm's defaults assumed" in text
-    packed = SlurmLauncher(dataclasses.replace(load_profile("slurm-a100"), runs_per_task=4))
+    a100 = load_profile("slurm-a100")
+    four = dataclasses.replace(a100.settings, runs_per_task=4)
+    packed = SlurmLauncher(dataclasses.replace(a100, settings=four))
     assert "sbatch calls: 3 " in packed.plan(runs)  # 2500 tasks in arrays of <= 1001
     few = SlurmLauncher(load_profile("slurm-a100"), limits=ClusterLimits(10, 9000, "test"))
     assert "sbatch calls: 1000 " in few.plan(runs) and "exceed MaxJobCount" in few.plan(runs)

@@ -47,7 +47,7 @@ def _plan(
         script = submitit_slurm._make_sbatch_string(command="CMD", folder="/F", **params)
         shapes[str(processes)] = {
             "sbatch": script,
-            "max_num_timeout": prof.max_num_timeout,
+            "max_num_timeout": prof.settings.max_num_timeout,
             "request": repr(arrays.request(prof, processes)),
             "tasks": [],
         }
@@ -60,7 +60,7 @@ def _plan(
     monkeypatch.setattr(arrays, "make_executor", make_executor)
     monkeypatch.setattr(arrays, "submit_array", submit_array)
     spec = ExecutionSpec.build(profile, tmp, grid, tmp)
-    tasks = arrays.group_into_tasks(runs, profile.runs_per_task)
+    tasks = arrays.group_into_tasks(runs, profile.settings.runs_per_task)
     runner.submit_tasks(tasks, spec, runner._limits)
     return {"plan": runner.plan(runs), "shapes": shapes}
 

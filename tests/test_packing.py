@@ -85,7 +85,7 @@ def test_a_killed_run_process_is_recorded_as_failed_and_its_neighbour_completes(
 
     assert statuses == {ids[0]: "failed", ids[1]: "completed"}
     (error,) = newest_values(tmp_path, GRID, ["error"])[ids[0]]
-    assert "died by SIGKILL while packed" in error
+    assert "run process died by SIGKILL" in error
 
 
 def test_a_restarted_task_skips_its_finished_runs_but_not_cancelled_ones(tmp_path, prepared_data):

@@ -8,17 +8,26 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from harness.core import paths
+from harness.core.files import is_locked
 from harness.data.catalogue import vocab_lookup
 from harness.grid.load import load_grid
 from harness.launch.slurm.records import records_dir
 from harness.store.db import newest_values
 from harness.store.manifest import write_manifest
-from tests.local_submits import REPO, grid_file, logged_steps, run_processes, start_submit
+from tests.local_submits import (
+    REPO,
+    alive,
+    grid_file,
+    logged_steps,
+    run_processes,
+    start_submit,
+)
 from tests.polling import wait_until
 from tests.runs import tiny_run
 
@@ -88,3 +97,97 @@ def test_b13_a_run_killed_by_the_kernel_keeps_its_steps_and_curve(tmp_path, prep
     assert 20 <= steps <= reached
     curve = pq.read_table(paths.curves_dir(root, "oom") / f"{run_id}.parquet").to_pylist()
     assert [p["step"] for p in curve] == list(range(2, steps + 1, 2))
+
+
+STEPS = 40
+
+
+def _training(root: Path, grid: str, ids: list[str]) -> bool:
+    return all(logged_steps(root, grid, r) for r in ids)
+
+
+def _each_step_once(root: Path, grid: str, ids: list[str]) -> None:
+    """Every run completed, its log's steps never went back: trained once (resumed at most)."""
+    rows = newest_values(root, grid, ["status", "steps_done"])
+    assert rows == dict.fromkeys(ids, ("completed", STEPS)), rows
+    for r in ids:
+        steps = logged_steps(root, grid, r)
+        assert steps == sorted(set(steps)) and steps[-1] == STEPS, steps
+
+
+def test_b1_a_second_ctrl_c_kills_runs_without_recording_them_failed(tmp_path, prepared_data):
+    """B1: a second Ctrl-C killed each run again on every loop pass ("4 runs killed" for 2) and
+    recorded the killed runs as ``failed``, so the printed resume command skipped them. Now each
+    is killed once, counted once, gets no row, and the resume command trains both."""
+    grid = grid_file(tmp_path, "twice", [0, 1], STEPS)
+    ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
+    submit = start_submit(grid, root, prepared_data, tmp_path / "spill")
+    wait_until(lambda: _training(root, "twice", ids), 120, "both runs training")
+    runs = run_processes(submit.pid)
+    for p in runs:  # runs slow to checkpoint (a big model): they are still at it when...
+        os.kill(p, signal.SIGSTOP)
+    os.killpg(submit.pid, signal.SIGINT)  # ... Ctrl-C, and Ctrl-C again, kill them
+    time.sleep(0.5)
+    os.killpg(submit.pid, signal.SIGINT)
+    _, err = submit.communicate(timeout=120)
+
+    assert submit.returncode == 130, err
+    assert wait_until(lambda: not any(alive(p) for p in runs), 10, "run processes gone")
+    assert "  2 runs killed before checkpointing" in err and "  0 runs checkpointed" in err, err
+    assert err.count("runs killed") == 1
+    assert newest_values(root, "twice", ["status"]) == {}  # no failed row hides them
+    resume = err.strip().splitlines()[-1]
+    assert resume.startswith("resume with: harness submit ")
+    again = start_submit(grid, root, prepared_data, tmp_path / "spill")
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0 and "launching 2" in out, out + err
+    assert newest_values(root, "twice", ["status"]) == dict.fromkeys(ids, ("completed",))
+
+
+def test_b2_a_resubmit_after_kill_9_leaves_no_run_missing(tmp_path, prepared_data):
+    """B2: after ``kill -9`` of submit while its runs start, an immediate re-submit skipped the
+    runs whose orphaned processes still held their run locks, and exited 0 with them missing.
+    Now it waits for the locks, then trains them (resumed). The orphans' hold is stretched by a
+    ``flock`` of the same locks, as on a loaded machine where they take seconds to stop."""
+    grid = grid_file(tmp_path, "orphans", [0, 1], STEPS)
+    ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
+    first = start_submit(grid, root, prepared_data, tmp_path / "spill")
+    locks = [paths.run_lock_path(root, "orphans", r) for r in ids]
+    wait_until(lambda: all(is_locked(p) for p in locks), 120, "both run locks held")
+    first.kill()  # kill -9 while its runs start
+    first.communicate(timeout=30)
+    holders = [subprocess.Popen(["flock", str(p), "sleep", "8"]) for p in locks]
+
+    again = start_submit(grid, root, prepared_data, tmp_path / "spill")
+    out, err = again.communicate(timeout=300)
+
+    assert again.returncode == 0, err
+    assert "being trained by another process now" in out, out
+    _each_step_once(root, "orphans", ids)
+    for h in holders:
+        h.wait(timeout=30)
+
+
+def test_b3_a_run_finishing_while_a_second_submit_decides_is_not_trained_again(
+    tmp_path, prepared_data
+):
+    """B3: a second submit read the finished set, then waited for the manifest lock while the
+    first submit's runs finished, then trained them all again. Now the finished set is read
+    once the manifest lock is held, and the run process checks the row under its run lock."""
+    grid = grid_file(tmp_path, "race", [0, 1], STEPS)
+    ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
+    first = start_submit(grid, root, prepared_data, tmp_path / "spill")
+    wait_until(lambda: _training(root, "race", ids), 120, "both runs training")
+    lock = paths.grid_dir(root, "race") / ".manifest.lock"
+    holder = subprocess.Popen(["flock", str(lock), "sleep", "600"], start_new_session=True)
+    second = start_submit(grid, root, prepared_data, tmp_path / "spill")
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    os.killpg(holder.pid, signal.SIGKILL)  # flock and its sleep: the second submit goes on
+    holder.wait()
+
+    out, err = second.communicate(timeout=300)
+
+    assert second.returncode == 0, err
+    assert "launching 0" in out, out
+    _each_step_once(root, "race", ids)

@@ -177,6 +177,45 @@ def resolve_alternative(goal: str, alternative: str) -> str:
     return "less" if goal == "min" else "greater"
 
 
+def arms_tuned(
+    q: Query,
+    arms: dict[str, Selector],
+    by: Sequence[str],
+    over: Sequence[str],
+    *,
+    others: bool = False,
+    x: str | None = None,
+    tuned_mode: str = "grid",
+    fit_axis: str = "lr",
+) -> tuple[Tuned, str]:
+    """What every command comparing arms starts with: the query's rows labelled by arm, tuned
+    per cell of ``by`` (then ``x``, then the arm) over ``over`` (:func:`tuned_by`).
+
+    Args:
+        q: the query.
+        arms: option flag -> the rows of that arm (``{"--a": a, "--b": b}``).
+        by: cell columns.
+        over: columns tuned over (empty: what varies).
+        others: the rows of no arm are arms too, one per label (``analyze gap``).
+        x: a column every selected run has a positive number in (crossover's, speedup's).
+        tuned_mode: ``--tuned`` (:data:`TUNED_MODES`).
+        fit_axis: ``--fit-axis``.
+
+    Returns:
+        The tuned cells and the metric's goal.
+
+    Raises:
+        UserError: an arm selects no row, ``x`` is not positive everywhere, or what
+            :func:`tuned_by` refuses.
+    """
+    prep, goal = load(q)
+    rows = label_arms(prep.rows, arms, others=others)
+    if x is not None:
+        _check_positive(rows, x)
+    keys = [*by, *([x] if x is not None else []), ARM]
+    return tuned_by(with_rows(prep, rows), goal, keys, over, tuned_mode, fit_axis), goal
+
+
 def best(q: Query, *, by: Sequence[str] = (), over: Sequence[str] = ()) -> Answer:
     """``analyze best``: each cell's best configuration, with its seed statistics."""
     prep, goal = load(q)
@@ -199,9 +238,8 @@ def gap(
 ) -> Answer:
     """``analyze gap``: every other arm's closure of the baseline-reference gap."""
     compare_mod.check_choices("welch", "two-sided", correction, alpha)
-    prep, goal = load(q)
-    rows = label_arms(prep.rows, {"--baseline": baseline, "--reference": reference}, others=True)
-    t = tuned_by(with_rows(prep, rows), goal, [*by, ARM], over, tuned_mode, fit_axis)
+    arms = {"--baseline": baseline, "--reference": reference}
+    t, goal = arms_tuned(q, arms, by, over, others=True, tuned_mode=tuned_mode, fit_axis=fit_axis)
     out = gap_mod.gap_closure(
         t.seeds,
         list(by),
@@ -233,10 +271,8 @@ def crossover(
     fit_axis: str = "lr",
 ) -> Answer:
     """``analyze crossover``: the x at which b starts to beat a."""
-    prep, goal = load(q)
-    rows = label_arms(prep.rows, {"--a": a, "--b": b})
-    _check_positive(rows, x)
-    t = tuned_by(with_rows(prep, rows), goal, [*by, x, ARM], over, tuned_mode, fit_axis)
+    t, goal = arms_tuned(q, {"--a": a, "--b": b}, by, over, x=x, tuned_mode=tuned_mode,
+                         fit_axis=fit_axis)  # fmt: skip
     out = crossover_mod.crossover(
         t.seeds,
         list(by),
@@ -278,9 +314,8 @@ def compare(
     goal = metric_goal(q.metric, q.goal)
     alternative = resolve_alternative(goal, alternative)
     compare_mod.check_choices(test, alternative, correction, alpha)
-    prep, goal = load(q)
-    rows = label_arms(prep.rows, {"--a": a, "--b": b})
-    t = tuned_by(with_rows(prep, rows), goal, [*by, ARM], over, tuned_mode, fit_axis)
+    t, goal = arms_tuned(q, {"--a": a, "--b": b}, by, over, tuned_mode=tuned_mode,
+                         fit_axis=fit_axis)  # fmt: skip
     out = compare_mod.compare(
         t.seeds,
         list(by),
@@ -316,10 +351,7 @@ def speedup(
     confidence: float = CONFIDENCE,
 ) -> Answer:
     """``analyze speedup``: the budget ratio b needs to match a's final value."""
-    prep, goal = load(q)
-    rows = label_arms(prep.rows, {"--a": a, "--b": b})
-    _check_positive(rows, x)
-    t = tuned(with_rows(prep, rows), goal, [*by, x, ARM], over)
+    t, goal = arms_tuned(q, {"--a": a, "--b": b}, by, over, x=x)
     out = speedup_mod.speedup(
         t.seeds,
         list(by),

@@ -27,17 +27,17 @@ from harness.core.catalogue import FIELD_NAMES
 from harness.core.config import SCALES
 from harness.core.errors import UserError
 from harness.core.fields import content_hash
+from harness.core.provenance import IMPORTED_PROVENANCE
 from harness.core.result import STATUSES, Status
 from harness.metrics.catalogue import METRICS
-from harness.store.rows import atomic_write_table
+from harness.store.rows import write_imported
 from harness.store.schema import OUTCOME_COLUMNS, row_schema
 
 #: Text values read as NULL.
 NULLS = ("", "null", "none", "na", "nan", "n/a")
-#: Columns a CSV may not set (the importer does).
-RESERVED = ("run_id", "grid", "created_at")
-#: Provenance columns a CSV may set.
-PROVENANCE = ("source", "device", "hostname", "git_commit", "torch_version", "job_id")
+#: Columns a CSV may not set: the importer does (not the row columns a hyperparameter may not
+#: be named after, :data:`harness.core.catalogue.RESERVED`).
+SET_BY_IMPORTER = ("run_id", "grid", "created_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +57,13 @@ class Imported:
 def allowed_columns(extra: Sequence[str] = ()) -> list[str]:
     """Columns a CSV may have."""
     results = [c for c in OUTCOME_COLUMNS if c != "status"]
-    return [*FIELD_NAMES, "status", *results, *METRICS, *extra, *PROVENANCE]
+    return [*FIELD_NAMES, "status", *results, *METRICS, *extra, *IMPORTED_PROVENANCE]
 
 
 def _check_columns(cols: Sequence[str], extra: Sequence[str], file: str) -> None:
-    valid = set(allowed_columns(extra)) - set(RESERVED)
+    valid = set(allowed_columns(extra)) - set(SET_BY_IMPORTER)
     for c in cols:
-        if c in RESERVED:
+        if c in SET_BY_IMPORTER:
             raise UserError(f"{file}: column {c!r} is set by the importer; remove it")
         if c not in valid:
             raise UserError(
@@ -205,6 +205,5 @@ def import_csv(
         frame, grid=grid, source=source, scale=scale, extra=extra, file=str(path)
     )
     digest = hashlib.sha256(path.read_bytes() + f"|{grid}|{source}|{scale}".encode()).hexdigest()
-    out = paths.runs_dir(root, grid) / f"import-{digest[:12]}.parquet"
-    atomic_write_table(table, out)
+    out = write_imported(root, grid, table, digest[:12])
     return Imported(path=out, rows=table.num_rows, columns=tuple(frame.columns), derived=derived)

@@ -170,6 +170,13 @@ def _print(answer: Answer, fmt: str) -> None:
         click.echo(n, err=fmt != "table")
 
 
+def _answer(command: Callable[..., Answer], kw: dict[str, Any]) -> None:
+    """Run an analysis command (``command(query, by=, over=, **rest)``) on a command line's
+    options ``kw`` and print its answer in ``--format``."""
+    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
+    _print(command(q, **cells, **kw), fmt)
+
+
 @click.group()
 def analyze() -> None:
     """Answer questions about results: GRID... is one or more grid YAMLs or grid names (arms
@@ -205,8 +212,7 @@ def gap(**kw: Any) -> None:
     Example: harness analyze gap grids/optimizer_gap.yaml --baseline label=SGD
     --reference label=Adam
     """
-    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
-    _print(commands.gap(q, **cells, **_drop_boot(kw)), fmt)
+    _answer(commands.gap, _drop_boot(kw))
 
 
 @analyze.command()
@@ -223,8 +229,7 @@ def crossover(**kw: Any) -> None:
     Example: harness analyze crossover grids/batch_size_gap.yaml --x batch_size
     --a optimizer=sgd --b optimizer=adamw
     """
-    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
-    _print(commands.crossover(q, **cells, **kw), fmt)
+    _answer(commands.crossover, kw)
 
 
 @analyze.command()
@@ -253,8 +258,7 @@ def compare(**kw: Any) -> None:
     Example: harness analyze compare grids/coupled_adam.yaml --a optimizer=adamw
     --b optimizer=coupled_adam --by model,tokens --test paper --metric val_loss
     """
-    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
-    _print(commands.compare(q, **cells, **kw), fmt)
+    _answer(commands.compare, kw)
 
 
 @analyze.command()
@@ -270,8 +274,7 @@ def speedup(**kw: Any) -> None:
     Example: harness analyze speedup grids/coupled_adam.yaml --a optimizer=adamw
     --b optimizer=coupled_adam --by model
     """
-    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
-    _print(commands.speedup(q, **cells, **_drop_boot(kw)), fmt)
+    _answer(commands.speedup, _drop_boot(kw))
 
 
 _KINDS: dict[str, Any] = {"text": str, "float": float, "int": int, "selector": str}
@@ -294,8 +297,7 @@ def _question_option(opt: Option) -> Callable[[Callable[..., Any]], Callable[...
 
 def _question_command(question: Question) -> click.Command:
     def run(**kw: Any) -> None:
-        fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
-        _print(question.answerer()(q, **cells, **kw), fmt)
+        _answer(question.answerer(), kw)
 
     f: Callable[..., Any] = run
     for opt in reversed(question.options):
@@ -312,10 +314,11 @@ for _, _question in QUESTIONS.items():
 
 def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID, the target and the options that select rows (no --metric: the target says)."""
-    for opt in reversed(
-        [click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
-         results_option]
-    ):  # fmt: skip
+    opts: list[Callable[[Any], Any]] = [
+        click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
+        results_option,
+    ]  # fmt: skip
+    for opt in reversed(opts):
         f = opt(f)
     return f
 

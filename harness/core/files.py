@@ -219,3 +219,16 @@ def quarantine(path: Path, dest: Path, cause: str) -> Path:
         ) from None
     sys.stderr.write(f"warning: {path}: {cause}; moved to {target}\n")
     return target
+
+
+FileStamp = tuple[int, int, int]
+"""(inode, mtime in ns, size) of a file: changes whenever the file is written or replaced."""
+
+
+def file_stamp(path: Path) -> FileStamp | None:
+    """The :data:`FileStamp` of ``path``, None when there is no such file."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size

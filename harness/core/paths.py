@@ -5,7 +5,8 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/manifest.parquet      planned runs (one row per run_id, every config column)
     <root>/<grid>/runs/<run_id>.parquet one result row per finished run
     <root>/<grid>/curves/<run_id>.parquet its loss curve
-    <root>/<grid>/compact/              consolidated rows and curves (``harness compact``)
+    <root>/<grid>/compact/              consolidated rows and curves (``harness compact``):
+        runs-<gen>.parquet, curves-<gen>.parquet   one generation each (zero-padded numbers)
     <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
     <root>/<grid>/submissions/          launcher records (job ids) and logs of runs
@@ -85,6 +86,16 @@ def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     return root
 
 
+PER_RUN_FILES = "*.parquet"
+"""Glob of the per-run files in :func:`runs_dir` and :func:`curves_dir` (one per run_id, named
+by it; an import's file too)."""
+
+GENERATION_KINDS = ("runs", "curves")
+"""What a consolidated generation holds: result rows or loss curves."""
+
+_GENERATION = re.compile(r"^(runs|curves)-(\d+)\.parquet$")
+
+
 def grid_dir(root: Path, grid: str) -> Path:
     """Folder of one grid's results."""
     return root / grid
@@ -118,6 +129,34 @@ def curve_path(root: Path, grid: str, run_id: str) -> Path:
 def compact_dir(root: Path, grid: str) -> Path:
     """Folder of consolidated rows and curves."""
     return grid_dir(root, grid) / "compact"
+
+
+def generation_glob(kind: str) -> str:
+    """Glob, in :func:`compact_dir`, of the consolidated generations of ``kind``
+    (:data:`GENERATION_KINDS`)."""
+    return f"{kind}-*.parquet"
+
+
+def generation_path(root: Path, grid: str, kind: str, generation: int) -> Path:
+    """One consolidated generation of ``kind`` (zero-padded, so names sort by generation)."""
+    return compact_dir(root, grid) / f"{kind}-{generation:06d}.parquet"
+
+
+def generations(root: Path, grid: str, kind: str) -> list[Path]:
+    """The grid's consolidated generations of ``kind``, oldest first (by name)."""
+    folder = compact_dir(root, grid)
+    return sorted(folder.glob(generation_glob(kind))) if folder.is_dir() else []
+
+
+def generation_of(path: Path) -> tuple[str, int] | None:
+    """(kind, generation) of a consolidated file's name; None for any other file."""
+    m = _GENERATION.match(path.name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def import_path(root: Path, grid: str, digest: str) -> Path:
+    """The file of one import's rows (``harness import``), in :func:`runs_dir`."""
+    return runs_dir(root, grid) / f"import-{digest}.parquet"
 
 
 def compile_cache_dir(root: Path, grid: str) -> Path:
@@ -156,6 +195,13 @@ def verified_path(root: Path, grid: str) -> Path:
     return grid_dir(root, grid) / ".verified.json"
 
 
+def lost_curves_path(root: Path, grid: str, name: str, n: int = 0) -> Path:
+    """Where the rows of a consolidated generation (file stem ``name``) whose curves were lost
+    are moved aside; ``n`` > 0 tells apart later ones of the same name."""
+    suffix = f".{n}" if n else ""
+    return quarantine_dir(root, grid) / "compact" / f"{name}.no-curves{suffix}.parquet"
+
+
 def figures_dir(root: Path, grid: str) -> Path:
     """Generated figures."""
     return grid_dir(root, grid) / "figures"
@@ -179,5 +225,5 @@ def grids_in(root: Path) -> list[str]:
     return sorted(
         p.name
         for p in root.iterdir()
-        if p.is_dir() and ((p / "manifest.parquet").exists() or (p / "runs").is_dir())
+        if p.is_dir() and (manifest_path(root, p.name).exists() or runs_dir(root, p.name).is_dir())
     )

@@ -34,6 +34,12 @@ PROVENANCE: dict[str, str] = {
 }
 """Row columns saying where and when a result was made."""
 
+IMPORTED_PROVENANCE: tuple[str, ...] = (
+    "source", "device", "hostname", "git_commit", "torch_version", "job_id",
+)  # fmt: skip
+"""The :data:`PROVENANCE` columns an imported CSV may set (``harness import``); the importer or
+the store sets the others."""
+
 ATTEMPT = "attempt"
 """The row column numbering a run's attempts. The store assigns it when it writes a row, from
 the rows of that run on disk, while the writer holds the run's lock (``harness.store.rows``), so
@@ -51,6 +57,9 @@ INPUTS: dict[str, str] = {
 }
 """Row columns (strings) recording what a result depends on beyond its config; computed by
 ``harness.launch.inputs``, compared by ``submit`` before it keeps a result."""
+
+STALE_INPUTS: tuple[str, ...] = ("optimizer_fingerprint", "model_fingerprint", "data_fingerprint")
+"""The :data:`INPUTS` whose change makes a result stale (``submit --stale``)."""
 
 
 @functools.cache

@@ -4,9 +4,11 @@
 ``submit`` drives every backend the same way: ``plan`` for a dry run; then ``reconcile`` (rows for
 runs whose job died without one), ``exclude_queued`` (runs already queued or training
 elsewhere), ``launch`` and, unless the backend detaches and the user does not ask to wait,
-``wait``. Whatever the backend, ``submit`` also leaves out the runs being trained now (their run
-lock is held, :func:`harness.store.status.training_now`), and the process that trains a run
-holds its lock, so that no run is trained twice at once. Worker entry points (the code that
+``wait``. For a backend that detaches, ``submit`` also leaves out the runs being trained now
+(their run lock is held, :func:`harness.store.status.training_now`); a backend that waits is
+handed them and waits for their locks (:mod:`harness.launch.worker.pool`), so that a submit
+that exits 0 leaves no run missing. The process that trains a run holds its lock, so that no
+run is trained twice at once. Worker entry points (the code that
 runs inside a job) receive the one frozen :class:`ExecutionSpec`, built once from the launcher
 profile and the environment.
 """
@@ -23,9 +25,9 @@ from typing import Any, Protocol
 from harness.core import env
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.files import FileStamp
 from harness.core.registry import load_object
-from harness.launch.profile import LauncherProfile
-from harness.launch.registry import LAUNCHERS
+from harness.launch.profile import LauncherProfile, backend
 
 CHECKPOINT_ENV = env.CHECKPOINT_EVERY_S.name
 """Environment variable overriding the profile's ``checkpoint_every_s`` for one submission."""
@@ -54,7 +56,7 @@ class ExecutionSpec:
     @classmethod
     def build(
         cls,
-        profile: LauncherProfile,
+        profile: LauncherProfile[Any],
         results_root: Path,
         grid: str,
         data_root: Path,
@@ -117,8 +119,8 @@ class LaunchReport:
 class Launcher(Protocol):
     """A backend that runs planned runs somewhere (this machine, a SLURM cluster)."""
 
-    profile: LauncherProfile
-    """The profile it was made from."""
+    profile: LauncherProfile[Any]
+    """The profile it was made from (its ``settings``: the backend's own section)."""
     detaches: bool
     """Whether launched runs go on without this process (SLURM): then waiting is optional.
     A backend that does not detach runs them in this process's children and must wait."""
@@ -135,8 +137,17 @@ class Launcher(Protocol):
         """``runs`` minus those queued or training already (never launched twice)."""
         ...
 
-    def launch(self, runs: Sequence[RunConfig], spec: ExecutionSpec) -> Launched:
-        """Hand ``runs`` (of ``spec.grid``, in its manifest) to the backend."""
+    def launch(
+        self,
+        runs: Sequence[RunConfig],
+        spec: ExecutionSpec,
+        seen: Mapping[str, FileStamp | None] | None = None,
+    ) -> Launched:
+        """Hand ``runs`` (of ``spec.grid``, in its manifest) to the backend. ``seen``: each run's
+        row file as ``submit`` saw it before deciding to train it; a backend that trains a run
+        whose row changed since (another process finished it) trains it twice, so it should
+        check, under the run lock (the local pool does; SLURM tasks start later, from
+        their own view)."""
         ...
 
     def wait(
@@ -146,6 +157,7 @@ class Launcher(Protocol):
         ...
 
 
-def launcher_for(profile: LauncherProfile) -> Launcher:
-    """The backend of ``profile.kind``, made from the profile."""
-    return load_object(LAUNCHERS[profile.kind])(profile)
+def launcher_for(profile: LauncherProfile[Any]) -> Launcher:
+    """The launcher of ``profile.kind``, made from the profile."""
+    made: Launcher = load_object(backend(profile.kind).launcher)(profile)
+    return made

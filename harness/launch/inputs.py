@@ -20,6 +20,7 @@ from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.provenance import (
     INPUTS,
+    STALE_INPUTS,
     class_fingerprint,
     code_fingerprint,
     distribution_version,
@@ -29,8 +30,8 @@ from harness.data.fingerprint import Fingerprints, fingerprints
 from harness.model.build import model_code
 from harness.optim.registry import get_spec
 
-COMPARED = ("optimizer_fingerprint", "model_fingerprint", "data_fingerprint")
-"""The inputs whose change makes a result stale."""
+COMPARED = STALE_INPUTS
+"""The inputs whose change makes a result stale (:data:`harness.core.provenance.STALE_INPUTS`)."""
 FILE_GRAINED = ("optimizer_fingerprint", "model_fingerprint")
 """The code fingerprints earlier versions recorded over whole files."""
 STALE_CHOICES = ("refuse", "rerun", "keep")

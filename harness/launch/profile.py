@@ -1,80 +1,85 @@
 """Launcher profiles: ``launchers/<name>.yaml``, validated like grids.
 
-A profile says where runs execute. ``kind`` selects the launcher class (``local`` or ``slurm``);
-the other fields map onto submitit's parameters. Profiles are looked up in ``$HARNESS_LAUNCHERS``,
-then ``./launchers``, then the ``launchers/`` folder shipped next to the package.
+A profile says where runs execute. ``kind`` selects the backend (:data:`harness.launch.registry
+.LAUNCHERS`: ``local``, ``slurm``, or one an installed package offers under the entry-point
+group ``harness.launchers``). Every kind reads the keys of :class:`LauncherProfile`
+(``checkpoint_every_s``, ``keep_checkpoints``) and the keys of its own section: the fields of the
+frozen dataclass its :class:`Backend` declares (as submitit declares its parameters per
+executor), each documented where it is declared. A key of no section is a one-line error naming
+the kind's valid keys; a value of the wrong type is a one-line error naming the type.
+
+Profiles are looked up in ``$HARNESS_LAUNCHERS``, then ``./launchers``, then the ``launchers/``
+folder shipped next to the package.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+import types
+import typing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import yaml
 
 from harness.core import env
 from harness.core.errors import UserError, unknown_choice
+from harness.core.registry import load_object
 from harness.launch.registry import LAUNCHERS
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """A launcher backend, as the registry (or an entry point ``harness.launchers``) offers it."""
+
+    settings: type[Any]
+    """Its profile section: a frozen dataclass whose fields are the profile keys it reads
+    (documented there); ``__post_init__`` may raise ``ValueError`` for values that do not fit
+    together (its message becomes the one-line error)."""
+    launcher: str
+    """``module:Class`` of its :class:`~harness.launch.contract.Launcher`, built as
+    ``Class(profile)``; imported only when runs are planned or launched."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class LauncherProfile:
-    """Where and how runs execute."""
+class LauncherProfile(Generic[S]):
+    """Where and how runs execute: the keys every kind reads, and its backend's section."""
 
     name: str
     """The profile's name (its file name without ``.yaml``)."""
     kind: str
-    """``local`` (processes on this machine, owned by ``submit``) or ``slurm`` (job arrays)."""
-    max_parallel: int = 0
-    """local: runs at once; 0 = one per core without GPUs, ``runs_per_device`` per GPU with them
-    (torch threads are split between the running runs)."""
-    partition: str | None = None
-    """slurm: partition (``--partition``)."""
-    account: str | None = None
-    """slurm: account to charge (``--account``)."""
-    qos: str | None = None
-    """slurm: quality of service (``--qos``)."""
-    constraint: str | None = None
-    """slurm: node feature constraint (``--constraint``, e.g. ``a100``)."""
-    gpus_per_node: int = 0
-    """slurm: GPUs per array task (``--gpus-per-node``)."""
-    cpus_per_task: int = 1
-    """CPU cores per task (``--cpus-per-task``)."""
-    mem_gb: float | None = None
-    """Memory per node in GB (``--mem``); None: the cluster default."""
-    timeout_min: int = 60
-    """Time limit per task in minutes; a run past it checkpoints and is requeued."""
-    array_parallelism: int = 256
-    """slurm: array tasks running at once (``--array=...%N``)."""
-    runs_per_task: int = 1
-    """slurm: runs packed into one array task, executed one after another."""
-    runs_per_device: int = 1
-    """Runs training at once on one GPU, each in its own process: small runs that cannot fill a
-    GPU alone. local: per visible GPU. slurm: of a task's runs (one-GPU tasks; must not exceed
-    ``runs_per_task``); on a CPU-only task, on its CPUs. 1: one run per GPU at a time."""
-    max_num_timeout: int = 20
-    """Requeues after a time limit or preemption before the run is recorded as ``timeout``."""
+    """The backend (``local``: processes on this machine, owned by ``submit``; ``slurm``: job
+    arrays)."""
     checkpoint_every_s: float = 600.0
     """Seconds between a run's checkpoints (the work a preemption can lose)."""
     keep_checkpoints: bool = False
     """Keep a run's checkpoint after its row is written (default: removed)."""
-    setup: tuple[str, ...] = ()
-    """Shell lines run before each task (module load, environment activation)."""
-    sbatch: dict[str, Any] = field(default_factory=dict)
-    """Extra sbatch options passed through submitit's ``slurm_additional_parameters``."""
+    settings: S
+    """The backend's own section (its :attr:`Backend.settings` dataclass)."""
 
     def __hash__(self) -> int:
         return hash(self.name)
 
 
-FIELDS = tuple(f.name for f in dataclasses.fields(LauncherProfile))
-_DEFAULTS = {
-    f.name: f.default
-    for f in dataclasses.fields(LauncherProfile)
-    if f.default is not dataclasses.MISSING
-}
+COMMON = ("kind", "checkpoint_every_s", "keep_checkpoints")
+"""Keys every kind reads (:class:`LauncherProfile`)."""
+
+
+def backend(kind: str, where: str = "") -> Backend:
+    """The backend of ``kind``.
+
+    Raises:
+        UserError: an unknown kind (lists the known ones), or an entry that is not a Backend.
+    """
+    if kind not in LAUNCHERS:
+        raise unknown_choice("launcher kind", kind, LAUNCHERS, where=where)
+    found = load_object(LAUNCHERS[kind])
+    if not isinstance(found, Backend):
+        raise UserError(f"launcher kind {kind!r}: {LAUNCHERS[kind]} is not a profile Backend")
+    return found
 
 
 def search_path() -> list[Path]:
@@ -102,11 +107,12 @@ def profile_names() -> list[str]:
     return sorted(_files())
 
 
-def load_profile(name: str) -> LauncherProfile:
+def load_profile(name: str) -> LauncherProfile[Any]:
     """Read and validate profile ``name``.
 
     Raises:
-        UserError: unknown name (lists the known ones), unknown key, wrong type.
+        UserError: unknown name (lists the known ones), unknown kind or key, wrong type, a value
+            out of range.
     """
     files = _files()
     if name not in files:
@@ -118,54 +124,80 @@ def load_profile(name: str) -> LauncherProfile:
         raise UserError(f"{path}: invalid YAML: {e}") from None
     if not isinstance(doc, dict):
         raise UserError(f"{path}: expected a mapping of launcher fields")
-    valid = [f for f in FIELDS if f != "name"]
+    return make_profile(name, doc, str(path))
+
+
+def make_profile(name: str, doc: dict[str, Any], where: str) -> LauncherProfile[Any]:
+    """The profile ``doc`` (a profile file's mapping) describes; ``where`` names it in errors.
+
+    Raises:
+        UserError: see :func:`load_profile`.
+    """
+    kind = doc.get("kind")
+    found = backend(kind if isinstance(kind, str) else repr(kind), where=f"{where}: kind")
+    own = [f.name for f in dataclasses.fields(found.settings)]
+    valid = [*COMMON, *own]
     for k in doc:
         if k not in valid:
-            raise UserError(f"{path}: unknown key {k!r}; valid keys: {', '.join(valid)}")
-    if doc.get("kind") not in LAUNCHERS:
-        raise unknown_choice("launcher kind", doc.get("kind"), LAUNCHERS, where=f"{path}: kind")
-    fields = _typed(doc, path)
-    per_device, per_task = fields.get("runs_per_device", 1), fields.get("runs_per_task", 1)
-    if per_device < 1:
-        raise UserError(f"{path}: runs_per_device: must be >= 1, got {per_device}")
-    if doc["kind"] == "slurm" and per_device > max(1, per_task):
-        raise UserError(
-            f"{path}: runs_per_device: {per_device} exceeds runs_per_task: {per_task}; a task "
-            f"packs only its own runs (set runs_per_task to a multiple of {per_device})"
-        )
-    return LauncherProfile(name=name, **fields)
+            raise UserError(f"{where}: unknown key {k!r}; valid keys: {', '.join(valid)}")
+    common = typed_fields(LauncherProfile, {k: doc[k] for k in COMMON[1:] if k in doc}, where)
+    values = typed_fields(found.settings, {k: doc[k] for k in own if k in doc}, where)
+    try:
+        settings = found.settings(**values)
+    except ValueError as e:
+        raise UserError(f"{where}: {e}") from None
+    return LauncherProfile(name=name, kind=str(kind), settings=settings, **common)
 
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "max_parallel": (int,),
-    "gpus_per_node": (int,),
-    "cpus_per_task": (int,),
-    "timeout_min": (int,),
-    "array_parallelism": (int,),
-    "runs_per_task": (int,),
-    "runs_per_device": (int,),
-    "max_num_timeout": (int,),
-    "mem_gb": (int, float),
-    "checkpoint_every_s": (int, float),
-    "keep_checkpoints": (bool,),
-    "setup": (list,),
-    "sbatch": (dict,),
-}
+def typed_fields(cls: type[Any], doc: dict[str, Any], where: str) -> dict[str, Any]:
+    """``doc``'s values checked against the annotated types of dataclass ``cls``'s fields (int,
+    float, bool, str, ``X | None``, ``tuple[str, ...]`` from a list, ``dict``); numbers must be
+    >= 0. A key missing from ``doc`` keeps its default.
 
-
-def _typed(doc: dict[str, Any], path: Path) -> dict[str, Any]:
-    out = dict(doc)
-    for k, v in doc.items():
-        want = _TYPES.get(k, (str,))
-        if v is None and _DEFAULTS.get(k) is not None and k not in ("setup", "sbatch"):
-            raise UserError(f"{path}: {k}: expected a value, got nothing (default: {_DEFAULTS[k]})")
-        if v is not None and (
-            not isinstance(v, want) or (isinstance(v, bool) and bool not in want)
-        ):
-            names = " or ".join(t.__name__ for t in want)
-            raise UserError(f"{path}: {k}: expected {names}, got {type(v).__name__} {v!r}")
-        if want[0] in (int, float) and isinstance(v, int | float) and v < 0:
-            raise UserError(f"{path}: {k}: must be >= 0, got {v}")
-    out["setup"] = tuple(str(s) for s in out.get("setup") or ())  # a commented-out list is None
-    out["sbatch"] = dict(out.get("sbatch") or {})
+    Raises:
+        UserError: a value of another type, a negative number, nothing where a value is needed.
+    """
+    hints = typing.get_type_hints(cls)
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        want = _accepted(hints[key])
+        if value is None and (tuple in want or dict in want):
+            value = tuple() if tuple in want else {}  # a commented-out list or mapping
+        elif value is None and type(None) not in want:
+            raise UserError(f"{where}: {key}: expected a value, got nothing "
+                            f"(default: {defaults[key]})")  # fmt: skip
+        elif value is not None and not _is(value, want):
+            names = " or ".join("list" if t is tuple else t.__name__ for t in want if t is not
+                                type(None))  # fmt: skip
+            raise UserError(f"{where}: {key}: expected {names}, got {type(value).__name__} "
+                            f"{value!r}")  # fmt: skip
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            raise UserError(f"{where}: {key}: must be >= 0, got {value}")
+        if tuple in want and isinstance(value, list | tuple):
+            value = tuple(str(v) for v in value)
+        out[key] = value
     return out
+
+
+def _accepted(hint: Any) -> tuple[type, ...]:
+    """The Python types a YAML value of a field annotated ``hint`` may have."""
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    out: list[type] = []
+    for a in args:
+        origin = typing.get_origin(a) or a
+        if origin is float:
+            out += [int, float]
+        elif origin is typing.Any:
+            out.append(object)
+        else:
+            out.append(origin)
+    return tuple(out)
+
+
+def _is(value: Any, want: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):
+        return bool in want or object in want
+    if tuple in want and isinstance(value, list):
+        return True
+    return isinstance(value, want)

@@ -9,15 +9,16 @@ states to run again). Every backend is driven through the same contract
 from __future__ import annotations
 
 import dataclasses
+import io
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError, unknown_choice
-from harness.core.files import remove_stale_temps
+from harness.core.files import file_stamp, remove_stale_temps
 from harness.core.result import STATUSES, Status
 from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
@@ -45,7 +46,7 @@ class SubmitReport:
     """run_id -> status of runs that finished while submit waited."""
 
 
-def choose_profile(grid: Grid, local: bool, launcher: str | None) -> LauncherProfile:
+def choose_profile(grid: Grid, local: bool, launcher: str | None) -> LauncherProfile[Any]:
     """``--launcher`` > ``local`` for ``--local`` > the grid's own launcher."""
     name = launcher or ("local" if local else grid.launcher)
     if name is None:
@@ -204,16 +205,18 @@ def _with_runs(grid: Grid, extra: Sequence[RunConfig]) -> Grid:
 
 def _written_folders(root: Path, grid: str) -> list[Path]:
     """The folders ``atomic_write`` writes ``grid``'s files into, but the checkpoints' (a run
-    removes its own checkpoint temp file when it starts)."""
-    from harness.launch.slurm.records import records_dir
-
+    removes its own temp files when it starts): the store's, and the folders backends keep
+    under ``submissions/`` (SLURM's records, the local logs)."""
+    own = paths.submissions_dir(root, grid)
+    backends = [d for d in own.iterdir() if d.is_dir()] if own.is_dir() else []
     return [
         paths.grid_dir(root, grid),  # the manifest
         paths.runs_dir(root, grid),
         paths.curves_dir(root, grid),
         paths.compact_dir(root, grid),
         paths.figures_dir(root, grid),
-        records_dir(root, grid),
+        own,
+        *backends,
     ]
 
 
@@ -239,25 +242,32 @@ def _launch(
     if recovered:  # results of earlier submits the disk refused (their runs are in the manifest)
         out.write(f"{grid.name}: wrote {len(recovered)} results kept in spill files\n")
     runner.reconcile(root, grid.name)  # rows for runs whose job died without one
-    done = _done(grid, spec, retry, stale, out)
-    preflight([r for r in grid.runs if r.run_id not in done], str(grid.path))
-    write_manifest(root, grid.name, grid.runs)
+    seen = {r.run_id: file_stamp(paths.run_path(root, grid.name, r.run_id)) for r in grid.runs}
+    kept = _done(grid, spec, retry, stale, io.StringIO())  # refuses stale results before any write
+    preflight([r for r in grid.runs if r.run_id not in kept], str(grid.path))  # nothing queued yet
+    write_manifest(root, grid.name, grid.runs)  # waits for the manifest lock: runs may finish
+    done = _done(grid, spec, retry, stale, out)  # so the finished set is read once it is held
     todo = [r for r in grid.runs if r.run_id not in done]
     todo = runner.exclude_queued(root, grid.name, todo)
     busy = training_now(root, grid.name, [r.run_id for r in todo])
-    todo = [r for r in todo if r.run_id not in busy]
+    if runner.detaches:  # its runs start later, elsewhere: a run being trained is left to it
+        todo = [r for r in todo if r.run_id not in busy]
     skipped = len(grid.runs) - len(todo)
     out.write(
         f"{grid.name}: {len(grid.runs)} runs planned ({grid.scale} scale); "
         f"skipped {skipped} with a result or already queued; launching {len(todo)} "
         f"on '{runner.profile.name}'\n"
     )
-    if busy:
+    if busy and runner.detaches:
         out.write(f"{grid.name}: {len(busy)} of the skipped runs are being trained by another "
                   "process now (their run locks are held)\n")  # fmt: skip
+    elif busy:
+        out.write(f"{grid.name}: {len(busy)} runs are being trained by another process now "
+                  "(their run locks are held); each starts once its lock is free, unless it "
+                  "has a row by then\n")  # fmt: skip
     if not todo:
         return SubmitReport(grid.name, len(grid.runs), skipped, 0, {})
-    launched = runner.launch(todo, spec)
+    launched = runner.launch(todo, spec, seen)  # a run whose row changed since is not trained
     if wait if wait is not None else not runner.detaches:
         report = runner.wait(launched, spec)
         return SubmitReport(grid.name, len(grid.runs), skipped, report.launched, report.statuses)

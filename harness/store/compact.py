@@ -30,7 +30,6 @@ file), so the generation holds the points the view showed.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -48,8 +47,6 @@ from harness.store.integrity import check_grid
 ROW_GROUP_SIZE = 131_072
 """Rows per Parquet row group of a generation file (curve files are sorted by run, so a query
 for a few runs reads a few row groups)."""
-
-_GENERATION = re.compile(r"^(runs|curves)-(\d+)\.parquet$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +67,8 @@ class Snapshot:
     """The grid's name."""
     folder: Path
     """Its results folder."""
+    root: Path
+    """The results root holding it."""
     run_files: tuple[Stamped, ...]
     """Per-run result rows."""
     curve_files: tuple[Stamped, ...]
@@ -142,16 +141,17 @@ def compact(root: Path, grid: str) -> CompactReport:
 
 def snapshot(root: Path, grid: str) -> Snapshot:
     """List (and stamp) the files a compaction of ``grid`` would cover now."""
-    gens: dict[str, list[tuple[int, Path]]] = {"runs": [], "curves": []}
-    compacted = paths.compact_dir(root, grid)
-    for p in compacted.glob("*.parquet") if compacted.is_dir() else ():
-        m = _GENERATION.match(p.name)
-        if m:
-            gens[m.group(1)].append((int(m.group(2)), p))
+    gens: dict[str, list[tuple[int, Path]]] = {kind: [] for kind in paths.GENERATION_KINDS}
+    for kind in paths.GENERATION_KINDS:
+        for p in paths.generations(root, grid, kind):
+            found = paths.generation_of(p)
+            if found:
+                gens[kind].append((found[1], p))
     numbers = [n for kind in gens.values() for n, _ in kind]
     return Snapshot(
         grid=grid,
         folder=paths.grid_dir(root, grid),
+        root=root,
         run_files=_stamped(paths.runs_dir(root, grid)),
         curve_files=_stamped(paths.curves_dir(root, grid)),
         run_generations=tuple(p for _, p in sorted(gens["runs"])),
@@ -162,7 +162,7 @@ def snapshot(root: Path, grid: str) -> Snapshot:
 
 def _stamped(folder: Path) -> tuple[Stamped, ...]:
     out = []
-    for p in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():
+    for p in sorted(folder.glob(paths.PER_RUN_FILES)) if folder.is_dir() else ():
         try:
             out.append(Stamped(p, _stamp(p)))
         except FileNotFoundError:  # removed meanwhile (another writer's temp file never matches)
@@ -177,7 +177,7 @@ def _stamp(path: Path) -> tuple[int, int, int]:
 
 def generation_path(snap: Snapshot, kind: str) -> Path:
     """``<grid>/compact/<kind>-<gen>.parquet`` of the snapshot's new generation."""
-    return snap.folder / "compact" / f"{kind}-{snap.generation:06d}.parquet"
+    return paths.generation_path(snap.root, snap.grid, kind, snap.generation)
 
 
 def write_generation(snap: Snapshot) -> tuple[int, int]:

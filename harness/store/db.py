@@ -10,7 +10,7 @@ newest consolidated generation that holds it (see :func:`curves_select`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,31 @@ from harness.core.provenance import ATTEMPT
 from harness.store.integrity import check_grid
 from harness.store.schema import CURVE_SCHEMA, NEWEST_KEY, config_schema, row_schema
 
-#: (view name, per-run file glob under a grid folder, consolidated glob, schema for no files)
-_SOURCES: dict[str, tuple[str, str | None]] = {
-    "runs": ("runs/*.parquet", "compact/runs-*.parquet"),
-    "curves": ("curves/*.parquet", "compact/curves-*.parquet"),
-    "manifest": ("manifest.parquet", None),
+Sources = list[tuple[Path, str]]
+"""(folder, file name or glob) pairs: one grid's files behind a view (:mod:`harness.core.paths`)."""
+
+
+def _compacted(per_run: Callable[[Path, str], Path], kind: str) -> Callable[[Path, str], Sources]:
+    def sources(root: Path, grid: str) -> Sources:
+        return [
+            (per_run(root, grid), paths.PER_RUN_FILES),
+            (paths.compact_dir(root, grid), paths.generation_glob(kind)),
+        ]
+
+    return sources
+
+
+def _manifest(root: Path, grid: str) -> Sources:
+    path = paths.manifest_path(root, grid)
+    return [(path.parent, path.name)]
+
+
+_SOURCES: dict[str, Callable[[Path, str], Sources]] = {
+    "runs": _compacted(paths.runs_dir, "runs"),
+    "curves": _compacted(paths.curves_dir, "curves"),
+    "manifest": _manifest,
 }
+"""View name -> the files of one grid it reads."""
 
 
 def files_sql(folder: Path, pattern: str) -> list[str]:
@@ -43,13 +62,10 @@ def files_sql(folder: Path, pattern: str) -> list[str]:
 
 
 def _globs(root: Path, grids: list[str], view: str) -> list[str]:
-    per_run, compacted = _SOURCES[view]
     out = []
     for g in grids:
-        for pattern in (per_run, compacted):
-            if pattern:
-                sub, _, name = pattern.rpartition("/")
-                out += files_sql(paths.grid_dir(root, g) / sub, name)
+        for folder, pattern in _SOURCES[view](root, g):
+            out += files_sql(folder, pattern)
     return out
 
 
@@ -132,12 +148,9 @@ def _curves_sql(root: Path, grids: list[str]) -> str:
     per-run files, or one consolidated generation), a deduplicating SELECT for the others."""
     plain: list[str] = []
     mixed: list[str] = []
-    per_run_glob, compacted_glob = _SOURCES["curves"]
-    assert compacted_glob is not None  # curves are compacted
     for g in grids:
-        folder = paths.grid_dir(root, g)
-        per_run = _one_source(files_sql(folder / "curves", per_run_glob.split("/")[1]))
-        compacted = sorted(str(p) for p in folder.glob(compacted_glob))
+        per_run = _one_source(files_sql(paths.curves_dir(root, g), paths.PER_RUN_FILES))
+        compacted = [str(p) for p in paths.generations(root, g, "curves")]
         if per_run and not compacted:
             plain += [per_run] if isinstance(per_run, str) else [duck_path(p) for p in per_run]
         elif compacted and not per_run and len(compacted) == 1:
@@ -156,7 +169,7 @@ def _one_source(sources: list[str]) -> str | list[str] | None:
     (unescaped) files."""
     if not sources:
         return None
-    if len(sources) == 1 and sources[0].endswith("/*.parquet"):
+    if len(sources) == 1 and sources[0].endswith("/" + paths.PER_RUN_FILES):
         return sources[0]
     return sources  # listed files: a backslash in the path, so no glob character to escape
 

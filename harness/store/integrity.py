@@ -234,12 +234,11 @@ def _rows_without_curves_aside(root: Path, grid: str, checked: Checked) -> list[
     ``submit`` trains them again, rather than keeping results whose curves are lost."""
     import pyarrow.parquet as pq
 
-    compacted = paths.compact_dir(root, grid)
     have = {p.stem for p in _files(paths.curves_dir(root, grid))}
-    for p in compacted.glob("curves-*.parquet"):
+    for p in paths.generations(root, grid, "curves"):
         have.update(pq.read_table(p, columns=["run_id"]).column("run_id").to_pylist())
     moved = []
-    for p in sorted(compacted.glob("runs-*.parquet")):
+    for p in paths.generations(root, grid, "runs"):
         table = pq.read_table(p)
         names = table.schema.names
         lost = {
@@ -265,11 +264,11 @@ def _split_off(root: Path, grid: str, path: Path, table: pa.Table, lost: set[str
     from harness.store.rows import atomic_write_table
 
     gone = pa.array([r in lost for r in table.column("run_id").to_pylist()])
-    dest = paths.quarantine_dir(root, grid) / "compact" / f"{path.stem}.no-curves.parquet"
     n = 0
+    dest = paths.lost_curves_path(root, grid, path.stem)
     while dest.exists():
         n += 1
-        dest = dest.with_name(f"{path.stem}.no-curves.{n}.parquet")
+        dest = paths.lost_curves_path(root, grid, path.stem, n)
     atomic_write_table(table.filter(gone), dest)
     kept = table.filter(pc.invert(gone))
     if kept.num_rows:
@@ -283,4 +282,5 @@ def _split_off(root: Path, grid: str, path: Path, table: pa.Table, lost: set[str
 
 
 def _files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.parquet"), key=lambda p: p.name) if folder.is_dir() else []
+    files = folder.glob(paths.PER_RUN_FILES) if folder.is_dir() else ()
+    return sorted(files, key=lambda p: p.name)

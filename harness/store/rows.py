@@ -84,6 +84,24 @@ def write_result(
     return path
 
 
+def write_imported(root: Path, grid: str, table: pa.Table, key: str) -> Path:
+    """Write the rows of one import (``harness import``: published results, no curves) into
+    ``grid``'s runs, replacing those of an earlier import with the same ``key``.
+
+    Args:
+        root: the results root.
+        grid: the grid the rows belong to.
+        table: the rows (:func:`~harness.store.schema.row_schema` columns).
+        key: what tells imports apart (a digest of the file and its options).
+
+    Returns:
+        The file holding the rows (:func:`harness.core.paths.import_path`).
+    """
+    path = paths.import_path(root, grid, key)
+    atomic_write_table(table, path)
+    return path
+
+
 def curve_table(run: RunConfig, points: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns, then a column
     per tracked metric (NULL at the points without an evaluation)."""
@@ -118,8 +136,7 @@ def _highest_attempt(root: Path, grid: str, run_id: str) -> int | None:
     """The highest attempt among ``run_id``'s rows, or None when a file vanished meanwhile."""
     highest = ATTEMPT_ABSENT
     row = paths.run_path(root, grid, run_id)  # first: once compacted, a generation holds it
-    compacted = paths.compact_dir(root, grid)
-    gens = sorted(compacted.glob("runs-*.parquet")) if compacted.is_dir() else []
+    gens = paths.generations(root, grid, "runs")
     for path in [row, *gens] if row.exists() else gens:
         try:
             names = pq.read_schema(path).names

@@ -10,7 +10,10 @@ run's output goes to ``<results>/<grid>/submissions/local/<run_id>.log``.
 closed terminal) every running run checkpoints and stops, and ``submit`` prints what became of
 them and exits with 128 + the signal's number (a second Ctrl-C kills them at once); if ``submit``
 dies (``kill -9``), its runs notice within a training step, checkpoint and stop. A run being
-trained by another process (its run lock is held) is never started twice.
+trained by another process (its run lock is held) is never started twice: the batch waits for the
+lock, then trains the run unless it has a new row by then (a ``submit`` killed a moment ago
+leaves runs that hold their locks until they notice; a submit that exits 0 leaves no run
+missing).
 """
 
 from __future__ import annotations
@@ -20,14 +23,16 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.core.config import RunConfig
 from harness.core.errors import Stopped, UserError
+from harness.core.files import FileStamp
 from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
+from harness.launch.local.settings import LocalSettings
 from harness.launch.local.slots import local_gpus, split_cores
 from harness.launch.profile import LauncherProfile
 from harness.launch.progress import Progress
@@ -47,18 +52,21 @@ class LocalLauncher:
     detaches = False
     """Local runs are this process's children: ``submit`` always waits for them."""
 
-    def __init__(self, profile: LauncherProfile, gpus: Sequence[int] | None = None) -> None:
+    def __init__(self, profile: LauncherProfile[Any], gpus: Sequence[int] | None = None) -> None:
         """``gpus``: GPU indices to give runs (default: :func:`local_gpus`; ``[]``: none)."""
+        if not isinstance(profile.settings, LocalSettings):
+            raise TypeError(f"profile {profile.name!r} is not a local profile")
         self.profile = profile
+        self.settings: LocalSettings = profile.settings
         self._gpus = None if gpus is None else list(gpus)
 
     def plan(self, runs: Sequence[RunConfig]) -> str:
         """The dry-run summary: how many runs at once (no torch: GPUs are not counted)."""
-        parallel, threads = split_cores(self.profile.max_parallel, len(runs))
+        parallel, threads = split_cores(self.settings.max_parallel, len(runs))
         return (
             f"local launcher {self.profile.name!r}: {len(runs)} runs on this machine, "
             f"{parallel} at once with {threads} torch threads each "
-            f"(with GPUs: {self.profile.runs_per_device} per GPU)"
+            f"(with GPUs: {self.settings.runs_per_device} per GPU)"
         )
 
     def reconcile(self, root: Path, grid: str) -> dict[str, str]:
@@ -83,12 +91,18 @@ class LocalLauncher:
             raise UserError(f"cannot tell which runs of {grid!r} SLURM has queued: {e}") from None
         return [r for r in runs if r.run_id not in queued]
 
-    def launch(self, runs: Sequence[RunConfig], spec: ExecutionSpec) -> Launched:
-        """Plan the batch of ``runs`` (all of one grid); ``wait`` starts and runs them."""
+    def launch(
+        self,
+        runs: Sequence[RunConfig],
+        spec: ExecutionSpec,
+        seen: Mapping[str, FileStamp | None] | None = None,
+    ) -> Launched:
+        """Plan the batch of ``runs`` (all of one grid); ``wait`` starts and runs them. A run
+        whose row changed since ``seen`` is not trained (finished elsewhere meanwhile)."""
         from harness.launch.local.batch import Batch  # torch, via the worker: not for a dry run
 
         gpus = local_gpus() if self._gpus is None else self._gpus
-        return Launched(len(runs), Batch(self.profile, runs, spec, gpus))
+        return Launched(len(runs), Batch(self.settings, runs, spec, gpus, seen))
 
     def wait(
         self, launched: Launched, spec: ExecutionSpec, *, show_progress: bool = True
@@ -100,6 +114,8 @@ class LocalLauncher:
             UserError: the results file system refused a result (kept in a spill file); the
                 other runs were stopped in order.
         """
+        from harness.launch.worker.pool import Outcome  # torch, via the worker
+
         batch: Batch = launched.handle
         progress = Progress(launched.runs) if show_progress else None
         with _Signals() as signals:
@@ -111,9 +127,9 @@ class LocalLauncher:
             finally:
                 if progress:
                     progress.close()
-        if batch.outcomes["busy"]:
-            print(f"{batch.outcomes['busy']} runs left alone: another process trains them "
-                  "(or finished them meanwhile)")  # fmt: skip
+        elsewhere = batch.outcomes[Outcome.FINISHED_ELSEWHERE]
+        if elsewhere:
+            print(f"{elsewhere} runs left alone: another process finished them meanwhile")
         if signals.signum is not None:
             name = signal.Signals(signals.signum).name
             raise Stopped(signals.signum, [f"stopped by {name}:", *batch.outcome_lines()])
@@ -124,27 +140,27 @@ class LocalLauncher:
         return LaunchReport(launched=launched.runs, statuses=batch.statuses)
 
 
-def _run(batch, signals: _Signals, progress: Progress | None) -> None:
+def _run(batch: Batch, signals: _Signals, progress: Progress | None) -> None:
     """The batch's loop: start runs, collect the ended, stop all on a signal or a spill."""
-    while batch.pending or batch.active:
+    while not batch.pool.done:
         if signals.count and not batch.stopping:
             batch.stop()
-            _say(f"stopping: {len(batch.active)} runs are checkpointing (Ctrl-C again kills them)")
+            _say(f"stopping: {len(batch.pool.active)} runs are checkpointing (Ctrl-C again kills "
+                 "them)")  # fmt: skip
         if signals.count > 1:
-            batch.kill()
-        batch.start_more()
+            batch.kill()  # each process once; they get no row and resume from their checkpoint
         batch.collect(progress)
         if progress:
-            progress.running = len(batch.active)
+            progress.running = len(batch.pool.active)
             progress.draw()
         time.sleep(0.2)
 
 
-def _shut_down(batch) -> None:
+def _shut_down(batch: Batch) -> None:
     """Stop every run, give them :data:`KILL_AFTER_S` to checkpoint, kill the rest."""
     batch.stop()
     deadline = time.monotonic() + KILL_AFTER_S
-    while batch.active and time.monotonic() < deadline:
+    while batch.pool.active and time.monotonic() < deadline:
         with contextlib.suppress(Exception):
             batch.collect(None)
         time.sleep(0.2)

@@ -42,10 +42,3 @@ def local_gpus() -> list[int]:
             "name them by index (e.g. 0,1)"
         )
     return [int(x) for x in ids]
-
-
-def gpu_for_next_run(running: dict[int, int], per_gpu: int) -> int | None:
-    """The GPU with the fewest running runs (the lowest index on ties), None when every GPU
-    already runs ``per_gpu``; ``running`` maps GPU index -> its running runs."""
-    gpu = min(running, key=lambda g: (running[g], g), default=None)
-    return gpu if gpu is not None and running[gpu] < per_gpu else None

@@ -18,6 +18,7 @@ from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.launch.profile import LauncherProfile
 from harness.launch.slurm.resources import Request
+from harness.launch.slurm.settings import SlurmSettings
 
 BOOT = f"{shlex.quote(sys.executable)} -u -m harness.launch.slurm.boot"
 """How a task starts python: through :mod:`harness.launch.slurm.boot`, which then runs submitit."""
@@ -46,56 +47,60 @@ def group_into_tasks(runs: Sequence[RunConfig], runs_per_task: int) -> list[Task
     ]
 
 
-def gpus_per_task(profile: LauncherProfile, processes: int) -> int:
+def gpus_per_task(profile: LauncherProfile[SlurmSettings], processes: int) -> int:
     """GPUs a task of ``processes`` ranks asks for: one per rank on a GPU profile, else none.
 
     Raises:
         UserError: runs need more GPUs than the profile allows per task.
     """
-    if profile.gpus_per_node == 0:
+    if profile.settings.gpus_per_node == 0:
         return 0
-    if processes > profile.gpus_per_node:
+    if processes > profile.settings.gpus_per_node:
         raise UserError(
             f"launcher {profile.name!r}: runs with gpus_per_run: {processes} need {processes} GPUs "
-            f"but the profile allows gpus_per_node: {profile.gpus_per_node}; use a profile with "
-            f"more GPUs per node (e.g. slurm-a100x8)"
+            f"but the profile allows gpus_per_node: {profile.settings.gpus_per_node}; use a "
+            f"profile with more GPUs per node (e.g. slurm-a100x8)"
         )
     return processes
 
 
-def request(profile: LauncherProfile, processes: int) -> Request:
+def request(profile: LauncherProfile[SlurmSettings], processes: int) -> Request:
     """What one task of ``processes`` ranks asks of a node (for the sinfo check)."""
-    mem = None if profile.mem_gb is None else round(profile.mem_gb * 1024)
+    mem = None if profile.settings.mem_gb is None else round(profile.settings.mem_gb * 1024)
     return Request(
-        partition=profile.partition,
-        constraint=profile.constraint,
+        partition=profile.settings.partition,
+        constraint=profile.settings.constraint,
         gpus=gpus_per_task(profile, processes),
-        cpus=profile.cpus_per_task * processes,
+        cpus=profile.settings.cpus_per_task * processes,
         mem_mb=mem,
     )
 
 
-def executor_parameters(profile: LauncherProfile, processes: int, grid: str) -> dict[str, object]:
+def executor_parameters(
+    profile: LauncherProfile[SlurmSettings], processes: int, grid: str
+) -> dict[str, object]:
     """submitit ``SlurmExecutor`` parameters (sbatch's names) for tasks of ``processes`` ranks."""
     params: dict[str, object] = {
         "job_name": f"harness-{grid}",
-        "time": profile.timeout_min,
+        "time": profile.settings.timeout_min,
         "nodes": 1,
         "ntasks_per_node": processes,
-        "cpus_per_task": profile.cpus_per_task,
-        "array_parallelism": profile.array_parallelism,
-        "setup": list(profile.setup),
+        "cpus_per_task": profile.settings.cpus_per_task,
+        "array_parallelism": profile.settings.array_parallelism,
+        "setup": list(profile.settings.setup),
         "stderr_to_stdout": False,
-        "signal_delay_s": signal_delay_s(profile.timeout_min),
+        "signal_delay_s": signal_delay_s(profile.settings.timeout_min),
     }
     optional = {
-        "partition": profile.partition,
-        "account": profile.account,
-        "qos": profile.qos,
-        "constraint": profile.constraint,
-        "mem": None if profile.mem_gb is None else f"{round(profile.mem_gb * 1024)}M",
+        "partition": profile.settings.partition,
+        "account": profile.settings.account,
+        "qos": profile.settings.qos,
+        "constraint": profile.settings.constraint,
+        "mem": None
+        if profile.settings.mem_gb is None
+        else f"{round(profile.settings.mem_gb * 1024)}M",
         "gpus_per_node": gpus_per_task(profile, processes) or None,
-        "additional_parameters": dict(profile.sbatch) or None,
+        "additional_parameters": dict(profile.settings.sbatch) or None,
     }
     params.update({k: v for k, v in optional.items() if v is not None})
     return params
@@ -109,7 +114,7 @@ def signal_delay_s(timeout_min: int) -> int:
 
 
 def make_executor(
-    profile: LauncherProfile, folder: Path, processes: int, grid: str
+    profile: LauncherProfile[SlurmSettings], folder: Path, processes: int, grid: str
 ) -> submitit.SlurmExecutor:
     """A SlurmExecutor writing pickles and logs under ``folder/<array job id>/``.
 
@@ -118,7 +123,7 @@ def make_executor(
     """
     try:
         executor = submitit.SlurmExecutor(
-            folder=folder / "%A", max_num_timeout=profile.max_num_timeout, python=BOOT
+            folder=folder / "%A", max_num_timeout=profile.settings.max_num_timeout, python=BOOT
         )
     except RuntimeError as e:
         raise UserError(f"launcher {profile.name!r} needs SLURM on this machine: {e}") from None

@@ -15,7 +15,7 @@ every task is handed (the profile's values, or the ``HARNESS_*`` overrides of on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.files import FileStamp
 from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
 from harness.launch.profile import LauncherProfile
 from harness.launch.slurm import arrays
@@ -35,6 +36,7 @@ from harness.launch.slurm.records import (
 )
 from harness.launch.slurm.resources import check_fits, read_nodes
 from harness.launch.slurm.scheduler import SchedulerError, jobs_in_controller
+from harness.launch.slurm.settings import SlurmSettings
 
 if TYPE_CHECKING:
     import submitit
@@ -59,9 +61,14 @@ class SlurmLauncher:
     detaches = True
     """Queued runs go on without this process: waiting is optional."""
 
-    def __init__(self, profile: LauncherProfile, limits: ClusterLimits | None = None) -> None:
+    def __init__(
+        self, profile: LauncherProfile[SlurmSettings], limits: ClusterLimits | None = None
+    ) -> None:
         """``limits`` overrides the controller's (tests use it to force several arrays)."""
+        if not isinstance(profile.settings, SlurmSettings):
+            raise TypeError(f"profile {profile.name!r} is not a SLURM profile")
         self.profile = profile
+        self.settings: SlurmSettings = profile.settings
         self._limits = limits
 
     def limits(self, timeout_s: float = 10.0) -> ClusterLimits:
@@ -71,7 +78,7 @@ class SlurmLauncher:
     # --- planning ----------------------------------------------------------------------------
     def plan(self, runs: Sequence[RunConfig]) -> str:
         """The dry-run summary: array tasks and ``sbatch calls: N`` (no squeue, no sbatch)."""
-        tasks = arrays.group_into_tasks(runs, self.profile.runs_per_task)
+        tasks = arrays.group_into_tasks(runs, self.settings.runs_per_task)
         limits = self.limits(DRY_RUN_SCONTROL_TIMEOUT_S)
         shapes = sorted({t.processes for t in tasks})
         calls = sum(
@@ -80,8 +87,8 @@ class SlurmLauncher:
         )
         lines = [
             f"slurm launcher {self.profile.name!r}: {len(runs)} runs in {len(tasks)} array tasks "
-            f"({self.profile.runs_per_task} runs per task, {self.profile.runs_per_device} at once "
-            f"on a one-GPU task; processes per task: {', '.join(map(str, shapes)) or '-'})",
+            f"({self.settings.runs_per_task} runs per task, {self.settings.runs_per_device} at "
+            f"once on a one-GPU task; processes per task: {', '.join(map(str, shapes)) or '-'})",
             f"sbatch calls: {calls} (arrays of at most {limits.max_array_size} tasks; "
             f"MaxArraySize {limits.max_array_size}, MaxJobCount {limits.max_job_count}: "
             f"{limits.source})",
@@ -116,13 +123,19 @@ class SlurmLauncher:
             raise UserError(f"cannot read the state of {grid!r}'s jobs: {e}") from None
 
     # --- submitting --------------------------------------------------------------------------
-    def launch(self, runs: Sequence[RunConfig], spec: ExecutionSpec) -> Launched:
+    def launch(
+        self,
+        runs: Sequence[RunConfig],
+        spec: ExecutionSpec,
+        seen: Mapping[str, FileStamp | None] | None = None,
+    ) -> Launched:
         """Submit ``runs`` as job arrays (what the controller has no room for is deferred).
+        ``seen`` is not used: a task decides from the rows it finds when it starts.
 
         Raises:
             UserError: impossible request, sbatch refused (its reason), no SLURM here.
         """
-        tasks = arrays.group_into_tasks(runs, self.profile.runs_per_task)
+        tasks = arrays.group_into_tasks(runs, self.settings.runs_per_task)
         self._check_resources(tasks)
         limits = self.limits()
         room = self.room(limits)
@@ -194,10 +207,9 @@ class SlurmLauncher:
     ) -> Submission:
         from harness.launch.slurm.task import RunTask  # torch, via the training loop it calls
 
-        task_spec = spec.with_threads(self.profile.cpus_per_task)
+        task_spec = spec.with_threads(self.settings.cpus_per_task)
         callables = [
-            RunTask(task_spec, t.run_ids, self.profile.runs_per_device if t.processes == 1 else 1)
-            for t in chunk
+            RunTask(task_spec, t.run_ids, self.settings.per_device(t.processes)) for t in chunk
         ]
         job_id, is_array = arrays.submit_array(executor, callables)
         sub = Submission(

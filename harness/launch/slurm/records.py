@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core import paths
-from harness.core.files import atomic_write
+from harness.core.files import atomic_write_bytes
 from harness.launch.slurm.scheduler import task_name
 from harness.store.integrity import aside
 
@@ -78,7 +78,7 @@ def write_submission(root: Path, grid: str, sub: Submission) -> Path:
         "log_dir": sub.log_dir,
         "tasks": [list(t) for t in sub.tasks],
     }
-    atomic_write(path, lambda fh: fh.write(json.dumps(doc).encode()))
+    atomic_write_bytes(path, json.dumps(doc).encode())
     return path
 
 

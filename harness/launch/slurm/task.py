@@ -94,7 +94,8 @@ class RunTask(submitit.helpers.Checkpointable):
         several_ranks = distributed.init_from_job()
         job_id = submitit.JobEnvironment().job_id
         try:
-            if self.per_device > 1 and not several_ranks:
+            if self.per_device > 1:  # decided by the launcher (SlurmSettings.per_device)
+                assert not several_ranks, "a run of several ranks is never packed"
                 return self._packed(signals, job_id)
             return self._in_order(signals, job_id)
         finally:

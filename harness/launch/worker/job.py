@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from harness.core import env, paths
-from harness.core.files import remove_temps, try_locked
+from harness.core.files import FileStamp, file_stamp, remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
 from harness.launch.contract import ExecutionSpec
@@ -38,8 +38,13 @@ from harness.train.loop import TrainingFailed, TrainingInterrupted, train
 
 
 class RunBusy(Exception):
-    """The run is being trained by another process (its lock is held), or another process wrote
-    its row since the launcher decided to run it: this process leaves it alone."""
+    """The run is being trained by another process (its lock is held): this process leaves it
+    alone."""
+
+
+class RunFinishedElsewhere(RunBusy):
+    """Another process wrote the run's row since the launcher decided to run it: this process
+    leaves it alone."""
 
 
 #: Exception types recorded with a status other than ``failed``.
@@ -76,7 +81,8 @@ def run_job(
 
     Raises:
         TrainingInterrupted: the run was asked to stop; its checkpoint is on disk.
-        RunBusy: another process trains the run, or finished it since it was launched.
+        RunBusy: another process trains the run (:class:`RunFinishedElsewhere`: or finished it
+            since it was launched).
         ResultSpilled: the result is in a spill file, not in the results folder.
     """
     root, grid = spec.results_root, spec.grid
@@ -85,7 +91,7 @@ def run_job(
         if distributed.any_rank(not held):
             raise RunBusy(f"run {run_id} is being trained by another process ({lock} is held)")
         if still_needed is not None and distributed.any_rank(not still_needed()):
-            raise RunBusy(f"run {run_id} has a new row since it was launched: finished elsewhere")
+            raise RunFinishedElsewhere(f"run {run_id} has a new row since it was launched")
         return _train_and_record(spec, run_id, job_id, should_stop)
 
 
@@ -158,19 +164,10 @@ def write_status(
     write_or_spill(root, run, result, provenance(job_id))
 
 
-def row_unchanged(path: Path, stamp: tuple[int, int, int] | None) -> bool:
-    """Whether the row file ``path`` is as ``stamp`` (:func:`row_stamp`) saw it: nobody wrote
-    the run's row since (the ``still_needed`` of :func:`run_job`)."""
-    return row_stamp(path) == stamp
-
-
-def row_stamp(path: Path) -> tuple[int, int, int] | None:
-    """(inode, mtime in ns, size) of a row file, None when there is none."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
+def row_unchanged(path: Path, stamp: FileStamp | None) -> bool:
+    """Whether the row file ``path`` is as ``stamp`` (:func:`~harness.core.files.file_stamp`)
+    saw it: nobody wrote the run's row since (the ``still_needed`` of :func:`run_job`)."""
+    return file_stamp(path) == stamp
 
 
 def done_by_job(

@@ -13,7 +13,8 @@ every running process, which checkpoints and stops; then :class:`PackInterrupted
 that the caller can requeue or record the unfinished runs. A requeued task skips the runs whose
 newest row it wrote (``job_id``) and resumes the others from their checkpoints.
 
-Each run process is owned by the task (:mod:`harness.launch.worker.process`): it leaves SLURM's
+The runs go through the one run pool (:mod:`harness.launch.worker.pool`), as local runs do. Each
+run process is owned by the task (:mod:`harness.launch.worker.process`): it leaves SLURM's
 signals (``USR2`` before the time limit, ``SIGTERM`` on scancel or requeue, sent to every process
 of the job step) to the task, and stops when the task sets its stop event or is gone.
 """
@@ -23,12 +24,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
-from harness.launch.worker import process
-from harness.launch.worker.job import done_by_job, write_status
-from harness.launch.worker.process import BUSY_EXIT, INTERRUPTED_EXIT, RunProcess
-from harness.store.spill import ResultSpilled
+from harness.launch.worker.job import done_by_job
+from harness.launch.worker.pool import Ended, Outcome, RunPool
 from harness.train.loop import TrainingInterrupted
 
 
@@ -53,7 +51,8 @@ def run_packed(
     should_stop: Callable[[], bool] | None = None,
     poll_s: float = 0.2,
 ) -> dict[str, str]:
-    """Train ``run_ids`` of ``spec.grid`` on this process's device, ``per_device`` at a time.
+    """Train ``run_ids`` of ``spec.grid`` on this process's device, ``per_device`` at a time, in a
+    :class:`~harness.launch.worker.pool.RunPool`.
 
     Args:
         spec: how the runs execute (``spec.threads``: torch CPU threads per run process).
@@ -70,52 +69,29 @@ def run_packed(
         PackInterrupted: ``should_stop`` asked to stop (or a run was interrupted); the
             interrupted runs have checkpoints.
     """
-    assert per_device >= 1, per_device
     statuses = done_by_job(spec.results_root, spec.grid, run_ids, job_id)
     pending = [r for r in run_ids if r not in statuses]
-    ctx = process.spawn_context()
-    reports = ctx.SimpleQueue()
-    active: dict[str, RunProcess] = {}
-    interrupted: list[str] = []
-    stopping = False
-    while pending or active:
-        while pending and len(active) < per_device and not stopping:
-            run_id = pending.pop(0)
-            active[run_id] = process.start(ctx, spec, run_id, reports, job_id=job_id)
-        time.sleep(poll_s)
-        if should_stop is not None and not stopping and should_stop():
-            stopping = True
-            pending.clear()
-            for p in active.values():
-                p.stop.set()
-        _drain(reports, statuses)
-        for run_id, p in list(active.items()):
-            code = p.process.exitcode
-            if code is not None:
-                del active[run_id]
-                if code == INTERRUPTED_EXIT:
-                    interrupted.append(run_id)
-                elif code not in (0, BUSY_EXIT) and run_id not in statuses:
-                    statuses[run_id] = _died(spec, run_id, code, job_id)
-    _drain(reports, statuses)
-    if stopping or interrupted:
+    pool = RunPool(spec, pending, parallel=per_device, job_id=job_id)
+    interrupted: set[str] = set()
+    while not pool.done:
+        for end in pool.poll():
+            _note(end, statuses, interrupted)
+        if should_stop is not None and not pool.stopping and should_stop():
+            pool.stop()
+        if not pool.done:
+            time.sleep(poll_s)
+    if pool.stopping or interrupted:
         raise PackInterrupted(spec.grid, statuses, [r for r in run_ids if r in interrupted])
     return statuses
 
 
-def _drain(reports: object, statuses: dict[str, str]) -> None:
-    """Move the statuses the run processes reported into ``statuses`` (a busy run has none)."""
-    for run_id, status, _ in process.drain(reports):
-        if status != "busy":
-            statuses[run_id] = status
-
-
-def _died(spec: ExecutionSpec, run_id: str, exitcode: int, job_id: str | None) -> str:
-    """Record a run whose process died before reporting (killed, segfault) as ``failed``."""
-    how = process.died_how(exitcode)
-    error = f"run process died {how} while packed (killed, out of memory, or crashed)"
-    try:
-        write_status(spec.results_root, spec.grid, run_id, Status.FAILED, error, job_id)
-    except ResultSpilled as e:
-        print(f"harness: {e.line}", flush=True)
-    return Status.FAILED.value
+def _note(end: Ended, statuses: dict[str, str], interrupted: set[str]) -> None:
+    """Record what became of a packed run (the task's log gets a line for what has no row)."""
+    if end.status is not None:
+        statuses[end.run_id] = end.status
+    if end.outcome is Outcome.CHECKPOINTED:
+        interrupted.add(end.run_id)
+    elif end.outcome is Outcome.SPILLED:
+        print(f"harness: {end.note}", flush=True)
+    elif end.outcome in (Outcome.BUSY, Outcome.FINISHED_ELSEWHERE, Outcome.UNRECORDED):
+        print(f"harness: run {end.run_id} {end.outcome.value}: left alone", flush=True)

@@ -1,24 +1,25 @@
 """A run in a process of its own, owned by the process that started it (its parent).
 
-Both the local launcher (one process per run) and packed SLURM tasks
-(:mod:`harness.launch.worker.packing`) start runs this way:
+The run pool (:mod:`harness.launch.worker.pool`), which both the local launcher and packed SLURM
+tasks use, starts runs this way:
 
 - Signals are the parent's business. The run process ignores ``SIGTERM``, ``SIGINT``, ``SIGHUP``
   and ``SIGUSR2`` (blocked from before it starts until it ignores them, so that a signal during
   its start-up, torch's import takes seconds, cannot kill it): Ctrl-C in a terminal, a closed
   terminal or SLURM signal the whole process group, and a run killed by one would lose the work
   since its last checkpoint. The parent decides, through the run's stop event.
-- The run stops (checkpoints, exits :data:`INTERRUPTED_EXIT`) when its stop event is set, or when
-  its parent is gone (killed with SIGKILL: the run is re-parented), so no run outlives the process
-  that owns it.
-- It reports its outcome on a queue as ``(run_id, status, note)`` and exits with a code that says
-  what became of it (:data:`INTERRUPTED_EXIT`, :data:`BUSY_EXIT`, :data:`SPILLED_EXIT`; another
-  non-zero code or a signal means it died).
+- The run stops (checkpoints, exits :attr:`ExitKind.INTERRUPTED`) when its stop event is set, or
+  when its parent is gone (killed with SIGKILL: the run is re-parented), so no run outlives the
+  process that owns it.
+- It reports its row's status on a queue as ``(run_id, status, note)`` and exits with a code that
+  says what became of it; :func:`exit_kind` reads it back (the pool turns it into an
+  :class:`~harness.launch.worker.pool.Outcome`; the codes are this module's business).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import multiprocessing as mp
 import os
 import signal
@@ -33,21 +34,41 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness.launch.contract import ExecutionSpec
-from harness.launch.worker.job import RunBusy, run_job
+from harness.launch.worker.job import RunBusy, RunFinishedElsewhere, run_job
 from harness.store.spill import ResultSpilled
 from harness.train.loop import TrainingInterrupted
 
-INTERRUPTED_EXIT = 75
-"""Exit code of a run process stopped by its stop event or its parent's death (checkpointed)."""
-BUSY_EXIT = 76
-"""Exit code of a run process that left its run alone (:class:`RunBusy`)."""
-SPILLED_EXIT = 74
-"""Exit code of a run process whose result went to a spill file (:class:`ResultSpilled`)."""
+
+class ExitKind(enum.Enum):
+    """How a run process ended, as its exit code says."""
+
+    RECORDED = 0
+    """Its run's row is written (its status was reported)."""
+    SPILLED = 74
+    """Its result went to a spill file (:class:`ResultSpilled`; the spill line was reported)."""
+    INTERRUPTED = 75
+    """Stopped by its stop event or its parent's death; its checkpoint is on disk."""
+    BUSY = 76
+    """Left its run alone: another process holds the run lock (:class:`RunBusy`)."""
+    FINISHED_ELSEWHERE = 77
+    """Left its run alone: its row changed since the launch (:class:`RunFinishedElsewhere`)."""
+    DIED = -1
+    """Any other code, or a signal: killed (the kernel's OOM killer) or crashed."""
+
+
+def exit_kind(exitcode: int) -> ExitKind:
+    """What a run process's exit code says."""
+    try:
+        return ExitKind(exitcode) if exitcode >= 0 else ExitKind.DIED
+    except ValueError:
+        return ExitKind.DIED
+
+
 PARENT_SIGNALS = (signal.SIGTERM, signal.SIGUSR2, signal.SIGINT, signal.SIGHUP)
 """Signals a run process leaves to its parent (see the module docstring)."""
 
 Report = tuple[str, str, str]
-"""What a run process reports: (run_id, status or ``busy``, a note: the spill or busy line)."""
+"""What a run process reports: (run_id, its row's status, a note: the spill line or '')."""
 
 
 @dataclass(slots=True)
@@ -118,7 +139,7 @@ def start(
 
 def drain(reports: Any) -> list[Report]:
     """The reports run processes put on ``reports`` since the last call."""
-    out = []
+    out: list[Report] = []
     while not reports.empty():
         out.append(reports.get())
     return out
@@ -157,14 +178,17 @@ def _child(
             spec, run_id, job_id=job_id, should_stop=should_stop, still_needed=still_needed
         )
     except TrainingInterrupted:
-        sys.exit(INTERRUPTED_EXIT)
+        sys.exit(ExitKind.INTERRUPTED.value)
+    except RunFinishedElsewhere as e:
+        print(f"harness: {e}", file=sys.stderr)
+        sys.exit(ExitKind.FINISHED_ELSEWHERE.value)
     except RunBusy as e:
-        _report(reports, (run_id, "busy", str(e)))
-        sys.exit(BUSY_EXIT)
+        print(f"harness: {e}", file=sys.stderr)
+        sys.exit(ExitKind.BUSY.value)
     except ResultSpilled as e:
         print(f"harness: {e.line}", file=sys.stderr)
         _report(reports, (run_id, e.status, e.line))
-        sys.exit(SPILLED_EXIT)
+        sys.exit(ExitKind.SPILLED.value)
     _report(reports, (run_id, status, ""))
 
 

@@ -1,0 +1,312 @@
+"""The one pool of run processes: starts, watches, stops and drains them; each run ends in an
+:class:`Outcome`.
+
+Both the local launcher (:mod:`harness.launch.local.batch`) and packed SLURM tasks
+(:mod:`harness.launch.worker.packing`) run their runs through a :class:`RunPool`. Each run trains
+in a process of its own (:mod:`harness.launch.worker.process`), so a crash or an OOM ends one run,
+not its neighbours. The pool handles, once for every backend:
+
+- **slots**: ``parallel`` runs at once; with GPUs, each run is given one, ``per_gpu`` per GPU.
+- **run locks**: a run whose lock another process holds is not started. With ``wait_for_locks``
+  (a launcher that waits for its runs) it waits until the lock is free, then starts unless a row
+  was written meanwhile, so that a run is never left missing because a dying process (an orphan
+  of a killed ``submit``) held its lock for a moment; without, it is left to that process.
+- **finished elsewhere**: a run whose row changed since the launch decided to train it (``seen``)
+  is not trained again; the run process checks this again under the run lock.
+- **stopping**: :meth:`RunPool.stop` makes every running run checkpoint and stop;
+  :meth:`RunPool.kill` kills each running process once (no row: it resumes from its checkpoint).
+- **time limits**: a run past ``timeout_s`` checkpoints and gets a ``timeout`` row.
+- **deaths**: a process killed from outside (the kernel's OOM killer) or crashed gets a
+  ``failed`` row with the steps and loss curve it reached (its progress file) and its log's tail.
+- **spills**: a result the results file system refused is in a spill file (:attr:`Ended.note`).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.core import paths
+from harness.core.errors import UserError
+from harness.core.files import FileStamp, file_stamp, is_locked
+from harness.core.result import Status
+from harness.launch.contract import ExecutionSpec
+from harness.launch.worker import process
+from harness.launch.worker.job import row_unchanged, write_status
+from harness.launch.worker.process import ExitKind, RunProcess
+from harness.store.rows import read_row
+from harness.store.spill import ResultSpilled
+
+LOG_TAIL_LINES = 12
+"""Lines of a dead run process's log quoted in its ``failed`` row."""
+
+
+class Outcome(enum.Enum):
+    """What became of a run the pool was given."""
+
+    FINISHED = "finished"
+    """It has its row (:attr:`Ended.status`): written by its process (or, for ``timeout`` and
+    ``failed`` after a death, by the pool)."""
+    SPILLED = "spilled"
+    """Its result is in a spill file: the results file system refused it (:attr:`Ended.note`)."""
+    CHECKPOINTED = "checkpointed"
+    """Stopped by :meth:`RunPool.stop`: its checkpoint is on disk, it has no new row."""
+    KILLED = "killed"
+    """Killed by :meth:`RunPool.kill`: no new row; it resumes from its last checkpoint."""
+    NOT_STARTED = "not started"
+    """Never started (the pool was stopped first)."""
+    FINISHED_ELSEWHERE = "finished elsewhere"
+    """Another process wrote its row since the launch decided to train it: left alone."""
+    BUSY = "busy"
+    """Another process trains it now (its run lock is held), and the pool does not wait."""
+    UNRECORDED = "unrecorded"
+    """Its process died and no row could be written: the run is not in a readable manifest."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """One run the pool is done with."""
+
+    run_id: str
+    """The run."""
+    outcome: Outcome
+    """What became of it."""
+    status: str | None = None
+    """Its row's status (``FINISHED``, ``SPILLED``), else None."""
+    note: str = ""
+    """The spill line of a ``SPILLED`` run (path, cause, where the result is)."""
+
+
+class RunPool:
+    """Run processes of one grid's runs; see the module docstring."""
+
+    def __init__(
+        self,
+        spec: ExecutionSpec,
+        run_ids: Sequence[str],
+        *,
+        parallel: int,
+        gpus: Sequence[int] | None = None,
+        per_gpu: int = 1,
+        timeout_s: float | None = None,
+        job_id: str | None = None,
+        logs: Path | None = None,
+        seen: Mapping[str, FileStamp | None] | None = None,
+        wait_for_locks: bool = False,
+    ) -> None:
+        """Args:
+        spec: how the runs execute.
+        run_ids: the runs, started in this order.
+        parallel: runs at once (>= 1).
+        gpus: GPU indices to give runs, one each (``CUDA_VISIBLE_DEVICES`` of its process;
+            empty: none); None: the processes keep this process's devices (a SLURM task's).
+        per_gpu: runs at once on one GPU (with ``gpus``).
+        timeout_s: seconds a run may train before it is stopped and recorded as ``timeout``.
+        job_id: recorded in the rows (SLURM).
+        logs: folder of one log per run (``<run_id>.log``); None: this process's output.
+        seen: each run's row as the launch saw it when it decided to train it
+            (:func:`~harness.core.files.file_stamp`); default: as it is now.
+        wait_for_locks: wait for a run whose lock is held rather than leave it (see above).
+        """
+        assert parallel >= 1 and per_gpu >= 1, (parallel, per_gpu)
+        self.spec, self.job_id, self.logs = spec, job_id, logs
+        self.parallel, self.per_gpu, self.timeout_s = parallel, per_gpu, timeout_s
+        self.wait_for_locks = wait_for_locks
+        self.pending: list[str] = list(run_ids)
+        """Runs not started yet, in order."""
+        self.active: dict[str, RunProcess] = {}
+        """Runs whose process runs, by run_id."""
+        self.seen = {r: (seen[r] if seen is not None and r in seen else file_stamp(self._row(r)))
+                     for r in run_ids}  # fmt: skip
+        self.gpus_given = gpus is not None
+        self.on_gpu = dict.fromkeys(gpus or (), 0)
+        self.stopping = False
+        self._ctx = process.spawn_context()
+        self._reports: Any = self._ctx.SimpleQueue()
+        self._reported: dict[str, process.Report] = {}
+        self._timed_out: set[str] = set()
+        self._killed: set[str] = set()
+
+    # --- what the caller sees -----------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """Whether every run has ended (or will never start)."""
+        return not self.pending and not self.active
+
+    def log(self, run_id: str) -> Path | None:
+        """The run's log (its process's stdout and stderr), None without a logs folder."""
+        return None if self.logs is None else self.logs / f"{run_id}.log"
+
+    def poll(self) -> list[Ended]:
+        """Start waiting runs while there is room; return the runs that ended since the last
+        call (in the order they were noticed)."""
+        ended = self._start_more()
+        for reported in process.drain(self._reports):  # each is put before its process exits
+            self._reported[reported[0]] = reported
+        for run_id, p in list(self.active.items()):
+            code = p.process.exitcode
+            if code is None:
+                self._check_time(run_id, p)
+                continue
+            del self.active[run_id]
+            if p.gpu is not None:
+                self.on_gpu[p.gpu] -= 1
+            end = self._ended(run_id, code)
+            if end is not None:
+                ended.append(end)
+        return ended
+
+    def stop(self) -> list[Ended]:
+        """Stop every running run (each checkpoints) and start no more; returns the runs that
+        will never start."""
+        self.stopping = True
+        never = [Ended(r, Outcome.NOT_STARTED) for r in self.pending]
+        self.pending.clear()
+        for p in self.active.values():
+            p.stop.set()
+        return never
+
+    def kill(self) -> None:
+        """Kill every running process now, once each (their runs lose the work since their last
+        checkpoint and get no row: the next submit resumes them)."""
+        for run_id, p in self.active.items():
+            if run_id not in self._killed:
+                self._killed.add(run_id)
+                p.process.kill()
+
+    # --- starting -----------------------------------------------------------------------------
+    def _row(self, run_id: str) -> Path:
+        return paths.run_path(self.spec.results_root, self.spec.grid, run_id)
+
+    def _start_more(self) -> list[Ended]:
+        """Start waiting runs while there are free slots; returns the runs left alone."""
+        ended: list[Ended] = []
+        for run_id in list(self.pending):
+            if self.stopping or len(self.active) >= self.parallel:
+                break
+            gpu = gpu_for_next_run(self.on_gpu, self.per_gpu)
+            if self.on_gpu and gpu is None:
+                break  # every GPU is full
+            if not row_unchanged(self._row(run_id), self.seen[run_id]):
+                self.pending.remove(run_id)
+                ended.append(Ended(run_id, Outcome.FINISHED_ELSEWHERE))
+                continue
+            lock = paths.run_lock_path(self.spec.results_root, self.spec.grid, run_id)
+            if is_locked(lock):
+                if not self.wait_for_locks:
+                    self.pending.remove(run_id)
+                    ended.append(Ended(run_id, Outcome.BUSY))
+                continue  # waits its turn: the lock is freed when its holder stops or dies
+            self.pending.remove(run_id)
+            self._start(run_id, gpu)
+        return ended
+
+    def _start(self, run_id: str, gpu: int | None) -> None:
+        if gpu is not None:
+            self.on_gpu[gpu] += 1
+        env = {"CUDA_VISIBLE_DEVICES": "" if gpu is None else str(gpu)} if self.gpus_given else {}
+        needed = functools.partial(row_unchanged, self._row(run_id), self.seen[run_id])
+        self.active[run_id] = process.start(
+            self._ctx, self.spec, run_id, self._reports, job_id=self.job_id,
+            log=self.log(run_id), env=env, still_needed=needed, gpu=gpu,
+        )  # fmt: skip
+
+    def _check_time(self, run_id: str, p: RunProcess) -> None:
+        """Stop a run past the time limit (it checkpoints; :meth:`_ended` records it)."""
+        late = self.timeout_s is not None and time.monotonic() - p.started > self.timeout_s
+        if late and not p.stop.is_set():
+            self._timed_out.add(run_id)
+            p.stop.set()
+
+    # --- ending -------------------------------------------------------------------------------
+    def _ended(self, run_id: str, code: int) -> Ended | None:
+        """What became of a run whose process exited with ``code`` (None: it waits again)."""
+        _, status, note = self._reported.pop(run_id, (run_id, "", ""))
+        kind = process.exit_kind(code)
+        if kind is ExitKind.RECORDED and status:
+            return Ended(run_id, Outcome.FINISHED, status)
+        if kind is ExitKind.SPILLED:
+            return Ended(run_id, Outcome.SPILLED, status, note)
+        if kind is ExitKind.FINISHED_ELSEWHERE:
+            return Ended(run_id, Outcome.FINISHED_ELSEWHERE)
+        if kind is ExitKind.BUSY:
+            if self.wait_for_locks and not self.stopping:
+                self.pending.insert(0, run_id)  # its lock was taken meanwhile: wait for it
+                return None
+            return Ended(run_id, Outcome.BUSY)
+        if kind is ExitKind.INTERRUPTED and run_id in self._timed_out:
+            limit = f"{self.timeout_s / 60:g} min" if self.timeout_s else "its limit"
+            error = (f"ran past timeout_min ({limit}) of the launcher profile on this machine; "
+                     "checkpoint kept")  # fmt: skip
+            return self._record(run_id, Status.TIMEOUT, error)
+        if kind is ExitKind.INTERRUPTED:
+            return Ended(run_id, Outcome.CHECKPOINTED)
+        if not row_unchanged(self._row(run_id), self.seen[run_id]):
+            return Ended(run_id, Outcome.FINISHED, _row_status(self._row(run_id)))  # then died
+        if run_id in self._killed:
+            return Ended(run_id, Outcome.KILLED)
+        return self._record(run_id, Status.FAILED, self._death(run_id, code))
+
+    def _death(self, run_id: str, code: int) -> str:
+        """The error of a run whose process died: how, and the tail of its log."""
+        error = f"run process died {process.died_how(code)} (killed, out of memory, or crashed)"
+        log = self.log(run_id)
+        if log is None:
+            return error
+        tail = _tail(log, LOG_TAIL_LINES)
+        return f"{error}; log {log}" + ("\n" + tail if tail else "")
+
+    def _record(self, run_id: str, status: Status, error: str) -> Ended:
+        """Write the row of a run its process could not record (with what it reached)."""
+        try:
+            write_status(self.spec.results_root, self.spec.grid, run_id, status, error, self.job_id)
+        except ResultSpilled as e:
+            return Ended(run_id, Outcome.SPILLED, str(status), e.line)
+        except (KeyError, UserError):  # no longer in the manifest, or the manifest is corrupt
+            return Ended(run_id, Outcome.UNRECORDED)
+        return Ended(run_id, Outcome.FINISHED, str(status))
+
+
+def drain(pool: RunPool, *, poll_s: float = 0.2,
+          on_end: Callable[[Ended], None] | None = None) -> list[Ended]:  # fmt: skip
+    """Poll ``pool`` every ``poll_s`` until it is done; returns every run's end."""
+    out: list[Ended] = []
+    while not pool.done:
+        for end in pool.poll():
+            out.append(end)
+            if on_end is not None:
+                on_end(end)
+        if not pool.done:
+            time.sleep(poll_s)
+    return out
+
+
+def gpu_for_next_run(running: dict[int, int], per_gpu: int) -> int | None:
+    """The GPU with the fewest running runs (the lowest index on ties), None when every GPU
+    already runs ``per_gpu`` (or there are none); ``running`` maps GPU index -> its runs."""
+    gpu = min(running, key=lambda g: (running[g], g), default=None)
+    return gpu if gpu is not None and running[gpu] < per_gpu else None
+
+
+def _row_status(path: Path) -> str:
+    """The status in a run's row file (``failed`` when it cannot be read)."""
+    try:
+        return str(read_row(path)["status"])
+    except (OSError, ValueError, KeyError, IndexError):
+        return Status.FAILED.value
+
+
+def _tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a text file ('' when unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 16_384))
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
