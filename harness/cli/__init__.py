@@ -30,6 +30,7 @@ COMMANDS: Registry[str] = Registry(
         "analyze": "harness.cli.analyze:analyze",
         "figures": "harness.cli.figures:figures",
         "import": "harness.cli.importer:import_",
+        "watch": "harness.cli.watch:watch",
     },
 )
 """Command name -> ``module:attribute`` of its click command."""

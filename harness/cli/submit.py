@@ -67,6 +67,10 @@ def submit(
 
     Check a protocol without running it: harness submit grids/batch_size_gap.yaml --dry-run
     --format csv
+
+    Exit status: 0 when every run it waited for completed or diverged (diverging is a result);
+    1 when any failed (failed, oom, timeout, cancelled) or was lost (ended without a row);
+    2 for bad input; 128 + N when stopped by signal N.
     """
     from harness.core.errors import Stopped
     from harness.launch.submit import submit as do_submit
@@ -97,3 +101,9 @@ def submit(
         for s in report.statuses.values():
             counts[s] = counts.get(s, 0) + 1
         click.echo("finished: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if report.lost:
+        click.echo(f"lost: {len(report.lost)} runs ended without a row: {', '.join(report.lost)}")
+    if report.faults:
+        click.echo(f"exit 1: {report.faults} runs failed or were lost; see 'harness status "
+                   f"{report.grid}' and each run's log", err=True)  # fmt: skip
+        sys.exit(1)
