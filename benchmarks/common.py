@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import statistics
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import numpy as np
 import torch
 
 from harness.core.config import RunConfig
+from harness.data.catalogue import vocab_lookup
 from harness.grid.resolve import Resolver
 
 
@@ -40,7 +43,8 @@ def bench_run(data_dir: Path, grid: str = "bench", **point: Any) -> RunConfig:
         "weight_decay": 0.1,
         "lr_min": 6e-5,
     }
-    return Resolver(grid, "full", data_dir.parent, "benchmark").resolve({**base, **point}, grid)
+    resolver = Resolver(grid, "full", vocab_lookup(data_dir.parent), "benchmark")
+    return resolver.resolve({**base, **point}, grid)
 
 
 def summary(values: Sequence[float]) -> str:
@@ -57,3 +61,14 @@ def machine() -> str:
             f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
         )
     return f"{device}; torch {torch.__version__}; python {platform.python_version()}"
+
+
+def parse_args_quick(ap: argparse.ArgumentParser, quick: dict[str, Any]) -> argparse.Namespace:
+    """``ap``'s arguments, with a ``--quick`` flag that makes ``quick`` the defaults: a run of a
+    few seconds that checks the benchmark works (the test suite runs it; its numbers are noise)."""
+    ap.add_argument(
+        "--quick", action="store_true", help=f"a few seconds, to check it runs: {quick}"
+    )
+    if "--quick" in sys.argv[1:]:
+        ap.set_defaults(**quick)
+    return ap.parse_args()

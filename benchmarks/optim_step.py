@@ -23,64 +23,52 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
+from common import parse_args_quick  # benchmarks/common.py
 from torch import nn
 
-from harness.model.architecture import GPTConfig, preset_fields
+from harness.core.config import RunConfig
+from harness.grid.resolve import Resolver
 from harness.model.gpt import GPT
+from harness.optim.build import build_optimizer
 from harness.optim.registry import OPTIMIZERS
 from harness.optim.routing import param_groups
 
-#: Constructor arguments the specs leave to the grid.
-EXTRA = {"sgd_cclip": {"clip_value": 1.0}}
+#: Grid values the specs leave to the grid (no default).
+EXTRA: dict[str, dict[str, Any]] = {"sgd_cclip": {"clip_value": 1.0}}
+
+SEQ_LEN = 1024
+"""Only sizes the (unused) position tables; the step does not depend on it."""
 
 
-def template_groups(args: argparse.Namespace) -> list[dict]:
-    """Routed param groups of the model, on the meta device (shapes only)."""
-    fields = preset_fields(args.preset) | {"n_layer": args.layers, "d_model": args.d_model}
-    fields |= {"n_head": args.d_model // 64, "vocab_size": args.vocab, "seq_len": 1024}
+def optimizer_run(args: argparse.Namespace, optimizer: str) -> RunConfig:
+    """The run a grid would resolve for ``optimizer`` on the benchmark's model, with the spec's
+    defaults for every hyperparameter the grid does not set."""
+    point: dict[str, Any] = {
+        "model": args.preset, "n_layer": args.layers, "d_model": args.d_model,
+        "n_head": args.d_model // 64, "dataset": "synthetic", "vocab_size": args.vocab,
+        "seq_len": SEQ_LEN, "batch_size": 1, "steps": 1, "optimizer": optimizer, "lr": 1e-3,
+        "weight_decay": 0.1, **EXTRA.get(optimizer, {}),
+    }  # fmt: skip
     if args.tied is not None:
-        fields["tie_weights"] = args.tied
+        point["tie_weights"] = args.tied
+    resolver = Resolver("optim_step", "full", lambda _: args.vocab, "benchmark")
+    return resolver.resolve(point, optimizer)
+
+
+def model_copy(run: RunConfig, state: dict[str, torch.Tensor], device: str) -> nn.Module:
+    """A GPT of ``run``'s architecture holding ``state`` (the same values every call)."""
     with torch.device("meta"):
-        model = GPT(GPTConfig(**fields))
-    return param_groups(model, weight_decay=0.1)
+        model = GPT(run.arch, run.data.seq_len)
+    model.to_empty(device=device)
+    model.load_state_dict(state)
+    return model
 
 
-def materialize(template: list[dict], device: str, extra: dict[str, dict]) -> list[dict]:
-    """Fresh parameters (same values every call) in groups shaped like ``template``."""
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    out = []
-    for g in template:
-        params = [nn.Parameter(torch.randn(p.shape, generator=gen).to(device)) for p in g["params"]]
-        out.append({**g, "params": params, **extra.get(g["name"], {})})
-    return out
-
-
-def make(name: str, template: list[dict], device: str) -> torch.optim.Optimizer:
-    """The optimizer ``name`` with its spec's defaults over a fresh copy of the parameters."""
-    if name == "torch_adamw":
-        groups = materialize(template, device, {})
-        return torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.95), weight_decay=0.0, foreach=True)
-    spec = OPTIMIZERS[name]
-    kwargs = spec.kwargs(_Defaults(spec.fields)) | EXTRA.get(name, {})
-    groups = materialize(template, device, spec.group_options)
-    return OPTIMIZERS[name](groups, lr=1e-3, **kwargs)
-
-
-class _Defaults:
-    """A stand-in run whose optimizer fields are the spec's defaults."""
-
-    def __init__(self, fields: dict) -> None:
-        self.__dict__.update(fields)
-
-    def __getattr__(self, name: str) -> None:
-        return None
-
-
-def attach_grads(opt: torch.optim.Optimizer, grads: list[torch.Tensor]) -> None:
-    params = [p for g in opt.param_groups for p in g["params"]]
-    for p, g in zip(params, grads, strict=True):
+def attach_grads(model: nn.Module, grads: list[torch.Tensor]) -> None:
+    for p, g in zip(model.parameters(), grads, strict=True):
         p.grad = g
 
 
@@ -115,7 +103,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default 1 on CPU)")
     ap.add_argument("--clock", choices=["cpu", "wall"], default=None, help="default: cpu on CPU")
     ap.add_argument("--only", nargs="*", default=sorted(OPTIMIZERS))
-    args = ap.parse_args()
+    args = parse_args_quick(ap, {"layers": 2, "d_model": 128, "vocab": 1024, "rounds": 3})
     on_cpu = args.device == "cpu"
     args.clock = args.clock or ("cpu" if on_cpu else "wall")
     if args.clock == "cpu" and not on_cpu:
@@ -126,26 +114,32 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    template = template_groups(args)
-    n_params = sum(p.numel() for g in template for p in g["params"])
+    run = optimizer_run(args, "adamw")
+    torch.manual_seed(0)
+    state = {k: v.to(args.device) for k, v in GPT(run.arch, SEQ_LEN).state_dict().items()}
     gen = torch.Generator().manual_seed(1)
-    grads = [
-        torch.randn(p.shape, generator=gen).to(args.device) for g in template for p in g["params"]
-    ]
+    shapes = [p.shape for p in model_copy(run, state, "cpu").parameters()]
+    grads = [torch.randn(s, generator=gen).to(args.device) for s in shapes]
+    n_params = sum(g.numel() for g in grads)
     print(
         f"torch {torch.__version__}, device {args.device}, threads {torch.get_num_threads()}, "
         f"clock {args.clock}"
     )
     print(f"{n_params / 1e6:.1f}M params in {len(grads)} tensors; {args.rounds} timed steps each")
-    reference = make("torch_adamw", template, args.device)
-    attach_grads(reference, grads)
+    ref_model = model_copy(run, state, args.device)
+    attach_grads(ref_model, grads)
+    reference = torch.optim.AdamW(
+        param_groups(ref_model, 0.1), lr=1e-3, betas=(0.9, 0.95), foreach=True
+    )
     ref_step = timer(reference, args.device, args.clock)
     for _ in range(3):  # warm-up of the reference alone: allocator and page-fault pattern
         ref_step()
     print(f"{'optimizer':<14}{'ms/step':>10}{'ref ms':>10}{'ratio':>8}")
     for name in args.only:
-        opt = make(name, template, args.device)
-        attach_grads(opt, grads)
+        opt_run = optimizer_run(args, name)
+        model = model_copy(opt_run, state, args.device)
+        attach_grads(model, grads)
+        opt = build_optimizer(model, opt_run)  # as a run builds it: routing, group options
         step = timer(opt, args.device, args.clock)
         for _ in range(3):  # warm-up: state allocation, kernels
             step(), ref_step()
@@ -153,7 +147,7 @@ def main() -> None:
         mine, ref = (statistics.median(x) for x in zip(*pairs, strict=True))
         ratio = statistics.median(a / b for a, b in pairs)
         print(f"{name:<14}{mine * 1e3:>10.1f}{ref * 1e3:>10.1f}{ratio:>8.2f}", flush=True)
-        del opt, step
+        del opt, step, model
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from common import machine  # benchmarks/common.py
+from common import machine, parse_args_quick  # benchmarks/common.py
 
 from harness.core.result import RunResult
 from harness.data.catalogue import vocab_lookup
@@ -106,10 +106,11 @@ def _write_share(args: tuple[str, Path, int, int, int]) -> list[float]:
             for k in range(points)
         ]  # fmt: skip
         result = RunResult(
-            status="completed", params=2_500_000, val_loss=loss, val_ppl=2.718**loss,
-            train_loss=loss + 0.1, steps_done=200, tokens_seen=102400, wall_s=60.0,
-            tokens_per_s=1700.0, device="cpu", curve=curve,
-            metrics={"iso": 0.5, "rho": -10.0, "mfu": None, "data_wait_s": 0.1},
+            status="completed", params=2_500_000, steps_done=200, tokens_seen=102400,
+            device="cpu", curve=curve,
+            metrics={"val_loss": loss, "val_ppl": 2.718**loss, "train_loss": loss + 0.1,
+                     "wall_s": 60.0, "tokens_per_s": 1700.0, "iso": 0.5, "rho": -10.0,
+                     "mfu": None, "data_wait_s": 0.1},
         )  # fmt: skip
         t = time.perf_counter()
         write_result(Path(root), run, result, {"hostname": "bench", "git_commit": "x"})
@@ -164,7 +165,7 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=200, help="curve points per run")
     ap.add_argument("--writers", type=int, default=2, help="processes writing rows at once")
     ap.add_argument("--repeats", type=int, default=5)
-    args = ap.parse_args()
+    args = parse_args_quick(ap, {"runs": 1000, "points": 30, "repeats": 1})
     print(f"{dt.datetime.now():%Y-%m-%d %H:%M}  {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
         path = grid_yaml(Path(tmp), args.runs)

@@ -28,7 +28,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import torch
-from common import bench_run, machine, summary, synthetic_dataset  # benchmarks/common.py
+from common import (  # benchmarks/common.py
+    bench_run,
+    machine,
+    parse_args_quick,
+    summary,
+    synthetic_dataset,
+)
 
 from harness.core import paths
 from harness.launch.contract import ExecutionSpec
@@ -76,7 +82,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto")
     ap.add_argument("--vocab", type=int, default=8192)
-    args = ap.parse_args()
+    args = parse_args_quick(
+        ap, {"runs": 2, "packs": "2", "steps": 4, "batch_size": 8, "repeats": 1}
+    )
     if (args.device == "cuda") != torch.cuda.is_available():
         ap.error(f"--device {args.device}, but CUDA available: {torch.cuda.is_available()} "
                  "(hide GPUs with CUDA_VISIBLE_DEVICES= for cpu)")  # fmt: skip

@@ -42,7 +42,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import bench_run, machine, summary, synthetic_dataset  # benchmarks/common.py
+from common import (  # benchmarks/common.py
+    bench_run,
+    machine,
+    parse_args_quick,
+    summary,
+    synthetic_dataset,
+)
 
 from harness.core.config import RunConfig
 from harness.model.architecture import flops_per_token
@@ -248,7 +254,7 @@ def parse_args() -> argparse.Namespace:
                     help="bare loop: fused AdamW (default on cuda), else foreach")  # fmt: skip
     ap.add_argument("--vocab", type=int, default=None, help="default: 8192 tiny, 50304 others")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: cpu 1)")
-    args = ap.parse_args()
+    args = parse_args_quick(ap, {"steps": 4, "warmup_steps": 2, "repeats": 2})
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device visible to torch")

@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: install the package with its test tools, start the
-# project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh), lint (ruff),
-# check the import contracts (lint-imports), run pytest.
+# project's single-node SLURM cluster (needs root and apt; see .ci/slurm/start.sh), install
+# Debian's chromium (the report's test opens it headless) and faketime (the clock-skew test),
+# lint (ruff), check the import contracts (lint-imports), check types (mypy; pyproject.toml
+# [tool.mypy]), run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  missing=()  # chromium: the report's test; faketime: the clock-skew test (test_clock_skew.py);
+  # tmux: harness watch's test (test_watch.py)
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v faketime >/dev/null || missing+=(faketime)
+  command -v tmux >/dev/null || missing+=(tmux)
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  fi
   bash .ci/slurm/start.sh
 else
-  echo "not root: SLURM test cluster not started; SLURM tests skip (they fail under CI=true)"
+  echo "not root: SLURM test cluster not started, chromium and tmux not installed; their tests skip" \
+    "(they fail under CI=true)"
 fi
 ruff check . && ruff format --check .
 lint-imports  # the architecture's layers and "never" rules (pyproject.toml [tool.importlinter])
+mypy  # harness/: strict on core, grid, store; cache in .mypy_cache (gitignored)
 python3 -m pytest -q "$@"

@@ -346,7 +346,9 @@ def test_bad_input_is_one_line_and_exit_2(root, args, message):
     res = _run(root, "analyze", *args)
     assert res.exit_code == 2, res.output
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], res.stderr
+    assert lines[0].startswith("error: ") and message in lines[0], res.stderr
+    # one line, and for a SQL error DuckDB's hint on an indented second one
+    assert len(lines) == 1 or (len(lines) == 2 and lines[1].startswith("  ")), res.stderr
 
 
 def test_formats_and_help(root):
@@ -359,3 +361,103 @@ def test_formats_and_help(root):
         res = CliRunner().invoke(main, ["analyze", cmd, "--help"])
         assert res.exit_code == 0 and "Example: harness analyze" in res.output
         assert "--where" in res.output and "--metric" in res.output and "--format" in res.output
+
+
+def test_optimum_fits_the_quadratic_in_log_lr(root):
+    """ppl = base + k^2 at lr = best * 3^k: the fit's optimum is the best lr exactly."""
+    rows = {
+        (r["optimizer"], r["batch_size"]): r
+        for r in _json(root, "analyze", "optimum", "opt", "--axis", "lr", "--by", "batch_size")
+    }
+    adam = rows[("adamw", 8)]
+    assert adam["optimum"] == pytest.approx(BEST_LR["adamw"]) and adam["points"] == 3
+    assert adam["metric"] == pytest.approx(_ppl("adamw", 8, 0))
+    assert adam["ci_low"] < BEST_LR["adamw"] < adam["ci_high"]
+    assert adam["metric_ci_low"] < adam["metric"] < adam["metric_ci_high"]
+    assert adam["note"] == ""
+    # sgd diverged at its largest lr for bs >= 32: two finite points, no fit, said so
+    assert "fewer than 3 finite values of lr" in rows[("sgd", 32)]["note"]
+    # signum's best is its smallest lr: the fit puts the optimum on the range's end, and the
+    # interval reaches beyond what was searched
+    assert "beyond the searched lr" in rows[("signum", 8)]["note"]
+
+
+def test_power_from_the_seed_variance(root):
+    from harness.analysis.power import power
+
+    (row,) = _json(
+        root,
+        "analyze",
+        "power",
+        "coupled",
+        "--a",
+        "optimizer=adamw",
+        "--b",
+        "optimizer=coupled_adam",
+        "--metric",
+        "val_loss",
+        "--test",
+        "paper",
+    )
+    assert row["diff"] == pytest.approx(-0.04) and row["std_a"] == pytest.approx(0.01)
+    expected = float(power(0.04, 1e-4, 3, 1e-4, 3, alpha=0.05, two_sided=False, test="paper"))
+    assert row["power"] == pytest.approx(expected) and row["seeds_needed"] >= 2
+    assert row["detectable"] < 0.04  # significant at 3 seeds (compare says so): detectable
+
+
+def test_notes_that_stop_a_misreading(root, tmp_path):
+    """One seed, a reference beaten by another arm, and a declared derived axis are noted."""
+    res = _run(root, "analyze", "best", "single", "--by", "optimizer")
+    assert "one seed in 2 cell(s)" in res.stdout
+    gap = _run(root, "analyze", "gap", "opt", "--baseline", "optimizer=sgd",
+               "--reference", "optimizer=adamw", "--by", "batch_size")  # fmt: skip
+    assert "note: sgd beats the reference adamw at batch_size=8" in gap.stdout
+    assert "welch two-sided t test, holm correction" in gap.stdout
+    yaml_file = tmp_path / "opt.yaml"
+    yaml_file.write_text("name: opt\nderived_axes: {lr: batch_size}\n")
+    res = _run(root, "analyze", "best", str(yaml_file), "--by", "optimizer,batch_size")
+    assert "the searched lr values were derived from batch_size" in res.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: opt\nderived_axes: [lr]\n")
+    res = _run(root, "analyze", "best", str(bad), "--by", "optimizer")
+    assert res.exit_code == 2 and "derived_axes: expected a mapping" in res.stderr
+
+
+def test_long_ema_horizon_is_noted(tmp_path):
+    for s in range(2):  # 1024 steps; beta2 = 0.999 averages over ~1000 of them
+        run = make_run(grid="ema", optimizer="adamw", beta1=0.9, beta2=0.999, seed=s)
+        write_run(tmp_path, run, val_ppl=20.0 + s)
+    res = _run(tmp_path, "analyze", "best", "ema")
+    assert "beta2=0.999 averages over ~1000 steps, more than a third" in res.stdout
+    assert "beta1=" not in res.stdout
+
+
+def test_tuned_fit_uses_each_arms_fitted_optimum(tmp_path):
+    """a's true optimum lies between grid points (k = 0.5): on the grid a looks worse than b,
+    at the fitted optimum it is better, and compare says so with --tuned fit."""
+    for opt, centre, base in (("adamw", 0.5, 20.0), ("signum", 0.0, 20.1)):
+        for k in range(-2, 3):
+            for s, off in enumerate(OFFSETS):
+                run = make_run(grid="fit", optimizer=opt, lr=1e-3 * 3.0**k, seed=s)
+                write_run(tmp_path, run, val_ppl=base + (k - centre) ** 2 + off)
+    args = ("analyze", "compare", "fit", "--a", "optimizer=adamw", "--b", "optimizer=signum")
+    (grid,) = _json(tmp_path, *args)
+    (fit,) = _json(tmp_path, *args, "--tuned", "fit")
+    assert grid["mean_a"] == pytest.approx(20.25) and grid["diff"] == pytest.approx(-0.15)
+    assert fit["mean_a"] == pytest.approx(20.0) and fit["diff"] == pytest.approx(0.1)
+    assert fit["std_a"] == pytest.approx(0.1) and fit["n_a"] == 3  # one value per seed
+    res = _run(tmp_path, *args, "--tuned", "fit", "--fit-axis", "beta1")
+    assert res.exit_code == 2 and "--fit-axis" in res.stderr
+    gap = _json(tmp_path, "analyze", "gap", "fit", "--baseline", "optimizer=signum",
+                "--reference", "optimizer=adamw", "--tuned", "fit")  # fmt: skip
+    assert {r["arm"]: r["mean"] for r in gap} == pytest.approx({"signum": 20.1, "adamw": 20.0})
+
+
+def test_every_registered_question_is_a_command():
+    from harness.analysis.questions import QUESTIONS
+
+    res = CliRunner().invoke(main, ["analyze", "--help"])
+    for name, question in QUESTIONS.items():
+        assert callable(question.answerer()) and name in res.output
+        sub = CliRunner().invoke(main, ["analyze", name, "--help"])
+        assert sub.exit_code == 0 and all(o.flag in sub.output for o in question.options)

@@ -4,6 +4,7 @@ from which every table derives, and a new optimizer hyperparameter as one declar
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import subprocess
 import sys
@@ -74,10 +75,12 @@ def test_the_contracts_hold_and_a_forbidden_import_breaks_them(tree_copy: Path) 
 
 
 def test_every_field_is_declared_once_with_its_role_and_the_tables_derive_from_it() -> None:
-    names = list(FIELDS)
-    assert len(names) == len(set(names))  # names are unique across sections
+    names = [f.name for f in catalogue.CATALOGUE]  # every section's fields, before keying
+    assert len(names) == len(set(names)), "a field name is declared in two sections"
+    assert names == list(FIELDS)
     assert [f.name for f in config_schema()] == ["run_id", *names]
-    assert set(names) - {"grid", "scale"} == GRID_KEYS
+    planned = {"extend_round", "confirm"}  # identity fields submit plans, not grid keys
+    assert set(names) - {"grid", "scale"} - planned == GRID_KEYS
     assert {FIELDS[n].role for n in ("grid", "scale")} == {Role.IDENTITY}
     assert FIELDS["label"].role is Role.LABEL and not FIELDS["label"].hashed
     assert FIELDS["n_layer"].role is Role.ARCHITECTURE and FIELDS["lr"].role is Role.OPTIMIZER
@@ -104,11 +107,20 @@ class Run2(RunConfig):
     execution: Execution2
 
 
+def test_run_id_is_computed_once_and_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = make_run(optimizer="adamw")
+    first = run.run_id
+    assert len(first) == 16
+    calls: list[object] = []
+    monkeypatch.setattr("harness.core.config.content_hash", lambda v: calls.append(v) or "x")
+    assert run.run_id == first and calls == []  # the cached id; no second hash
+    assert make_run(optimizer="adamw").run_id == "x" and len(calls) == 1  # a new run hashes
+
+
 def test_a_field_added_later_changes_no_earlier_run_id() -> None:
     """A later field declares the value that means "absent"; at that value it is not hashed."""
     run = make_run(optimizer="adamw")
     fields = {f.name: getattr(run.execution, f.name) for f in dataclasses.fields(run.execution)}
-    assert run.run_id == run.run_id  # computed once, cached
     given = {f.name: getattr(run, f.name) for f in dataclasses.fields(run) if f.init}
     same = Run2(**given | {"execution": Execution2(**fields)})
     assert "new_knob" not in hashed_values(same)
@@ -211,3 +223,14 @@ def test_a_new_optimizer_with_a_new_hyperparameter_is_one_declaration(
         opt = build_optimizer(make_model(make_run(optimizer="adamw")), gamma[1])
         assert type(opt).__name__ == "AdamGamma"
         assert {g["gamma"] for g in opt.param_groups} == {0.3}
+
+
+def test_a_tied_head_is_decided_in_one_place() -> None:
+    """Only ``core/lm.py`` tests ``head is None``; the model, routing and counting ask it."""
+    root = Path(__file__).resolve().parents[1] / "harness"
+    deciding = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if re.search(r"\.head is (not )?None|head_layer is None", p.read_text())
+    )
+    assert deciding == ["core/lm.py"]

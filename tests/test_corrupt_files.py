@@ -7,6 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -42,7 +43,7 @@ def results(tmp_path: Path, prepared_data: Path) -> tuple[Path, Path, list[str]]
     root = tmp_path / "results"
     write_manifest(root, "cg", runs)
     for i, run in enumerate(runs):
-        write_run(root, run, val_ppl=100.0 + i, points=3)
+        write_run(root, run, val_ppl=100.0 + i, points=3, source=None)  # trained here
     return root, grid_file, [r.run_id for r in runs]
 
 
@@ -142,3 +143,86 @@ def test_a_corrupt_dataset_metadata_file_is_one_line(tmp_path, prepared_data):
     assert code == 2 and len(out.strip().splitlines()) == 1, out
     assert out.startswith("error: ") and f"cannot read {data / 'meta.json'}: " in out
     assert not (tmp_path / "results").exists()
+
+
+def _garble(path: Path, where: str) -> None:
+    """Flip 32 bytes inside ``path``, its ends (magic bytes, footer length) left intact:
+    ``header`` the first page's header (DuckDB: a TProtocolException), ``data`` the middle of
+    the pages (only a checksum tells)."""
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    start = 4 if where == "header" else (len(data) - 8 - footer) // 2
+    for i in range(start, start + 32):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def _compacted(root: Path, ids: list[str], kind: str) -> Path:
+    """Compact the rows and curves of ``ids[:2]`` (the others stay per-run files); returns the
+    consolidated ``kind`` file."""
+    held = tmp = root.parent / "held"
+    tmp.mkdir()
+    for run_id in ids[2:]:
+        for p in (paths.run_path(root, "cg", run_id), paths.curve_path(root, "cg", run_id)):
+            p.rename(held / f"{p.parent.name}-{p.name}")
+    code, out = cli("compact", "cg", "--results", root)
+    assert code == 0, out
+    for run_id in ids[2:]:
+        for p in (paths.run_path(root, "cg", run_id), paths.curve_path(root, "cg", run_id)):
+            (held / f"{p.parent.name}-{p.name}").rename(p)
+    return paths.compact_dir(root, "cg") / f"{kind}-000001.parquet"
+
+
+TARGETS = ["row", "curve", "manifest", "compacted rows", "compacted curves"]
+MISSING_AFTER = {"row": 1, "curve": 1, "manifest": 0, "compacted rows": 2, "compacted curves": 2}
+
+
+@pytest.mark.parametrize("where", ["header", "data"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_file_garbled_in_the_middle_is_moved_aside_like_a_truncated_one(results, target, where):
+    root, _, ids = results
+    path = {
+        "row": lambda: paths.run_path(root, "cg", ids[0]),
+        "curve": lambda: paths.curve_path(root, "cg", ids[0]),
+        "manifest": lambda: paths.manifest_path(root, "cg"),
+        "compacted rows": lambda: _compacted(root, ids, "runs"),
+        "compacted curves": lambda: _compacted(root, ids, "curves"),
+    }[target]()
+    cli("status", "cg", "--results", root)  # checked whole once: remembered by its stamp
+    _garble(path, where)
+
+    for command in COMMANDS:
+        code, out = cli(*COMMANDS[command], "--results", root)
+        assert code == 0, (command, out)
+        assert "Traceback" not in out and "TProtocolException" not in out, (command, out)
+    if not target.startswith("compacted"):  # (compact writes a new generation 1 there)
+        assert not path.exists()
+    aside = paths.quarantine_dir(root, "cg") / path.relative_to(paths.grid_dir(root, "cg"))
+    assert aside.exists()
+    code, out = cli("status", "cg", "--results", root)
+    assert code == 0 and "Traceback" not in out, out
+    if target != "manifest":
+        missing = _status_counts(out)[-2]
+        assert missing == str(MISSING_AFTER[target]), out
+
+
+def test_runs_whose_consolidated_curves_are_lost_are_trained_again(results, prepared_data):
+    """A truncated consolidated curve file: the rows of the runs whose curves it held are moved
+    aside too, so those runs count as missing and the next submit trains them again."""
+    root, grid_file, ids = results
+    _truncate(_compacted(root, ids, "curves"))
+
+    code, out = cli("status", "cg", "--results", root)
+
+    assert code == 0 and "Traceback" not in out, out
+    warnings = [ln for ln in out.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 2 and "curves-000001.parquet" in warnings[0], out
+    assert "the curves of 2 run(s) whose rows it holds are lost" in warnings[1], out
+    assert _status_counts(out) == ["2", "0", "0", "0", "0", "0", "2", "4"]
+    quarantined = paths.quarantine_dir(root, "cg") / "compact" / "runs-000001.no-curves.parquet"
+    assert sorted(pq.read_table(quarantined).column("run_id").to_pylist()) == sorted(ids[:2])
+    code, out = cli("submit", grid_file, "--local", "--results", root, "--data", prepared_data)
+    assert code == 0 and "skipped 2 with a result" in out and "launching 2" in out, out
+    code, out = cli("query", "SELECT run_id, count(*) AS n FROM curves GROUP BY run_id",
+                    "--format", "csv", "--results", root)  # fmt: skip
+    assert code == 0 and len(out.split()) == 5, out  # every run has its curve again

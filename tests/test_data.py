@@ -233,9 +233,13 @@ def test_registered_names_resolve_without_preparing(tmp_path: Path) -> None:
         assert spec.vocab_size >= TOKENIZERS[spec.tokenizer].vocab_size
 
 
-def test_data_root(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_data_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("HARNESS_DATA", raising=False)
-    assert data_root() == Path("data")
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # one per user, whatever the current folder
+    assert data_root() == tmp_path / ".local" / "share" / "harness" / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", "/xdg")
+    assert data_root() == Path("/xdg/harness/data")
     monkeypatch.setenv("HARNESS_DATA", "/x/y")
     assert data_root() == Path("/x/y")
     assert data_root("/z") == Path("/z")

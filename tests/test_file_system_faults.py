@@ -122,3 +122,23 @@ def test_a_spilled_result_is_written_once_and_never_over_a_newer_row(
     assert rows == {runs[0].run_id: ("completed", "j1", 6), runs[1].run_id: ("failed", "j2", 0)}
     assert not list((tmp_path / "spill").rglob("*.json"))
     assert recover(root, "sp", lambda r: load_run(root, "sp", r)) == []
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_query_output_to_a_full_disk_is_one_line_naming_the_file(tmp_path, prepared_data, fmt):
+    grid = grid_file(tmp_path, "qo", [0, 1], STEPS)
+    runs = load_grid(grid, vocab=vocab_lookup(prepared_data), local=True).runs
+    root = tmp_path / "results"
+    write_manifest(root, "qo", runs)
+    for run in runs:
+        write_run(root, run, val_ppl=100.0, points=200)
+    sql = "SELECT c.*, r.val_ppl FROM curves c JOIN runs r USING (run_id)"
+    with tmpfs(tmp_path / "fs", 1) as fs:
+        fill(fs)
+        target = fs / f"out.{fmt}"
+
+        code, out = cli("query", sql, "--format", fmt, "-o", target, "--results", root)
+
+        assert code == 2 and len(out.strip().splitlines()) == 1, out
+        assert out.startswith(f"error: {target}: No space left on device"), out
+        assert sorted(p.name for p in fs.iterdir()) == ["filler"]  # no partial file

@@ -135,8 +135,15 @@ def test_run_id_is_stable_content_hash(tmp_path):
     assert len({r.run_id for r in g1.runs}) == 4  # seed and lr change the id
     r = g1.runs[0]
     assert from_flat({"run_id": "x", **flat(r)}).run_id == r.run_id
-    # a pinned value: the hash must not drift silently between versions of the code
-    assert len(r.run_id) == 16 and all(c in "0123456789abcdef" for c in r.run_id)
+    # pinned values: the hash must not drift silently between versions of the code (results on
+    # disk are found by run_id); a change here orphans every stored result
+    pinned = {(r.optim.lr, r.execution.seed): r.run_id for r in g1.runs}
+    assert pinned == {
+        (1e-3, 0): "42dd724ab1a155b0",
+        (1e-3, 1): "04e23bc049cfbfb4",
+        (2e-3, 0): "ed3eb00369ceb9d4",
+        (2e-3, 1): "3680fed5a5ab6272",
+    }
 
 
 def test_batch_size_changes_run_id(tmp_path):

@@ -79,3 +79,43 @@ def test_results_under_a_path_with_glob_characters_are_read_literally(tmp_path, 
     code, out = cli("query", "SELECT count(*) AS n FROM runs", "--grid", "small",
                     "--format", "csv", "--results", root)  # fmt: skip
     assert code == 0 and out.split() == ["n", "1"], out
+
+
+COMMANDS = {
+    "status": ["status", "small"],
+    "query": ["query", "SELECT count(*) FROM runs"],
+    "compact": ["compact", "small"],
+    "analyze": ["analyze", "best", "small", "--over", "lr"],
+    "figures": ["figures", "small", "--figure", "loss_curves"],
+    "cancel": ["cancel", "small"],
+}
+
+
+def test_a_results_path_with_a_backslash_and_a_glob_character_is_refused_up_front(
+    tmp_path, prepared_data, monkeypatch
+):
+    """DuckDB cannot read it (its globbing splits at backslashes): every command refuses it in
+    one line before anything is trained or written, rather than after training."""
+    root = tmp_path / "a\\b[1]"
+    grid = _grid(tmp_path, "small")
+    code, out = cli("submit", grid, "--local", "--results", root, "--data", prepared_data)
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert out.startswith(f"error: results folder {root}: a path with both '\\'"), out
+    assert not root.exists()
+    for name, args in COMMANDS.items():
+        code, out = cli(*args, "--results", root)
+        assert code == 2 and len(out.strip().splitlines()) == 1, (name, out)
+        assert "cannot be read by DuckDB" in out, (name, out)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_RESULTS", "a\\b{x}")  # relative, from the environment
+    code, out = cli("status", "small")
+    assert code == 2 and "cannot be read by DuckDB" in out, out
+
+
+def test_a_results_path_with_a_backslash_alone_is_read(tmp_path, prepared_data):
+    root = tmp_path / "a\\b"
+    code, out = cli("submit", _grid(tmp_path, "small"), "--local", "--results", root,
+                    "--data", prepared_data)  # fmt: skip
+    assert code == 0 and "launching 1" in out, out
+    code, out = cli("query", "SELECT status FROM runs", "--format", "csv", "--results", root)
+    assert code == 0 and out.split() == ["status", "completed"], out

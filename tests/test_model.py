@@ -20,7 +20,8 @@ from harness.model.architecture import (
     param_count,
     preset_fields,
 )
-from harness.model.gpt import GPT, MLPS, NORMS, Rotary, count_params
+from harness.model.gpt import GPT, MLPS, NORMS, Rotary
+from harness.model.gpt import trainable_params as count_params
 from harness.optim.routing import split_parameters
 
 

@@ -80,11 +80,15 @@ def test_killed_writer_leaves_no_partial_row(tmp_path):
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
-    time.sleep(0.8)
+    deadline = time.monotonic() + 60
+    while not target.exists():  # a write completed (atomic), or began (a writer that is not)
+        assert time.monotonic() < deadline and proc.poll() is None, "no write"
+        time.sleep(0.005)
+    time.sleep(0.05)  # the writer loops: the kill lands inside a write (each takes longer)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     visible = list(tmp_path.glob("*.parquet"))
-    for p in visible:  # whatever a reader can see is complete
-        assert pq.read_table(p).num_rows == 3_000_000
+    assert visible == [target]  # the last complete write stays readable, whole
+    assert pq.read_table(target).num_rows == 3_000_000
     leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert all(not p.name.endswith(".parquet") for p in leftovers)

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from harness.model.architecture import flops_per_token
 from harness.optim.registry import OPTIMIZERS
 from harness.train.checkpoint import Checkpointing
-from harness.train.loop import TrainingInterrupted, train
+from harness.train.device import place
+from harness.train.loop import TrainingFailed, TrainingInterrupted, train
 from tests.runs import tiny_run
 
 
@@ -42,7 +44,13 @@ def test_few_steps_per_optimizer(prepared_data, optimizer):
     assert result.params == sum(p.numel() for p in _model(run).parameters())
     for key in ("iso", "mu_norm", "rho", "kappa", "data_wait_s", "optimizer_step_frac"):
         assert result.metrics[key] is not None, key
-    assert result.metrics["mfu"] is None  # no GPU peak on CPU
+    peak = place(run.execution.precision, run.execution.compile).peak_flops()
+    if peak is None:  # CPU, or a GPU without a known peak
+        assert result.metrics["mfu"] is None
+    else:  # this device's peak: the model FLOP/s over it
+        fpt = flops_per_token(run.arch, run.data.seq_len)
+        expected = result.metrics["tokens_per_s"] * fpt / peak
+        assert result.metrics["mfu"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_mfu_is_model_flops_per_second_over_the_device_peak(prepared_data, monkeypatch):
@@ -177,3 +185,21 @@ def test_frequency_buckets_hold_equal_shares_of_training_tokens():
     b = frequency_buckets(zipf)
     mass = np.bincount(b, weights=zipf) / zipf.sum()
     assert np.allclose(mass, 0.25, atol=0.02) and (np.diff(b) >= 0).all()
+
+
+def test_an_error_during_training_is_typed_and_carries_what_was_done(prepared_data):
+    run = tiny_run(prepared_data)
+    calls = iter(range(10**6))
+    fault = RuntimeError("the controller fell")
+
+    def should_stop() -> bool:  # fails once 3 steps are done
+        if next(calls) >= 3:
+            raise fault
+        return False
+
+    with pytest.raises(TrainingFailed) as info:
+        train(run, data_root=prepared_data, should_stop=should_stop, log=None)
+    assert info.value.error is fault and info.value.__cause__ is fault
+    partial = info.value.partial
+    assert (partial.status, partial.steps_done) == ("failed", 3)
+    assert partial.tokens_seen == 3 * run.data.batch_size * run.data.seq_len

@@ -15,16 +15,21 @@ import pandas as pd
 from harness.analysis import compare as compare_mod
 from harness.analysis import crossover as crossover_mod
 from harness.analysis import gap as gap_mod
+from harness.analysis import readings
 from harness.analysis import speedup as speedup_mod
 from harness.analysis.axes import auto_over, check_cells, check_columns
 from harness.analysis.bootstrap import CONFIDENCE, N_BOOT
+from harness.analysis.cells import iter_cells
 from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
+from harness.analysis.gridref import declared_derived_axes
+from harness.analysis.intervals import METHODS
 from harness.analysis.load import select
+from harness.analysis.optimum_fit import fitted_seeds
 from harness.analysis.output import Answer
 from harness.analysis.select import ARM, Selector, broadcast, inapplicable, label_arms
-from harness.analysis.tuning import best_runs, tune
+from harness.analysis.tuning import confirmed
 from harness.analysis.values import Prepared, prepare, require_rows
-from harness.core.errors import UserError
+from harness.core.errors import UserError, unknown_choice
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +77,8 @@ def load(q: Query) -> tuple[Prepared, str]:
     sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
     prep = prepare(sel.frame("runs"), q.metric, goal, chosen, select_goal)
     require_rows(prep.rows, f"in grid {sel.grid!r} with {q.metric}")
-    return prep, goal
+    derived = readings.derived(declared_derived_axes(q.grid), prep.rows)
+    return dataclasses.replace(prep, readings=tuple(derived)), goal
 
 
 def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -> Tuned:
@@ -84,7 +90,8 @@ def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -
         raise UserError(f"--over and --by share column(s) {', '.join(sorted(overlap))}")
     over = list(over) or auto_over(rows, keys)
     check_cells(rows, keys, over)
-    table = tune(rows, keys, over, goal, prep.select_goal)
+    tested = confirmed(rows, keys, over, goal, prep.select_goal)
+    table = tested.table
     notes = [
         *prep.notes(),
         f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}",
@@ -94,8 +101,10 @@ def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -
             f"each cell's configuration selected by the mean {prep.select} over seeds "
             "(column select_mean); the table reports the metric there"
         )
+    notes += [tested.note] if tested.note else []
     notes += edge_notes(table, keys, listed=ARM in keys)
-    seeds = best_runs(rows, table, [*keys, *over])
+    seeds = tested.seeds
+    notes += readings.one_seed(table, keys) + readings.long_horizons(table, seeds)
     if ARM in keys:  # an arm to which a --by column does not apply joins every cell of it
         pairs = inapplicable(rows, [k for k in keys if k != ARM])
         table, seeds = broadcast(table, pairs), broadcast(seeds, pairs)
@@ -123,6 +132,51 @@ def edge_notes(table: pd.DataFrame, keys: Sequence[str], *, listed: bool) -> lis
     return lines + ([f"... and {more} more edge(s): see harness analyze best"] if more > 0 else [])
 
 
+#: Values of ``--tuned``: each arm's value at its best grid point, or at its fitted optimum.
+TUNED_MODES = ("grid", "fit")
+
+
+def tuned_by(
+    prep: Prepared,
+    goal: str,
+    keys: Sequence[str],
+    over: Sequence[str],
+    mode: str = "grid",
+    axis: str = "lr",
+) -> Tuned:
+    """:func:`tuned`, then with ``mode`` ``fit`` each seed's value replaced by its value at the
+    cell's fitted optimum of ``axis`` (:func:`harness.analysis.optimum_fit.fitted_seeds`).
+
+    Raises:
+        UserError: an unknown mode, or ``axis`` is not tuned over.
+    """
+    if mode not in TUNED_MODES:
+        raise unknown_choice("--tuned", mode, TUNED_MODES)
+    t = tuned(prep, goal, keys, over)
+    if mode == "grid":
+        return t
+    if axis not in t.over:
+        raise UserError(
+            f"--tuned fit: {axis!r} is not tuned over here (tuned over: "
+            f"{', '.join(t.over) or 'nothing'}); name the axis with --fit-axis"
+        )
+    profile = tuned(prep, goal, [*keys, axis], [o for o in t.over if o != axis])
+    seeds, notes = fitted_seeds(profile.table, profile.seeds, keys, axis, goal)
+    notes.append(
+        f"--tuned fit: each seed's value is its own quadratic in log({axis}) through the "
+        f"points of the cell's fit, at the fitted optimum (see analyze optimum); the {axis} "
+        "shown in tables is the best grid point"
+    )
+    return dataclasses.replace(t, seeds=seeds, notes=[*t.notes, *notes])
+
+
+def resolve_alternative(goal: str, alternative: str) -> str:
+    """``auto`` -> b better than a: ``less`` for a lower-is-better metric, else ``greater``."""
+    if alternative != "auto":
+        return alternative
+    return "less" if goal == "min" else "greater"
+
+
 def best(q: Query, *, by: Sequence[str] = (), over: Sequence[str] = ()) -> Answer:
     """``analyze best``: each cell's best configuration, with its seed statistics."""
     prep, goal = load(q)
@@ -137,25 +191,31 @@ def gap(
     reference: Selector,
     by: Sequence[str] = (),
     over: Sequence[str] = (),
-    n_boot: int = N_BOOT,
     confidence: float = CONFIDENCE,
-    seed: int = 0,
+    alpha: float = 0.05,
+    correction: str = "holm",
+    tuned_mode: str = "grid",
+    fit_axis: str = "lr",
 ) -> Answer:
     """``analyze gap``: every other arm's closure of the baseline-reference gap."""
+    compare_mod.check_choices("welch", "two-sided", correction, alpha)
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--baseline": baseline, "--reference": reference}, others=True)
-    t = tuned(_with_rows(prep, rows), goal, [*by, ARM], over)
+    t = tuned_by(with_rows(prep, rows), goal, [*by, ARM], over, tuned_mode, fit_axis)
     out = gap_mod.gap_closure(
         t.seeds,
         list(by),
         baseline.label,
         reference.label,
-        n_boot=n_boot,
         confidence=confidence,
-        seed=seed,
+        goal=goal,
+        alpha=alpha,
+        correction=correction,
     )
     out = out.merge(t.table[[*by, ARM, *t.over]], on=[*by, ARM], how="left")
-    return Answer(table=out, notes=t.notes)
+    n_tests = int(out[["p_baseline", "p_reference"]].notna().to_numpy().sum())
+    notes = [*t.notes, *gap_mod.notes(confidence, alpha, correction, n_tests)]
+    return Answer(table=out, notes=notes + beaten_reference(out, by, reference.label, goal))
 
 
 def crossover(
@@ -169,12 +229,14 @@ def crossover(
     n_boot: int = N_BOOT,
     confidence: float = CONFIDENCE,
     seed: int = 0,
+    tuned_mode: str = "grid",
+    fit_axis: str = "lr",
 ) -> Answer:
     """``analyze crossover``: the x at which b starts to beat a."""
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--a": a, "--b": b})
     _check_positive(rows, x)
-    t = tuned(_with_rows(prep, rows), goal, [*by, x, ARM], over)
+    t = tuned_by(with_rows(prep, rows), goal, [*by, x, ARM], over, tuned_mode, fit_axis)
     out = crossover_mod.crossover(
         t.seeds,
         list(by),
@@ -187,7 +249,14 @@ def crossover(
         seed=seed,
     )
     return Answer(
-        table=out, notes=[*t.notes, f"a = {a.label}, b = {b.label}; b_better: where b beats a"]
+        table=out,
+        notes=[
+            *t.notes,
+            f"a = {a.label}, b = {b.label}; b_better: where b beats a",
+            f"crossover interval: {METHODS['crossing']}, {100 * confidence:g}%; p_boot: share "
+            f"of {n_boot} percentile-bootstrap resamples with a crossover in the same direction "
+            "(descriptive, not a calibrated probability)",
+        ],
     )
 
 
@@ -201,15 +270,17 @@ def compare(
     test: str = "welch",
     alternative: str = "auto",
     alpha: float = 0.05,
-    correction: str = "none",
+    correction: str = "holm",
+    tuned_mode: str = "grid",
+    fit_axis: str = "lr",
 ) -> Answer:
     """``analyze compare``: b against a per cell, with a significance test."""
     goal = metric_goal(q.metric, q.goal)
-    alternative = ("less" if goal == "min" else "greater") if alternative == "auto" else alternative
+    alternative = resolve_alternative(goal, alternative)
     compare_mod.check_choices(test, alternative, correction, alpha)
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--a": a, "--b": b})
-    t = tuned(_with_rows(prep, rows), goal, [*by, ARM], over)
+    t = tuned_by(with_rows(prep, rows), goal, [*by, ARM], over, tuned_mode, fit_axis)
     out = compare_mod.compare(
         t.seeds,
         list(by),
@@ -221,7 +292,17 @@ def compare(
         correction=correction,
     )
     hypothesis = f"{test} test, H1: {b.label} {alternative} than {a.label}, alpha {alpha}"
-    return Answer(table=out, notes=[*t.notes, hypothesis, f"correction: {correction}"])
+    method = METHODS["paired"] if test == "paired" else METHODS["diff"]
+    return Answer(
+        table=out,
+        notes=[
+            *t.notes,
+            hypothesis,
+            f"correction: {correction} over the {int(out['p'].notna().sum())} cell(s); "
+            "significant: p_adj < alpha",
+            f"ci_low..ci_high: {method} of diff, two-sided {100 * (1 - alpha):g}%",
+        ],
+    )
 
 
 def speedup(
@@ -232,15 +313,13 @@ def speedup(
     x: str = "tokens",
     by: Sequence[str] = (),
     over: Sequence[str] = (),
-    n_boot: int = speedup_mod.N_BOOT_FIT,
     confidence: float = CONFIDENCE,
-    seed: int = 0,
 ) -> Answer:
     """``analyze speedup``: the budget ratio b needs to match a's final value."""
     prep, goal = load(q)
     rows = label_arms(prep.rows, {"--a": a, "--b": b})
     _check_positive(rows, x)
-    t = tuned(_with_rows(prep, rows), goal, [*by, x, ARM], over)
+    t = tuned(with_rows(prep, rows), goal, [*by, x, ARM], over)
     out = speedup_mod.speedup(
         t.seeds,
         list(by),
@@ -248,17 +327,37 @@ def speedup(
         a.label,
         b.label,
         goal,
-        n_boot=n_boot,
         confidence=confidence,
-        seed=seed,
     )
     reading = (
         f"ratio: budget {b.label} needs / {a.label}'s largest budget to reach {a.label}'s final"
     )
-    return Answer(table=out, notes=[*t.notes, reading])
+    method = f"ratio interval: {METHODS['delta']}, {100 * confidence:g}%"
+    return Answer(table=out, notes=[*t.notes, reading, method])
 
 
-def _with_rows(prep: Prepared, rows: pd.DataFrame) -> Prepared:
+def beaten_reference(
+    table: pd.DataFrame, by: Sequence[str], reference: str, goal: str
+) -> list[str]:
+    """Notes for cells where another arm's mean beats the reference's: the baseline-reference
+    gap is then not the gap between the baseline and the best arm."""
+    out = []
+    for key, cell in iter_cells(table, by):
+        ref = cell[cell[ARM] == reference]["mean"]
+        if ref.empty:
+            continue
+        sign = 1.0 if goal == "min" else -1.0
+        for _, row in cell[sign * (cell["mean"] - ref.iloc[0]) < 0].iterrows():
+            where = ", ".join(f"{k}={v}" for k, v in key.items())
+            out.append(
+                f"{row[ARM]} beats the reference {reference}{f' at {where}' if where else ''} "
+                f"(closure {row['closure_pct']:.4g}%, vs_reference: {row['vs_reference']}): "
+                "the baseline-reference gap is not the gap to the best arm"
+            )
+    return out
+
+
+def with_rows(prep: Prepared, rows: pd.DataFrame) -> Prepared:
     """``prep`` restricted to ``rows`` (the arms' rows): diverged runs recounted there."""
     diverged = int((rows["status"] == "diverged").sum())
     return dataclasses.replace(prep, rows=rows, diverged=diverged)

@@ -10,7 +10,10 @@ Its p-value is that of the statistic d / (sigma_d / sqrt(S)) under t with S - 1 
 freedom, so ``p < alpha`` is the same decision as the threshold. The other tests are scipy.stats:
 ``welch`` (ttest_ind, unequal variances), ``student`` (pooled), ``paired`` (ttest_rel over the
 seeds both arms ran) and ``mannwhitney`` (mannwhitneyu). Corrections adjust the p-values over all
-cells of one call; significance is ``p_adj < alpha``.
+cells of one call (Holm by default); significance is ``p_adj < alpha``.
+
+``ci_low``/``ci_high`` bound the difference: Welch's t interval (paired: the t interval of the
+per-seed differences), at the two-sided level 1 - alpha.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from scipy import stats
 
 from harness.analysis.cells import iter_cells
 from harness.analysis.corrections import CORRECTIONS
+from harness.analysis.intervals import mean_interval, welch_interval
 from harness.analysis.select import ARM
 from harness.analysis.values import VALUE, std_or_nan
 from harness.core.errors import UserError, unknown_choice
@@ -131,7 +135,7 @@ def compare(
     test: str = "welch",
     alternative: str = "less",
     alpha: float = 0.05,
-    correction: str = "none",
+    correction: str = "holm",
 ) -> pd.DataFrame:
     """Test b against a in each cell.
 
@@ -148,7 +152,8 @@ def compare(
 
     Returns:
         One row per cell: ``by``, mean_a, std_a, n_a, mean_b, std_b, n_b, diff (b - a),
-        statistic, p, threshold (``paper``), p_adj, significant (yes/no/n/a), note.
+        ci_low, ci_high (of diff), statistic, p, threshold (``paper``), p_adj, significant
+        (yes/no/n/a), note.
 
     Raises:
         UserError: an arm has fewer than 2 seeds in a cell (or fewer than 2 shared seeds for
@@ -165,7 +170,8 @@ def compare(
     out["significant"] = [
         "n/a" if np.isnan(p) else ("yes" if p < alpha else "no") for p in out["p_adj"]
     ]
-    cols = ["mean_a", "std_a", "n_a", "mean_b", "std_b", "n_b", "diff", "statistic", "p"]
+    cols = ["mean_a", "std_a", "n_a", "mean_b", "std_b", "n_b", "diff", "ci_low", "ci_high"]
+    cols += ["statistic", "p"]
     return out[[*by, *cols, "threshold", "p_adj", "significant", "note"]]
 
 
@@ -178,6 +184,8 @@ def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
         "std_b": std_or_nan(vb),
         "n_b": vb.size,
         "diff": _mean(vb) - _mean(va),
+        "ci_low": np.nan,
+        "ci_high": np.nan,
         "statistic": np.nan,
         "p": np.nan,
         "threshold": np.nan,
@@ -211,6 +219,8 @@ def _cell(cell, key, a, b, test, spec, alternative, alpha) -> dict[str, object]:
         return dict(key) | _summary(va, vb, f"no runs of {' or '.join(absent)} in this cell")
     _check_seeds(test, spec, {a: va, b: vb}, _describe(key))
     row = dict(key) | _summary(va, vb, note)
+    lo, hi = mean_interval(vb - va, 1 - alpha) if spec.paired else welch_interval(va, vb, 1 - alpha)
+    row |= {"ci_low": lo, "ci_high": hi}
     if spec.finite_only and not (np.isfinite(va).all() and np.isfinite(vb).all()):
         return row | {"note": "diverged seed(s): test undefined (try --test mannwhitney)"}
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):

@@ -9,7 +9,26 @@ from harness.metrics.catalogue import DEFAULT_METRIC, METRICS, Goal
 GOALS = ("auto", *(g.value for g in Goal))
 """The choices of ``--goal``."""
 
-__all__ = ["DEFAULT_METRIC", "GOALS", "LOSSES", "default_select", "metric_goal", "worst"]
+__all__ = [
+    "DEFAULT_METRIC",
+    "GOALS",
+    "GOAL_HELP",
+    "LOSSES",
+    "NO_DIRECTION",
+    "default_select",
+    "metric_goal",
+    "worst",
+]
+
+NO_DIRECTION = tuple(name for name, m in METRICS.items() if m.goal is None)
+"""Declared metrics with no better direction: ``--goal`` is needed to analyse them."""
+
+GOAL_HELP = (
+    "Is lower (min) or higher (max) better; auto knows the declared metrics. Needed (min or "
+    f"max) for a metric of no declared direction: {', '.join(NO_DIRECTION)}, or an undeclared "
+    "column."
+)
+"""The help of every ``--goal`` option."""
 
 LOSSES = ("val_loss", "val_ppl")
 """The grid's loss: the metrics that select configurations by default."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -32,3 +33,24 @@ def declared_figures(arg: str) -> list[str] | None:
     if not isinstance(figs, list) or not all(isinstance(f, str) for f in figs):
         raise UserError(f"{p}: figures: expected a list of figure names")
     return list(figs)
+
+
+def declared_derived_axes(args: str | Sequence[str] | None) -> dict[str, str]:
+    """The ``derived_axes:`` of the grid YAMLs among ``args`` (axis -> the quantity its values
+    were derived from); names and files without one give nothing.
+
+    Raises:
+        UserError: a file's ``derived_axes`` is not a mapping of names to names.
+    """
+    from harness.grid.load import check_derived_axes
+
+    out: dict[str, str] = {}
+    for arg in [args] if isinstance(args, str) else list(args or []):
+        p = Path(arg)
+        if not (p.suffix in (".yaml", ".yml") and p.is_file()):
+            continue
+        doc = yaml.safe_load(p.read_text()) or {}
+        if isinstance(doc, dict):
+            check_derived_axes(doc, p)
+            out.update(doc.get("derived_axes") or {})
+    return out

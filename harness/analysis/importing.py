@@ -17,14 +17,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from harness.core import paths
-from harness.core.catalogue import FIELD_NAMES, content_hash
+from harness.core.catalogue import FIELD_NAMES
 from harness.core.config import SCALES
 from harness.core.errors import UserError
+from harness.core.fields import content_hash
 from harness.core.result import STATUSES, Status
 from harness.metrics.catalogue import METRICS
 from harness.store.rows import atomic_write_table
@@ -120,10 +122,11 @@ def rows_table(
     """
     _check_columns(list(frame.columns), extra, file)
     schema = row_schema(extra_metrics=extra)
-    rows, derived = [], set()
+    rows: list[dict[str, Any]] = []
+    derived: set[str] = set()
     for i, rec in enumerate(frame.to_dict(orient="records")):
         line = i + 2  # 1-based, after the header
-        row = {f.name: None for f in schema}
+        row: dict[str, Any] = {f.name: None for f in schema}
         for c, text in rec.items():
             row[c] = _convert(str(text), schema.field(c).type, c, line, file)
         derived |= _fill(row, grid, source, scale, line, file)

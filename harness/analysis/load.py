@@ -91,9 +91,9 @@ def select(
     chosen = _scale(con, name, scale)
     where = where.strip() if where and where.strip() else None
     try:
-        (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()
+        (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()  # type: ignore[misc]  # COUNT(*): one row
     except duckdb.Error as e:
-        raise UserError(f"--where {where!r}: {_first_line(e)}") from None
+        raise UserError(f"--where {where!r}: {db.error_text(e)}") from None
     if n == 0:
         raise UserError(f"--where {where!r} matches no runs of grid {name!r} (scale {chosen})")
     return Selection(root=root, grids=names, scale=chosen, where=where, con=con)
@@ -117,10 +117,3 @@ def _scale(con: duckdb.DuckDBPyConnection, grid: str, scale: str | None) -> str:
             f"grid {grid!r} has no {scale}-scale results; scales present: {', '.join(present)}"
         )
     return scale
-
-
-def _first_line(e: Exception) -> str:
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    text = lines[0] if lines else type(e).__name__
-    hint = next((ln for ln in lines[1:] if ln.lower().startswith("candidate")), "")
-    return f"{text} ({hint})" if hint else text

@@ -24,7 +24,8 @@ class Answer:
     """Diverged runs, dropped rows, edges, anything that qualifies the table."""
 
 
-def _cell(v: object) -> str:
+def cell_text(v: object) -> str:
+    """A value as tables print it: NaN as ``-``, floats with 4 significant digits."""
     if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "-"
     if isinstance(v, bool | np.bool_):
@@ -40,7 +41,7 @@ def _cell(v: object) -> str:
 def as_table(df: pd.DataFrame) -> str:
     """Aligned text columns; NaN prints as ``-``, floats with 4 significant digits."""
     cols = list(df.columns)
-    cells = [[_cell(v) for v in row] for row in df.itertuples(index=False)]
+    cells = [[cell_text(v) for v in row] for row in df.itertuples(index=False)]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]

@@ -19,16 +19,20 @@ COUNT = "SELECT count(*) FROM runs WHERE scale = {scale} AND ({where})"
 #: Every run row of the selection (all statuses; the analysis decides what counts).
 RUNS = "SELECT * FROM runs WHERE scale = {scale} AND ({where}) ORDER BY run_id"
 
-#: Loss-curve points of the selected runs.
+#: Loss-curve points of the selected runs: run_id, step, tokens, train_loss, lr, val_loss,
+#: elapsed_s, then the tracked metrics' columns of any curve that has them (NULL elsewhere).
 CURVES = (
-    "SELECT c.run_id, c.step, c.tokens, c.train_loss, c.lr, c.val_loss, c.elapsed_s "
+    "SELECT c.* EXCLUDE (grid) "
     "FROM curves AS c "
     "WHERE c.run_id IN (SELECT run_id FROM runs WHERE scale = {scale} AND ({where})) "
     "ORDER BY c.run_id, c.step"
 )
 
+#: Planned runs of the selection's scale (the manifest: every run of the grid, run or not).
+MANIFEST = "SELECT * FROM manifest WHERE scale = {scale} ORDER BY run_id"
+
 #: Named statements a figure may declare.
-NAMED: dict[str, str] = {"runs": RUNS, "curves": CURVES}
+NAMED: dict[str, str] = {"runs": RUNS, "curves": CURVES, "manifest": MANIFEST}
 
 
 def render(sql: str, scale: str, where: str | None) -> str:

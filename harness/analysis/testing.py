@@ -7,7 +7,7 @@ loss curve exactly as a finished run would (through :func:`harness.store.rows.wr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,28 +59,36 @@ def write_run(
     metrics: Mapping[str, float | None] | None = None,
     points: int = 5,
     source: str = "synthetic",
+    losses: Sequence[float] | None = None,
+    curve: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path:
-    """Write one run's row and a loss curve falling to ``log(val_ppl)``; returns the row path."""
+    """Write one run's row and a loss curve falling linearly to ``log(val_ppl)`` (or the
+    training losses ``losses``, one per point; or the ``curve`` points given: dicts of curve
+    columns, missing ones NULL); returns the row path."""
+    points = len(losses) if losses is not None else points
     completed = status == Status.COMPLETED
     val_loss = math.log(val_ppl) if val_ppl is not None and completed else None
     uniform = math.log(run.arch.vocab_size)
     final = val_loss if val_loss is not None else uniform
     steps = run.data.steps
-    curve = [
+    generated = [
         {
             "step": (k + 1) * steps // points,
             "tokens": (k + 1) * steps // points * run.data.tokens_per_step,
-            "train_loss": final + (uniform - final) * (1 - (k + 1) / points),
+            "train_loss": losses[k]
+            if losses is not None
+            else final + (uniform - final) * (1 - (k + 1) / points),
             "lr": run.optim.lr,
             "val_loss": None,
             "elapsed_s": float(k + 1),
         }
         for k in range(points)
     ]
+    written = [dict(p) for p in curve] if curve is not None else generated
     outcome = {
         "val_loss": val_loss,
         "val_ppl": val_ppl if completed else None,
-        "train_loss": curve[-1]["train_loss"],
+        "train_loss": written[-1].get("train_loss") if written else None,
         "wall_s": float(points),
     }
     result = RunResult(
@@ -91,6 +99,6 @@ def write_run(
         error=None if completed else f"{status} (synthetic)",
         device="cpu",
         metrics=outcome | dict(metrics or {}),
-        curve=curve,
+        curve=written,
     )
     return write_result(root, run, result, {"device": "cpu", "source": source})

@@ -13,16 +13,20 @@ deterministic.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from harness.analysis.axes import hyperparameters
+from harness.analysis.bootstrap import CONFIDENCE
 from harness.analysis.cells import groups
 from harness.analysis.edges import edge_note
+from harness.analysis.intervals import t_quantile
 from harness.analysis.values import SELECT, VALUE
 
 #: Statistics columns of :func:`seed_stats`, in order.
-STATS = ("mean", "std", "n", "two_sigma", "n_diverged")
+STATS = ("mean", "std", "n", "two_sigma", "ci_low", "ci_high", "n_diverged")
 
 
 def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -30,7 +34,9 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
     Returns:
         One row per combination: the ``keys`` columns, then mean, std (corrected; NaN for one
-        seed or a diverged seed), n, two_sigma (2 * std) and n_diverged (non-finite values).
+        seed or a diverged seed), n, two_sigma (2 * std, the talk's spread), ci_low and ci_high
+        (the Student t interval of the mean at :data:`~harness.analysis.bootstrap.CONFIDENCE`;
+        NaN for one seed) and n_diverged (non-finite values).
     """
     g = groups(rows, keys)[VALUE]
     out = pd.DataFrame(
@@ -44,6 +50,8 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     # a mean of finite and infinite values is infinite; the std of it is undefined
     out.loc[out["n_diverged"] > 0, "std"] = np.nan
     out["two_sigma"] = 2 * out["std"]
+    half = t_quantile(CONFIDENCE, out["n"] - 1.0) * out["std"] / np.sqrt(out["n"])
+    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
     out = out.reset_index(drop=not keys)
     return out[[*keys, *STATS]]
 
@@ -109,3 +117,75 @@ def best_runs(rows: pd.DataFrame, tuned: pd.DataFrame, keys: Sequence[str]) -> p
     if not keys:  # one cell, one configuration: every row
         return rows.copy()
     return rows.merge(tuned[list(keys)].drop_duplicates(), on=list(keys), how="inner")
+
+
+CONFIRM = "confirm"
+"""The row column marking confirmation runs (``harness.core.config.RunConfig.confirm``)."""
+SAME_SEEDS = "selected and tested on the same seeds (declare seeds: {tune: N, confirm: M} and "
+"""The note of a table whose values come from the seeds that selected them."""
+SAME_SEEDS += "run harness submit --confirm to test on fresh ones)"
+
+
+@dataclass(frozen=True, slots=True)
+class Tested:
+    """Each cell's selected configuration and the values it is reported with."""
+
+    table: pd.DataFrame
+    """:func:`tune`'s table; where confirmation runs exist, mean, std, n, two_sigma and
+    n_diverged are over them, and ``tune_mean`` is the mean over the tuning seeds."""
+    seeds: pd.DataFrame
+    """The runs each cell is reported with: its confirmation runs, else its tuning runs."""
+    note: str
+    """Which seeds selected and which tested (for the output's notes)."""
+
+
+def confirmed(
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    over: Sequence[str],
+    goal: str,
+    select_goal: str | None = None,
+) -> Tested:
+    """Tune on the tuning runs and report on the confirmation runs when there are some.
+
+    Confirmation runs (column ``confirm`` true) never select: each cell's best configuration is
+    chosen on the other runs (:func:`tune`); its confirmation runs, when present, are the values
+    every statistic is then computed from, so that no value is tested on the seeds that picked
+    it (the winner's curse). A cell without them keeps its tuning runs, and the note says so.
+    Cells that are points of a sweep (``by`` holds a tuned axis: an lr-sensitivity curve) all
+    keep their tuning runs, so that one point is not measured on other seeds than the rest.
+    """
+    keys = [*by, *over]
+    fresh_mask = _flag(rows[CONFIRM]) if CONFIRM in rows.columns else pd.Series(False, rows.index)
+    tuning, fresh = rows[~fresh_mask], rows[fresh_mask]
+    table = tune(tuning, by, over, goal, select_goal)
+    chosen = best_runs(tuning, table, keys)
+    swept = [k for k in by if k in hyperparameters(rows)]
+    if swept and not fresh.empty:  # one point per value of a tuned axis: a sweep, not a verdict
+        note = f"a sweep over {', '.join(swept)}: every point on the tuning seeds"
+        return Tested(table, chosen, note)
+    tested = best_runs(fresh, table, keys) if not fresh.empty else fresh
+    if tested.empty:
+        return Tested(table, chosen, SAME_SEEDS if over else "")
+    stats = seed_stats(tested, keys)
+    table = table.assign(tune_mean=table["mean"])
+    merged = table.drop(columns=list(STATS)).merge(stats, on=keys, how="left", indicator=True)
+    has = merged["_merge"] == "both"
+    for c in STATS:
+        merged[c] = merged[c].where(has, table[c].to_numpy())
+    table = merged.drop(columns="_merge")[[*table.columns]]
+    untested = table.loc[~has.to_numpy(), keys]
+    seeds = pd.concat([tested, best_runs(chosen, untested, keys)], ignore_index=True)
+    n = int(has.sum())
+    note = (
+        f"selected on the tuning seeds, confirmed on fresh seeds: {n} of {len(table)} cell(s) "
+        "report their confirmation runs (column tune_mean: the tuning mean)"
+    )
+    if n < len(table):
+        note += f"; the other {len(table) - n} are {SAME_SEEDS}"
+    return Tested(table, seeds, note)
+
+
+def _flag(col: pd.Series) -> pd.Series:
+    """A true/false/NULL column as booleans (NULL: false)."""
+    return col.astype("boolean").fillna(False).astype(bool)

@@ -47,10 +47,12 @@ class Prepared:
     """The metric that selects configurations (``select_value``), when not the analysed one."""
     select_goal: str | None = None
     """``min`` or ``max`` for ``select``."""
+    readings: tuple[str, ...] = ()
+    """Notes about the grid the rows came from (e.g. derived axes)."""
 
     def notes(self) -> list[str]:
         """One line per thing a reader should know about the rows."""
-        out = []
+        out = list(self.readings)
         if self.diverged:
             out.append(f"{self.diverged} diverged run(s) counted as worst")
         for why, n in sorted(self.dropped.items()):

@@ -2,7 +2,8 @@
 and printing. Bad input exits with code 2 and a one-line message, having written nothing; so does
 a file-system error (no space left, a read-only folder: the path and the cause). A command
 stopped by a signal prints what became of its work and exits with 128 + the signal's number
-(130 for Ctrl-C), never with a traceback.
+(130 for Ctrl-C), never with a traceback. A reader that stops reading (``| head``) ends the
+command quietly with exit code 1 (click's convention).
 
 Commands are imported only when invoked (``harness submit`` never imports the analysis layer).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import Any
 
 import click
 
@@ -29,6 +31,7 @@ COMMANDS: Registry[str] = Registry(
         "data": "harness.cli.data:data",
         "analyze": "harness.cli.analyze:analyze",
         "figures": "harness.cli.figures:figures",
+        "report": "harness.cli.report:report",
         "import": "harness.cli.importer:import_",
         "watch": "harness.cli.watch:watch",
     },
@@ -47,9 +50,13 @@ class _Group(click.Group):
             return None
         return load_object(COMMANDS[name])
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            out = super().invoke(ctx)
+            sys.stdout.flush()  # a reader gone (| head) shows here, not at exit
+            return out
+        except BrokenPipeError:
+            raise  # click's main ends quietly with exit code 1, as it does for --help | head
         except UserError as e:
             _say(f"error: {e}")
             sys.exit(2)

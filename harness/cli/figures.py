@@ -9,13 +9,21 @@ import pandas as pd
 
 from harness.analysis.figures import FIGURES
 from harness.analysis.figures.choose import plan_figures
+from harness.analysis.figures.options import CURVE_RUNS, FigureOptions
 from harness.analysis.figures.render import render_figures
-from harness.analysis.goal import DEFAULT_METRIC, GOALS, default_select, metric_goal
+from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS, default_select, metric_goal
 from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
-from harness.cli.options import results_option
+from harness.analysis.select import Selector
+from harness.analysis.target_commands import TargetQuery, find_target
+from harness.cli.options import (
+    parse_arm,
+    results_option,
+    scale_option,
+    target_options,
+    where_option,
+)
 from harness.core import paths
-from harness.core.config import SCALES
 
 
 @click.command()
@@ -27,7 +35,7 @@ from harness.core.config import SCALES
     type=click.Choice(list(FIGURES)),
     help="Draw only this figure (repeatable; default: the grid's figures).",
 )
-@click.option("--where", default=None, help="SQL predicate over runs' columns.")
+@where_option
 @click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to plot.")
 @click.option(
     "--select-by",
@@ -40,15 +48,38 @@ from harness.core.config import SCALES
     type=click.Choice(GOALS),
     default="auto",
     show_default=True,
-    help="Is lower (min) or higher (max) better; auto knows the usual metrics.",
+    help=GOAL_HELP,
+)
+@scale_option
+@target_options
+@click.option(
+    "--runs",
+    "curve_runs",
+    type=click.Choice(CURVE_RUNS),
+    default="best",
+    show_default=True,
+    help="loss_curves: each arm's tuned configuration (best), or every run of the cell (all, "
+    "spikes included).",
 )
 @click.option(
-    "--scale",
-    type=click.Choice(SCALES),
+    "--x",
+    "x",
     default=None,
-    help="full or local runs (default: the only scale present).",
+    help="metric_vs: the column along the x axis, e.g. an optimizer's own hyperparameter "
+    "(default: the first own hyperparameter that varies, else the first tuned one).",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--baseline",
+    default=None,
+    callback=parse_arm,
+    metavar="K=V[,K=V]",
+    help="gap_closure, batch_size: the baseline arm's rows (default: optimizer=sgd).",
+)
+@click.option("--reference", default=None, callback=parse_arm, metavar="K=V[,K=V]",
+              help="gap_closure, batch_size: the reference arm's rows (default: optimizer=adamw, "
+              "else adam).")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table for people; csv or json for programs (notes on stderr).")  # fmt: skip
 @results_option
 def figures(
     grid: tuple[str, ...],
@@ -58,6 +89,12 @@ def figures(
     select_by: str | None,
     goal: str,
     scale: str | None,
+    curve_runs: str,
+    x: str | None,
+    baseline: Selector | None,
+    reference: Selector | None,
+    target: float | None,
+    curve: str | None,
     fmt: str,
     results: Path | None,
 ) -> None:
@@ -68,14 +105,21 @@ def figures(
     YAMLs declare (figures:), else defaults from the columns that vary in the results. Each
     comes as PNG and PDF with a sidecar JSON (SQL, hash of the rows, code commit, time).
 
-    Example: harness figures grids/adam_betas.yaml
+    Every arm keeps one color and marker in all the figures of the grid; a title says what the
+    figure is about (lr, model, budget, steps, seeds, scale) and names arms without a result.
+
+    Example: harness figures grids/adam_betas.yaml --figure loss_curves --runs all
     """
     goal = metric_goal(metric, goal)
     chosen_by = select_by or default_select(metric)
     select_goal = goal if chosen_by == metric else metric_goal(chosen_by, "auto", "--select-by")
     sel = select(list(grid), results=results, scale=scale, where=where)
     chosen, why = plan_figures(sel, list(grid), list(names))
-    done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal)
+    timed = find_target(TargetQuery(list(grid), target, curve), sel.scale)
+    options = FigureOptions(
+        runs=curve_runs, x=x, baseline=baseline, reference=reference, target=timed
+    )
+    done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal, options)
     table = pd.DataFrame(
         [
             {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from pathlib import Path
 
@@ -10,14 +12,16 @@ import duckdb
 
 from harness.cli.options import resolve_results, results_option
 from harness.core.errors import UserError
-from harness.store.db import connect
+from harness.core.files import atomic_write_text, temp_name
+from harness.store.db import connect, error_text
 
 FORMATS = ("table", "csv", "json", "parquet")
 
 
 @click.command()
 @click.argument("sql")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table for people; csv, json or parquet (with --output).")  # fmt: skip
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file (required for --format parquet).")  # fmt: skip
 @click.option("--grid", default=None, help="Restrict the views to one grid.")
@@ -34,23 +38,44 @@ def query(
     try:
         rel = con.sql(sql)
     except duckdb.Error as e:
-        raise UserError(f"SQL error: {str(e).splitlines()[0]}") from None
+        raise UserError(f"SQL error: {error_text(e)}") from None
     if rel is None:
         raise UserError("the SQL returned no rows (use a SELECT)")
     if fmt == "parquet":
         if output is None:
             raise UserError("--format parquet needs --output FILE")
-        rel.write_parquet(str(output))
+        _write_parquet(rel, output)
         return
     try:
         df = rel.df()
     except duckdb.Error as e:
-        raise UserError(f"SQL error: {str(e).splitlines()[0]}") from None
+        raise UserError(f"SQL error: {error_text(e)}") from None
     text = _render(df, fmt, max_rows)
     if output:
-        output.write_text(text)
+        atomic_write_text(output, text)  # an OSError names the file; nothing half-written
     else:
         sys.stdout.write(text)
+
+
+def _write_parquet(rel: duckdb.DuckDBPyRelation, output: Path) -> None:
+    """DuckDB writes ``output`` through a temp name in its folder, renamed into place: a full
+    disk or a read-only folder is an OSError naming ``output``, and leaves no partial file."""
+    tmp = temp_name(output)
+    try:
+        rel.write_parquet(str(tmp))
+        os.replace(tmp, output)
+    except (duckdb.Error, OSError) as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise OSError(e.errno, e.strerror, str(output)) from None
+        cause = next((n for n in _ERRNOS if os.strerror(n) in str(e)), None)
+        if cause is not None:
+            raise OSError(cause, os.strerror(cause), str(output)) from None
+        raise UserError(f"{output}: cannot write it: {str(e).splitlines()[0]}") from None
+
+
+_ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT, errno.ENOENT, errno.EISDIR)
+"""File-system errors DuckDB reports in its messages (by their strerror text)."""
 
 
 def _render(df, fmt: str, max_rows: int) -> str:

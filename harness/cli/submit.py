@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +14,11 @@ from harness.cli.options import data_option, resolve_results, results_option
 from harness.data.catalogue import data_root
 from harness.grid.preview import PLAN_FORMATS
 from harness.launch.inputs import STALE_CHOICES
+
+if TYPE_CHECKING:
+    from harness.core.config import RunConfig
+    from harness.grid.load import Grid
+    from harness.launch.submit import SubmitReport
 
 
 @click.command()
@@ -47,6 +53,19 @@ from harness.launch.inputs import STALE_CHOICES
     help="With --dry-run: the summary (table), or every planned run's resolved config, one row "
     "per run with its run_id and every field (csv, json).",
 )
+@click.option(
+    "--extend",
+    is_flag=True,
+    help="After the grid's runs, add the next value beyond each best on an open edge of a tuned "
+    "axis (that cell and arm only), run them, and repeat until no best sits on an open edge or "
+    "the grid's extend: limits are reached.",
+)
+@click.option(
+    "--confirm",
+    is_flag=True,
+    help="Once tuning is done, train each cell's selected configuration on the grid's "
+    "confirmation seeds (seeds: {tune: N, confirm: M}); analysis then reports those.",
+)
 @results_option
 @data_option
 def submit(
@@ -58,6 +77,8 @@ def submit(
     stale: str,
     wait: bool | None,
     fmt: str,
+    extend: bool,
+    confirm: bool,
     results: Path | None,
     data: Path | None,
 ) -> None:
@@ -68,6 +89,9 @@ def submit(
     Check a protocol without running it: harness submit grids/batch_size_gap.yaml --dry-run
     --format csv
 
+    Close the edges of a sweep, then test the winners on fresh seeds: harness submit
+    grids/optimizer_gap.yaml --local --extend --confirm (see harness.grid.followup).
+
     Exit status: 0 when every run it waited for completed or diverged (diverging is a result);
     1 when any failed (failed, oom, timeout, cancelled) or was lost (ended without a row);
     2 for bad input; 128 + N when stopped by signal N.
@@ -76,10 +100,13 @@ def submit(
     from harness.launch.submit import submit as do_submit
 
     states = [s for s in retry.split(",") if s]
-    try:
-        report = do_submit(
+    root = resolve_results(results)
+    planner = _Planner(root, extend, confirm, dry_run, fmt) if extend or confirm else None
+
+    def once() -> SubmitReport:
+        return do_submit(
             grid,
-            root=resolve_results(results),
+            root=root,
             data_root=data_root(data),
             local=local,
             launcher=launcher,
@@ -89,13 +116,34 @@ def submit(
             stale=stale,
             plan_format=fmt,
             figure_names=FIGURES.names(),
+            more=planner,
             out=sys.stdout,
         )
+
+    faults = 0
+    try:
+        report = once()
+        faults += _finished(report)
+        # --extend/--confirm: plan again once the runs have finished, until nothing is added
+        while planner is not None and not dry_run and report.launched and report.statuses:
+            report = once()
+            faults += _finished(report)
+        if planner is not None and not dry_run and report.launched and not report.statuses:
+            click.echo("queued: run the same command again once they finish (or add --wait)")
     except Stopped as e:
         again = ["harness", "submit", str(grid), *(["--local"] if local else [])]
+        again += [f for f, on in (("--extend", extend), ("--confirm", confirm)) if on]
         for flag, value in (("--launcher", launcher), ("--results", results), ("--data", data)):
             again += [flag, str(value)] if value else []
         raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
+    if faults:
+        click.echo(f"exit 1: {faults} runs failed or were lost; see 'harness status "
+                   f"{report.grid}' and each run's log", err=True)  # fmt: skip
+        sys.exit(1)
+
+
+def _finished(report: SubmitReport) -> int:
+    """Print what became of the runs; returns how many failed or were lost."""
     if report.statuses:
         counts: dict[str, int] = {}
         for s in report.statuses.values():
@@ -103,7 +151,28 @@ def submit(
         click.echo("finished: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if report.lost:
         click.echo(f"lost: {len(report.lost)} runs ended without a row: {', '.join(report.lost)}")
-    if report.faults:
-        click.echo(f"exit 1: {report.faults} runs failed or were lost; see 'harness status "
-                   f"{report.grid}' and each run's log", err=True)  # fmt: skip
-        sys.exit(1)
+    return report.faults
+
+
+class _Planner:
+    """The runs ``--extend`` / ``--confirm`` add to a grid (``analysis.followup``), printed as
+    they are planned (on stderr when the plan is printed as csv or json); a dry run also prints
+    their compute."""
+
+    def __init__(self, root: Path, extend: bool, confirm: bool, dry_run: bool, fmt: str) -> None:
+        self.root, self.extend, self.confirm, self.dry_run = root, extend, confirm, dry_run
+        self.err = fmt != "table"
+
+    def __call__(self, g: Grid) -> tuple[RunConfig, ...]:
+        from harness.analysis.followup import follow_up
+
+        found = follow_up(g, self.root, extend=self.extend, confirm=self.confirm)
+        for line in found.lines:
+            click.echo(f"{g.name}: {line}", err=self.err)
+        click.echo(f"{g.name}: {len(found.new)} new run(s) planned", err=self.err)
+        if self.dry_run and found.new and not self.err:
+            from harness.grid.preview import describe
+            from harness.model.build import count_params
+
+            click.echo(describe(found.new, g.axes, count_params))
+        return found.runs

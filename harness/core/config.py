@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 from harness.core.errors import UserError
 from harness.core.fields import (
@@ -48,6 +48,8 @@ WEIGHT_DECAY_MODES = ("decoupled", "l2")
 """Values of ``OptimConfig.weight_decay_mode``."""
 DECAY_PARAMS = ("matrices", "all_weights", "no_embedding")
 """Values of ``OptimConfig.decay_params`` (which parameters weight decay applies to)."""
+DECAY_SHAPES = ("linear", "cosine", "1-sqrt")
+"""Values of ``OptimConfig.decay_shape`` (the final decay of the ``wsd`` schedule)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,19 +104,70 @@ class Architecture:
     @property
     def head_dim(self) -> int:
         """Dimensions per attention head."""
-        return self.d_model // self.n_head
+        c = self.complete()
+        return c.d_model // c.n_head
 
     @property
     def rotary_dims(self) -> int:
         """Dimensions of each head that RoPE rotates (even; 0 for learned positions)."""
         if self.positions != "rope":
             return 0
-        return 2 * math.floor(self.rotary_frac * self.head_dim / 2 + 0.5)
+        return 2 * math.floor(self.complete().rotary_frac * self.head_dim / 2 + 0.5)
 
     @property
     def mlp_hidden(self) -> int:
         """MLP hidden width: ``mlp_ratio * d_model`` to the nearest multiple of 64, >= 64."""
-        return max(64, 64 * math.floor(self.mlp_ratio * self.d_model / 64 + 0.5))
+        c = self.complete()
+        return max(64, 64 * math.floor(c.mlp_ratio * c.d_model / 64 + 0.5))
+
+    def complete(self) -> CompleteArchitecture:
+        """This architecture, typed with every field set: a preset's (the harness's GPT).
+
+        Raises:
+            UserError: a field is None (a user's builder does not take it).
+        """
+        unset = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is None]
+        if unset:
+            raise UserError(f"model {self.model}: no value for {', '.join(unset)}")
+        return cast(CompleteArchitecture, self)
+
+
+class CompleteArchitecture(Protocol):
+    """An :class:`Architecture` with every field set (``Architecture.complete()``): what the
+    harness's GPT and its parameter counts read. A type only; the object is the Architecture."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def n_layer(self) -> int: ...
+    @property
+    def n_head(self) -> int: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def norm(self) -> str: ...
+    @property
+    def activation(self) -> str: ...
+    @property
+    def positions(self) -> str: ...
+    @property
+    def rotary_frac(self) -> float: ...
+    @property
+    def tie_weights(self) -> bool: ...
+    @property
+    def mlp_ratio(self) -> float: ...
+    @property
+    def scaled_init(self) -> bool: ...
+    @property
+    def bias(self) -> bool: ...
+    @property
+    def head_dim(self) -> int: ...
+    @property
+    def rotary_dims(self) -> int: ...
+    @property
+    def mlp_hidden(self) -> int: ...
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -243,6 +296,13 @@ class OptimConfig:
     """Linear warmup steps from 0 to ``lr``."""
     lr_min: float = spec(0.0, tuned=True, scale=Scale.LOG)
     """Floor of the decay (absolute learning rate)."""
+    decay_frac: float | None = spec(None, tuned=True, absent=None, sparse=True)
+    """``wsd`` schedule: the fraction of all steps, at the end, over which the lr decays from
+    ``lr`` to ``lr_min`` (after warmup and a constant phase); in (0, 1]. None for the other
+    schedules (``harness.optim.schedule.SCHEDULE_FIELDS`` fills wsd's default)."""
+    decay_shape: str | None = spec(None, choices=DECAY_SHAPES, tuned=True, absent=None, sparse=True)
+    """``wsd`` schedule: the shape of the final decay, ``linear``, ``cosine`` or ``1-sqrt``
+    (Haegele et al. 2024); None for the other schedules."""
     grad_clip: float | None = spec(1.0)
     """Global gradient-norm clip; None disables it."""
     hyperparameters: Hyperparameters = extras(Hyperparameters())  # noqa: RUF009 (frozen value)
@@ -250,6 +310,9 @@ class OptimConfig:
 
     def __post_init__(self) -> None:
         _positive(lr=self.lr)
+        check_choices(self)
+        if self.decay_frac is not None and not 0.0 < self.decay_frac <= 1.0:
+            raise UserError(f"decay_frac {self.decay_frac} is not in (0, 1]")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -278,10 +341,20 @@ class ExecutionConfig:
     """``auto`` (torch.compile on GPU only), ``on`` or ``off``."""
     gpus_per_run: int = spec(1, compared=False)
     """Processes (GPUs) one run uses through DDP."""
+    track: str | None = spec(None, compared=False, absent=None, sparse=True)
+    """Metrics recorded at every evaluation point (``eval_every``) and at the end, beside the
+    validation loss, as curve columns: comma-separated names of
+    ``harness.metrics.catalogue.TRACKABLE`` (a grid gives a list, of metrics or of the groups
+    ``embedding``, ``head``, ``buckets``); None: none."""
 
     def __post_init__(self) -> None:
         check_choices(self)
         _positive(gpus_per_run=self.gpus_per_run)
+
+    @property
+    def tracked(self) -> tuple[str, ...]:
+        """The names in ``track`` (empty when None)."""
+        return tuple(self.track.split(",")) if self.track else ()
 
 
 SCALES = ("full", "local")
@@ -298,6 +371,13 @@ class RunConfig:
     """``full`` for the grid as written, ``local`` when its ``local:`` overrides were applied."""
     label: str | None = spec(None, role=Role.LABEL)
     """Free name of the arm for tables and figures (``SGD+Gclip``); not part of ``run_id``."""
+    extend_round: int | None = spec(None, role=Role.IDENTITY, absent=None, sparse=True)
+    """The round of ``harness submit --extend`` that added the run (1, 2, ...): a value beyond an
+    open edge of a tuned axis; None for the grid's own runs. Not part of ``run_id``."""
+    confirm: bool | None = spec(None, role=Role.IDENTITY, absent=None, sparse=True)
+    """True for a confirmation run: a cell's selected configuration trained on a fresh seed
+    (``seeds: {tune: N, confirm: M}``, ``harness submit --confirm``), which analysis reports
+    instead of the tuning seeds; None for the others. Not part of ``run_id``."""
     arch: Architecture
     """The model."""
     data: DataConfig
@@ -324,6 +404,8 @@ class RunConfig:
     def run_id(self) -> str:
         """Content hash of every field that changes what the run computes (16 hex chars; see
         :func:`harness.core.fields.hashed_values`); computed once per run."""
-        if self._run_id is None:  # frozen: the cache is filled behind the dataclass's back
-            object.__setattr__(self, "_run_id", content_hash(hashed_values(self)))
-        return self._run_id
+        run_id = self._run_id
+        if run_id is None:  # frozen: the cache is filled behind the dataclass's back
+            run_id = content_hash(hashed_values(self))
+            object.__setattr__(self, "_run_id", run_id)
+        return run_id

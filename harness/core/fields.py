@@ -64,6 +64,7 @@ class FieldMeta:
     per_optimizer: bool
     absent: Any
     role: Role | None
+    sparse: bool = False
 
 
 _KEY = "harness"
@@ -89,6 +90,7 @@ def spec(
     per_optimizer: bool = False,
     absent: Any = ALWAYS,
     role: Role | None = None,
+    sparse: bool = False,
 ) -> Any:
     """Declare a run field (use as the dataclass field's default).
 
@@ -108,8 +110,15 @@ def spec(
             (a per-optimizer field is None for the optimizers that do not read it). ``ALWAYS``
             (the default, for the original fields) hashes every value.
         role: Overrides the role of the section the field is declared in.
+        sparse: A dry-run plan (``--format csv|json``) lists the field only when one of its runs
+            sets it (a value other than ``absent``): a field added after plans were pinned
+            changes no earlier grid's plan, byte for byte. Needs ``absent``.
     """
-    meta = FieldMeta(unit, tuple(choices), scale, tuned, compared, per_optimizer, absent, role)
+    if sparse and absent is ALWAYS:
+        raise ValueError("a sparse field must declare absent=")
+    meta = FieldMeta(
+        unit, tuple(choices), scale, tuned, compared, per_optimizer, absent, role, sparse
+    )
     return dataclasses.field(default=default, metadata={_KEY: meta})
 
 
@@ -193,7 +202,8 @@ def _choices(cls: type) -> tuple[tuple[str, tuple[str, ...]], ...]:
 def check_choices(obj: Any) -> None:
     """Raise UserError when a field of the dataclass instance ``obj`` declared with ``choices``
     holds another value (None passes where the field is optional)."""
-    for name, choices in _choices(type(obj)):
+    cls: type = type(obj)  # (type[Any] is not Hashable to mypy)
+    for name, choices in _choices(cls):
         value = getattr(obj, name)
         if value is not None and value not in choices:
             raise UserError(f"{name}: {value!r} is not one of {', '.join(choices)}")
@@ -238,7 +248,8 @@ def _plan(cls: type) -> _Plan:
 def flatten(obj: Any) -> dict[str, Any]:
     """A config instance as columns: every declared field, then the extras (own
     hyperparameters), by name."""
-    plan = _plan(type(obj))
+    cls: type = type(obj)  # (type[Any] is not Hashable to mypy)
+    plan = _plan(cls)
     out = {name: getattr(obj, name) for name in plan.top}
     for section, names, get in plan.sections:
         out.update(zip(names, get(getattr(obj, section)), strict=True))
@@ -258,15 +269,16 @@ def hashed_values(obj: Any) -> dict[str, Any]:
     stay the same; a later field counts only when it differs from the value meaning "absent";
     extras (own hyperparameters) count when set.
     """
-    plan = _plan(type(obj))
+    cls: type = type(obj)  # (type[Any] is not Hashable to mypy)
+    plan = _plan(cls)
     cols = flatten(obj)
     out = {name: cols.pop(name) for name, absent in plan.hashed
-           if absent is ALWAYS or not _is_absent(cols[name], absent)}  # fmt: skip
+           if absent is ALWAYS or not is_absent(cols[name], absent)}  # fmt: skip
     out.update((k, v) for k, v in cols.items() if k not in plan.declared)
     return out
 
 
-def _is_absent(value: Any, absent: Any) -> bool:
+def is_absent(value: Any, absent: Any) -> bool:
     """Whether ``value`` is the (or one of a tuple of) value(s) meaning "not set"."""
     return value in absent if isinstance(absent, tuple) else value == absent
 

@@ -24,7 +24,7 @@ from typing import IO
 from harness.core.errors import UserError
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` through ``write(fh)`` into a hidden temp file in the same folder, fsync it,
     and rename it into place: readers (and a killed writer) never see a partial file.
 
@@ -45,7 +45,7 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
         cause = os_error_in(exc)
         if cause is None:
             raise
-        raise OSError(cause.errno, os.strerror(cause.errno), str(path)) from exc
+        raise OSError(cause.errno, os.strerror(cause.errno), str(path)) from exc  # type: ignore[arg-type]  # os_error_in returns errors with an errno
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)

@@ -12,6 +12,7 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/submissions/          launcher records (job ids) and logs of runs
     <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
     <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
+    <root>/<grid>/.verified.json        the files the integrity check read in full, by stamp
 """
 
 from __future__ import annotations
@@ -21,10 +22,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from harness.core import env
 from harness.core.errors import UserError
-
-RESULTS_ENV = "HARNESS_RESULTS"
-SPILL_ENV = "HARNESS_SPILL"
 
 GRID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A grid name: a letter or digit, then up to 99 letters, digits, ``.``, ``_`` or ``-``. It names
@@ -47,11 +46,44 @@ def check_grid_name(name: object, where: str) -> str:
     )
 
 
+GLOB_CHARS = frozenset("*?[]{}")
+"""Characters DuckDB's file functions read as a pattern (``harness.store.db`` escapes them)."""
+
+
+def duck_path(path: Path | str) -> str:
+    """``path`` as DuckDB's file functions read it literally: each glob character in brackets
+    (a results folder ``runs[1]`` is not a pattern matching ``runs1``).
+
+    Raises:
+        UserError: the path holds a backslash as well as a glob character (DuckDB's globbing
+            splits paths at backslashes, so no escaping reads it).
+    """
+    text = str(path)
+    if not GLOB_CHARS & set(text):
+        return text
+    if "\\" in text:
+        chars = "".join(sorted(GLOB_CHARS))
+        raise UserError(f"{text}: a path with both '\\' and one of {chars} "
+                        "cannot be read by DuckDB; rename the folder")  # fmt: skip
+    return "".join(f"[{c}]" if c in GLOB_CHARS else c for c in text)
+
+
 def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``."""
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get(RESULTS_ENV) or "results")
+    """The results root: ``explicit`` > ``$HARNESS_RESULTS`` > ``./results``.
+
+    Raises:
+        UserError: its absolute path holds a backslash as well as a glob character
+            (:data:`GLOB_CHARS`): DuckDB's globbing splits paths at backslashes, so no escaping
+            reads it; refused before anything is trained or written.
+    """
+    root = Path(explicit) if explicit else Path(env.RESULTS.get() or "results")
+    full = str(root.absolute())
+    if "\\" in full and GLOB_CHARS & set(full):
+        raise UserError(
+            f"results folder {full}: a path with both '\\' and one of "
+            f"{''.join(sorted(GLOB_CHARS))} cannot be read by DuckDB; use another folder"
+        )
+    return root
 
 
 def grid_dir(root: Path, grid: str) -> Path:
@@ -131,6 +163,11 @@ def quarantine_dir(root: Path, grid: str) -> Path:
     return grid_dir(root, grid) / "quarantine"
 
 
+def verified_path(root: Path, grid: str) -> Path:
+    """The files of a grid found whole by ``harness.store.integrity``, by stamp."""
+    return grid_dir(root, grid) / ".verified.json"
+
+
 def figures_dir(root: Path, grid: str) -> Path:
     """Generated figures."""
     return grid_dir(root, grid) / "figures"
@@ -138,10 +175,11 @@ def figures_dir(root: Path, grid: str) -> Path:
 
 def spill_dirs() -> list[Path]:
     """Where results the results folder refused are kept, first choice first: ``$HARNESS_SPILL``,
-    ``~/.cache/harness/spill`` and ``<temp>/harness-spill-<uid>``
-    (:mod:`harness.store.spill`)."""
-    found = [Path(os.environ[SPILL_ENV])] if os.environ.get(SPILL_ENV) else []
-    found.append(Path.home() / ".cache" / "harness" / "spill")
+    the cache folder's ``spill`` (:func:`harness.core.env.cache_dir`) and
+    ``<temp>/harness-spill-<uid>`` (:mod:`harness.store.spill`)."""
+    spill = env.SPILL.get()
+    found = [Path(spill)] if spill else []
+    found.append(env.cache_dir() / "spill")
     found.append(Path(tempfile.gettempdir()) / f"harness-spill-{os.getuid()}")
     return found
 

@@ -9,7 +9,6 @@ import datetime as dt
 import functools
 import hashlib
 import inspect
-import os
 import socket
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from harness.core import env
 
 PROVENANCE: dict[str, str] = {
     "device": "where the run computed (cpu, cuda:<device name>)",
@@ -27,8 +28,18 @@ PROVENANCE: dict[str, str] = {
     "job_id": "the launcher's job id (SLURM), if any",
     "source": "where imported numbers come from (harness import)",
     "created_at": "when the row was written (UTC)",
+    "attempt": "the run's attempt: 1 for its first row, one more than its newest row's for each "
+    "later one (decides which row is newest; never a clock)",
 }
 """Row columns saying where and when a result was made."""
+
+ATTEMPT = "attempt"
+"""The row column numbering a run's attempts. The store assigns it when it writes a row, from
+the rows of that run on disk, while the writer holds the run's lock (``harness.store.rows``), so
+the hosts' clocks never decide which of a run's rows is newest."""
+ATTEMPT_ABSENT = 0
+"""The attempt of a row written before attempts were recorded (its column is NULL or absent):
+older than every numbered one."""
 
 INPUTS: dict[str, str] = {
     "optimizer_source": "where the run's optimizer code came from (module:Class, + for two)",
@@ -73,12 +84,13 @@ def provenance(job_id: str | None = None, source: str | None = None) -> dict[str
     """Provenance columns of a result row."""
     return {
         "hostname": socket.gethostname(),
-        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "visible_devices": env.CUDA_VISIBLE_DEVICES.get(),
         "git_commit": git_commit(),
         "torch_version": torch_version(),
         "job_id": job_id,
         "source": source,
         "created_at": dt.datetime.now(dt.UTC),
+        ATTEMPT: None,  # assigned by the store when it writes the row
     }
 
 
@@ -88,10 +100,13 @@ def _normalized(source: str) -> str:
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        first = body[0] if isinstance(body, list) and body else None
+        if not (isinstance(body, list) and body):
+            continue
+        first = body[0]
         docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
         if docstring and isinstance(first.value.value, str):
-            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+            # any node with a list body: module, def, class, if, for, ...
+            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]  # see above
     return ast.dump(tree, annotate_fields=False)
 
 
@@ -109,7 +124,7 @@ def source_files(obj: object) -> list[Path]:
     for c in classes:
         module = getattr(c, "__module__", "") or ""
         if _third_party_or_own(module):
-            path = inspect.getsourcefile(c)  # type: ignore[arg-type]
+            path = inspect.getsourcefile(c)  # type: ignore[arg-type]  # a class or function: its MRO or obj
             if path:
                 files.add(Path(path).resolve())
     return sorted(files)

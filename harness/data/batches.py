@@ -133,7 +133,9 @@ class TokenData:
         return counts
 
 
-def _windows(data: np.ndarray, offsets: np.ndarray, seq_len: int) -> tuple[torch.Tensor, ...]:
+def _windows(
+    data: np.ndarray, offsets: np.ndarray, seq_len: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """x = data[o : o+T], y = data[o+1 : o+T+1] for each offset; int64 tensors (len, T)."""
     import torch
 

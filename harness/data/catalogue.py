@@ -30,12 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from harness.core import env
 from harness.core.catalogue import default
 from harness.core.errors import UserError, unknown_choice
 from harness.core.registry import Registry, load_object
-
-DATA_ENV = "HARNESS_DATA"
-"""Environment variable naming the data root."""
 
 REQUIRED_FILES = ("train.bin", "val.bin", "meta.json")
 """Files every dataset directory must hold."""
@@ -109,10 +107,11 @@ DEFAULT_DATASET: str = default("dataset")
 
 
 def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The data root: ``explicit`` > ``$HARNESS_DATA`` > ``./data``."""
+    """The data root: ``explicit`` > ``$HARNESS_DATA`` > the user's data home
+    (:func:`harness.core.env.data_home`, one per user: the same from every folder)."""
     if explicit:
         return Path(explicit)
-    return Path(os.environ.get(DATA_ENV) or "data")
+    return Path(env.DATA.get() or env.data_home())
 
 
 def get_dataset(name: str) -> DatasetSpec:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,15 @@ from harness.data.fingerprint import dataset_fingerprint
 from harness.data.tokenizers import Encoder, get_tokenizer
 
 
-def prepare(name: str, root: Path, force: bool = False) -> Path:
-    """Build registered dataset ``name`` under ``root`` (idempotent) and return its directory.
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def prepare(
+    name: str, root: Path, force: bool = False, log: Callable[[str], None] | None = _to_stderr
+) -> Path:
+    """Build registered dataset ``name`` under ``root`` (idempotent) and return its directory;
+    ``log`` is told where it was built (the data root is per user: say where it went).
 
     The dataset is built in a temporary directory beside the target and renamed into place, under
     an exclusive lock on ``root/.<name>.lock``; a concurrent caller waits, then finds it done.
@@ -62,6 +71,8 @@ def prepare(name: str, root: Path, force: bool = False) -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     dataset_fingerprint(out)  # computed once here, cached for every later submit
+    if log is not None:
+        log(f"dataset {name}: prepared in {out}")
     return out
 
 

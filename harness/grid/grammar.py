@@ -18,12 +18,15 @@ A grid file::
     zip:                           # axes that vary together (equal-length lists)
       batch_size: [64, 256]
       micro_batch_size: [64, 64]
-    seeds: [0, 1, 2]               # or an int n: seeds 0..n-1
+    seeds: [0, 1, 2]               # or an int n: seeds 0..n-1; or {tune: 3, confirm: 3}
     local:                         # overrides applied by --local (laptop scale)
       base: {model: tiny, tokens: 300000}
       grid: {lr: [1e-3]}           # replaces those axes
       seeds: [0]
     figures: [beta_heatmap]        # figures `harness figures` draws
+    extend: {axes: [lr], rounds: 3} # what `submit --extend` may add (harness.grid.followup)
+    derived_axes: {lr: batch_size} # axes whose values were built from another (analysis notes)
+    target: {val_loss: 3.9}        # loss to reach, for tokens-to-target (a number: train_loss)
 
 Axes override base values; two axes setting the same key in one point is an error. A block
 (``grid``, a sub-grid) may itself hold a ``zip`` key. Every error names the file and the key path.
@@ -38,10 +41,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.errors import UserError
+from harness.grid.followup import SEED_KEYS, tune_part
 
-TOP_KEYS = ("name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures")
+TOP_KEYS = (
+    "name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures", "extend",
+    "derived_axes",
+    "target",
+)  # fmt: skip
 """Top-level keys of a grid file."""
-LOCAL_KEYS = ("base", "grid", "zip", "seeds")
+LOCAL_KEYS = ("base", "grid", "zip", "seeds", "target")
 """Keys of the ``local:`` section."""
 
 
@@ -74,7 +82,8 @@ def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
     """base, grid, zip and seeds of a grid file, with the local overrides applied when asked."""
     base = dict(doc.get("base") or {})
     grid = dict(doc.get("grid") or {})
-    out = {"base": base, "grid": grid, "zip": doc.get("zip"), "seeds": doc.get("seeds", [0])}
+    out = {"base": base, "grid": grid, "zip": doc.get("zip"), "seeds": doc.get("seeds", [0]),
+           "target": doc.get("target")}  # fmt: skip
     if local:
         loc = doc.get("local")
         if loc is None:
@@ -82,7 +91,7 @@ def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
         check_keys(loc, LOCAL_KEYS, file, "local")
         base.update(loc.get("base") or {})
         grid.update(loc.get("grid") or {})
-        for k in ("zip", "seeds"):
+        for k in ("zip", "seeds", "target"):
             if k in loc:
                 out[k] = loc[k]
     return out
@@ -127,7 +136,9 @@ def expand(sections: dict[str, Any], keys: Collection[str], file: str) -> list[P
             raise UserError(f"{file}: 'zip' given both at top level and inside grid")
         block["zip"] = sections["zip"]
     combos = list(_block(block, keys, file, "grid"))
-    seeds = _seeds(sections["seeds"], file)
+    seeds = seed_list(sections["seeds"], file)
+    _check_count(len(combos) * len(seeds), file, f"{len(combos):,} combinations x "
+                 f"{len(seeds):,} seeds")  # fmt: skip
     if "seed" in sections["base"] or any("seed" in c for c in combos):
         raise UserError(f"{file}: set seeds with the top-level 'seeds' key, not 'seed'")
     base = sections["base"]
@@ -143,11 +154,14 @@ def _block(block: Any, keys: Collection[str], file: str, where: str) -> list[dic
             values = _zip(spec, keys, file, at)
         else:
             values = list(_axis(key, spec, keys, file, at))
+        _check_count(len(combos) * len(values), file, f"at {at}")
         combos = [_merge(c, v, file, at) for c in combos for v in values]
     return combos
 
 
-def _axis(key: str, spec: Any, keys: Collection[str], file: str, where: str) -> Iterator[dict]:
+def _axis(
+    key: str, spec: Any, keys: Collection[str], file: str, where: str
+) -> Iterator[dict[str, Any]]:
     if isinstance(spec, list | dict) and not spec:
         raise UserError(f"{file}: {where}: empty axis; give at least one value")
     if isinstance(spec, list):
@@ -175,6 +189,7 @@ def _zip(spec: Any, keys: Collection[str], file: str, where: str) -> list[dict[s
                 f"{file}: {at}: zip needs non-empty lists of equal length, got lengths {lengths}"
             )
         rows = [dict(zip(group, vals, strict=True)) for vals in zip(*group.values(), strict=True)]
+        _check_count(len(combos) * len(rows), file, f"at {at}")
         combos = [_merge(c, r, file, at) for c in combos for r in rows]
     return combos
 
@@ -186,8 +201,29 @@ def _merge(a: dict[str, Any], b: dict[str, Any], file: str, where: str) -> dict[
     return {**a, **b}
 
 
-def _seeds(spec: Any, file: str) -> list[int]:
+MAX_RUNS = 100_000
+"""Most runs one grid file may expand to (a real grid has a few thousand; a typo such as
+``seeds: 100000000`` would otherwise fill the memory before anything is said)."""
+
+
+def _check_count(n: int, file: str, what: str) -> None:
+    if n > MAX_RUNS:
+        raise UserError(
+            f"{file}: expands to {n:,} runs ({what}), more than the {MAX_RUNS:,} a grid may "
+            "hold; split it into several grids or use fewer values"
+        )
+
+
+def seed_list(spec: Any, file: str) -> list[int]:
+    """The tuning seeds of a ``seeds:`` value (see :mod:`harness.grid.followup`)."""
+    if isinstance(spec, dict):
+        check_keys(spec, SEED_KEYS, file, "seeds")
+    spec = tune_part(spec, file)
     if isinstance(spec, int) and not isinstance(spec, bool) and spec > 0:
+        if spec > MAX_RUNS:
+            raise UserError(
+                f"{file}: seeds: {spec:,} seeds, more than the {MAX_RUNS:,} runs a grid may hold"
+            )
         return list(range(spec))
     if (
         isinstance(spec, list)

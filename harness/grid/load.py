@@ -17,13 +17,16 @@ from typing import Any
 import yaml
 
 from harness.core import paths
-from harness.core.catalogue import FIELD_NAMES, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
+from harness.core.catalogue import FIELD_NAMES, FIELDS, GRID_KEYS, PER_OPTIMIZER, RESERVED, flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.grid import grammar
+from harness.core.targets import Target, parse_target
+from harness.grid import followup, grammar
+from harness.grid.followup import ExtendSpec
 from harness.grid.grammar import Point
-from harness.grid.resolve import Resolver, VocabSize, optimizer_specs
+from harness.grid.resolve import SCHEDULE_KEYS, Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
+from harness.optim.schedule import SCHEDULE_FIELDS
 from harness.optim.spec import OptimizerSpec
 
 
@@ -45,6 +48,16 @@ class Grid:
     """Figures declared for the grid (empty: defaults from its axes); not checked here."""
     axes: tuple[str, ...]
     """Run fields that vary across runs."""
+    confirm_seeds: tuple[int, ...] = ()
+    """Seeds on which ``submit --confirm`` trains each cell's selected configuration."""
+    extend: ExtendSpec | None = None
+    """What ``submit --extend`` may add (the ``extend:`` section; None: defaults)."""
+    points: tuple[Point, ...] = ()
+    """The points the grid's own runs resolved from, in the order of ``runs``."""
+    resolver: Resolver | None = dataclasses.field(default=None, compare=False)
+    """Resolves a point as this grid does (``harness.grid.vary.vary``)."""
+    target: Target | None = None
+    """The loss the grid's runs are timed to (``target:``, ``local: target:``); None: none."""
 
 
 MAX_YAML_VALUES = 100_000
@@ -120,14 +133,18 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     doc = read_yaml(path)
     file = str(path)
     grammar.check_keys(doc, grammar.TOP_KEYS, file, "top level")
+    check_derived_axes(doc, path)
     name = _name(doc, path)
     sections = grammar.sections(doc, file, local)
+    if doc.get("extend") is not None:
+        grammar.check_keys(doc["extend"], followup.EXTEND_KEYS, file, "extend")
     named = grammar.values_of("optimizer", sections)
     named |= grammar.values_of("embedding_optimizer", sections)
     specs = optimizer_specs(sorted(named), path.parent, file)
     own = {h.name for spec in specs.values() for h in spec.hyperparameters}
     _check_names(specs, file)
     _check_read(sections, specs, file)
+    _check_schedule_read(sections, file)
     points = grammar.expand(sections, GRID_KEYS | own, file)
     scale = "local" if local else "full"
     resolver = Resolver(name, scale, vocab, file, path.parent)
@@ -141,7 +158,43 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         runs=runs,
         figures=_figures(doc, path),
         axes=_varying(runs),
+        confirm_seeds=followup.confirm_seeds(
+            sections["seeds"], grammar.seed_list(sections["seeds"], file), file
+        ),
+        extend=followup.parse_extend(doc.get("extend"), file, own),
+        points=tuple(points),
+        resolver=resolver,
+        target=grid_target(sections, file),
     )
+
+
+def grid_target(sections: dict[str, Any], file: str) -> Target | None:
+    """The ``target:`` of a grid's sections (:func:`harness.grid.grammar.sections`)."""
+    spec = sections.get("target")
+    return None if spec is None else parse_target(spec, f"{file}: target")
+
+
+def declared_target(path: Path, local: bool) -> Target | None:
+    """The target a grid YAML declares (its ``local:`` one with ``local``), without expanding
+    its runs."""
+    doc = read_yaml(path)
+    return grid_target(grammar.sections(doc, str(path), local), str(path))
+
+
+def check_derived_axes(doc: dict[str, Any], path: Path) -> None:
+    """``derived_axes:`` maps axis names to the quantity their values were built from.
+
+    Raises:
+        UserError: it is not a mapping of names to names.
+    """
+    got = doc.get("derived_axes")
+    if got is not None and not (
+        isinstance(got, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items())
+    ):
+        raise UserError(
+            f"{path}: derived_axes: expected a mapping axis: quantity, e.g. lr: batch_size"
+        )
 
 
 def _resolve_all(resolver: Resolver, points: Sequence[Point]) -> tuple[RunConfig, ...]:
@@ -187,6 +240,19 @@ def _check_read(sections: dict[str, Any], specs: dict[str, OptimizerSpec], file:
             names = ", ".join(sorted(specs)) or "none"
             raise UserError(
                 f"{file}: {key!r} is set, but none of the grid's optimizers ({names}) takes it"
+            )
+
+
+def _check_schedule_read(sections: dict[str, Any], file: str) -> None:
+    """A schedule's own field set in the grid must be read by one of the grid's schedules."""
+    named = grammar.values_of("schedule", sections) or {str(FIELDS["schedule"].default)}
+    read = {k for name in named for k in SCHEDULE_FIELDS.get(name, {})}
+    for key in sorted(SCHEDULE_KEYS - read):
+        if grammar.values_of(key, sections):
+            readers = ", ".join(s for s, f in SCHEDULE_FIELDS.items() if key in f)
+            raise UserError(
+                f"{file}: {key!r} is set, but none of the grid's schedules "
+                f"({', '.join(sorted(named))}) reads it; it applies to schedule {readers}"
             )
 
 

@@ -13,8 +13,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.core.catalogue import FIELD_NAMES, flat
+from harness.core.catalogue import CATALOGUE, FIELD_NAMES, flat
 from harness.core.config import Architecture, RunConfig
+from harness.core.fields import is_absent
 from harness.model.architecture import param_count
 
 #: Assumed model-FLOPs utilisation and device for GPU-hour estimates (stated in the output).
@@ -87,13 +88,26 @@ PLAN_FORMATS = ("table", "csv", "json")
 """Formats of a dry run: the summary (``table``) or every run's resolved config."""
 
 
-def plan_rows(runs: Sequence[RunConfig]) -> list[dict[str, Any]]:
-    """One dict per run: ``run_id``, every run field (None where it does not apply), then the
-    optimizers' own hyperparameters, the same keys in every row."""
-    table = [flat(r) for r in runs]
+def plan_columns(table: Sequence[dict[str, Any]]) -> list[str]:
+    """The run fields a plan of these flat runs lists, in column order: every field but a
+    sparse one (:func:`harness.core.fields.spec`) that no run sets, then the optimizers' own
+    hyperparameters."""
+    fields = [
+        f.name
+        for f in CATALOGUE
+        if not f.meta.sparse or any(not is_absent(row[f.name], f.meta.absent) for row in table)
+    ]
     extra = sorted({k for row in table for k in row} - set(FIELD_NAMES))
+    return [*fields, *extra]
+
+
+def plan_rows(runs: Sequence[RunConfig]) -> list[dict[str, Any]]:
+    """One dict per run: ``run_id``, the run fields of :func:`plan_columns` (None where one
+    does not apply), then the optimizers' own hyperparameters, the same keys in every row."""
+    table = [flat(r) for r in runs]
+    columns = plan_columns(table)
     return [
-        {"run_id": r.run_id, **{k: row.get(k) for k in (*FIELD_NAMES, *extra)}}
+        {"run_id": r.run_id, **{k: row.get(k) for k in columns}}
         for r, row in zip(runs, table, strict=True)
     ]
 

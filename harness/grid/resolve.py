@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,11 @@ from harness.core.errors import UserError
 from harness.core.fields import Role
 from harness.core.registry import canonical_reference, is_reference
 from harness.grid import expr
+from harness.metrics.catalogue import track_names
 from harness.model.architecture import preset_fields
 from harness.model.builder import builder_arguments
 from harness.optim.registry import canonical_name, get_spec
-from harness.optim.schedule import SCHEDULES
+from harness.optim.schedule import SCHEDULE_FIELDS, SCHEDULES
 from harness.optim.spec import REQUIRED, OptimizerSpec
 
 VocabSize = Callable[[str], int]
@@ -129,6 +131,8 @@ class Resolver:
             for k, v in _DEFAULTS.items():
                 if k not in d:
                     d[k] = v
+            _fill_schedule(d)
+            d["track"] = ",".join(track_names(d["track"])) or None
             _derive_and_evaluate(d, optimizers.types, optimizers.numeric)
             missing = REQUIRED_KEYS - d.keys()
             if missing:
@@ -194,6 +198,21 @@ class Resolver:
         return o
 
 
+SCHEDULE_KEYS = frozenset(k for fields in SCHEDULE_FIELDS.values() for k in fields)
+"""Run fields read only by some schedules (``wsd``'s ``decay_frac``, ``decay_shape``)."""
+
+
+def _fill_schedule(d: dict[str, Any]) -> None:
+    """The fields the run's schedule reads: the grid's value, else the schedule's default; the
+    fields it does not read are None (a grid comparing schedules may set them in its base)."""
+    reads = SCHEDULE_FIELDS.get(str(d["schedule"]), {})
+    for key in SCHEDULE_KEYS:
+        if key not in reads:
+            d[key] = None
+        elif d.get(key) is None:
+            d[key] = reads[key]
+
+
 def _number(v: str) -> float | None:
     try:
         return float(v)
@@ -225,6 +244,8 @@ def _derive_and_evaluate(
         for k, v in list(pending.items()):
             if expr.names_in(v) <= env.keys():
                 value = expr.evaluate(v, env)
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise UserError(f"{k}: expression {v!r} is {value}, not a finite number")
                 d[k] = env[k] = round(value) if types[k].type is int else value  # "0.1 * steps"
                 del pending[k]
                 progress = True
@@ -243,7 +264,15 @@ def _derive_and_evaluate(
 
 
 def _coerce(k: str, v: Any, want: _Type) -> Any:
-    """Check ``v`` against ``k``'s type; numeric strings (YAML's ``3.2e9``) are numbers."""
+    """Check ``v`` against ``k``'s type; numeric strings (YAML's ``3.2e9``) are numbers; a
+    float must be finite (``.nan``, ``.inf`` and expressions that overflow are refused)."""
+    out = _typed(k, v, want)
+    if isinstance(out, float) and not math.isfinite(out):
+        raise UserError(f"{k}: {v!r} is not a finite number")
+    return out
+
+
+def _typed(k: str, v: Any, want: _Type) -> Any:
     if type(v) is want.type:  # the common case, first
         return v
     if v is None:
@@ -258,7 +287,7 @@ def _coerce(k: str, v: Any, want: _Type) -> Any:
         if isinstance(v, str):
             return v
     elif isinstance(v, str) and _number(v) is not None:
-        return _coerce(k, _number(v), want)
+        return _typed(k, _number(v), want)
     elif t is float and _is_plain_number(v):
         return float(v)
     elif t is int and _is_plain_number(v) and float(v).is_integer():

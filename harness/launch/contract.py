@@ -20,15 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.core import env
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.files import FileStamp
 from harness.core.registry import load_object
 from harness.launch.profile import LauncherProfile, backend
 
-CHECKPOINT_ENV = "HARNESS_CHECKPOINT_EVERY_S"
+CHECKPOINT_ENV = env.CHECKPOINT_EVERY_S.name
 """Environment variable overriding the profile's ``checkpoint_every_s`` for one submission."""
-KEEP_ENV = "HARNESS_KEEP_CHECKPOINTS"
+KEEP_ENV = env.KEEP_CHECKPOINTS.name
 """Environment variable: ``1`` (or ``true``) keeps runs' checkpoints after their rows, ``0``
 removes them, whatever the profile says."""
 
@@ -65,20 +66,20 @@ class ExecutionSpec:
             UserError: an override that is not a valid value.
         """
         every = profile.checkpoint_every_s
-        if environ.get(CHECKPOINT_ENV):
+        given = env.CHECKPOINT_EVERY_S.get(environ)
+        if given:
             try:
-                every = float(environ[CHECKPOINT_ENV])
+                every = float(given)
             except ValueError:
                 every = -1.0
             if not every > 0:
-                raise UserError(
-                    f"{CHECKPOINT_ENV}={environ[CHECKPOINT_ENV]!r}: expected seconds > 0"
-                )
+                raise UserError(f"{CHECKPOINT_ENV}={given!r}: expected seconds > 0")
         keep = profile.keep_checkpoints
-        if environ.get(KEEP_ENV):
-            flag = environ[KEEP_ENV].lower()
+        given = env.KEEP_CHECKPOINTS.get(environ)
+        if given:
+            flag = given.lower()
             if flag not in ("1", "true", "0", "false"):
-                raise UserError(f"{KEEP_ENV}={environ[KEEP_ENV]!r}: expected 1, true, 0 or false")
+                raise UserError(f"{KEEP_ENV}={given!r}: expected 1, true, 0 or false")
             keep = flag in ("1", "true")
         return cls(
             results_root=results_root.resolve(),

@@ -3,8 +3,9 @@ contents of its data. A row records their fingerprints; ``submit`` compares them
 before it skips a run as done, so that a result whose inputs changed never passes as current.
 
 Fingerprints ignore comments, docstrings and formatting (see
-:func:`harness.core.provenance.code_fingerprint`); a dataset's covers its files' bytes
-(:mod:`harness.data.fingerprint`).
+:func:`harness.core.provenance.code_fingerprint`); a dataset's covers what decides its tokens
+(:mod:`harness.data.fingerprint`, which says what it covers; a row of an earlier version that
+recorded the legacy form is recognised).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.provenance import INPUTS, code_fingerprint, distribution_version
 from harness.data.catalogue import resolve_dataset
-from harness.data.fingerprint import dataset_fingerprint
+from harness.data.fingerprint import Fingerprints, fingerprints
 from harness.model.build import model_code
 from harness.optim.registry import get_spec
 
@@ -42,7 +43,7 @@ class Inputs:
         self.data_root = data_root
         self._optimizers: dict[tuple[str, ...], tuple[str, str | None, str]] = {}
         self._models: dict[str, str] = {}
-        self._data: dict[str, str] = {}
+        self._data: dict[str, Fingerprints] = {}
 
     def of(self, run: RunConfig) -> dict[str, str | None]:
         """The run's input columns (``harness.core.provenance.INPUTS``); imports its optimizer
@@ -55,16 +56,24 @@ class Inputs:
         if model not in self._models:
             self._models[model] = code_fingerprint([model_code(run.arch)])
         if dataset not in self._data:
-            self._data[dataset] = dataset_fingerprint(resolve_dataset(dataset, self.data_root))
+            self._data[dataset] = fingerprints(resolve_dataset(dataset, self.data_root))
         out = {
             "optimizer_source": source,
             "optimizer_version": version,
             "optimizer_fingerprint": optimizer,
             "model_fingerprint": self._models[model],
-            "data_fingerprint": self._data[dataset],
+            "data_fingerprint": self._data[dataset].current,
         }
         assert out.keys() == INPUTS.keys()
         return out
+
+    def unchanged(self, run: RunConfig, column: str, recorded: str) -> bool:
+        """Whether the input ``column`` of ``run`` is today what a row recorded (a dataset's
+        legacy fingerprint, recorded by earlier versions, counts too)."""
+        now = self.of(run)[column]
+        if column == "data_fingerprint":
+            return recorded == now or self._data[run.data.dataset].matches(recorded)
+        return recorded == now
 
 
 def inputs_of(run: RunConfig, data_root: Path) -> dict[str, str | None]:
@@ -94,8 +103,8 @@ def stale_runs(
         row = recorded.get(run.run_id)
         if not row or all(row.get(c) is None for c in COMPARED):
             continue
-        now = reader.of(run)
-        changed = tuple(c for c in COMPARED if row.get(c) is not None and row[c] != now[c])
+        kept = {c: v for c in COMPARED if (v := row.get(c)) is not None}
+        changed = tuple(c for c, v in kept.items() if not reader.unchanged(run, c, v))
         if changed:
             out.append(Stale(run.run_id, changed))
     return out

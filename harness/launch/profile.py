@@ -15,7 +15,6 @@ folder shipped next to the package.
 from __future__ import annotations
 
 import dataclasses
-import os
 import types
 import typing
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 import yaml
 
+from harness.core import env
 from harness.core.errors import UserError, unknown_choice
 from harness.core.registry import load_object
 from harness.launch.registry import LAUNCHERS
@@ -85,8 +85,9 @@ def backend(kind: str, where: str = "") -> Backend:
 def search_path() -> list[Path]:
     """Folders searched for profiles, in order."""
     out = []
-    if os.environ.get("HARNESS_LAUNCHERS"):
-        out.append(Path(os.environ["HARNESS_LAUNCHERS"]))
+    launchers = env.LAUNCHERS.get()
+    if launchers:
+        out.append(Path(launchers))
     out.append(Path("launchers"))
     out.append(Path(__file__).resolve().parents[2] / "launchers")
     return out

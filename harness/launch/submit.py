@@ -8,13 +8,15 @@ states to run again). Every backend is driven through the same contract
 
 from __future__ import annotations
 
+import dataclasses
 import io
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from harness.core import paths
+from harness.core.config import RunConfig
 from harness.core.errors import UserError, unknown_choice
 from harness.core.files import file_stamp, remove_stale_temps
 from harness.core.result import RESULT_STATUSES, STATUSES, Status
@@ -124,6 +126,7 @@ def submit(
     stale: str = "refuse",
     figure_names: Collection[str] | None = None,
     plan_format: str = "table",
+    more: Callable[[Grid], Sequence[RunConfig]] | None = None,
     out: TextIO,
 ) -> SubmitReport:
     """Expand ``grid_path`` and launch its runs that have no result yet (see module doc).
@@ -168,6 +171,8 @@ def submit(
             "and waits for them; use a SLURM launcher to queue runs and return"
         )
     spec = ExecutionSpec.build(profile, root, grid.name, data_root)
+    if more is not None:
+        grid = _with_runs(grid, more(grid))
     if dry_run and plan_format != "table":
         out.write(preview.plan_text(grid.runs, plan_format) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
@@ -176,6 +181,14 @@ def submit(
         out.write(runner.plan(grid.runs) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
     return _launch(grid, runner, spec, retry, stale, wait, out)
+
+
+def _with_runs(grid: Grid, extra: Sequence[RunConfig]) -> Grid:
+    """``grid`` with the runs of ``extra`` it does not hold yet appended."""
+    runs = {r.run_id: r for r in extra}
+    for r in grid.runs:
+        runs.pop(r.run_id, None)
+    return dataclasses.replace(grid, runs=(*grid.runs, *runs.values()))
 
 
 def _written_folders(root: Path, grid: str) -> list[Path]:

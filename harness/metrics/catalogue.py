@@ -9,8 +9,11 @@ analysis and figures read goals and labels from here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+
+from harness.core.errors import UserError
 
 
 class Goal(StrEnum):
@@ -116,3 +119,38 @@ def produced_by(producer: Producer) -> tuple[str, ...]:
 
 DEFAULT_METRIC = "val_ppl"
 """The metric analysis and figures use when none is named."""
+
+
+TRACK_GROUPS: dict[str, tuple[str, ...]] = {
+    "embedding": produced_by(Producer.EMBEDDING),
+    "head": produced_by(Producer.HEAD),
+    "buckets": tuple(f"val_loss_q{k + 1}" for k in range(FREQUENCY_BUCKETS)),
+}
+"""Metrics a run can record at every evaluation point (``track:``), by group: the embedding
+metrics of the input embedding, those of an untied output head (None for a tied one), and the
+validation loss by token-frequency bucket. A grid names groups or single metrics."""
+
+TRACKABLE: tuple[str, ...] = tuple(n for names in TRACK_GROUPS.values() for n in names)
+"""Every metric ``track:`` may name; each becomes a curve column when tracked."""
+
+
+def track_names(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    """The metrics ``value`` names (a list, or a comma-separated string, of metric or group
+    names), without repeats, in catalogue order; empty for None or nothing.
+
+    Raises:
+        UserError: a name that is neither a trackable metric nor a group, listing the choices.
+    """
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else list(value)
+    wanted: set[str] = set()
+    for item in (str(i).strip() for i in items):
+        if item in TRACK_GROUPS:
+            wanted.update(TRACK_GROUPS[item])
+        elif item in TRACKABLE:
+            wanted.add(item)
+        elif item:
+            choices = ", ".join([*TRACK_GROUPS, *TRACKABLE])
+            raise UserError(f"track: unknown metric {item!r}; valid: {choices}")
+    return tuple(n for n in TRACKABLE if n in wanted)

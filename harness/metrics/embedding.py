@@ -27,6 +27,7 @@ matrix, constant norms or probabilities for ``rho``) is None.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -97,36 +98,46 @@ def _isotropy_from_svd(U: Tensor, S: Tensor) -> float | None:
 
 
 def embedding_metrics(
-    E: Tensor | np.ndarray, unigram_counts: Tensor | np.ndarray
+    E: Tensor | np.ndarray,
+    unigram_counts: Tensor | np.ndarray,
+    names: Collection[str] | None = None,
 ) -> dict[str, float | None]:
     """The paper's embedding metrics of E (module docstring), as plain floats.
 
     Args:
         E: ``(V, H)`` embedding (or output-head) matrix, any float dtype and device.
         unigram_counts: ``(V,)`` token counts (or probabilities) in the training data.
+        names: only these metrics (None: all). Each is computed exactly as in the full set;
+            the SVD (``kappa``, ``iso_sym``) and the eigensolver (``iso``) run only when asked
+            for, which is what makes tracking the cheap ones through training cheap.
 
     Returns:
-        ``{iso, mu_norm, mean_norm, mu_norm_ratio, rho, kappa, iso_sym}``.
+        ``{iso, mu_norm, mean_norm, mu_norm_ratio, rho, kappa, iso_sym}`` (or the ``names``).
     """
+    want = set(EMBEDDING_METRICS if names is None else names)
+    if unknown := want - set(EMBEDDING_METRICS):
+        raise ValueError(f"unknown embedding metrics {sorted(unknown)}")
     E64 = _float64(E)
     if E64.ndim != 2:
         raise ValueError(f"E must be a (V, H) matrix, got shape {tuple(E64.shape)}")
     p = _unigram_probabilities(unigram_counts, E64.shape[0])
-    U, S, _ = torch.linalg.svd(E64, full_matrices=False)  # S descending, (min(V, H),)
     norms = E64.norm(dim=1)  # (V,)
     mu_norm = float(E64.mean(dim=0).norm())
     mean_norm = float(norms.mean())
-    rho = _pearson(norms, p)
-    kappa = _ratio(float(S[-1]), float(S[0]))
-    return {
-        "iso": isotropy(E64),
-        "mu_norm": mu_norm,
-        "mean_norm": mean_norm,
-        "mu_norm_ratio": _ratio(mu_norm, mean_norm),
-        "rho": None if rho is None else 100.0 * rho,
-        "kappa": None if kappa is None else 100.0 * kappa,
-        "iso_sym": _isotropy_from_svd(U, S),
-    }
+    out: dict[str, float | None] = {}
+    if "iso" in want:
+        out["iso"] = isotropy(E64)
+    out |= {"mu_norm": mu_norm, "mean_norm": mean_norm}
+    out["mu_norm_ratio"] = _ratio(mu_norm, mean_norm)
+    if "rho" in want:
+        rho = _pearson(norms, p)
+        out["rho"] = None if rho is None else 100.0 * rho
+    if want & {"kappa", "iso_sym"}:
+        U, S, _ = torch.linalg.svd(E64, full_matrices=False)  # S descending, (min(V, H),)
+        kappa = _ratio(float(S[-1]), float(S[0]))
+        out["kappa"] = None if kappa is None else 100.0 * kappa
+        out["iso_sym"] = _isotropy_from_svd(U, S)
+    return {k: out[k] for k in EMBEDDING_METRICS if k in want}
 
 
 def _group_of(optimizer: torch.optim.Optimizer, param: Tensor) -> dict[str, Any] | None:

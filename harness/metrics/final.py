@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from harness.core.lm import is_tied, output_weight
 from harness.metrics.embedding import embedding_metrics, second_moment_probe
 
 
@@ -22,8 +23,8 @@ def final_metrics(
     """
     counts = data.unigram_counts()
     out: dict[str, float | None] = dict(embedding_metrics(model.embedding.weight.detach(), counts))
-    if model.head is not None:
-        head = embedding_metrics(model.head.weight.detach(), counts)
+    if not is_tied(model):
+        head = embedding_metrics(output_weight(model).detach(), counts)
         out.update({f"head_{k}": v for k, v in head.items()})
     out.update(second_moment_probe(optimizer, model.embedding.weight, counts))
     return out

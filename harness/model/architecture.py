@@ -75,16 +75,17 @@ _MLP_MATS = {"gelu": 2, "swiglu": 3}
 def _counts(cfg: Architecture, seq_len: int) -> tuple[int, int]:
     """(all parameters, Linear weights + the head) of ``GPT(cfg, seq_len)``, by formula (no
     tensors; ``tests/test_model.py`` checks it against instantiated models of every preset)."""
-    d, h, V, b = cfg.d_model, cfg.mlp_hidden, cfg.vocab_size, int(cfg.bias)
-    norm = d + (d * b if cfg.norm == "layernorm" else 0)
-    mats = _MLP_MATS[cfg.activation]
+    c = cfg.complete()  # a preset's architecture: every field set
+    d, h, V, b = c.d_model, c.mlp_hidden, c.vocab_size, int(c.bias)
+    norm = d + (d * b if c.norm == "layernorm" else 0)
+    mats = _MLP_MATS[c.activation]
     attn = 4 * d * d + 4 * d * b
     mlp = mats * d * h + b * ((mats - 1) * h + d)
     block = 2 * norm + attn + mlp
-    pos = seq_len * d if cfg.positions == "learned" else 0
-    head = 0 if cfg.tie_weights else V * d
-    total = V * d + pos + cfg.n_layer * block + norm + head
-    linear = cfg.n_layer * (4 * d * d + mats * d * h) + V * d
+    pos = seq_len * d if c.positions == "learned" else 0
+    head = 0 if c.tie_weights else V * d
+    total = V * d + pos + c.n_layer * block + norm + head
+    linear = c.n_layer * (4 * d * d + mats * d * h) + V * d
     return total, linear
 
 
@@ -102,4 +103,5 @@ def matmul_params(cfg: Architecture) -> int:
 def flops_per_token(cfg: Architecture, seq_len: int) -> float:
     """Training FLOPs per token (forward + backward), the MFU convention (PaLM App. B):
     ``6 * matmul_params + 12 * n_layer * d_model * seq_len`` (the last term is attention)."""
-    return float(6 * matmul_params(cfg) + 12 * cfg.n_layer * cfg.d_model * seq_len)
+    c = cfg.complete()
+    return float(6 * matmul_params(cfg) + 12 * c.n_layer * c.d_model * seq_len)

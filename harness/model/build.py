@@ -10,28 +10,14 @@ Torch is imported inside the functions that need it, so that planning code may i
 from __future__ import annotations
 
 import functools
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from harness.core.config import Architecture
 from harness.core.errors import UserError
+from harness.core.lm import LanguageModel, is_tied
 from harness.core.registry import is_reference, load_object
 from harness.model.architecture import flops_per_token, matmul_params, param_count
 from harness.model.builder import builder_arguments
-
-
-@runtime_checkable
-class LanguageModel(Protocol):
-    """What the harness needs of a model: logits from token ids, and where its embedding and
-    output head are (for parameter routing and the embedding metrics)."""
-
-    embedding: Any
-    """The token embedding (``nn.Embedding``, V x d)."""
-    head: Any
-    """The output head (``nn.Linear``, V x d), or None when it is tied to the embedding."""
-
-    def __call__(self, idx: Any) -> Any:
-        """Logits ``(B, T, V)`` of token ids ``(B, T)``."""
-        ...
 
 
 def model_code(arch: Architecture) -> object:
@@ -73,13 +59,13 @@ def _measured(arch: Architecture, seq_len: int) -> tuple[int, int]:
     """(parameters, matmul weights incl. the head) of a user's model, built on the meta device."""
     import torch
 
-    from harness.model.gpt import count_params as module_params
+    from harness.model.gpt import trainable_params
 
     with torch.device("meta"):
         model = build_model(arch, seq_len)
-    params = module_params(model)
+    params = trainable_params(model)
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-    tied = model.head is None
+    tied = is_tied(model)
     return params, linear + (model.embedding.weight.numel() if tied else 0)
 
 

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.core.config import Architecture
+from harness.core.config import Architecture, CompleteArchitecture
+from harness.core.lm import output_weight
 
 ROPE_BASE = 10_000.0
 """RoPE frequency base (GPT-NeoX / Pythia)."""
@@ -42,7 +44,7 @@ INIT_STD = 0.02
 
 # --- building blocks ---------------------------------------------------------------------------
 
-NORMS: dict[str, Callable[[Architecture], nn.Module]] = {
+NORMS: dict[str, Callable[[CompleteArchitecture], nn.Module]] = {
     "rmsnorm": lambda c: nn.RMSNorm(c.d_model, eps=1e-6),
     "layernorm": lambda c: nn.LayerNorm(c.d_model, eps=1e-5, bias=c.bias),
 }
@@ -51,13 +53,15 @@ NORMS: dict[str, Callable[[Architecture], nn.Module]] = {
 class Rotary(nn.Module):
     """Partial rotary position embedding (GPT-NeoX): rotates the first ``rotary_dims`` dims."""
 
-    def __init__(self, cfg: Architecture, seq_len: int) -> None:
+    def __init__(self, cfg: CompleteArchitecture, seq_len: int) -> None:
         super().__init__()
         self.dims = cfg.rotary_dims
         half = torch.arange(0, self.dims, 2, dtype=torch.float32)  # (r/2,)
         inv_freq = 1.0 / ROPE_BASE ** (half / max(self.dims, 1))  # (r/2,)
         t = torch.arange(seq_len, dtype=torch.float32)  # (T_max,)
         freqs = torch.outer(t, inv_freq)  # (T_max, r/2)
+        self.cos: torch.Tensor
+        self.sin: torch.Tensor
         self.register_buffer("cos", freqs.cos(), persistent=False)
         self.register_buffer("sin", freqs.sin(), persistent=False)
 
@@ -75,7 +79,7 @@ class Rotary(nn.Module):
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention through ``F.scaled_dot_product_attention``."""
 
-    def __init__(self, cfg: Architecture) -> None:
+    def __init__(self, cfg: CompleteArchitecture) -> None:
         super().__init__()
         self.n_head, self.head_dim = cfg.n_head, cfg.head_dim
         d = cfg.d_model
@@ -100,7 +104,7 @@ class CausalSelfAttention(nn.Module):
 class GeluMLP(nn.Module):
     """GPT-2 MLP: proj(gelu(fc(x)))."""
 
-    def __init__(self, cfg: Architecture) -> None:
+    def __init__(self, cfg: CompleteArchitecture) -> None:
         super().__init__()
         self.fc = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
         self.proj = nn.Linear(cfg.mlp_hidden, cfg.d_model, bias=cfg.bias)
@@ -112,7 +116,7 @@ class GeluMLP(nn.Module):
 class SwiGLU(nn.Module):
     """SwiGLU MLP (Shazeer 2020): proj(silu(gate(x)) * up(x))."""
 
-    def __init__(self, cfg: Architecture) -> None:
+    def __init__(self, cfg: CompleteArchitecture) -> None:
         super().__init__()
         self.gate = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
         self.up = nn.Linear(cfg.d_model, cfg.mlp_hidden, bias=cfg.bias)
@@ -122,13 +126,13 @@ class SwiGLU(nn.Module):
         return self.proj(F.silu(self.gate(x)) * self.up(x))  # (B, T, h) -> (B, T, d)
 
 
-MLPS: dict[str, Callable[[Architecture], nn.Module]] = {"gelu": GeluMLP, "swiglu": SwiGLU}
+MLPS: dict[str, type[GeluMLP | SwiGLU]] = {"gelu": GeluMLP, "swiglu": SwiGLU}
 
 
 class Block(nn.Module):
     """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x))."""
 
-    def __init__(self, cfg: Architecture) -> None:
+    def __init__(self, cfg: CompleteArchitecture) -> None:
         super().__init__()
         self.attn_norm = NORMS[cfg.norm](cfg)
         self.attn = CausalSelfAttention(cfg)
@@ -149,13 +153,14 @@ class GPT(nn.Module):
     def __init__(self, cfg: Architecture, seq_len: int) -> None:
         super().__init__()
         self.cfg, self.seq_len = cfg, seq_len
-        self.embedding = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        learned = cfg.positions == "learned"
-        self.pos_embedding = nn.Embedding(seq_len, cfg.d_model) if learned else None
-        self.rotary = Rotary(cfg, seq_len) if cfg.positions == "rope" else None
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.norm = NORMS[cfg.norm](cfg)
-        self.head = None if cfg.tie_weights else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        c = cfg.complete()  # a preset's architecture: every field set
+        self.embedding = nn.Embedding(c.vocab_size, c.d_model)
+        learned = c.positions == "learned"
+        self.pos_embedding = nn.Embedding(seq_len, c.d_model) if learned else None
+        self.rotary = Rotary(c, seq_len) if c.positions == "rope" else None
+        self.blocks = nn.ModuleList(Block(c) for _ in range(c.n_layer))
+        self.norm = NORMS[c.norm](c)
+        self.head = None if c.tie_weights else nn.Linear(c.d_model, c.vocab_size, bias=False)
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -166,19 +171,19 @@ class GPT(nn.Module):
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
         if self.cfg.scaled_init:
-            scaled = std / math.sqrt(2 * self.cfg.n_layer)
-            for block in self.blocks:
+            scaled = std / math.sqrt(2 * self.cfg.complete().n_layer)
+            for block in cast("list[Block]", self.blocks):
                 for proj in (block.attn.proj, block.mlp.proj):
                     nn.init.normal_(proj.weight, mean=0.0, std=scaled)
 
     def output_weight(self) -> torch.Tensor:
         """The (V, d) matrix mapping the final hidden state to logits (the embedding if tied)."""
-        return self.embedding.weight if self.head is None else self.head.weight
+        return output_weight(self)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, T, V) for token ids ``idx`` (B, T); with ``targets`` (B, T), the mean
         cross-entropy (a float32 scalar) instead."""
-        B, T = idx.shape
+        T = idx.shape[1]
         assert self.seq_len >= T, f"sequence of {T} tokens > seq_len {self.seq_len}"
         x = self.embedding(idx)  # (B, T, d)
         if self.pos_embedding is not None:
@@ -186,16 +191,25 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, self.rotary)  # (B, T, d)
         x = self.norm(x)  # (B, T, d)
-        tied = self.head is None
-        logits = F.linear(x, self.embedding.weight) if tied else self.head(x)  # (B, T, V)
+        logits = F.linear(x, self.output_weight())  # (B, T, V); the head has no bias
         if targets is None:
             return logits
-        return F.cross_entropy(logits.float().view(B * T, -1), targets.reshape(B * T))
+        return cross_entropy(logits, targets)
+
+
+def cross_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean"
+) -> torch.Tensor:
+    """Cross-entropy of ``logits`` (B, T, V) for ``targets`` (B, T), computed in float32 (safe
+    under bf16 autocast): the mean, or each token's (B * T,) with ``reduction="none"``."""
+    flat = logits.float().view(-1, logits.size(-1))  # (B * T, V)
+    return F.cross_entropy(flat, targets.reshape(-1), reduction=reduction)
 
 
 # --- counting ----------------------------------------------------------------------------------
 
 
-def count_params(model: nn.Module) -> int:
-    """Trainable parameters of a model; tied weights once."""
+def trainable_params(model: nn.Module) -> int:
+    """Trainable parameters of a built model; tied weights once (of a config, without building:
+    :func:`harness.model.build.count_params`)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

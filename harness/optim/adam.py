@@ -59,7 +59,7 @@ def adam_update(
     beta1, beta2 = betas
     steps = advance_steps(state, params)
     if weight_decay != 0 and l2:
-        grads = torch._foreach_add(grads, params, alpha=weight_decay)
+        grads = torch._foreach_add(grads, params, alpha=weight_decay)  # type: ignore[assignment]  # torch._foreach_* return lists; the stub says tuple
     elif weight_decay != 0:
         decay_weights(params, lr, weight_decay)
     exp_avgs = state_tensors(state, params, "exp_avg")
@@ -71,6 +71,7 @@ def adam_update(
     # the allocator then reuses that memory instead of page-faulting fresh pages in.
     step_size = [(lr / (1 - beta1**t)) * -1 for t in steps]
     bc2_sqrt = [(1 - beta2**t) ** 0.5 for t in steps]
+    denom: list[Tensor] | tuple[Tensor, ...]
     if coupled_scale is None:
         denom = torch._foreach_sqrt(exp_avg_sqs)
     else:

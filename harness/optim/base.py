@@ -78,7 +78,7 @@ class ForeachOptimizer(torch.optim.Optimizer):
         super().__init__(params, defaults)
 
     @torch.no_grad()
-    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]  # torch types the closure loosely
         """Perform one optimization step over every param group.
 
         Args:

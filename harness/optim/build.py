@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from harness.core.config import RunConfig
 from harness.optim.composite import CompositeOptimizer
 from harness.optim.registry import get_spec
 from harness.optim.routing import param_groups
@@ -16,7 +17,7 @@ FALLBACK = "adamw"
 """The optimizer of the groups a spec does not take (``OptimizerSpec.takes``)."""
 
 
-def build_optimizer(model: nn.Module, run: Any) -> torch.optim.Optimizer:
+def build_optimizer(model: nn.Module, run: RunConfig) -> torch.optim.Optimizer:
     """The optimizer named by ``run.optim.optimizer`` over ``model``'s routed parameter groups.
 
     Every group gets an ``lr_scale`` (1.0; ``embedding_lr_factor`` for the embedding group),
@@ -45,11 +46,12 @@ def build_optimizer(model: nn.Module, run: Any) -> torch.optim.Optimizer:
         if g["name"] == "embedding" and opt.embedding_lr_factor is not None:
             g["lr_scale"] = float(opt.embedding_lr_factor)
     spec = get_spec(opt.optimizer)
-    embedding = opt.embedding_optimizer not in (None, opt.optimizer)
+    other = opt.embedding_optimizer
+    embedding = get_spec(other) if other is not None and other != opt.optimizer else None
     parts: dict[str, tuple[OptimizerSpec, list[dict[str, Any]]]] = {}
     for g in groups:
-        if embedding and g["name"] == "embedding":
-            part, part_spec = "embedding", get_spec(opt.embedding_optimizer)
+        if embedding is not None and g["name"] == "embedding":
+            part, part_spec = "embedding", embedding
         elif spec.takes is not None and g["name"] not in spec.takes:
             part, part_spec = "fallback", get_spec(FALLBACK)
         else:
@@ -64,7 +66,11 @@ def build_optimizer(model: nn.Module, run: Any) -> torch.optim.Optimizer:
 
 
 def _construct(
-    spec: OptimizerSpec, groups: list[dict[str, Any]], run: Any, *, fill_defaults: bool = False
+    spec: OptimizerSpec,
+    groups: list[dict[str, Any]],
+    run: RunConfig,
+    *,
+    fill_defaults: bool = False,
 ) -> torch.optim.Optimizer:
     for g in groups:
         g.update(spec.group_options.get(g["name"], {}))

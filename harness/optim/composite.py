@@ -51,13 +51,13 @@ class CompositeOptimizer(torch.optim.Optimizer):
         self.parts = dict(parts)
         # The base class checks that no parameter appears twice and shares the group dicts.
         super().__init__(self._collect_groups(), {})
-        self.state = _StateView(self.parts)  # type: ignore[assignment]
+        self.state = _StateView(self.parts)  # type: ignore[assignment]  # a read-only view of the parts' state
 
     def _collect_groups(self) -> list[dict[str, Any]]:
         return [g for opt in self.parts.values() for g in opt.param_groups]
 
     @torch.no_grad()
-    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]  # torch types the closure loosely
         """Evaluate ``closure`` (if any) once, then step every part.
 
         Args:
@@ -79,11 +79,11 @@ class CompositeOptimizer(torch.optim.Optimizer):
         for opt in self.parts.values():
             opt.zero_grad(set_to_none=set_to_none)
 
-    def state_dict(self) -> dict[str, Any]:  # type: ignore[override]
+    def state_dict(self) -> dict[str, Any]:
         """``{"parts": {name: part.state_dict()}}``."""
         return {"parts": {name: opt.state_dict() for name, opt in self.parts.items()}}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:  # type: ignore[override]
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load what :meth:`state_dict` returned (the same part names, in any order)."""
         saved = state_dict["parts"]
         if set(saved) != set(self.parts):

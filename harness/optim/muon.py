@@ -103,7 +103,7 @@ def muon_update(
     bufs = state_tensors(state, params, "momentum_buffer")
     torch._foreach_lerp_(bufs, grads, 1 - momentum)
     updates = torch._foreach_lerp(grads, bufs, momentum) if nesterov else bufs
-    orth = orthogonalize(updates, ns_steps, ns_dtype)
+    orth = orthogonalize(updates, ns_steps, ns_dtype)  # type: ignore[arg-type]  # torch._foreach_* return lists; the stub says tuple
     decay_weights(params, lr, weight_decay)
     scales = [-lr * RMS_MATCH * math.sqrt(max(p.shape[0], p.numel() // p.shape[0])) for p in params]
     torch._foreach_mul_(orth, scales)

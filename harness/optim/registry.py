@@ -31,7 +31,7 @@ def _checked(specs: dict[str, OptimizerSpec]) -> dict[str, OptimizerSpec]:
 
 def _as_spec(obj: object, ref: str) -> OptimizerSpec:
     """A declaration from an ``OptimizerSpec`` or an optimizer class (found at ``ref``)."""
-    return obj if isinstance(obj, OptimizerSpec) else spec_from_class(obj, ref)  # type: ignore[arg-type]
+    return obj if isinstance(obj, OptimizerSpec) else spec_from_class(obj, ref)  # type: ignore[arg-type]  # a class, else spec_from_class says
 
 
 def _entry_points() -> dict[str, OptimizerSpec]:

@@ -11,10 +11,11 @@ groups of the same name, one with the decay and one without.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from torch import nn
 
+from harness.core.lm import LanguageModel, is_tied, output_weight
 from harness.optim.spec import GROUPS
 
 
@@ -24,8 +25,9 @@ def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
     The model exposes ``model.embedding`` (``nn.Embedding``) and ``model.head`` (``nn.Linear``,
     or None when tied). Learned position embeddings are routed to ``vector`` (no weight decay).
     """
-    emb = model.embedding.weight
-    head = None if model.head is None else model.head.weight
+    lm = cast(LanguageModel, model)
+    emb = lm.embedding.weight
+    head = None if is_tied(lm) else output_weight(lm)
     out: dict[str, list[nn.Parameter]] = {g: [] for g in GROUPS}
     seen: set[int] = set()
     for name, p in model.named_parameters():
@@ -75,11 +77,6 @@ def param_groups(
             if part:
                 groups.append({"name": name, "params": part, "weight_decay": wd})
     return groups
-
-
-def is_tied(model: nn.Module) -> bool:
-    """True when the output head shares the embedding matrix."""
-    return model.head is None
 
 
 __all__ = ["DECAYED", "GROUPS", "is_tied", "param_groups", "split_parameters"]

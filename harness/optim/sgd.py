@@ -50,7 +50,7 @@ def momentum_direction(
         torch._foreach_mul_(old_bufs, momentum)
         torch._foreach_add_(old_bufs, old_grads)
     if nesterov:
-        return torch._foreach_add(grads, bufs, alpha=momentum)
+        return torch._foreach_add(grads, bufs, alpha=momentum)  # type: ignore[return-value]  # torch._foreach_* return lists; the stub says tuple
     return bufs
 
 
@@ -103,7 +103,8 @@ class SGD(ForeachOptimizer):
     def _update_group(self, group: Group, params: list[Tensor], grads: list[Tensor]) -> None:
         lr, wd = group["lr"], group["weight_decay"]
         if group["weight_decay_mode"] == "l2" and wd != 0:
-            grads = torch._foreach_add(grads, params, alpha=wd)  # a copy: p.grad stays as is
+            # a copy: p.grad stays as is
+            grads = torch._foreach_add(grads, params, alpha=wd)  # type: ignore[assignment]  # torch._foreach_* return lists; the stub says tuple
         else:
             decay_weights(params, lr, wd)
         d = momentum_direction(self.state, params, grads, group["momentum"], group["nesterov"])
@@ -142,4 +143,4 @@ class SGDCClip(SGD):
         c = group["clip_value"]
         clipped = torch._foreach_clamp_min(direction, -c)  # a copy: direction may be the buffers
         torch._foreach_clamp_max_(clipped, c)
-        return clipped
+        return clipped  # type: ignore[return-value]  # torch._foreach_* return lists; the stub says tuple

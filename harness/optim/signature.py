@@ -48,7 +48,8 @@ def spec_from_class(cls: type, ref: str) -> OptimizerSpec:
     """
     if not is_optimizer_class(cls):
         raise UserError(f"optimizer {ref!r}: {cls!r} is not a torch.optim.Optimizer subclass")
-    params = list(inspect.signature(cls.__init__).parameters.values())[2:]  # self, params
+    init = cls.__init__  # type: ignore[misc]  # the class's own constructor is what we read
+    params = list(inspect.signature(init).parameters.values())[2:]  # self, params
     hints = _hints(cls)
     if "lr" not in {p.name for p in params}:
         raise UserError(f"optimizer {ref!r}: its constructor takes no 'lr' keyword")
@@ -59,12 +60,12 @@ def spec_from_class(cls: type, ref: str) -> OptimizerSpec:
             continue
         if p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY):
             raise UserError(f"optimizer {ref!r}: argument {p.name!r} must be a keyword argument")
-        default = REQUIRED if p.default is p.empty else p.default
+        default: Any = REQUIRED if p.default is p.empty else p.default
         if p.name in PASSED_BY_HARNESS:
             continue
         if p.name == "betas":
-            pair = (REQUIRED, REQUIRED) if default is REQUIRED else tuple(default)
-            fields |= {"beta1": pair[0], "beta2": pair[1]}
+            betas = (REQUIRED, REQUIRED) if default is REQUIRED else tuple(default)
+            fields |= {"beta1": betas[0], "beta2": betas[1]}
         elif p.name in PER_OPTIMIZER:
             fields[p.name] = default
         elif p.name in FIELDS:
@@ -75,15 +76,16 @@ def spec_from_class(cls: type, ref: str) -> OptimizerSpec:
         else:
             own.append(Hyperparameter(name=p.name, type=_type(p, hints, ref), default=default))
     pair = any(p.name == "betas" for p in params)
-    renamed = {} if pair else {n: n for n in ("beta1", "beta2") if n in fields}
+    renamed: dict[str, str] = {} if pair else {n: n for n in ("beta1", "beta2") if n in fields}
     return OptimizerSpec(cls=ref, fields=fields, hyperparameters=tuple(own), renamed=renamed)
 
 
 def _hints(cls: type) -> dict[str, Any]:
+    init = cls.__init__  # type: ignore[misc]  # the class's own constructor is what we read
     try:
-        return typing.get_type_hints(cls.__init__)
+        return typing.get_type_hints(init)
     except Exception:  # unresolvable annotations: fall back to the defaults' types
-        return dict(getattr(cls.__init__, "__annotations__", {}))
+        return dict(getattr(init, "__annotations__", {}))
 
 
 def _type(p: inspect.Parameter, hints: dict[str, Any], ref: str) -> type:
@@ -92,7 +94,7 @@ def _type(p: inspect.Parameter, hints: dict[str, Any], ref: str) -> type:
     if isinstance(hint, str):
         hint = TYPES.get(hint.replace(" | None", "").replace("Optional[", "").rstrip("]"))
     candidates = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
-    t = candidates[0] if hint is not None else None
+    t: Any = candidates[0] if hint is not None else None
     if t is None and p.default is not p.empty and p.default is not None:
         t = type(p.default)
     if t not in TYPES.values():

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.catalogue import FIELDS, PER_OPTIMIZER, RESERVED
+from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.fields import Scale
 from harness.core.registry import load_object
@@ -107,7 +108,7 @@ class OptimizerSpec:
         """The ``torch.optim.Optimizer`` subclass (imports its module)."""
         return load_object(self.cls)
 
-    def kwargs(self, run: Any, *, fill_defaults: bool = False) -> dict[str, Any]:
+    def kwargs(self, run: RunConfig, *, fill_defaults: bool = False) -> dict[str, Any]:
         """Constructor kwargs (beyond ``lr`` and ``weight_decay``) from a resolved run.
 
         ``beta1`` and ``beta2`` become torch's ``betas`` pair unless ``renamed``; every other

@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write, locked
-from harness.store.db import curves_select, duck_path, sql_list
+from harness.store.db import curves_select, sql_list
 from harness.store.integrity import check_grid
 
 ROW_GROUP_SIZE = 131_072
@@ -190,8 +190,8 @@ def write_generation(snap: Snapshot) -> tuple[int, int]:
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")  # timestamps come back as written: tz=UTC
     rows = points = 0
-    run_sources = [duck_path(p) for p in snap.run_generations]
-    run_sources += [duck_path(f.path) for f in snap.run_files]
+    run_sources = [paths.duck_path(p) for p in snap.run_generations]
+    run_sources += [paths.duck_path(f.path) for f in snap.run_files]
     if run_sources:
         select = (
             f"SELECT DISTINCT * FROM read_parquet({sql_list(run_sources)}, union_by_name = true) "
@@ -216,7 +216,7 @@ def _write_atomically(con: duckdb.DuckDBPyConnection, select: str, path: Path) -
 
     def write(fh: IO[bytes]) -> None:
         nonlocal count
-        with pq.ParquetWriter(fh, schema) as writer:
+        with pq.ParquetWriter(fh, schema, write_page_checksum=True) as writer:
             for batch in reader:
                 writer.write_batch(pa.RecordBatch.from_arrays(batch.columns, schema=schema))
                 count += batch.num_rows

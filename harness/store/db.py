@@ -21,37 +21,18 @@ import pyarrow as pa
 
 from harness.core import paths
 from harness.core.errors import UserError
+from harness.core.paths import duck_path
+from harness.core.provenance import ATTEMPT
 from harness.store.integrity import check_grid
 from harness.store.live import curve_rows
-from harness.store.schema import CURVE_SCHEMA, config_schema, row_schema
+from harness.store.schema import CURVE_SCHEMA, NEWEST_KEY, config_schema, row_schema
 
 #: (view name, per-run file glob under a grid folder, consolidated glob, schema for no files)
-_SOURCES = {
+_SOURCES: dict[str, tuple[str, str | None]] = {
     "runs": ("runs/*.parquet", "compact/runs-*.parquet"),
     "curves": ("curves/*.parquet", "compact/curves-*.parquet"),
     "manifest": ("manifest.parquet", None),
 }
-
-
-_GLOB_CHARS = frozenset("*?[]{}")
-"""Characters DuckDB's file functions read as a pattern."""
-
-
-def duck_path(path: Path | str) -> str:
-    """``path`` as DuckDB's file functions read it literally: each glob character in brackets
-    (a results folder ``runs[1]`` is not a pattern matching ``runs1``).
-
-    Raises:
-        UserError: the path holds a backslash as well as a glob character (DuckDB's globbing
-            splits paths at backslashes, so no escaping reads it).
-    """
-    text = str(path)
-    if not _GLOB_CHARS & set(text):
-        return text
-    if "\\" in text:
-        raise UserError(f"{text}: a path with both '\\' and one of {''.join(sorted(_GLOB_CHARS))} "
-                        "cannot be read by DuckDB; rename the folder")  # fmt: skip
-    return "".join(f"[{c}]" if c in _GLOB_CHARS else c for c in text)
 
 
 def files_sql(folder: Path, pattern: str) -> list[str]:
@@ -87,6 +68,20 @@ def _sql_type(t: object) -> str:
     return {"int64": "BIGINT", "double": "DOUBLE", "string": "VARCHAR", "bool": "BOOLEAN"}.get(
         s, "TIMESTAMPTZ"
     )
+
+
+#: Lines of a DuckDB error that help the user fix the SQL (kept after the first line).
+_HINTS = ("did you mean", "candidate bindings", "candidate tables", "hint")
+
+
+def error_text(e: BaseException) -> str:
+    """A DuckDB error in at most two lines: its first line, then its hints (``Did you mean
+    "runs"?``, ``Candidate bindings: "val_ppl"``) joined on a second line."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    hints = [ln for ln in lines[1:] if ln.lower().startswith(_HINTS)]
+    return "\n".join([lines[0], *(["  " + " ".join(hints)] if hints else [])])
 
 
 def sql_string(text: str) -> str:
@@ -142,6 +137,7 @@ def _curves_sql(root: Path, grids: list[str]) -> str:
     plain: list[str] = []
     mixed: list[str] = []
     per_run_glob, compacted_glob = _SOURCES["curves"]
+    assert compacted_glob is not None  # curves are compacted
     for g in grids:
         folder = paths.grid_dir(root, g)
         per_run = _one_source(files_sql(folder / "curves", per_run_glob.split("/")[1]))
@@ -178,10 +174,17 @@ def _view_sql(root: Path, grids: list[str], view: str) -> str:
     src = f"read_parquet({sql_list(globs)}, union_by_name = true)"
     if view == "runs":
         return (
-            f"SELECT * FROM {src} "
-            "QUALIFY row_number() OVER (PARTITION BY grid, run_id ORDER BY created_at DESC) = 1"
+            f"SELECT * FROM {with_attempt(src)} QUALIFY row_number() OVER "
+            f"(PARTITION BY grid, run_id ORDER BY {NEWEST_KEY} DESC) = 1"
         )
     return f"SELECT * FROM {src}"
+
+
+def with_attempt(src: str) -> str:
+    """The rows of the SQL source ``src`` with an ``attempt`` column even where no file has one
+    (rows written before attempts were recorded: NULL)."""
+    none = f"SELECT CAST(NULL AS BIGINT) AS {ATTEMPT} WHERE false"
+    return f"(SELECT * FROM {src} UNION ALL BY NAME {none})"
 
 
 def connect(root: Path, grid: str | Sequence[str] | None = None) -> duckdb.DuckDBPyConnection:
@@ -283,7 +286,7 @@ def _query_newest(
     if not globs:
         return {}
     con = duckdb.connect(":memory:")
-    src = f"read_parquet({sql_list(globs)}, union_by_name = true)"
+    src = with_attempt(f"read_parquet({sql_list(globs)}, union_by_name = true)")
     where = "WHERE run_id = $run_id" if run_id is not None else ""
     params = {"run_id": run_id} if run_id is not None else None
 
@@ -291,7 +294,7 @@ def _query_newest(
         select = ", ".join(  # a column no file has (added after the rows were written): NULL
             "NULL"
             if present is not None and v.startswith('"') and v not in present
-            else f"arg_max({v}, created_at)"
+            else f"arg_max({v}, {NEWEST_KEY})"
             for v in values
         )
         sql = f"SELECT run_id, {select} FROM {src} {where} GROUP BY run_id"

@@ -1,21 +1,37 @@
 """Corrupt result files are moved aside, never fatal.
 
 Every file the harness writes is written atomically, so a corrupt one comes from outside: a copy
-cut short, a disk that lost its tail, a hand edit. One such file used to take down every query of
-its results folder. Now each command that reads a grid first looks at the ends of its Parquet
-files (a complete file starts and ends with ``PAR1`` and its footer fits inside it; about 15 µs
-a file) and moves a corrupt one to ``<grid>/quarantine/`` (same relative path) with a one-line
-warning naming it. Its run then counts as missing, so the next ``submit`` runs it again; a run
-whose curve is corrupt has its row moved aside with it, for the same reason.
+cut short, a disk that lost its tail or garbled a block, a hand edit. One such file used to take
+down every query of its results folder. Now each command that reads a grid first checks its
+Parquet files and moves a corrupt one to ``<grid>/quarantine/`` (same relative path) with a
+one-line warning naming it. Its run then counts as missing, so the next ``submit`` runs it again;
+a run whose curve is corrupt has its row moved aside with it, for the same reason, and so have the
+runs whose curves a corrupt consolidated curve file held (:func:`check_grid`).
+
+A file is checked in full once: every page read and decoded, their checksums verified (the store
+writes page checksums), so a file garbled in the middle with its ends intact is found too. Files
+found whole are remembered in ``<grid>/.verified.json`` by (inode, size, mtime, ctime), which no
+edit in place leaves unchanged (the kernel sets ctime); later commands only ``stat`` them, about
+5 µs a file. A file not yet checked, or changed since, has its ends looked at (a complete file
+starts and ends with ``PAR1`` and its footer fits inside it) and is then read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.core import paths
-from harness.core.files import quarantine
+from harness.core.files import atomic_write_text, quarantine
+
+if TYPE_CHECKING:  # imported where used: reading a submission record needs neither
+    import duckdb
+    import pyarrow as pa
 
 MAGIC = b"PAR1"
 """The four bytes a Parquet file starts and ends with."""
@@ -42,6 +58,124 @@ def parquet_fault(path: Path) -> str | None:
     return None
 
 
+def arrow_fault(path: Path) -> str | None:
+    """Why pyarrow cannot read ``path`` in full (every page decoded, its checksum verified where
+    the file has them: the store writes them), or None."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pq.ParquetFile(path, page_checksum_verification=True).read(use_threads=False)
+    except (FileNotFoundError, PermissionError):
+        return None  # removed meanwhile, or not ours to judge
+    except (OSError, pa.ArrowException, ValueError, IndexError, EOFError) as e:
+        return _garbled(e)
+    return None
+
+
+def _duckdb_fault(con: duckdb.DuckDBPyConnection, files: list[Path]) -> str | None:
+    """Why DuckDB (a stricter reader of page headers than pyarrow) cannot read ``files`` in
+    full, or None."""
+    import duckdb
+
+    sql = "SELECT * FROM read_parquet($files, union_by_name = true)"
+    try:
+        con.sql(sql, params={"files": [paths.duck_path(p) for p in files]}).to_arrow_table()
+    except duckdb.Error as e:
+        return _garbled(e)
+    return None
+
+
+def _garbled(e: BaseException) -> str:
+    detail = (str(e).strip().splitlines() or [type(e).__name__])[0][:150]
+    return f"corrupt Parquet file (garbled: {detail})"
+
+
+_BATCH = 256
+"""Files DuckDB reads in one query when it checks them (one query that fails is followed by
+one per file, to name the corrupt ones)."""
+
+Stamp = list[int]
+
+
+class Checked:
+    """The files of one grid found whole, by stamp (module docstring); :meth:`save` keeps them
+    for the next command."""
+
+    def __init__(self, root: Path, grid: str) -> None:
+        self.folder = paths.grid_dir(root, grid)
+        self.path = paths.verified_path(root, grid)
+        self.before: dict[str, Stamp] = {}
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            doc = json.loads(self.path.read_text())
+            self.before = {str(k): list(v) for k, v in doc.items()}
+        self.now: dict[str, Stamp] = {}
+        self.faults: dict[str, str] = {}
+        self._prefix = len(str(self.folder)) + 1
+
+    def key(self, path: Path) -> str:
+        """``path`` relative to the grid's folder (its name in the record of files found whole)."""
+        return str(path)[self._prefix :]
+
+    def fault(self, path: Path) -> str | None:
+        """Why ``path`` is corrupt, or None when it is whole (or missing)."""
+        key = self.key(path)
+        if key not in self.now and key not in self.faults:
+            self.verify([path])
+        return self.faults.get(key)
+
+    def verify(self, files: list[Path]) -> None:
+        """Check every file of ``files`` not found whole before, in one pass: its ends, then
+        pyarrow (a thread per core), then DuckDB (in batches of :data:`_BATCH` files)."""
+        todo: list[tuple[Path, Stamp]] = []
+        for path in files:
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue  # removed meanwhile (compaction): nothing to read, nothing corrupt
+            stamp = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+            key = self.key(path)
+            if self.before.get(key) == stamp:
+                self.now[key] = stamp
+            elif (fault := parquet_fault(path)) is not None:
+                self.faults[key] = fault
+            else:
+                todo.append((path, stamp))
+        if not todo:
+            return
+        with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
+            found = list(pool.map(arrow_fault, [p for p, _ in todo]))
+        readable = []
+        for (path, stamp), fault in zip(todo, found, strict=True):
+            if fault is not None:
+                self.faults[self.key(path)] = fault
+            else:
+                readable.append((path, stamp))
+        import duckdb  # here: a run process that reads its manifest imports no DuckDB
+
+        con = duckdb.connect(":memory:")
+        by_folder: dict[Path, list[tuple[Path, Stamp]]] = {}
+        for path, stamp in readable:
+            by_folder.setdefault(path.parent, []).append((path, stamp))
+        for group in by_folder.values():
+            for i in range(0, len(group), _BATCH):
+                batch = group[i : i + _BATCH]
+                whole = _duckdb_fault(con, [p for p, _ in batch]) is None
+                for path, stamp in batch:
+                    fault = None if whole else _duckdb_fault(con, [path])
+                    if fault is None:
+                        self.now[self.key(path)] = stamp
+                    else:
+                        self.faults[self.key(path)] = fault
+
+    def save(self) -> None:
+        """Remember the files found whole (those checked now: moved files drop out); a folder
+        that refuses the write is checked in full again next time."""
+        if self.now != self.before:
+            with contextlib.suppress(OSError):
+                atomic_write_text(self.path, json.dumps(self.now))
+
+
 def aside(root: Path, grid: str, path: Path, cause: str) -> Path:
     """Move ``path`` (a file of ``grid``) to the same place under ``<grid>/quarantine/``."""
     folder = paths.grid_dir(root, grid)
@@ -54,37 +188,99 @@ def check_grid(root: Path, grid: str) -> list[Path]:
     Raises:
         UserError: a corrupt file cannot be moved (a read-only folder): one line naming it.
     """
+    checked = Checked(root, grid)
+    rows, curves = _files(paths.runs_dir(root, grid)), _files(paths.curves_dir(root, grid))
+    compacted = _files(paths.compact_dir(root, grid))
+    checked.verify([*rows, *curves, *compacted, paths.manifest_path(root, grid)])
     moved: list[Path] = []
 
     def aside_if_corrupt(path: Path) -> bool:
-        fault = parquet_fault(path)  # None for a missing file too
+        fault = checked.fault(path)  # None for a missing file too
         if fault is not None:
             aside(root, grid, path, fault)
             moved.append(path)
         return fault is not None
 
-    for p in _files(paths.runs_dir(root, grid)):
+    for p in rows:
         aside_if_corrupt(p)
-    for p in _files(paths.curves_dir(root, grid)):
-        row = paths.run_path(root, grid, p.stem)
-        if aside_if_corrupt(p) and row.exists() and row not in moved:
-            aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
-            moved.append(row)
-    for p in _files(paths.compact_dir(root, grid)):
-        aside_if_corrupt(p)
-    aside_if_corrupt(paths.manifest_path(root, grid))
+    for p in curves:
+        if aside_if_corrupt(p):
+            row = paths.run_path(root, grid, p.stem)
+            if row.exists() and row not in moved:
+                aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
+                moved.append(row)
+    lost = [p for p in compacted if aside_if_corrupt(p)]
+    if any(p.name.startswith("curves-") for p in lost):
+        moved += _rows_without_curves_aside(root, grid, checked)
+    check_manifest(root, grid, checked)
+    checked.save()
     return moved
 
 
-def check_manifest(root: Path, grid: str) -> bool:
+def check_manifest(root: Path, grid: str, checked: Checked | None = None) -> bool:
     """Move ``grid``'s manifest aside if it is corrupt; returns whether it did."""
     path = paths.manifest_path(root, grid)
-    fault = parquet_fault(path)
+    fault = (checked or Checked(root, grid)).fault(path)
     if fault is None:
         return False
     aside(root, grid, path, f"{fault}; submit the grid again to plan its runs anew")
     return True
 
 
+def _rows_without_curves_aside(root: Path, grid: str, checked: Checked) -> list[Path]:
+    """After a consolidated curve file was moved aside: the consolidated rows of the runs whose
+    curve it held (a run trained here, with steps done, whose curve is nowhere else now) are
+    moved to ``quarantine/compact/`` too, so that those runs count as missing and the next
+    ``submit`` trains them again, rather than keeping results whose curves are lost."""
+    import pyarrow.parquet as pq
+
+    compacted = paths.compact_dir(root, grid)
+    have = {p.stem for p in _files(paths.curves_dir(root, grid))}
+    for p in compacted.glob("curves-*.parquet"):
+        have.update(pq.read_table(p, columns=["run_id"]).column("run_id").to_pylist())
+    moved = []
+    for p in sorted(compacted.glob("runs-*.parquet")):
+        table = pq.read_table(p)
+        names = table.schema.names
+        lost = {
+            r["run_id"]
+            for r in table.select(
+                [c for c in ("run_id", "steps_done", "source") if c in names]
+            ).to_pylist()
+            if r["run_id"] not in have and (r.get("steps_done") or 0) > 0 and not r.get("source")
+        }
+        if lost:
+            _split_off(root, grid, p, table, lost)
+            checked.now.pop(checked.key(p), None)
+            moved.append(p)
+    return moved
+
+
+def _split_off(root: Path, grid: str, path: Path, table: pa.Table, lost: set[str]) -> None:
+    """Move the rows of the runs ``lost`` out of the consolidated row file ``path`` (holding
+    ``table``) to ``quarantine/compact/<name>.no-curves.parquet``; warn in one line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from harness.store.rows import atomic_write_table
+
+    gone = pa.array([r in lost for r in table.column("run_id").to_pylist()])
+    dest = paths.quarantine_dir(root, grid) / "compact" / f"{path.stem}.no-curves.parquet"
+    n = 0
+    while dest.exists():
+        n += 1
+        dest = dest.with_name(f"{path.stem}.no-curves.{n}.parquet")
+    atomic_write_table(table.filter(gone), dest)
+    kept = table.filter(pc.invert(gone))
+    if kept.num_rows:
+        atomic_write_table(kept, path)
+    else:
+        path.unlink()
+    sys.stderr.write(
+        f"warning: {path}: the curves of {len(lost)} run(s) whose rows it holds are lost; "
+        f"their rows moved to {dest} (the runs are run again)\n"
+    )
+
+
 def _files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    return sorted(folder.glob("*.parquet"), key=lambda p: p.name) if folder.is_dir() else []

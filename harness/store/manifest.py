@@ -19,7 +19,7 @@ from harness.core.catalogue import flat, from_flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.files import locked
-from harness.store.integrity import check_manifest, parquet_fault
+from harness.store.integrity import arrow_fault, check_manifest, parquet_fault
 from harness.store.rows import atomic_write_table
 from harness.store.schema import config_schema
 
@@ -58,7 +58,8 @@ def _merge(root: Path, grid: str, new: pa.Table) -> int:
     else:
         fresh = merged = new
     atomic_write_table(merged, path)
-    return fresh.num_rows
+    rows: int = fresh.num_rows
+    return rows
 
 
 def read_manifest(root: Path, grid: str) -> dict[str, RunConfig]:
@@ -66,7 +67,7 @@ def read_manifest(root: Path, grid: str) -> dict[str, RunConfig]:
     path = paths.manifest_path(root, grid)
     if not path.exists():
         raise UserError(f"no manifest for grid {grid!r} at {path}; submit the grid first")
-    _refuse_corrupt(path)
+    _refuse_corrupt(root, grid)
     return {r["run_id"]: from_flat(r) for r in pq.read_table(path).to_pylist()}
 
 
@@ -80,7 +81,7 @@ def load_run(root: Path, grid: str, run_id: str) -> RunConfig:
     path = paths.manifest_path(root, grid)
     if not path.exists():
         raise UserError(f"no manifest for grid {grid!r} at {path}; submit the grid first")
-    _refuse_corrupt(path)
+    _refuse_corrupt(root, grid)
     table = pq.read_table(path, filters=[("run_id", "=", run_id)])
     if table.num_rows != 1:
         raise KeyError(f"run {run_id} not in manifest {path} ({table.num_rows} rows)")
@@ -89,7 +90,9 @@ def load_run(root: Path, grid: str, run_id: str) -> RunConfig:
     return run
 
 
-def _refuse_corrupt(path: Path) -> None:
-    fault = parquet_fault(path)
+def _refuse_corrupt(root: Path, grid: str) -> None:
+    """A corrupt manifest (its ends, or a page that pyarrow cannot read) is a UserError."""
+    path = paths.manifest_path(root, grid)
+    fault = parquet_fault(path) or arrow_fault(path)
     if fault is not None:
         raise UserError(f"{path}: {fault}; submit the grid again to move it aside and replan")

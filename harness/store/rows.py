@@ -11,7 +11,7 @@ writer) never sees half a row.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,13 @@ from harness.core import paths
 from harness.core.catalogue import OWN_HYPERPARAMETERS, flat
 from harness.core.config import RunConfig
 from harness.core.files import atomic_write
+from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT
 from harness.core.result import CURVE_COLUMNS, RunResult
 from harness.metrics.catalogue import METRICS
 from harness.store.schema import (
-    CURVE_SCHEMA,
     OUTCOME_COLUMNS,
     PROVENANCE_COLUMNS,
+    curve_schema,
     row_schema,
 )
 
@@ -57,8 +58,9 @@ def make_row(run: RunConfig, result: RunResult, provenance: Mapping[str, Any]) -
 
 
 def atomic_write_table(table: pa.Table, path: Path) -> None:
-    """Write ``table`` to ``path`` through a temporary file in the same folder and a rename."""
-    atomic_write(path, lambda fh: pq.write_table(table, fh))
+    """Write ``table`` to ``path`` through a temporary file in the same folder and a rename,
+    with page checksums (:mod:`harness.store.integrity` verifies them)."""
+    atomic_write(path, lambda fh: pq.write_table(table, fh, write_page_checksum=True))
 
 
 def write_result(
@@ -66,9 +68,13 @@ def write_result(
 ) -> Path:
     """Write a run's loss curve, then its row (the row last: its presence means 'done').
 
+    The row's attempt is ``provenance[ATTEMPT]``, else :func:`next_attempt`.
+
     Returns:
         The path of the row file, ``<root>/<grid>/runs/<run_id>.parquet``.
     """
+    if provenance.get(ATTEMPT) is None:
+        provenance = {**provenance, ATTEMPT: next_attempt(root, run.grid, run.run_id)}
     curve = curve_table(run, result.curve)
     atomic_write_table(curve, paths.curve_path(root, run.grid, run.run_id))
     row = make_row(run, result, provenance)
@@ -78,13 +84,51 @@ def write_result(
     return path
 
 
-def curve_table(run: RunConfig, points: list[Mapping[str, Any]]) -> pa.Table:
-    """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns."""
-    cols: dict[str, list[Any]] = {c: [p.get(c) for p in points] for c in CURVE_COLUMNS}
+def curve_table(run: RunConfig, points: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns, then a column
+    per tracked metric (NULL at the points without an evaluation)."""
+    names = (*CURVE_COLUMNS, *run.execution.tracked)
+    cols: dict[str, list[Any]] = {c: [p.get(c) for p in points] for c in names}
     cols = {"grid": [run.grid] * len(points), "run_id": [run.run_id] * len(points), **cols}
-    return pa.table(cols, schema=CURVE_SCHEMA)
+    return pa.table(cols, schema=curve_schema(run))
 
 
 def read_row(path: Path) -> dict[str, Any]:
     """Read one result row back as a dict."""
-    return pq.read_table(path).to_pylist()[0]
+    row: dict[str, Any] = pq.read_table(path).to_pylist()[0]
+    return row
+
+
+def next_attempt(root: Path, grid: str, run_id: str) -> int:
+    """The attempt number of ``run_id``'s next row: one more than the highest among its rows on
+    disk (its per-run row and the consolidated ones; a row without one counts as
+    :data:`~harness.core.provenance.ATTEMPT_ABSENT`), 1 for its first.
+
+    The caller holds the run's lock (the process training it), so no other row of the run is
+    written meanwhile. A file a compaction removes while it is read is read again from the
+    generation that replaced it; an unreadable (corrupt) file counts as holding no row.
+    """
+    while True:
+        found = _highest_attempt(root, grid, run_id)
+        if found is not None:
+            return found + 1
+
+
+def _highest_attempt(root: Path, grid: str, run_id: str) -> int | None:
+    """The highest attempt among ``run_id``'s rows, or None when a file vanished meanwhile."""
+    highest = ATTEMPT_ABSENT
+    row = paths.run_path(root, grid, run_id)  # first: once compacted, a generation holds it
+    compacted = paths.compact_dir(root, grid)
+    gens = sorted(compacted.glob("runs-*.parquet")) if compacted.is_dir() else []
+    for path in [row, *gens] if row.exists() else gens:
+        try:
+            names = pq.read_schema(path).names
+            if ATTEMPT not in names:
+                continue  # rows written before attempts were recorded
+            table = pq.read_table(path, columns=[ATTEMPT], filters=[("run_id", "=", run_id)])
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException):
+            continue  # corrupt: moved aside by the next reader (harness.store.integrity)
+        highest = max([highest, *(a for a in table.column(ATTEMPT).to_pylist() if a is not None)])
+    return highest

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from harness.core.catalogue import CATALOGUE, OWN_HYPERPARAMETERS
 from harness.core.config import RunConfig
-from harness.core.provenance import INPUTS, PROVENANCE
+from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT, INPUTS, PROVENANCE
 from harness.core.result import CURVE_COLUMNS, OUTCOME
 from harness.metrics.catalogue import METRICS
 
@@ -26,18 +26,29 @@ OUTCOME_COLUMNS: dict[str, pa.DataType] = {name: ARROW_TYPES[t] for name, t in O
 """Columns of :class:`~harness.core.result.RunResult` besides its metrics (NULL where they do not
 apply)."""
 
+_NOT_STRINGS = {"created_at": pa.timestamp("us", tz="UTC"), ATTEMPT: pa.int64()}
+
 PROVENANCE_COLUMNS: dict[str, pa.DataType] = {
-    name: pa.timestamp("us", tz="UTC") if name == "created_at" else pa.string()
-    for name in (*PROVENANCE, *INPUTS)
+    name: _NOT_STRINGS.get(name, pa.string()) for name in (*PROVENANCE, *INPUTS)
 }
 """Provenance columns (declared in ``harness.core.provenance``): where and when the row was made,
-and from which inputs."""
+which attempt of its run it is, and from which inputs."""
+
+NEWEST_KEY = f"(coalesce({ATTEMPT}, {ATTEMPT_ABSENT}), created_at)"
+"""SQL ordering a run's rows, the newest last: by attempt, then (between rows of one attempt, or
+rows written before attempts were recorded) by time."""
 
 CURVE_SCHEMA = pa.schema(
     [pa.field("grid", pa.string()), pa.field("run_id", pa.string())]
     + [pa.field(c, pa.int64() if c in ("step", "tokens") else pa.float64()) for c in CURVE_COLUMNS]
 )
-"""Schema of a loss-curve file."""
+"""Schema of a loss-curve file of a run that tracks nothing (and of every older one)."""
+
+
+def curve_schema(run: RunConfig) -> pa.Schema:
+    """Schema of ``run``'s loss-curve file: :data:`CURVE_SCHEMA`, then one float column per
+    metric it tracks (``track:``, :mod:`harness.train.tracking`)."""
+    return pa.schema([*CURVE_SCHEMA, *(pa.field(n, pa.float64()) for n in run.execution.tracked)])
 
 
 def hyperparameter_fields(runs: Iterable[RunConfig]) -> list[pa.Field]:

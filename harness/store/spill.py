@@ -4,7 +4,7 @@ A run that finished training on a full (or read-only) results file system used t
 result. :func:`write_or_spill` writes the curve and row as usual; when the file system refuses,
 it keeps the run's result (status, metrics, curve, provenance) as one JSON file in the first
 spill folder that takes it (:func:`harness.core.paths.spill_dirs`: ``$HARNESS_SPILL``, then
-``~/.cache/harness/spill``, then the system's temp folder) and raises :class:`ResultSpilled`,
+the cache folder's ``spill``, then the system's temp folder) and raises :class:`ResultSpilled`,
 whose message says where. ``submit`` calls :func:`recover` before it decides what to run, so the
 result lands in the results folder once there is room, with its original time and job id.
 """
@@ -22,8 +22,9 @@ from typing import Any
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.files import atomic_write_text, os_error_line
+from harness.core.provenance import ATTEMPT
 from harness.core.result import RunResult
-from harness.store.rows import write_result
+from harness.store.rows import next_attempt, write_result
 
 
 class ResultSpilled(OSError):
@@ -51,6 +52,8 @@ def write_or_spill(
     """
     prov = {**provenance, "created_at": provenance.get("created_at") or dt.datetime.now(dt.UTC)}
     try:
+        if prov.get(ATTEMPT) is None:  # kept with a spilled result: it stays this attempt's
+            prov[ATTEMPT] = next_attempt(root, run.grid, run.run_id)
         return write_result(root, run, result, prov)
     except OSError as e:
         cause = os_error_line(e)
@@ -85,8 +88,6 @@ def recover(root: Path, grid: str, load: Callable[[str], RunConfig]) -> list[str
     Raises:
         OSError: the results folder still refuses the write (the spill files stay).
     """
-    from harness.store.db import newest_time_us  # DuckDB: only when there is something to do
-
     written = []
     for path in _spilled(root, grid):
         try:
@@ -97,12 +98,23 @@ def recover(root: Path, grid: str, load: Callable[[str], RunConfig]) -> list[str
             result = RunResult(**doc["result"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not ours to repair; left for a person to read
-        newest = newest_time_us(root, grid, run.run_id)
-        if newest is None or newest < prov["created_at"].timestamp() * 1e6:
+        if not _superseded(root, run, prov):
             write_result(root, run, result, prov)
             written.append(run.run_id)
         path.unlink(missing_ok=True)
     return written
+
+
+def _superseded(root: Path, run: RunConfig, prov: Mapping[str, Any]) -> bool:
+    """Whether the run has a row of the spilled result's attempt or a later one (a retry wrote
+    it since); for a result spilled before attempts were recorded, a row written later."""
+    attempt = prov.get(ATTEMPT)
+    if attempt is not None:
+        return next_attempt(root, run.grid, run.run_id) > int(attempt)
+    from harness.store.db import newest_time_us  # DuckDB: only for such an old spill file
+
+    newest = newest_time_us(root, run.grid, run.run_id)
+    return newest is not None and newest >= prov["created_at"].timestamp() * 1e6
 
 
 def _spilled(root: Path, grid: str) -> list[Path]:

@@ -13,7 +13,6 @@ which records them.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import random
 import resource
@@ -26,7 +25,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from harness.core.config import RunConfig
 from harness.core.files import os_error_line
@@ -36,16 +34,28 @@ from harness.data.catalogue import resolve_dataset
 from harness.metrics.final import final_metrics
 from harness.metrics.frequency import BucketLosses, frequency_buckets
 from harness.model.build import build_model, training_flops_per_token
-from harness.model.gpt import count_params
+from harness.model.gpt import cross_entropy, trainable_params
 from harness.optim.build import build_optimizer
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
 from harness.train.checkpoint import Checkpointing, LoopState
 from harness.train.device import Placement, mfu, place
+from harness.train.tracking import Tracker
 
 
 class TrainingInterrupted(Exception):
     """Raised after a checkpoint was written because ``should_stop()`` asked the run to stop."""
+
+
+class TrainingFailed(Exception):
+    """Raised by :func:`train` when an error stopped the training once it began: the error
+    (also the ``__cause__``) and what the run had done (steps, tokens, loss curve, wall time;
+    status ``failed``)."""
+
+    def __init__(self, error: Exception, partial: RunResult) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+        self.partial = partial
 
 
 def _rank_world() -> tuple[int, int]:
@@ -87,22 +97,18 @@ def train(
         The run's result (status ``completed`` or ``diverged``).
 
     Raises:
-        Exception: whatever stopped the training (OOM, a bug); once training began it carries
-            what the run had done, for :func:`partial_result`.
+        TrainingInterrupted: ``should_stop()`` asked the run to stop (after a checkpoint).
+        TrainingFailed: an error (OOM, a bug) stopped the training; it carries the error and
+            what the run had done.
+        Exception: whatever failed before training began (building the model, reading data).
     """
     trainer = _Trainer(run, data_root, checkpoint, log, on_point)
     try:
         return trainer.fit(should_stop)
-    except Exception as exc:
-        with contextlib.suppress(AttributeError):  # an exception type without a __dict__
-            exc.harness_partial = trainer.partial()  # type: ignore[attr-defined]
+    except TrainingInterrupted:
         raise
-
-
-def partial_result(exc: BaseException) -> RunResult | None:
-    """What a run had done when ``exc`` stopped its training (steps, tokens, loss curve, wall
-    time; status ``failed``), or None when it stopped before training began."""
-    return getattr(exc, "harness_partial", None)
+    except Exception as exc:
+        raise TrainingFailed(exc, trainer.partial()) from exc
 
 
 class _Trainer:
@@ -125,6 +131,7 @@ class _Trainer:
         self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
         self.model = build_model(run.arch, run.data.seq_len).to(self.placement.device)
         self.optimizer = build_optimizer(self.model, run)
+        self.tracker = Tracker(ex.tracked, self.data, self.placement.device)
         self.state = LoopState()
         self._restore()
         self.forward = self._wrap(self.model)
@@ -137,7 +144,7 @@ class _Trainer:
             ids = [self.placement.device.index] if self.placement.device.type == "cuda" else None
             model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
         if self.placement.compile:
-            model = torch.compile(model)
+            model = torch.compile(model)  # type: ignore[assignment]  # an OptimizedModule (a Module); the stub says Callable
         return model
 
     # --- checkpoints ---------------------------------------------------------------------
@@ -162,6 +169,7 @@ class _Trainer:
                 self.log(f"[{self.run.run_id}] warning: checkpoint not written: {os_error_line(e)}")
 
     def _write_checkpoint(self, attempt_start: float) -> None:
+        assert self.checkpoint is not None  # the caller checked
         loop = {**self.state.__dict__, "wall_s": self.state.wall_s + time.time() - attempt_start}
         loop["interval_loss"] = self._interval_loss.item()
         loop["interval_steps"] = self._interval_steps
@@ -247,7 +255,10 @@ class _Trainer:
             x, y = self._to_device(x), self._to_device(y)
             sync = i == len(micro) - 1 or self.world == 1
             no_sync = not sync and hasattr(self.forward, "no_sync")
-            with self.forward.no_sync() if no_sync else nullcontext(), self.placement.autocast():
+            with (
+                self.forward.no_sync() if no_sync else nullcontext(),  # type: ignore[operator]  # DDP's (checked above)
+                self.placement.autocast(),
+            ):
                 loss = self._loss(x, y) / len(micro)
             loss.backward()
             total += loss.detach()
@@ -272,9 +283,7 @@ class _Trainer:
         """Cross-entropy of the model's logits (B, T, V) for targets y (B, T), computed in
         float32 (safe under bf16 autocast): their mean, or each token's (B * T,) with
         ``reduction="none"``."""
-        logits = self.forward(x)  # (B, T, V)
-        flat = logits.float().view(-1, logits.size(-1))  # (B * T, V)
-        return F.cross_entropy(flat, y.reshape(-1), reduction=reduction)
+        return cross_entropy(self.forward(x), y, reduction)  # logits (B, T, V)
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         """Host batch -> device; on CUDA through pinned memory, so the copy is asynchronous."""
@@ -320,11 +329,13 @@ class _Trainer:
 
     def _log_point(self, mean: float, start: float) -> None:
         run, st = self.run, self.state
-        val = None
+        val, tracked = None, {}
         every = run.execution.eval_every
         if every and st.step % every == 0 and st.step < run.data.steps:
-            val = self.evaluate()
-        point = self._point(mean, val, start)
+            buckets = self.tracker.buckets()
+            val = self.evaluate(buckets)
+            tracked = self.tracker.measure(self.model, buckets)
+        point = self._point(mean, val, start) | tracked
         st.curve.append(point)
         self._record_progress()
         rate = st.timed_tokens / st.timed_s if st.timed_s else 0.0
@@ -362,7 +373,7 @@ class _Trainer:
         st = self.state
         return RunResult(
             status=Status.FAILED,
-            params=count_params(self.model),
+            params=trainable_params(self.model),
             steps_done=st.step,
             tokens_seen=st.step * self.tokens_per_step,
             device=self.placement.name,
@@ -393,7 +404,7 @@ class _Trainer:
         }
         return RunResult(
             status=status,
-            params=count_params(self.model),
+            params=trainable_params(self.model),
             steps_done=st.step,
             tokens_seen=st.step * self.tokens_per_step,
             error=error,
@@ -416,6 +427,8 @@ class _Trainer:
         if not math.isfinite(val):
             return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
         metrics |= {"val_loss": val, "val_ppl": math.exp(val), **buckets.result()}
+        if self.state.curve:
+            self.state.curve[-1] |= self.tracker.final(metrics)
         return self._result(Status.COMPLETED, start, metrics, None)
 
 

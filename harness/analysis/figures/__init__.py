@@ -28,6 +28,8 @@ class FigureSpec:
     """Axes that must all vary for the figure to be a default (empty: always a default)."""
     queries: tuple[str, ...] = ("runs",)
     """Named statements (:data:`harness.analysis.queries.NAMED`) whose rows it draws."""
+    on_request: bool = False
+    """Drawn only when asked for (``--figure``, or ``figures:`` in a grid), never a default."""
 
     def drawer(self) -> Callable[[Any], Any]:
         """The figure's ``draw`` function (imports its module)."""
@@ -70,6 +72,30 @@ FIGURES: Registry[FigureSpec] = Registry(
                 queries=("runs", "curves"),
             ),
             _spec(
+                "steps_to_target",
+                "steps to a target loss vs batch size per optimizer, log-log, ideal scaling",
+                ("batch_size",),
+                queries=("runs", "curves"),
+            ),
+            _spec(
+                "metric_vs",
+                "metric vs any column (--x, default: an optimizer's own hyperparameter) per arm",
+                on_request=True,
+            ),
+            _spec(
+                "metric_vs_tokens",
+                "a tracked metric (--metric) vs tokens per method, mean and 2-sigma band",
+                queries=("runs", "curves"),
+                on_request=True,
+            ),
+            _spec(
+                "performance_profile",
+                "AlgoPerf performance profile: fraction of cells within tau of the best arm's "
+                "tokens-to-target (needs a target)",
+                queries=("runs", "curves"),
+                on_request=True,
+            ),
+            _spec(
                 "embedding_scale",
                 "embedding metrics and loss vs the Coupled Adam scale exponent",
                 ("coupled_scale_exp",),
@@ -83,4 +109,4 @@ FIGURES: Registry[FigureSpec] = Registry(
 def default_figures(axes: Iterable[str]) -> list[str]:
     """The figures a grid gets when it declares none: those whose needed axes all vary."""
     varying = set(axes)
-    return [name for name, spec in FIGURES.items() if spec.needs <= varying]
+    return [name for name, spec in FIGURES.items() if spec.needs <= varying and not spec.on_request]

@@ -2,7 +2,8 @@
 
 The crossover (:mod:`harness.analysis.crossover`) is that of the reference (AdamW, else Adam) over
 the baseline (SGD): a dashed line at the batch size where the reference starts to beat the
-baseline, a shaded bootstrap interval, or a note that there is none in the range.
+baseline, its shaded t-inversion interval, or a note that there is none in the range. Error bars
+are the talk's 2-sigma spread over seeds, not an interval.
 """
 
 from __future__ import annotations
@@ -19,18 +20,15 @@ from harness.analysis.figures.common import (
     METHOD,
     REFERENCES,
     FigureData,
-    FigureSkipped,
+    chosen_arm,
     layout,
     legend,
-    method_style,
     metric_label,
-    panel_keys,
     panel_title,
     panels,
-    pick,
+    points_along,
     restrict,
     subtitle,
-    tuned_points,
     use_log,
 )
 from harness.analysis.select import ARM
@@ -41,42 +39,40 @@ X = "batch_size"
 def draw(data: FigureData) -> Figure:
     """The batch-size figure (see the module docstring)."""
     rows = data.rows
-    if rows[X].nunique() < 2:
-        raise FigureSkipped("only one batch size")
-    keys = panel_keys(rows, [X])
-    points = tuned_points(rows, [*keys, METHOD, X], data.goal, data.select_goal)
+    keys, points = points_along(data, X, "batch size")
     cells = panels(points.table, keys)
+    a = chosen_arm(rows, data.options.baseline, BASELINES, "--baseline")
+    b = chosen_arm(rows, data.options.reference, REFERENCES, "--reference")
     fig, axes = layout(len(cells))
     for ax, (key, part) in zip(axes, cells, strict=True):
-        _panel(ax, part, rows)
-        _mark_crossover(ax, restrict(points.seeds, key), data.goal)
+        _panel(ax, part, data)
+        _mark_crossover(ax, restrict(points.seeds, key), data.goal, a, b)
         ax.set_title(panel_title(key))
         ax.set_ylabel(metric_label(data.metric))
     legend(fig, axes)
-    subtitle(fig, points.over)
+    subtitle(fig, data, points.over, what=f"{metric_label(data.metric)} vs batch size")
     return fig
 
 
-def _panel(ax: Axes, part: pd.DataFrame, rows: pd.DataFrame) -> None:
+def _panel(ax: Axes, part: pd.DataFrame, data: FigureData) -> None:
     for method, line in part.groupby(METHOD, sort=True):
         line = line.sort_values(X)
         ok = np.isfinite(line["mean"].to_numpy(float))
-        st = method_style(rows, method)
+        st = data.style(str(method))
         ax.errorbar(
             line[X][ok],
             line["mean"][ok],
             yerr=line["two_sigma"][ok].fillna(0.0),
-            marker="o",
             capsize=2,
             label=method,
-            **st,
+            **st.line(),
         )
         if (~ok).any():
             ax.plot(
                 line[X][~ok],
                 np.full(int((~ok).sum()), 0.97),
                 "x",
-                color=st["color"],
+                color=st.color,
                 transform=ax.get_xaxis_transform(),
                 clip_on=False,
                 mew=1.5,
@@ -91,9 +87,8 @@ def _panel(ax: Axes, part: pd.DataFrame, rows: pd.DataFrame) -> None:
     ax.set_xlabel("batch size (sequences)")
 
 
-def _mark_crossover(ax: Axes, seeds: pd.DataFrame, goal: str) -> None:
-    a, b = pick(seeds, BASELINES), pick(seeds, REFERENCES)
-    if a is None or b is None:
+def _mark_crossover(ax: Axes, seeds: pd.DataFrame, goal: str, a: str | None, b: str | None) -> None:
+    if a is None or b is None or not {a, b} <= set(seeds[METHOD]):
         return
     arms = seeds[seeds[METHOD].isin([a, b])].assign(**{ARM: lambda d: d[METHOD]})
     res = crossover(arms, [], X, a, b, goal).iloc[0]

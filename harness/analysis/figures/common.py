@@ -23,19 +23,22 @@ from matplotlib.figure import Figure
 from harness.analysis.axes import (
     auto_over,
     check_cells,
-    experiment_columns,
-    hyperparameters,
-    varying,
 )
 from harness.analysis.cells import iter_cells
 from harness.analysis.figures import style
-from harness.analysis.tuning import best_runs, tune
+from harness.analysis.figures.options import FigureOptions
+from harness.analysis.methods import (  # noqa: F401 (figures import them from here)
+    METHOD,
+    METHOD_EXTRAS,
+    add_methods,
+    panel_keys,
+    short,
+)
+from harness.analysis.select import Selector, match
+from harness.analysis.tuning import confirmed
+from harness.core.errors import UserError
 from harness.metrics.catalogue import METRICS
 
-#: Column holding each row's method label.
-METHOD = "method"
-#: Config columns that distinguish variants of one optimizer.
-METHOD_EXTRAS = ("embedding_optimizer", "grad_clip", "weight_decay_mode")
 #: More panels than this: the figure asks for a narrower --where.
 MAX_PANELS = 12
 
@@ -58,65 +61,38 @@ class FigureData:
     """Further query results by name (e.g. ``curves``)."""
     select_goal: str | None = None
     """``min`` or ``max`` of ``select_value``, when another metric selects configurations."""
+    styles: dict[str, style.ArmStyle] = field(default_factory=dict)
+    """Arm -> style, assigned over every arm of the grid (:func:`arm_styles`); empty: from
+    ``rows``."""
+    missing: tuple[str, ...] = ()
+    """Lines naming the arms with no completed or diverged run (failed, absent), for the note."""
+    options: FigureOptions = field(default_factory=FigureOptions)
+    """The user's options."""
+
+    def style(self, method: str) -> style.ArmStyle:
+        """The arm's color, marker and line style."""
+        if method in self.styles:
+            return self.styles[method]
+        return arm_styles(self.rows)[method]
 
 
-def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` with a ``method`` label per row: the run's ``label`` when it has one, else the
-    optimizer with the extras that vary for it (see the module docstring)."""
-    extras = [c for c in METHOD_EXTRAS if c in rows.columns]
-    labels = rows["optimizer"].astype(str).to_numpy(dtype=object)
-    for opt, g in rows.groupby("optimizer"):
-        vary = [c for c in extras if g[c].nunique(dropna=False) > 1]
-        if vary:
-            pos = rows.index.get_indexer(g.index)
-            labels[pos] = [
-                f"{opt} ({', '.join(f'{c}={_short(v)}' for c, v in zip(vary, vals, strict=True))})"
-                for vals in g[vary].itertuples(index=False)
-            ]
-    if "label" in rows.columns:
-        named = rows["label"].notna().to_numpy()
-        labels[named] = rows["label"].to_numpy(dtype=object)[named]
-    return rows.assign(**{METHOD: labels})
+def arm_styles(rows: pd.DataFrame) -> dict[str, style.ArmStyle]:
+    """Arm -> style for every ``method`` of ``rows`` (:func:`style.assign`: a fixed order)."""
+    pairs = rows[[METHOD, "optimizer"]].drop_duplicates()
+    return style.assign(zip(pairs[METHOD].astype(str), pairs["optimizer"].astype(str), strict=True))
 
 
-def _short(v: Any) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-        return "none"
-    if isinstance(v, int | np.integer | float) and abs(v) >= 1e4 and float(v).is_integer():
-        for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(v) >= size:
-                return f"{v / size:.3g}{unit}"  # 5e9 tokens -> 5B
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def method_style(rows: pd.DataFrame, method: str) -> dict[str, Any]:
-    """Color (by optimizer) and line style (by variant) of a method."""
-    opt = str(rows.loc[rows[METHOD] == method, "optimizer"].iloc[0])
-    variants = sorted(rows.loc[rows["optimizer"] == opt, METHOD].unique())
-    return {"color": style.color(opt), "linestyle": style.DASHES[variants.index(method) % 4]}
-
-
-#: Conditions named first in panel titles; columns they determine (a model's n_layer) are
-#: dropped from the titles.
-PANEL_PRIORITY = ("model", "dataset", "tokens", "batch_size", "seq_len")
-
-
-def panel_keys(rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
-    """Conditions that vary: experiment columns except hyperparameters, methods and ``exclude``,
-    minus those determined by the others (``n_layer`` when ``model`` is a key)."""
-    skip = {*hyperparameters(rows), "optimizer", *METHOD_EXTRAS, *exclude}
-    keys = varying(rows, [c for c in experiment_columns(rows) if c not in skip])
-    keys.sort(key=lambda k: PANEL_PRIORITY.index(k) if k in PANEL_PRIORITY else len(PANEL_PRIORITY))
-    n_cells = _n_groups(rows, keys)
-    for k in reversed(list(keys)):
-        rest = [c for c in keys if c != k]
-        if rest and _n_groups(rows, rest) == n_cells:
-            keys = rest
-    return keys
-
-
-def _n_groups(rows: pd.DataFrame, keys: Sequence[str]) -> int:
-    return int(rows.groupby(list(keys), dropna=False).ngroups) if keys else 1
+def missing_arms(every: pd.DataFrame, drawn: pd.DataFrame) -> list[str]:
+    """One line per arm of ``every`` (rows of any status, planned runs with NaN status) with no
+    row in ``drawn``: ``signsgd: 4 failed``, ``lion: no result yet``."""
+    out = []
+    for arm, part in every[~every[METHOD].isin(set(drawn[METHOD]))].groupby(METHOD, sort=True):
+        counts = part.drop_duplicates("run_id")["status"].fillna("no result yet").value_counts()
+        text = ", ".join(
+            f"{n} {s}" if s != "no result yet" else s for s, n in sorted(counts.items())
+        )
+        out.append(f"{arm}: {text}")
+    return out
 
 
 def panels(rows: pd.DataFrame, keys: Sequence[str]) -> list[tuple[dict[str, Any], pd.DataFrame]]:
@@ -131,17 +107,52 @@ def panels(rows: pd.DataFrame, keys: Sequence[str]) -> list[tuple[dict[str, Any]
 
 def panel_title(key: dict[str, Any]) -> str:
     """``adamw, batch_size=256``: the method by name, conditions as ``column=value``."""
-    parts = [str(v) if k == METHOD else f"{k}={_short(v)}" for k, v in key.items()]
+    parts = [str(v) if k == METHOD else f"{k}={short(v)}" for k, v in key.items()]
     return ", ".join(parts)
 
 
-def subtitle(fig: Figure, over: Sequence[str], unit: str = "point") -> None:
-    """Say what each ``unit`` (point, cell, line, bar) is tuned over, above the panels."""
-    text = (
-        f"each {unit}: best over {', '.join(over)}, mean over seeds" if over else "mean over seeds"
-    )
+def subtitle(
+    fig: Figure, data: FigureData, over: Sequence[str], unit: str = "point", what: str = ""
+) -> None:
+    """Above the panels: what the figure is about (:func:`describe`), what each ``unit``
+    (point, cell, line, bar) is tuned over and averaged over, and the arms it cannot show."""
+    lines = [describe(data.rows, what)]
+    n_seeds = int(data.rows["seed"].nunique()) if "seed" in data.rows.columns else 1
+    tuned = f"each {unit}: best over {', '.join(over)}" if over else f"each {unit}: one config"
+    lines.append(tuned + (f", mean over {n_seeds} seeds" if n_seeds > 1 else ", one seed"))
+    if data.missing:
+        lines.append("not shown (no completed or diverged run): " + "; ".join(data.missing))
     chars = int(fig.get_figwidth() * 17)  # about 17 characters per inch at 7 pt
-    fig.suptitle(textwrap.fill(text, chars), fontsize=7, color="0.3")
+    text = "\n".join(textwrap.fill(line, chars) for line in lines)
+    fig.suptitle(text, fontsize=7, color="0.25")
+
+
+#: (column, how it is named) of the figure's title, in order.
+_TITLE_FIELDS = (("lr", "lr"), ("model", "model"), ("tokens", "tokens"), ("steps", "steps"))
+
+
+def describe(rows: pd.DataFrame, what: str = "") -> str:
+    """One line: ``what``, the arm(s), lr, model, budget, steps, seeds and scale of ``rows``
+    (a single value, or the range a varying one spans)."""
+    parts = [what] if what else []
+    arms = sorted(rows[METHOD].astype(str).unique()) if METHOD in rows.columns else []
+    parts.append(arms[0] if len(arms) == 1 else f"{len(arms)} arms")
+    for col, name in _TITLE_FIELDS:
+        if col not in rows.columns or rows[col].isna().all():
+            continue
+        vals = rows[col].dropna().unique()
+        if len(vals) == 1:
+            parts.append(f"{name}={short(vals[0])}")
+        elif pd.api.types.is_numeric_dtype(rows[col]):
+            parts.append(f"{name}={short(min(vals))}..{short(max(vals))}")
+        else:
+            parts.append(f"{name}={'/'.join(sorted(map(str, vals)))}")
+    if "seed" in rows.columns:
+        n = int(rows["seed"].nunique())
+        parts.append(f"{n} seed{'s' if n != 1 else ''}")
+    if "scale" in rows.columns and rows["scale"].nunique() == 1:
+        parts.append(f"{rows['scale'].iloc[0]} scale")
+    return " | ".join(parts)
 
 
 def layout(n: int) -> tuple[Figure, list[Axes]]:
@@ -184,8 +195,20 @@ def tuned_points(
     keys = list(keys)
     over = [c for c in auto_over(rows, keys) if c not in keys]
     check_cells(rows, keys, over)
-    table = tune(rows, keys, over, goal, select_goal)
-    return Points(table=table, seeds=best_runs(rows, table, keys + over), over=over)
+    tested = confirmed(rows, keys, over, goal, select_goal)
+    return Points(table=tested.table, seeds=tested.seeds, over=over)
+
+
+def points_along(data: FigureData, x: str, what: str) -> tuple[list[str], Points]:
+    """(panel keys, tuned points per panel, method and ``x``) of a figure drawn along ``x``.
+
+    Raises:
+        FigureSkipped: ``x`` takes one value (``what`` names it: "batch size").
+    """
+    if data.rows[x].nunique() < 2:
+        raise FigureSkipped(f"only one {what}")
+    keys = panel_keys(data.rows, [x])
+    return keys, tuned_points(data.rows, [*keys, METHOD, x], data.goal, data.select_goal)
 
 
 def metric_label(metric: str) -> str:
@@ -236,6 +259,26 @@ def pick(rows: pd.DataFrame, preferred: Sequence[str]) -> str | None:
         if of_opt:
             return of_opt[0]
     return None
+
+
+def chosen_arm(
+    rows: pd.DataFrame, chosen: Selector | None, preferred: Sequence[str], flag: str
+) -> str | None:
+    """The arm ``chosen`` selects (``--baseline optimizer=sgd,grad_clip=null``), else
+    :func:`pick` of ``preferred``.
+
+    Raises:
+        UserError: the selector matches no row, or rows of several arms (naming them).
+    """
+    if chosen is None:
+        return pick(rows, preferred)
+    arms = sorted(rows.loc[match(rows, chosen, flag), METHOD].astype(str).unique())
+    if len(arms) > 1:
+        raise UserError(
+            f"{flag} {chosen.text!r} matches several arms: {', '.join(arms)}; add a column, "
+            "e.g. label=NAME"
+        )
+    return arms[0]
 
 
 def restrict(df: pd.DataFrame, key: dict[str, Any]) -> pd.DataFrame:

@@ -21,10 +21,10 @@ from harness.analysis.figures.common import (
     FigureSkipped,
     layout,
     legend,
-    method_style,
     metric_label,
     panel_keys,
     panel_title,
+    subtitle,
     tuned_points,
 )
 from harness.analysis.values import VALUE
@@ -53,9 +53,10 @@ def draw(data: FigureData) -> Figure:
     seeds = points.seeds
     fig, axes = layout(len(metrics))
     for ax, metric in zip(axes, metrics, strict=True):
-        _panel(ax, seeds, VALUE if metric == data.metric else metric, rows)
+        _panel(ax, seeds, VALUE if metric == data.metric else metric, data)
         ax.set_title(metric_label(metric))
     legend(fig, axes)
+    subtitle(fig, data, points.over, what="vs the Coupled Adam scale exponent")
     return fig
 
 
@@ -68,29 +69,29 @@ def _series_labels(rows: pd.DataFrame, keys: list[str]) -> list[str]:
     ]
 
 
-def _panel(ax: Axes, seeds: pd.DataFrame, metric: str, rows: pd.DataFrame) -> None:
+def _panel(ax: Axes, seeds: pd.DataFrame, metric: str, data: FigureData) -> None:
     for label, part in seeds.groupby(SERIES, sort=True):
-        st = method_style(rows, part[METHOD].iloc[0])
+        st = data.style(str(part[METHOD].iloc[0]))
         g = part.groupby(X, dropna=False)[metric]
         mean, band = g.mean(), 2 * g.std(ddof=1).fillna(0.0)
         if mean.index.isna().all():  # no scale exponent: a reference line
-            ax.axhline(mean.iloc[0], color=st["color"], linestyle="--", label=label)
+            ax.axhline(mean.iloc[0], color=st.color, linestyle="--", label=label)
             ax.axhspan(
                 mean.iloc[0] - band.iloc[0],
                 mean.iloc[0] + band.iloc[0],
-                color=st["color"],
+                color=st.color,
                 alpha=0.12,
                 lw=0,
             )
             continue
         mean, band = mean[mean.index.notna()], band[band.index.notna()]
         ok = np.isfinite(mean.to_numpy(float))
-        ax.plot(mean.index[ok], mean[ok], marker="o", label=label, **st)
+        ax.plot(mean.index[ok], mean[ok], label=label, **st.line())
         ax.fill_between(
             mean.index[ok],
             (mean - band)[ok],
             (mean + band)[ok],
-            color=st["color"],
+            color=st.color,
             alpha=0.18,
             lw=0,
         )

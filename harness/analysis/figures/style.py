@@ -1,13 +1,13 @@
-"""Look of every figure: seaborn theme at paper size, one fixed color per optimizer."""
+"""Look of every figure: seaborn theme at paper size; one categorical palette, a color and a
+marker per arm, assigned in a fixed order (the built-in optimizers keep theirs)."""
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import seaborn as sns
 
@@ -21,35 +21,86 @@ MAX_COLUMNS = 3
 DPI = 200
 
 _CB = sns.color_palette("colorblind").as_hex()
-#: Optimizer -> color, the same in every figure.
-OPTIMIZER_COLORS: dict[str, str] = {
-    "adamw": _CB[0],
-    "coupled_adam": _CB[1],
-    "sgd": _CB[2],
-    "signum": _CB[3],
-    "rmsprop": _CB[4],
-    "signsgd": _CB[5],
-    "sgd_cclip": _CB[6],
-    "lion": _CB[7],
-    "muon": _CB[8],
-    "adam": _CB[9],
-}
-_EXTRA = sns.color_palette("tab20").as_hex()
+#: Optimizer -> its slot of :data:`PALETTE`: the same color and marker in every figure.
+OPTIMIZER_SLOTS: dict[str, int] = {
+    name: i
+    for i, name in enumerate(
+        ("adamw", "coupled_adam", "sgd", "signum", "rmsprop", "signsgd", "sgd_cclip", "lion",
+         "muon", "adam")
+    )
+}  # fmt: skip
+#: Optimizer -> color (its slot's).
+OPTIMIZER_COLORS: dict[str, str] = {name: _CB[i] for name, i in OPTIMIZER_SLOTS.items()}
+#: One categorical palette: the built-in optimizers' ten colors, then ten darker ones.
+PALETTE: tuple[str, ...] = (*_CB, *sns.color_palette("dark").as_hex())
+#: Markers; beyond ``len(PALETTE)`` arms a color comes back with another marker.
+MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 
 #: Line styles of the variants of one optimizer (e.g. with and without clipping).
 DASHES = ("-", "--", ":", "-.")
 
 
+@dataclass(frozen=True, slots=True)
+class ArmStyle:
+    """How one arm is drawn in every figure of a grid."""
+
+    color: str
+    """Hex color."""
+    marker: str
+    """Matplotlib marker."""
+    linestyle: str
+    """Matplotlib line style (variants of one optimizer differ)."""
+
+    def line(self) -> dict[str, Any]:
+        """Keyword arguments of ``Axes.plot`` / ``errorbar``."""
+        return {"color": self.color, "marker": self.marker, "linestyle": self.linestyle}
+
+
+def slot_style(slot: int, linestyle: str = "-") -> ArmStyle:
+    """The color and marker of palette slot ``slot`` (any non-negative integer)."""
+    n = len(PALETTE)
+    return ArmStyle(PALETTE[slot % n], MARKERS[(slot + slot // n) % len(MARKERS)], linestyle)
+
+
+def assign(arms: Iterable[tuple[str, str]]) -> dict[str, ArmStyle]:
+    """Arm -> style, for ``(arm, optimizer)`` pairs: a fixed order, so one set of arms gets the
+    same styles in every figure.
+
+    The first arm of a built-in optimizer (shortest name first: ``sgd`` before
+    ``sgd (grad_clip=1)``) takes the optimizer's own slot; the other arms, sorted by name, take
+    the free slots, the ten after the built-ins' first, then the unused built-in slots, then
+    colors again with other markers. Every arm gets its own (color, marker) pair.
+    """
+    pairs = sorted(set(arms), key=lambda p: (len(p[0]), p[0]))
+    slots: dict[str, int] = {}
+    for arm, opt in pairs:
+        if opt in OPTIMIZER_SLOTS and OPTIMIZER_SLOTS[opt] not in slots.values():
+            slots[arm] = OPTIMIZER_SLOTS[opt]
+    used = set(slots.values())
+    free = [s for s in (*range(len(OPTIMIZER_SLOTS), len(PALETTE)), *range(len(OPTIMIZER_SLOTS)))
+            if s not in used]  # fmt: skip
+    rest = sorted(arm for arm, _ in pairs if arm not in slots)
+    for k, arm in enumerate(rest):
+        slots[arm] = free[k] if k < len(free) else len(PALETTE) + k - len(free)
+    variants: dict[str, list[str]] = {}
+    for arm, opt in sorted(pairs):
+        variants.setdefault(opt, []).append(arm)
+    out = {}
+    for arm, opt in pairs:
+        dash = DASHES[variants[opt].index(arm) % len(DASHES)]
+        out[arm] = slot_style(slots[arm], dash)
+    return out
+
+
 def color(optimizer: str) -> str:
-    """The optimizer's color; unknown names get a stable color from their hash."""
-    if optimizer in OPTIMIZER_COLORS:
-        return OPTIMIZER_COLORS[optimizer]
-    h = int(hashlib.sha256(optimizer.encode()).hexdigest(), 16)
-    return _EXTRA[h % len(_EXTRA)]
+    """A built-in optimizer's color; another name gets the first slot after the built-ins'."""
+    return assign([(optimizer, optimizer)])[optimizer].color
 
 
 def apply() -> None:
-    """Set the theme: readable at paper size (8-9 pt text on a 6.8 in wide figure)."""
+    """Set the backend (Agg: files, no display) and the theme: readable at paper size (8-9 pt
+    text on a 6.8 in wide figure). Called when figures are drawn, not at import."""
+    matplotlib.use("Agg")
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
     plt.rcParams.update(
         {

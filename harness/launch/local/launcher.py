@@ -195,4 +195,4 @@ class _Signals:
 
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         for s, handler in self._before.items():
-            signal.signal(s, handler)  # type: ignore[arg-type]
+            signal.signal(s, handler)  # type: ignore[arg-type]  # None: a handler not set from Python

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from harness.core.env import CUDA_VISIBLE_DEVICES
 from harness.core.errors import UserError
 
 
@@ -31,7 +32,7 @@ def local_gpus() -> list[int]:
     import torch
 
     n = torch.cuda.device_count()  # honours CUDA_VISIBLE_DEVICES
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    env = CUDA_VISIBLE_DEVICES.get()
     if n == 0 or env is None:
         return list(range(n))
     ids = [x.strip() for x in env.split(",") if x.strip()][:n]

@@ -7,7 +7,7 @@ import contextlib
 import io
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +134,9 @@ def make_executor(
     return executor
 
 
-def submit_array(executor: submitit.SlurmExecutor, tasks: Sequence[object]) -> tuple[str, bool]:
+def submit_array(
+    executor: submitit.SlurmExecutor, tasks: Sequence[Callable[[], object]]
+) -> tuple[str, bool]:
     """Submit ``tasks`` (callables) as one job array; returns (job id, whether an array).
 
     Raises:
@@ -144,7 +146,7 @@ def submit_array(executor: submitit.SlurmExecutor, tasks: Sequence[object]) -> t
     before = set(indep.iterdir()) if indep.is_dir() else set()
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # submitit echoes sbatch's stderr
-            jobs: list[submitit.Job[object]] = executor.submit_array(list(tasks))  # type: ignore[arg-type]
+            jobs: list[submitit.Job[object]] = executor.submit_array(list(tasks))
     except (FailedJobError, FailedSubmissionError) as e:
         for leftover in (set(indep.iterdir()) if indep.is_dir() else set()) - before:
             if leftover.is_file() or leftover.is_symlink():

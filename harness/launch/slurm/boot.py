@@ -14,12 +14,13 @@ import signal
 import sys
 from types import FrameType
 
-EARLY_SIGNAL_ENV = "HARNESS_EARLY_SIGNAL"
+from harness.core.env import EARLY_SIGNAL
+
 """Set to the signal's name when USR2 arrived before the task's own handlers were installed."""
 
 
 def _record_early(signum: int, frame: FrameType | None) -> None:
-    os.environ[EARLY_SIGNAL_ENV] = signal.Signals(signum).name
+    os.environ[EARLY_SIGNAL.name] = signal.Signals(signum).name
 
 
 def main() -> None:

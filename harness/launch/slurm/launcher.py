@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     import submitit
 
+if TYPE_CHECKING:
+    import submitit
+
 DRY_RUN_SCONTROL_TIMEOUT_S = 1.0
 """Longest wait for ``scontrol show config`` in a dry run (then Slurm's defaults are assumed)."""
 
@@ -194,7 +197,7 @@ class SlurmLauncher:
                 try:
                     subs.append(self._submit_chunk(executor, chunk, spec, folder))
                 except UserError as e:
-                    done = sum(len(t) for s in subs for t in s.tasks)
+                    done = sum(len(t) for s in subs for t in s.tasks)  # t: a task's run_ids
                     raise UserError(
                         f"launcher {self.profile.name!r}: {e}; nothing of this array was queued"
                         + (f" ({done} runs queued before it are recorded)" if subs else "")

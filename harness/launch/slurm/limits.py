@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import shutil
 import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.core import env
 from harness.core.files import atomic_write_text
 
 DEFAULT_MAX_ARRAY_SIZE = 1001
@@ -41,14 +41,13 @@ class ClusterLimits:
 
 
 def cache_path() -> Path:
-    """The cache file (``$XDG_CACHE_HOME/harness/slurm-limits.json``)."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "harness" / "slurm-limits.json"
+    """The cache file (``slurm-limits.json`` in :func:`harness.core.env.cache_dir`)."""
+    return env.cache_dir() / "slurm-limits.json"
 
 
 def _cache_key() -> str:
     """Identifies the cluster configuration: the slurm.conf path and its modification time."""
-    conf = Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"))
+    conf = Path(env.SLURM_CONF.get() or "/etc/slurm/slurm.conf")
     try:
         return f"{conf}@{conf.stat().st_mtime_ns}"
     except OSError:

@@ -30,9 +30,9 @@ from typing import Any
 import submitit
 from submitit.core.utils import UncompletedJobError
 
+from harness.core import env
 from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
-from harness.launch.slurm.boot import EARLY_SIGNAL_ENV
 from harness.launch.slurm.scheduler import SchedulerError, job_fields
 from harness.launch.worker import distributed
 from harness.launch.worker.job import RunBusy, done_by_job, run_job, write_status
@@ -47,7 +47,7 @@ class _Signals:
     """Records USR2 and SIGTERM instead of acting on them; keeps submitit's USR2 handler."""
 
     def __init__(self) -> None:
-        early = os.environ.pop(EARLY_SIGNAL_ENV, None)  # arrived before submitit's handlers
+        early = os.environ.pop(env.EARLY_SIGNAL.name, None)  # arrived before submitit's handlers
         self.caught: int | None = signal.SIGUSR2 if early == "SIGUSR2" else None
         self.submitit_usr2: _Handler = signal.getsignal(signal.SIGUSR2)
         signal.signal(signal.SIGUSR2, self._record)
@@ -69,11 +69,14 @@ def sigterm_status() -> Status | None:
     limit, ``cancelled`` otherwise (scancel). A controller that cannot answer counts as a requeue
     (nothing is recorded; the next submit, cancel or ``--wait`` classifies the job from sacct)."""
     try:
-        fields = job_fields(os.environ["SLURM_JOB_ID"])
-    except (KeyError, SchedulerError):
+        job_id = env.SLURM_JOB_ID.get()
+        if job_id is None:
+            return None
+        fields = job_fields(job_id)
+    except SchedulerError:
         return None
     restarts = int(fields.get("Restarts", "0") or 0)
-    if restarts > int(os.environ.get("SLURM_RESTART_COUNT") or 0):
+    if restarts > int(env.SLURM_RESTART_COUNT.get() or 0):
         return None
     return Status.TIMEOUT if fields.get("Reason") == "TimeLimit" else Status.CANCELLED
 

@@ -13,6 +13,8 @@ import os
 import torch
 import torch.distributed as dist
 
+from harness.core.env import MASTER_ADDR, MASTER_PORT
+
 PORT_BASE = 20000
 """Rendezvous ports are ``PORT_BASE + job id mod PORT_SPAN`` (distinct for concurrent jobs)."""
 PORT_SPAN = 20000
@@ -38,8 +40,8 @@ def init_from_job(timeout_s: float = 600.0) -> bool:
     env = submitit.JobEnvironment()
     if env.num_tasks <= 1 or dist.is_initialized():
         return dist.is_initialized()
-    os.environ.setdefault("MASTER_ADDR", env.hostnames[0])
-    os.environ.setdefault("MASTER_PORT", str(rendezvous_port(env.raw_job_id)))
+    os.environ.setdefault(MASTER_ADDR.name, env.hostnames[0])
+    os.environ.setdefault(MASTER_PORT.name, str(rendezvous_port(env.raw_job_id)))
     os.environ["RANK"], os.environ["WORLD_SIZE"] = str(env.global_rank), str(env.num_tasks)
     os.environ["LOCAL_RANK"] = str(env.local_rank)
     if torch.cuda.is_available():

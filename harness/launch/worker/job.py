@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from harness.core import paths
+from harness.core import env, paths
 from harness.core.files import FileStamp, file_stamp, os_error_line, remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
@@ -37,7 +37,7 @@ from harness.store.manifest import load_run
 from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing, read_progress
 from harness.train.checkpoint import progress as ckpt_progress
-from harness.train.loop import TrainingInterrupted, partial_result, train
+from harness.train.loop import TrainingFailed, TrainingInterrupted, train
 
 
 class RunBusy(Exception):
@@ -127,14 +127,16 @@ def _train_and_record(
     except TrainingInterrupted:
         raise
     except Exception as exc:  # recorded in the row, not lost
+        partial = exc.partial if isinstance(exc, TrainingFailed) else None
+        exc = exc.error if isinstance(exc, TrainingFailed) else exc
         print(f"harness: run {run_id} failed:", file=sys.stderr)  # the run's log: its traceback
         traceback.print_exception(exc, file=sys.stderr)
         status = next((s for t, s in _STATUS_OF_EXCEPTION if isinstance(exc, t)), Status.FAILED)
-        result = partial_result(exc) or RunResult(status=status)
+        result = partial or RunResult(status=status)
         result.status, result.error = status, error_tail(exc)
         result.metrics.setdefault("wall_s", time.time() - start)
     if _is_writer():
-        where = provenance(job_id or os.environ.get("SLURM_JOB_ID"))
+        where = provenance(job_id or env.SLURM_JOB_ID.get())
         write_or_spill(root, run, result, where | inputs)
         reached.unlink(missing_ok=True)
         live.unlink(missing_ok=True)  # its row is written: no longer a live run
@@ -220,8 +222,8 @@ def share_compile_cache(root: Path, grid: str) -> None:
     unless the environment names them already: every run of a grid after the first reuses the
     kernels the first one compiled (same shapes, same code) instead of compiling them again."""
     folder = paths.compile_cache_dir(root, grid).resolve()
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(folder))
-    os.environ.setdefault("TRITON_CACHE_DIR", str(folder / "triton"))
+    os.environ.setdefault(env.TORCHINDUCTOR_CACHE_DIR.name, str(folder))
+    os.environ.setdefault(env.TRITON_CACHE_DIR.name, str(folder / "triton"))
 
 
 def _is_writer() -> bool:

@@ -1,0 +1,82 @@
+"""``analyze power`` against an independent computation of the noncentral t and hand formulas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate, stats
+
+from harness.analysis.power import detectable, power, power_table, seeds_needed
+from harness.analysis.select import ARM
+from harness.analysis.values import VALUE
+
+
+def _power_by_integration(delta, se, df, crit, two_sided=False):
+    """P((Z + delta/se) / sqrt(V/df) > crit) [+ P(... < -crit)], V ~ chi2(df): by quadrature."""
+    ncp = delta / se
+
+    def upper(v):
+        return stats.norm.sf(crit * math.sqrt(v / df) - ncp) * stats.chi2.pdf(v, df)
+
+    def lower(v):
+        return stats.norm.cdf(-crit * math.sqrt(v / df) - ncp) * stats.chi2.pdf(v, df)
+
+    p = integrate.quad(upper, 0, np.inf, limit=200)[0]
+    return p + (integrate.quad(lower, 0, np.inf, limit=200)[0] if two_sided else 0.0)
+
+
+def test_welch_power_matches_integration_with_satterthwaite_df():
+    var_a, n_a, var_b, n_b, delta = 0.04, 3, 0.09, 4, 0.3
+    se = math.sqrt(var_a / n_a + var_b / n_b)
+    df = se**4 / ((var_a / n_a) ** 2 / (n_a - 1) + (var_b / n_b) ** 2 / (n_b - 1))
+    got = float(power(delta, var_a, n_a, var_b, n_b, alpha=0.05, two_sided=False))
+    assert got == pytest.approx(_power_by_integration(delta, se, df, stats.t.ppf(0.95, df)), 1e-6)
+    got2 = float(power(delta, var_a, n_a, var_b, n_b, alpha=0.05, two_sided=True))
+    crit2 = stats.t.ppf(0.975, df)
+    assert got2 == pytest.approx(_power_by_integration(delta, se, df, crit2, True), 1e-6)
+    assert float(power(0.0, var_a, n_a, var_b, n_b, alpha=0.05, two_sided=False)) == (
+        pytest.approx(0.05)
+    )  # no difference: rejects at the level
+
+
+def test_paper_power_uses_app_f_se_and_s_minus_1_df():
+    var_a, var_b, s, delta = 0.0001, 0.0001, 3, 0.04
+    se = math.sqrt(var_a + var_b) / math.sqrt(s)
+    got = float(power(delta, var_a, s, var_b, s, alpha=0.05, two_sided=False, test="paper"))
+    assert got == pytest.approx(_power_by_integration(delta, se, 2, 2.919986), 1e-5)
+
+
+def test_seeds_needed_and_detectable_are_consistent_and_near_the_normal_formula():
+    sd, delta = 1.0, 0.5
+    n = seeds_needed(delta, sd**2, sd**2, alpha=0.05, two_sided=True, target=0.8)
+    normal = 2 * (stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) ** 2 * sd**2 / delta**2  # 62.8
+    assert normal <= n <= normal + 2  # t needs a little more than the normal approximation
+    p = lambda k: float(power(delta, 1.0, k, 1.0, k, alpha=0.05, two_sided=True))  # noqa: E731
+    assert p(n) >= 0.8 > p(n - 1)
+    d = detectable(1.0, n, 1.0, n, alpha=0.05, two_sided=True, target=0.8)
+    assert d <= delta and float(power(d, 1.0, n, 1.0, n, alpha=0.05, two_sided=True)) == (
+        pytest.approx(0.8, abs=1e-8)
+    )
+
+
+def test_power_table_per_cell():
+    rows = [
+        {ARM: arm, "bs": bs, "seed": s, VALUE: base + 0.1 * (s - 1)}
+        for bs in (8, 16)
+        for arm, base in (("a", 3.0), ("b", 2.9 if bs == 8 else 3.05))
+        for s in range(3)
+    ]
+    out = power_table(pd.DataFrame(rows), ["bs"], "a", "b", alternative="less").set_index("bs")
+    assert out.loc[8, "diff"] == pytest.approx(-0.1) and out.loc[8, "difference"] == (
+        pytest.approx(0.1)
+    )
+    assert out.loc[8, "std_a"] == pytest.approx(0.1) and out.loc[8, "n_a"] == 3
+    expected = float(power(0.1, 0.01, 3, 0.01, 3, alpha=0.05, two_sided=False))
+    assert out.loc[8, "power"] == pytest.approx(expected)
+    assert out.loc[16, "note"] == "the observed diff points against H1"
+    assert out.loc[8, "seeds_needed"] == seeds_needed(
+        0.1, 0.01, 0.01, alpha=0.05, two_sided=False, target=0.8
+    )
