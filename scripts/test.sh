@@ -8,15 +8,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  missing=()  # chromium: the report's test; faketime: the clock-skew test (test_clock_skew.py)
+  missing=()  # chromium: the report's test; faketime: the clock-skew test (test_clock_skew.py);
+  # tmux: harness watch's test (test_watch.py)
   command -v chromium >/dev/null || missing+=(chromium)
   command -v faketime >/dev/null || missing+=(faketime)
+  command -v tmux >/dev/null || missing+=(tmux)
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
   fi
   bash .ci/slurm/start.sh
 else
-  echo "not root: SLURM test cluster not started and chromium not installed; their tests skip" \
+  echo "not root: SLURM test cluster not started, chromium and tmux not installed; their tests skip" \
     "(they fail under CI=true)"
 fi
 ruff check . && ruff format --check .

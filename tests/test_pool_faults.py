@@ -88,7 +88,7 @@ def test_b13_a_run_killed_by_the_kernel_keeps_its_steps_and_curve(tmp_path, prep
     _, err = submit.communicate(timeout=120)
     reached = logged_steps(root, "oom", run_id)[-1]
 
-    assert submit.returncode == 0, err
+    assert submit.returncode == 1, err  # a failed run: exit 1
     assert not paths.checkpoint_path(root, "oom", run_id).exists()
     ((status, steps, error),) = newest_values(
         root, "oom", ["status", "steps_done", "error"]

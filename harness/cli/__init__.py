@@ -33,6 +33,7 @@ COMMANDS: Registry[str] = Registry(
         "figures": "harness.cli.figures:figures",
         "report": "harness.cli.report:report",
         "import": "harness.cli.importer:import_",
+        "watch": "harness.cli.watch:watch",
     },
 )
 """Command name -> ``module:attribute`` of its click command."""

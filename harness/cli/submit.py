@@ -98,6 +98,10 @@ def submit(
 
     Close the edges of a sweep, then test the winners on fresh seeds: harness submit
     grids/optimizer_gap.yaml --local --extend --confirm (see harness.grid.followup).
+
+    Exit status: 0 when every run it waited for completed or diverged (diverging is a result);
+    1 when any failed (failed, oom, timeout, cancelled) or was lost (ended without a row);
+    2 for bad input; 128 + N when stopped by signal N.
     """
     from harness.core.errors import Stopped
     from harness.launch.submit import submit as do_submit
@@ -124,13 +128,14 @@ def submit(
             out=sys.stdout,
         )
 
+    faults = 0
     try:
         report = once()
-        _finished(report)
+        faults += _finished(report)
         # --extend/--confirm: plan again once the runs have finished, until nothing is added
         while planner is not None and not dry_run and report.launched and report.statuses:
             report = once()
-            _finished(report)
+            faults += _finished(report)
         if planner is not None and not dry_run and report.launched and not report.statuses:
             click.echo("queued: run the same command again once they finish (or add --wait)")
     except Stopped as e:
@@ -139,14 +144,22 @@ def submit(
         for flag, value in (("--launcher", launcher), ("--results", results), ("--data", data)):
             again += [flag, str(value)] if value else []
         raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
+    if faults:
+        click.echo(f"exit 1: {faults} runs failed or were lost; see 'harness status "
+                   f"{report.grid}' and each run's log", err=True)  # fmt: skip
+        sys.exit(1)
 
 
-def _finished(report: SubmitReport) -> None:
+def _finished(report: SubmitReport) -> int:
+    """Print what became of the runs; returns how many failed or were lost."""
     if report.statuses:
         counts: dict[str, int] = {}
         for s in report.statuses.values():
             counts[s] = counts.get(s, 0) + 1
         click.echo("finished: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if report.lost:
+        click.echo(f"lost: {len(report.lost)} runs ended without a row: {', '.join(report.lost)}")
+    return report.faults
 
 
 class _Planner:

@@ -9,6 +9,7 @@ Layout under the results root (``results/`` in the working directory by default)
         runs-<gen>.parquet, curves-<gen>.parquet   one generation each (zero-padded numbers)
     <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
+    <root>/<grid>/live/<run_id>.jsonl   curve points of a run being trained, one line each
     <root>/<grid>/submissions/          launcher records (job ids) and logs of runs
     <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
     <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
@@ -173,6 +174,17 @@ def progress_path(root: Path, grid: str, run_id: str) -> Path:
     """What an unfinished run has reached (step, loss curve), rewritten at each logged point:
     a run killed where no handler runs (the kernel's OOM killer) keeps it for its row."""
     return grid_dir(root, grid) / "checkpoints" / f"{run_id}.progress.json"
+
+
+def live_dir(root: Path, grid: str) -> Path:
+    """Folder of the live curves of runs being trained (:mod:`harness.store.live`)."""
+    return grid_dir(root, grid) / "live"
+
+
+def live_path(root: Path, grid: str, run_id: str) -> Path:
+    """A run's live curve: one JSON line appended per logged point while it trains; removed once
+    its row is written."""
+    return live_dir(root, grid) / f"{run_id}.jsonl"
 
 
 def submissions_dir(root: Path, grid: str) -> Path:

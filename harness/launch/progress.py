@@ -1,12 +1,19 @@
-"""A live one-line progress display for a batch of runs: done / total, states, ETA."""
+"""A live one-line progress display for a batch of runs: done / total, states, ETA, and the best
+validation loss so far."""
 
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import TextIO
+
+from harness.core import paths
+from harness.core.result import Status
+from harness.store.live import duration
 
 
 class Progress:
@@ -17,6 +24,8 @@ class Progress:
         self.start = time.time()
         self.counts: Counter[str] = Counter()
         self.running = 0
+        self.best: float | None = None
+        """The lowest validation loss of a completed run so far."""
         self.every_s = every_s
         self._last_print = 0.0
         self._tty = self.stream.isatty()
@@ -26,9 +35,12 @@ class Progress:
         """Runs finished, whatever their status."""
         return sum(self.counts.values())
 
-    def finished(self, status: str) -> None:
-        """Record one finished run."""
+    def finished(self, status: str, val_loss: float | None = None) -> None:
+        """Record one finished run (``val_loss``: its validation loss, when it has one)."""
         self.counts[status] += 1
+        ok = status == Status.COMPLETED and val_loss is not None and math.isfinite(val_loss)
+        if ok and (self.best is None or val_loss < self.best):  # type: ignore[operator]
+            self.best = val_loss
         self.draw(force=not self._tty)
 
     def line(self) -> str:
@@ -36,11 +48,12 @@ class Progress:
         elapsed = time.time() - self.start
         eta = "?"
         if self.done:
-            eta = _fmt(elapsed / self.done * (self.total - self.done))
+            eta = duration(elapsed / self.done * (self.total - self.done))
         states = " ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
         return (
             f"[{self.done}/{self.total}] {states or 'none finished'} | running {self.running} | "
-            f"elapsed {_fmt(elapsed)} ETA {eta}"
+            f"elapsed {duration(elapsed)} ETA {eta}"
+            + (f" | best val_loss {self.best:.4f}" if self.best is not None else "")
         )
 
     def draw(self, force: bool = False) -> None:
@@ -71,6 +84,12 @@ class Progress:
         self.stream.flush()
 
 
-def _fmt(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+def val_loss_of(root: Path, grid: str, run_id: str) -> float | None:
+    """The validation loss in a run's row file (None: none, or unreadable)."""
+    from harness.store.rows import read_row  # Arrow: only once runs finish, never in a dry run
+
+    try:
+        value = read_row(paths.run_path(root, grid, run_id)).get("val_loss")
+    except (OSError, ValueError, IndexError):
+        return None
+    return float(value) if isinstance(value, int | float) else None

@@ -19,7 +19,7 @@ from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError, unknown_choice
 from harness.core.files import file_stamp, remove_stale_temps
-from harness.core.result import STATUSES, Status
+from harness.core.result import RESULT_STATUSES, STATUSES, Status
 from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
 from harness.grid.load import Grid, load_grid
@@ -44,6 +44,15 @@ class SubmitReport:
     """Runs handed to the launcher."""
     statuses: dict[str, str]
     """run_id -> status of runs that finished while submit waited."""
+    lost: tuple[str, ...] = ()
+    """Runs submit waited for that ended without a row (their process or job vanished)."""
+
+    @property
+    def faults(self) -> int:
+        """Runs that failed (a status other than ``completed`` or ``diverged``) or were lost:
+        ``submit`` exits 1 when there is any."""
+        bad = [s for s in self.statuses.values() if s not in RESULT_STATUSES]
+        return len(bad) + len(self.lost)
 
 
 def choose_profile(grid: Grid, local: bool, launcher: str | None) -> LauncherProfile[Any]:
@@ -270,6 +279,11 @@ def _launch(
     launched = runner.launch(todo, spec, seen)  # a run whose row changed since is not trained
     if wait if wait is not None else not runner.detaches:
         report = runner.wait(launched, spec)
-        return SubmitReport(grid.name, len(grid.runs), skipped, report.launched, report.statuses)
+        lost = tuple(r.run_id for r in todo if r.run_id not in report.statuses
+                     and file_stamp(paths.run_path(root, grid.name, r.run_id)) == seen[r.run_id]
+                     )  # fmt: skip
+        return SubmitReport(
+            grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost
+        )
     out.write(f"follow with 'harness status {grid.name}'; stop with 'harness cancel {grid.name}'\n")
     return SubmitReport(grid.name, len(grid.runs), skipped, launched.runs, {})

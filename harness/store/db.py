@@ -5,7 +5,9 @@ per-run files of running grids and the consolidated files of ``harness compact``
 that appears more than once (a retried run whose old row was consolidated, or a compaction
 stopped between writing its file and removing what it covered) shows its newest row in ``runs``;
 in ``curves`` it shows the points of its per-run curve file when there is one, else those of the
-newest consolidated generation that holds it (see :func:`curves_select`).
+newest consolidated generation that holds it (see :func:`curves_select`). ``curves`` also shows
+the points logged so far by runs being trained (live files, :mod:`harness.store.live`), with
+``running`` true while a process trains them; stored points have ``running`` false.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.paths import duck_path
 from harness.core.provenance import ATTEMPT
 from harness.store.integrity import check_grid
+from harness.store.live import curve_rows
 from harness.store.schema import CURVE_SCHEMA, NEWEST_KEY, config_schema, row_schema
 
 Sources = list[tuple[Path, str]]
@@ -221,8 +225,29 @@ def connect(root: Path, grid: str | Sequence[str] | None = None) -> duckdb.DuckD
         check_grid(root, g)
     con = duckdb.connect(":memory:")
     for view in _SOURCES:
-        con.execute(f"CREATE VIEW {view} AS {_view_sql(root, grids, view)}")
+        sql = _view_sql(root, grids, view)
+        if view == "curves":
+            sql = _with_live_points(con, root, grids, sql)
+        con.execute(f"CREATE VIEW {view} AS {sql}")
     return con
+
+
+def _with_live_points(con: duckdb.DuckDBPyConnection, root: Path, grids: list[str],
+                      stored: str) -> str:  # fmt: skip
+    """The ``curves`` view with a ``running`` column: the stored points (``false``), and the
+    points of runs with a live file (:mod:`harness.store.live`; ``true`` while a process holds
+    the run's lock), which replace a run's stored points (an older attempt's)."""
+    rows = curve_rows(root, grids)
+    marked = f"SELECT *, false AS running FROM ({stored})"
+    if not rows:
+        return marked
+    schema = CURVE_SCHEMA.append(pa.field("running", pa.bool_()))
+    con.register("_live_points", pa.Table.from_pylist(rows, schema=schema))
+    return (
+        f"SELECT * FROM ({marked}) s WHERE NOT EXISTS (SELECT 1 FROM _live_points l "
+        "WHERE l.grid = s.grid AND l.run_id = s.run_id) UNION ALL BY NAME "
+        "SELECT * FROM _live_points"
+    )
 
 
 def result_statuses(root: Path, grid: str) -> dict[str, str]:

@@ -11,6 +11,7 @@ from harness.core import paths
 from harness.core.files import is_locked
 from harness.core.result import RESULT_STATUSES, STATUSES
 from harness.store.db import connect
+from harness.store.live import Heartbeat, duration, heartbeats
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,8 @@ class GridStatus:
     running: int = 0
     """Planned runs being trained now: a live process holds their run lock (counted above by
     their previous row, or as missing)."""
+    live: tuple[Heartbeat, ...] = ()
+    """Runs with a live curve (being trained, or stopped before their row): where each stands."""
 
 
 def grid_status(root: Path, grid: str) -> GridStatus:
@@ -44,12 +47,26 @@ def grid_status(root: Path, grid: str) -> GridStatus:
     ).fetchall()
     planned = {r for (r,) in con.execute("SELECT run_id FROM manifest").fetchall()}
     running = len(training_now(root, grid, planned))
-    return GridStatus(grid, counts, [tuple(f) for f in fails], running)
+    live = tuple(h for h in heartbeats(root, grid) if h.run_id in planned)
+    return GridStatus(grid, counts, [tuple(f) for f in fails], running, live)
 
 
 def training_now(root: Path, grid: str, run_ids: Iterable[str]) -> set[str]:
     """The runs among ``run_ids`` whose run lock a live process holds (being trained now)."""
     return {r for r in run_ids if is_locked(paths.run_lock_path(root, grid, r))}
+
+
+LIVE_LINES = 20
+"""Live runs listed by :func:`format_status`."""
+
+
+def format_heartbeat(h: Heartbeat) -> str:
+    """One line of a live run: step, loss, throughput, ETA, age of its last point."""
+    state = "running" if h.running else "stopped"
+    rate = f"{h.tokens_per_s:,.0f} tok/s" if h.tokens_per_s else "? tok/s"
+    eta = duration(h.eta_s) if h.eta_s is not None and h.running else "?"
+    return (f"  {state:9} {h.run_id}  step {h.step}/{h.steps}  loss {h.loss:.4f}  {rate}  "
+            f"ETA {eta}  last point {duration(h.age_s)} ago")  # fmt: skip
 
 
 def format_status(s: GridStatus) -> str:
@@ -65,6 +82,9 @@ def format_status(s: GridStatus) -> str:
         )
     if s.running:
         lines.append(f"running now: {s.running} (a live process holds each one's run lock)")
+    lines += [format_heartbeat(h) for h in s.live[:LIVE_LINES]]
+    if len(s.live) > LIVE_LINES:
+        lines.append(f"  ... and {len(s.live) - LIVE_LINES} more live runs")
     for run_id, status, reason in s.failures[:20]:
         lines.append(f"  {status:9} {run_id}  {reason[:150]}")
     if len(s.failures) > 20:

@@ -78,6 +78,7 @@ def train(
     checkpoint: Checkpointing | None = None,
     should_stop: Callable[[], bool] | None = None,
     log: Callable[[str], None] | None = print,
+    on_point: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
     """Train ``run`` to completion (or divergence) and evaluate it.
 
@@ -89,6 +90,9 @@ def train(
         should_stop: polled once per step; when it returns True the run checkpoints and raises
             :class:`TrainingInterrupted` (preemption, time limit).
         log: receives a progress line per logging interval; None silences it.
+        on_point: called (on rank 0) with each loss-curve point as it is logged, plus
+            ``steps`` (planned) and ``tokens_per_s``: what a live view shows (the caller
+            decides where it goes).
 
     Returns:
         The run's result (status ``completed`` or ``diverged``).
@@ -99,7 +103,7 @@ def train(
             what the run had done.
         Exception: whatever failed before training began (building the model, reading data).
     """
-    trainer = _Trainer(run, data_root, checkpoint, log)
+    trainer = _Trainer(run, data_root, checkpoint, log, on_point)
     try:
         return trainer.fit(should_stop)
     except TrainingInterrupted:
@@ -115,8 +119,9 @@ class _Trainer:
         data_root: Path,
         checkpoint: Checkpointing | None,
         log: Callable[[str], None] | None,
+        on_point: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        self.run, self.checkpoint, self.log = run, checkpoint, log
+        self.run, self.checkpoint, self.log, self.on_point = run, checkpoint, log, on_point
         self.rank, self.world = _rank_world()
         local_rank = (
             self.rank % max(1, torch.cuda.device_count()) if torch.cuda.is_available() else 0
@@ -351,8 +356,10 @@ class _Trainer:
         point = self._point(mean, val, start) | tracked
         st.curve.append(point)
         self._record_progress()
+        rate = st.timed_tokens / st.timed_s if st.timed_s else 0.0
+        if self.on_point is not None and self.rank == 0:
+            self.on_point({**point, "steps": run.data.steps, "tokens_per_s": rate or None})
         if self.log and self.rank == 0:
-            rate = st.timed_tokens / st.timed_s if st.timed_s else 0.0
             self.log(
                 f"[{run.run_id}] step {st.step}/{run.data.steps} loss {mean:.4f} "
                 f"lr {point['lr']:.3g} {rate:,.0f} tok/s"

@@ -17,7 +17,7 @@ from harness.core.files import FileStamp
 from harness.launch.contract import ExecutionSpec
 from harness.launch.local.settings import LocalSettings
 from harness.launch.local.slots import split_cores
-from harness.launch.progress import Progress
+from harness.launch.progress import Progress, val_loss_of
 from harness.launch.worker.pool import Ended, Outcome, RunPool
 
 _OUTCOME_TEXT = {
@@ -77,7 +77,8 @@ class Batch:
         if end.status is not None:
             self.statuses[end.run_id] = end.status
             if progress:
-                progress.finished(end.status)
+                spec = self.pool.spec
+                progress.finished(end.status, val_loss_of(spec.results_root, spec.grid, end.run_id))
 
     def stop(self) -> None:
         """Stop every running run (each checkpoints); start no more."""

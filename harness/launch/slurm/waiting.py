@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.launch.progress import Progress
+from harness.launch.progress import Progress, val_loss_of
 from harness.launch.slurm.arrays import TaskPlan
 from harness.launch.slurm.reconcile import reconcile, row_of
 from harness.launch.slurm.records import Assignment, Submission, latest_assignments
@@ -29,7 +29,7 @@ def _collect(
             out[run_id] = row[1]
             del pending[run_id]
             if progress:
-                progress.finished(row[1])
+                progress.finished(row[1], val_loss_of(root, grid, run_id))
     return out
 
 

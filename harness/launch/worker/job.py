@@ -15,21 +15,24 @@ the results file system refuses (full, read-only) is kept in a spill file
 from __future__ import annotations
 
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from harness.core import env, paths
-from harness.core.files import FileStamp, file_stamp, remove_temps, try_locked
+from harness.core.files import FileStamp, file_stamp, os_error_line, remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.inputs import inputs_of
 from harness.launch.worker import distributed
+from harness.store.live import append_point, start_attempt
 from harness.store.manifest import load_run
 from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing, read_progress
@@ -106,6 +109,7 @@ def _train_and_record(
         torch.set_num_threads(spec.threads)
     ckpt = paths.checkpoint_path(root, grid, run_id)
     reached = paths.progress_path(root, grid, run_id)
+    live = paths.live_path(root, grid, run_id)
     if _is_writer():
         remove_temps(ckpt)  # left by a process killed while checkpointing (up to GBs each)
         remove_temps(reached)
@@ -118,12 +122,15 @@ def _train_and_record(
             data_root=spec.data_root,
             checkpoint=Checkpointing(ckpt, spec.checkpoint_every_s, progress=reached),
             should_stop=should_stop,
+            on_point=_LiveWriter(live) if _is_writer() else None,
         )
     except TrainingInterrupted:
         raise
     except Exception as exc:  # recorded in the row, not lost
         partial = exc.partial if isinstance(exc, TrainingFailed) else None
         exc = exc.error if isinstance(exc, TrainingFailed) else exc
+        print(f"harness: run {run_id} failed:", file=sys.stderr)  # the run's log: its traceback
+        traceback.print_exception(exc, file=sys.stderr)
         status = next((s for t, s in _STATUS_OF_EXCEPTION if isinstance(exc, t)), Status.FAILED)
         result = partial or RunResult(status=status)
         result.status, result.error = status, error_tail(exc)
@@ -132,6 +139,7 @@ def _train_and_record(
         where = provenance(job_id or env.SLURM_JOB_ID.get())
         write_or_spill(root, run, result, where | inputs)
         reached.unlink(missing_ok=True)
+        live.unlink(missing_ok=True)  # its row is written: no longer a live run
         if not spec.keep_checkpoints:
             ckpt.unlink(missing_ok=True)
     return str(result.status)
@@ -162,6 +170,27 @@ def write_status(
         result.tokens_seen = result.steps_done * run.data.tokens_per_step
         result.curve = list(done.get("curve", []))
     write_or_spill(root, run, result, provenance(job_id))
+    paths.live_path(root, grid, run_id).unlink(missing_ok=True)
+
+
+class _LiveWriter:
+    """Appends each logged point to a run's live file (:mod:`harness.store.live`); a file
+    system that refuses costs a warning once, not the run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.warned, self.started = path, False, False
+
+    def __call__(self, point: dict[str, Any]) -> None:
+        try:
+            if not self.started:
+                start_attempt(self.path)  # after a process killed mid-line
+                self.started = True
+            append_point(self.path, point)
+        except OSError as e:
+            if not self.warned:
+                print(f"harness: warning: live curve not written: {os_error_line(e)}",
+                      file=sys.stderr)  # fmt: skip
+            self.warned = True
 
 
 def row_unchanged(path: Path, stamp: FileStamp | None) -> bool:

@@ -1,0 +1,149 @@
+"""Live curves: the points of runs being trained, readable while they are written.
+
+A run being trained appends one JSON line per logged point to its live file
+(:func:`harness.core.paths.live_path`) with a single ``write`` on a file opened for appending, so
+a reader sees whole lines plus at most one partial last line, which it ignores: a run killed
+mid-write leaves only complete points. Each line is a loss-curve point (``CURVE_COLUMNS``) plus
+``steps`` (the run's planned steps) and ``tokens_per_s``; the last one is the run's heartbeat.
+A run that resumes from a checkpoint appends from the checkpoint's step again: a point whose
+step is not above the one before it starts a new attempt, and the points it repeats are dropped.
+The file is removed once the run's row is written, so a live file means "no row for this attempt
+yet". Readers only read files: they work wherever the results folder is mounted (SLURM too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.core import paths
+from harness.core.files import is_locked
+from harness.core.result import CURVE_COLUMNS
+
+
+def append_point(path: Path, point: dict[str, Any]) -> None:
+    """Append ``point`` to the live file ``path`` as one complete line (one ``write``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(point, allow_nan=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def start_attempt(path: Path) -> None:
+    """End a partial last line of ``path`` (left by a process killed mid-write) so that the
+    next attempt's first point starts a line of its own."""
+    with contextlib.suppress(FileNotFoundError), open(path, "rb+") as fh:
+        if fh.seek(0, os.SEEK_END) == 0:
+            return
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) != b"\n":
+            fh.write(b"\n")
+
+
+def read_points(path: Path) -> list[dict[str, Any]]:
+    """The complete points of a live file, the current attempt's (see the module docstring);
+    [] when there is none."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    lines = data.split(b"\n")[:-1]  # the last piece is '' or a partial line being written
+    points: list[dict[str, Any]] = []
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            point = json.loads(line)
+            if isinstance(point, dict) and isinstance(point.get("step"), int):
+                while points and points[-1]["step"] >= point["step"]:
+                    points.pop()  # a resumed attempt repeats these steps
+                points.append(point)
+    return points
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """Where a run with a live file stands: its last point."""
+
+    run_id: str
+    """The run."""
+    step: int
+    """Steps done."""
+    steps: int
+    """Steps planned."""
+    loss: float
+    """Its last logged training loss."""
+    tokens_per_s: float | None
+    """Its training throughput."""
+    tokens_per_step: float
+    """Tokens per optimizer step."""
+    age_s: float
+    """Seconds since its last point."""
+    running: bool
+    """Whether a live process holds its run lock (False: stopped, or its process is gone)."""
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds to its last step at its current throughput (None: not known yet)."""
+        if not self.tokens_per_s or self.step <= 0:
+            return None
+        return (self.steps - self.step) * self.tokens_per_step / self.tokens_per_s
+
+
+def live_runs(root: Path, grid: str) -> dict[str, list[dict[str, Any]]]:
+    """run_id -> complete points of every run of ``grid`` with a live file."""
+    folder = paths.live_dir(root, grid)
+    if not folder.is_dir():
+        return {}
+    out = {p.stem: read_points(p) for p in sorted(folder.glob("*.jsonl"))}
+    return {r: pts for r, pts in out.items() if pts}
+
+
+def heartbeats(root: Path, grid: str) -> list[Heartbeat]:
+    """The heartbeat of every run of ``grid`` with a live file, running ones first."""
+    now = time.time()
+    out = []
+    for run_id, points in live_runs(root, grid).items():
+        last = points[-1]
+        mtime = _mtime(paths.live_path(root, grid, run_id))
+        rate = last.get("tokens_per_s")
+        out.append(Heartbeat(
+            run_id, int(last["step"]), int(last.get("steps") or last["step"]),
+            float(last.get("train_loss") or float("nan")), float(rate) if rate else None,
+            int(last.get("tokens") or 0) / max(1, int(last["step"])),
+            max(0.0, now - mtime) if mtime else 0.0,
+            is_locked(paths.run_lock_path(root, grid, run_id)),
+        ))  # fmt: skip
+    return sorted(out, key=lambda h: (not h.running, h.run_id))
+
+
+def curve_rows(root: Path, grids: list[str]) -> list[dict[str, Any]]:
+    """The live points of ``grids`` as ``curves`` rows (``grid``, ``run_id``, ``CURVE_COLUMNS``,
+    ``running``)."""
+    rows = []
+    for grid in grids:
+        for run_id, points in live_runs(root, grid).items():
+            running = is_locked(paths.run_lock_path(root, grid, run_id))
+            for p in points:
+                row = {"grid": grid, "run_id": run_id} | {c: p.get(c) for c in CURVE_COLUMNS}
+                rows.append(row | {"running": running})
+    return rows
+
+
+def duration(seconds: float) -> str:
+    """``4m05s`` or ``2h03m``."""
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
