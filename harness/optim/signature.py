@@ -151,7 +151,7 @@ def spec_from_class(
                 left[p.name] = kind.why
         elif isinstance(kind, _Tuple):
             stem = "beta" if p.name == "betas" else p.name
-            values = (REQUIRED,) * len(kind.types) if default is REQUIRED else default
+            values: Any = (REQUIRED,) * len(kind.types) if default is REQUIRED else default
             values = (None,) * len(kind.types) if values is None else values
             keys = []
             for i, (t, value) in enumerate(zip(kind.types, values, strict=True), 1):
@@ -197,7 +197,7 @@ def _problems(what: str, problems: list[str]) -> str:
 
 def _hints(cls: type) -> dict[str, Any]:
     """The constructor's annotations, evaluated (each on its own where some cannot be)."""
-    init = cls.__init__
+    init = cls.__init__  # type: ignore[misc]  # the class's own constructor, not an instance's
     try:
         return typing.get_type_hints(init)
     except Exception:

@@ -265,7 +265,8 @@ class _Trainer:
             self._sync()
             t_opt = time.perf_counter()
         if self.closure:  # the SAM family: a second forward and backward on the same batch
-            self.optimizer.step(lambda: self._again(micro))
+            # torch types the closure as returning float; SAM-family optimizers take the loss tensor
+            self.optimizer.step(lambda: self._again(micro))  # type: ignore[arg-type,return-value]
         else:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
