@@ -35,8 +35,11 @@ PNG_WIDTH = 1000
 class Study:
     """One study's log: every command it ran with its output, in ``<name>.txt``."""
 
-    def __init__(self, name: str, grid: str) -> None:
+    def __init__(self, name: str, grid: str, followup: tuple[str, ...] = ()) -> None:
         self.name, self.grid = name, REPO / "grids" / f"{grid}.yaml"
+        self.followup = followup
+        """``submit`` flags that add runs after the grid's own (``--extend``, ``--confirm``):
+        training passes them, and the analysis covers the runs they added."""
         self.grid_name = grid
         self.start = time.time()
         self.lines: list[str] = [
@@ -63,18 +66,20 @@ class Study:
     def train(self) -> float:
         """Train the grid's local section; returns the wall seconds."""
         t = time.time()
-        out = self.harness("submit", str(self.grid), "--local", "--results", str(RESULTS),
-                           log=False)  # fmt: skip
+        out = self.harness("submit", str(self.grid), "--local", *self.followup,
+                           "--results", str(RESULTS), log=False)  # fmt: skip
         took = time.time() - t
-        planned = next((ln for ln in out.splitlines() if "runs planned" in ln), "")
-        self.lines.append(f"\n# training: submit {self.grid.name} --local: {took / 60:.1f} min")
-        self.lines.append(f"# {planned}")
+        flags = "".join(f" {f}" for f in self.followup)
+        self.lines.append(f"\n# training: submit {self.grid.name} --local{flags}: "
+                          f"{took / 60:.1f} min")  # fmt: skip
+        keep = ("runs planned", "new run(s) planned", "beyond", "edge", "confirm", "finished")
+        self.lines += [f"# {ln}" for ln in out.splitlines() if any(k in ln for k in keep)]
         return took
 
     def where(self) -> str:
         """``--where`` restricting the rows to the runs the grid plans today."""
-        plan = self.harness("submit", str(self.grid), "--local", "--dry-run", "--format", "csv",
-                            "--launcher", "local", log=False)  # fmt: skip
+        plan = self.harness("submit", str(self.grid), "--local", *self.followup, "--dry-run",
+                            "--format", "csv", "--launcher", "local", log=False)  # fmt: skip
         ids = [row["run_id"] for row in csv.DictReader(io.StringIO(plan))]
         return "run_id IN (" + ", ".join(f"'{i}'" for i in ids) + ")"
 
