@@ -77,9 +77,11 @@ class Study:
         return took
 
     def where(self) -> str:
-        """``--where`` restricting the rows to the runs the grid plans today."""
+        """``--where`` restricting the rows to the runs the grid plans today (with the
+        follow-ups recorded in the results manifest, when ``followup`` asks for them)."""
         plan = self.harness("submit", str(self.grid), "--local", *self.followup, "--dry-run",
-                            "--format", "csv", "--launcher", "local", log=False)  # fmt: skip
+                            "--format", "csv", "--launcher", "local", "--results", str(RESULTS),
+                            log=False)  # fmt: skip
         ids = [row["run_id"] for row in csv.DictReader(io.StringIO(plan))]
         return "run_id IN (" + ", ".join(f"'{i}'" for i in ids) + ")"
 
