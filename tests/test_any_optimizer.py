@@ -247,6 +247,25 @@ def test_each_builtins_recorded_defaults_are_its_constructors(name: str) -> None
         assert recorded == p.default, (name, p.name)
 
 
+@pytest.mark.parametrize("name", sorted(__import__("harness.optim.builtin").optim.builtin.BUILTIN))
+def test_each_builtins_declaration_read_from_source_is_the_imported_classs(name: str) -> None:
+    """Planning reads a built-in's constructor from its source (torch-free); the declaration is
+    the one the imported class gives, field for field."""
+    from harness.core.registry import load_object
+    from harness.optim import static
+    from harness.optim.builtin import BUILTIN
+
+    b = BUILTIN[name]
+    init = static.constructor(b.cls)
+    assert init is not None, f"{b.cls}: not readable from its source"
+    options = {"reads": b.reads, "group_options": b.group_options, "takes": b.takes}
+    from harness.optim.signature import spec_from_constructor
+
+    assert spec_from_constructor(init, b.cls, **options) == spec_from_class(
+        load_object(b.cls), b.cls, **options
+    )
+
+
 def test_muons_newton_schulz_steps_are_a_grid_key() -> None:
     from tests.optim_runs import make_model, make_run
 
