@@ -192,8 +192,7 @@ def submit(
     if more is not None:
         grid = _with_runs(grid, more(grid))
     if dry_run and check:
-        n = preflight(grid.runs, str(grid.path))
-        out.write(f"preflight: {n} optimizer configuration(s) built and stepped on the CPU\n")
+        out.write(f"preflight: {preflight(grid.runs, str(grid.path))}\n")
     if dry_run and plan_format != "table":
         out.write(preview.plan_text(grid.runs, plan_format) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
