@@ -298,3 +298,28 @@ def test_preflight_refuses_a_failing_constructor_or_step_before_anything_is_queu
     ok = _grid(project, "grid: {optimizer: {./user_optimizers.py:Fragile: {depth: [1, 2]}}}\n")
     out = _cli("submit", ok, "--launcher", "local", "--dry-run", "--check")
     assert "preflight: 2 optimizer configuration(s) built and stepped" in out
+
+
+def test_preflight_builds_the_runs_real_model_unless_it_is_over_the_budget(
+    prepared_data, monkeypatch
+):
+    """Item 5: the run's real model (every layer) up to REAL_MODEL_BUDGET parameters (160m is
+    real); a larger preset gets one block, and the preflight's line says so."""
+    import dataclasses
+
+    import harness.model.build
+    from harness.launch.preflight import preflight
+    from tests.runs import tiny_run
+
+    built = []
+    tiny, small = harness.model.build.build_model, tiny_run(prepared_data).arch
+
+    def record(arch, seq_len):  # what the preflight builds; a tiny model steps in its place
+        built.append((arch.model, arch.n_layer))
+        return tiny(dataclasses.replace(small, vocab_size=arch.vocab_size), seq_len)
+
+    monkeypatch.setattr(harness.model.build, "build_model", record)
+    runs = [tiny_run(prepared_data, model=m, vocab_size=50304) for m in ("160m", "410m")]
+    line = preflight(runs, "test")
+    assert sorted(built) == [("160m", 12), ("410m", 1)]
+    assert "real models (one block of 410m: 407M params > 400M)" in line
