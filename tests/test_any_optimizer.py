@@ -247,6 +247,25 @@ def test_each_builtins_recorded_defaults_are_its_constructors(name: str) -> None
         assert recorded == p.default, (name, p.name)
 
 
+@pytest.mark.parametrize("name", sorted(__import__("harness.optim.builtin").optim.builtin.BUILTIN))
+def test_each_builtins_declaration_read_from_source_is_the_imported_classs(name: str) -> None:
+    """Planning reads a built-in's constructor from its source (torch-free); the declaration is
+    the one the imported class gives, field for field."""
+    from harness.core.registry import load_object
+    from harness.optim import static
+    from harness.optim.builtin import BUILTIN
+
+    b = BUILTIN[name]
+    init = static.constructor(b.cls)
+    assert init is not None, f"{b.cls}: not readable from its source"
+    options = {"reads": b.reads, "group_options": b.group_options, "takes": b.takes}
+    from harness.optim.signature import spec_from_constructor
+
+    assert spec_from_constructor(init, b.cls, **options) == spec_from_class(
+        load_object(b.cls), b.cls, **options
+    )
+
+
 def test_muons_newton_schulz_steps_are_a_grid_key() -> None:
     from tests.optim_runs import make_model, make_run
 
@@ -279,3 +298,28 @@ def test_preflight_refuses_a_failing_constructor_or_step_before_anything_is_queu
     ok = _grid(project, "grid: {optimizer: {./user_optimizers.py:Fragile: {depth: [1, 2]}}}\n")
     out = _cli("submit", ok, "--launcher", "local", "--dry-run", "--check")
     assert "preflight: 2 optimizer configuration(s) built and stepped" in out
+
+
+def test_preflight_builds_the_runs_real_model_unless_it_is_over_the_budget(
+    prepared_data, monkeypatch
+):
+    """Item 5: the run's real model (every layer) up to REAL_MODEL_BUDGET parameters (160m is
+    real); a larger preset gets one block, and the preflight's line says so."""
+    import dataclasses
+
+    import harness.model.build
+    from harness.launch.preflight import preflight
+    from tests.runs import tiny_run
+
+    built = []
+    tiny, small = harness.model.build.build_model, tiny_run(prepared_data).arch
+
+    def record(arch, seq_len):  # what the preflight builds; a tiny model steps in its place
+        built.append((arch.model, arch.n_layer))
+        return tiny(dataclasses.replace(small, vocab_size=arch.vocab_size), seq_len)
+
+    monkeypatch.setattr(harness.model.build, "build_model", record)
+    runs = [tiny_run(prepared_data, model=m, vocab_size=50304) for m in ("160m", "410m")]
+    line = preflight(runs, "test")
+    assert sorted(built) == [("160m", 12), ("410m", 1)]
+    assert "real models (one block of 410m: 407M params > 400M)" in line

@@ -79,7 +79,8 @@ def test_every_field_is_declared_once_with_its_role_and_the_tables_derive_from_i
     assert len(names) == len(set(names)), "a field name is declared in two sections"
     assert names == list(FIELDS)
     assert [f.name for f in config_schema()] == ["run_id", *names]
-    planned = {"extend_round", "confirm"}  # identity fields submit plans, not grid keys
+    # identity fields the harness sets (submit plans them, resolution records the grid folder)
+    planned = {"extend_round", "confirm", "grid_dir"}
     assert set(names) - {"grid", "scale"} - planned == GRID_KEYS
     assert {FIELDS[n].role for n in ("grid", "scale")} == {Role.IDENTITY}
     assert FIELDS["label"].role is Role.LABEL and not FIELDS["label"].hashed

@@ -14,6 +14,7 @@ from runs import tiny_run
 
 from harness.core.catalogue import with_values
 from harness.core.errors import UserError
+from harness.core.paths import submission_records_dir
 from harness.launch.profile import LauncherProfile, load_profile
 from harness.launch.slurm import arrays
 from harness.launch.slurm.launcher import SlurmLauncher
@@ -23,7 +24,6 @@ from harness.launch.slurm.records import (
     Submission,
     latest_assignments,
     read_submissions,
-    records_dir,
     write_submission,
 )
 from harness.launch.slurm.resources import Node, Request, check_fits, gpu_count, parse_sinfo
@@ -170,7 +170,7 @@ def test_records_round_trip_and_the_latest_submission_wins(tmp_path):
     assert read_submissions(tmp_path, "g") == [first, retry]
     where = latest_assignments(read_submissions(tmp_path, "g"))
     assert {r: p.task for r, p in where.items()} == {"a": "41_0", "b": "41_0", "c": "57"}
-    assert not list(records_dir(tmp_path, "g").glob(".*"))  # no temporary files left
+    assert not list(submission_records_dir(tmp_path, "g").glob(".*"))  # no temporary files left
 
 
 # --- dry run ------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ OWNER = PACKAGE / "core" / "paths.py"
 #: Folder and file names of the layout (core/paths.py's module docstring).
 LAYOUT_NAMES = {
     "runs", "curves", "compact", "compile_cache", "checkpoints", "submissions", "locks",
-    "quarantine", "figures", "manifest.parquet", ".verified.json",
+    "quarantine", "figures", "manifest.parquet", ".verified.json", "records", "slurm", "local",
+    "live",
 }  # fmt: skip
 
 

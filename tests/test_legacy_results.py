@@ -19,6 +19,7 @@ from harness.cli import main
 from harness.core.catalogue import FIELD_NAMES, with_values
 from harness.data.catalogue import vocab_lookup
 from harness.grid.load import load_grid
+from harness.launch.moved import moved_ids
 from harness.store.manifest import load_run, read_manifest, write_manifest
 from harness.store.schema import row_schema
 
@@ -116,10 +117,9 @@ def test_results_with_absolute_paths_are_recognised_where_the_project_is_now(
     runs = read_manifest(project / "results", "paths")
     assert all(r.optim.optimizer.startswith("/tmp/legacy_abs/") for r in runs.values())
     grid = load_grid(project / "paths.yaml", vocab=vocab_lookup(prepared_data))
-    assert {r.legacy_run_id for r in grid.runs}.isdisjoint(runs)  # the old ids name old paths
-    assert {load_run(project / "results", "paths", i).run_id for i in runs} == {
-        r.run_id for r in grid.runs
-    }  # mapped through the manifest
+    assert {r.run_id for r in grid.runs}.isdisjoint(runs)  # the old ids name old paths
+    assert {load_run(project / "results", "paths", i).run_id for i in runs} == set(runs)
+    assert set(moved_ids(runs, grid.runs).values()) == {r.run_id for r in grid.runs}
     # --stale keep: the harness's own model and data code moved on since the fixture was written
     # (a stale result is a recognised one: the runs are matched first, then their inputs checked)
     out = _cli("submit", project / "paths.yaml", "--results", project / "results",
@@ -150,3 +150,34 @@ def test_a_project_moved_with_its_results_keeps_every_run_id(tmp_path, prepared_
     out = _cli("submit", moved / "paths.yaml", "--results", moved / "results",
                "--data", prepared_data, "--launcher", "local")  # fmt: skip
     assert "skipped 2 with a result" in out and "launching 0" in out
+
+
+def test_two_files_of_one_name_in_two_folders_of_a_grid_are_two_runs(
+    tmp_path: Path, prepared_data: Path
+) -> None:
+    """Identity is the path relative to the grid's folder (issue 18, item 6), not the file name:
+    ``a/my_opt.py`` and ``b/my_opt.py`` are different optimizers, and both train."""
+    for folder, gamma in (("a", 0.5), ("b", 1.0)):
+        (tmp_path / folder).mkdir()
+        text = (PATHS / "my_opt.py").read_text()
+        (tmp_path / folder / "my_opt.py").write_text(text + f"\nWHICH = {gamma}\n")
+    (tmp_path / "two.yaml").write_text(
+        "name: two\n"
+        "base: {model: tiny, seq_len: 16, batch_size: 4, steps: 2, eval_tokens: 512,"
+        " log_every: 1, lr: 1.0e-3, gamma: 0.5}\n"
+        "grid:\n  optimizer: [./a/my_opt.py:HalfSign, ./b/my_opt.py:HalfSign]\nseeds: [0]\n"
+    )
+    grid = load_grid(tmp_path / "two.yaml", vocab=vocab_lookup(prepared_data))
+    assert len({r.run_id for r in grid.runs}) == 2
+    assert {r.grid_dir for r in grid.runs} == {str(tmp_path.resolve())}
+    root = tmp_path / "results"
+    plan = _cli("submit", tmp_path / "two.yaml", "--results", root, "--data", prepared_data,
+                "--launcher", "local", "--dry-run")  # fmt: skip
+    assert plan.startswith("runs: 2\n"), plan
+    out = _cli("submit", tmp_path / "two.yaml", "--results", root, "--data", prepared_data,
+               "--launcher", "local")  # fmt: skip
+    assert "launching 2" in out, out
+    sql = "SELECT optimizer, status FROM runs ORDER BY optimizer"
+    rows = _cli("query", sql, "--results", root, "--format", "csv").strip().splitlines()[1:]
+    assert [r.rsplit(",", 1)[1] for r in rows] == ["completed", "completed"]
+    assert {r.split("/")[-2] for r in rows} == {"a", "b"}

@@ -17,7 +17,6 @@ from harness.core import paths
 from harness.core.files import is_locked
 from harness.data.catalogue import vocab_lookup
 from harness.grid.load import load_grid
-from harness.launch.slurm.records import records_dir
 from harness.store.db import newest_values
 from harness.store.manifest import write_manifest
 from tests.local_submits import (
@@ -52,7 +51,7 @@ def test_b7_a_record_of_valid_json_with_a_wrong_type_is_moved_aside(tmp_path, pr
     write_manifest(root, "rec", runs)
     good = {"job_id": "7", "array": True, "submitted_at": "2026-01-01T00:00:00+00:00",
             "launcher": "slurm-test", "log_dir": "/x", "tasks": [[runs[0].run_id]]}  # fmt: skip
-    folder = records_dir(root, "rec")
+    folder = paths.submission_records_dir(root, "rec")
     folder.mkdir(parents=True)
     (folder / "7.json").write_text(json.dumps(good))
     (folder / "8.json").write_text(json.dumps({**good, "job_id": "8", "submitted_at": None}))

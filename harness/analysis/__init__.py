@@ -10,7 +10,10 @@ Layout (library first, CLI thin):
   which direction of a metric is better).
 - ``tuning.py``, ``edges.py``, ``gap.py``, ``crossover.py``, ``compare.py``, ``corrections.py``,
   ``speedup.py``, ``bootstrap.py``: pure statistics (DataFrame in, DataFrame out).
-- ``commands.py``: one function per ``harness analyze`` command (load, tune, statistic).
+- ``commands.py``: what the commands share (the query, load, tune per cell, label arms).
+- ``questions.py``: the registry of ``harness analyze`` questions (the CLI builds each command
+  from its entry); each answered by one module: ``answers/<name>.py`` for the built-in ones
+  (best, gap, compare, crossover, speedup, targets, profiles), ``<name>.py`` for the others.
 - ``output.py``: tables, CSV and JSON.
 - ``importing.py``: external results (CSV) as result rows; the repository's ``analysis/published/``
   holds some.

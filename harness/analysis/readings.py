@@ -9,7 +9,7 @@
   along it is partly built into the grid.
 
 (Best values on the edge of the searched range, and a reference arm beaten by another arm, are
-noted by ``commands.edge_notes`` and ``commands.beaten_reference``.)
+noted by ``commands.edge_notes`` and ``answers.gap.beaten_reference``.)
 """
 
 from __future__ import annotations

@@ -16,12 +16,11 @@ import pandas as pd
 from harness.analysis import profiles as prof
 from harness.analysis.axes import auto_over, check_cells, check_columns
 from harness.analysis.load import Selection, select
-from harness.analysis.methods import METHOD, METHOD_EXTRAS, add_methods, panel_keys
-from harness.analysis.output import Answer
-from harness.analysis.targets import CENSORED, MEASURES, TIME_TO_TARGET, TOKENS_TO_TARGET
+from harness.analysis.methods import METHOD_EXTRAS, add_methods, panel_keys
+from harness.analysis.targets import CENSORED
 from harness.analysis.targets import to_target as runs_to_target
 from harness.analysis.values import require_rows
-from harness.core.errors import UserError, unknown_choice
+from harness.core.errors import UserError
 from harness.core.result import RESULT_STATUSES
 from harness.core.targets import Target, parse_target
 
@@ -71,7 +70,7 @@ NO_TARGET = (
 )
 
 
-def _runs(q: TargetQuery) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
+def runs(q: TargetQuery) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
     """The result rows with their methods and times to target, the target, and notes."""
     sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
     target = find_target(q, sel.scale)
@@ -90,17 +89,7 @@ def _runs(q: TargetQuery) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
     return sel, rows, target, notes
 
 
-def targets(q: TargetQuery) -> Answer:
-    """``analyze targets``: every run's tokens- and time-to-target."""
-    _, rows, _, notes = _runs(q)
-    keys = panel_keys(rows)
-    cols = ["run_id", METHOD, *keys, *_tuned(rows, keys), "seed", "status", TOKENS_TO_TARGET,
-            TIME_TO_TARGET, CENSORED]  # fmt: skip
-    table = rows[list(dict.fromkeys(cols))].sort_values([METHOD, "run_id"])
-    return Answer(table=table.reset_index(drop=True), notes=notes)
-
-
-def _tuned(rows: pd.DataFrame, by: Sequence[str]) -> list[str]:
+def tuned_columns(rows: pd.DataFrame, by: Sequence[str]) -> list[str]:
     """The hyperparameters that vary within a cell of ``by`` and an arm."""
     return auto_over(rows, [*by, *_method_columns(rows)])
 
@@ -108,37 +97,6 @@ def _tuned(rows: pd.DataFrame, by: Sequence[str]) -> list[str]:
 def _method_columns(rows: pd.DataFrame) -> list[str]:
     """The config columns that tell arms apart (the optimizer and its variants)."""
     return [c for c in ("optimizer", *METHOD_EXTRAS) if c in rows.columns]
-
-
-def profiles(
-    q: TargetQuery,
-    *,
-    by: Sequence[str] = (),
-    over: Sequence[str] = (),
-    measure: str = "tokens",
-    tau_max: float = prof.TAU_MAX,
-) -> Answer:
-    """``analyze profiles``: each arm's rho(tau) at a few taus and its score (area up to
-    ``tau_max``), over the cells of ``by`` (default: the conditions that vary)."""
-    if measure not in MEASURES:
-        raise unknown_choice("--measure", measure, MEASURES)
-    if not tau_max > 1:
-        raise UserError(f"--tau-max {tau_max}: must be greater than 1")
-    _, rows, _, notes = _runs(q)
-    table, keys = profile_table(rows, by, over, MEASURES[measure])
-    taus = sorted({t for t in prof.TABLE_TAUS if t <= tau_max} | {tau_max})
-    curve = prof.rho(table, taus).pivot(index=METHOD, columns="tau", values="rho")
-    curve.columns = [f"rho({t:g})" for t in curve.columns]
-    out = curve.join(prof.score(table, tau_max)).reset_index()
-    reached = table.groupby(METHOD)[prof.RATIO].apply(lambda r: int(r.lt(float("inf")).sum()))
-    out.insert(1, "cells", len(table) // max(1, table[METHOD].nunique()))
-    out.insert(2, "reached", out[METHOD].map(reached))
-    notes += [
-        f"cells: {', '.join(keys) or 'one cell (no condition varies)'}; arm: method; "
-        f"{measure}-to-target, median over seeds, fastest configuration",
-        f"score: area under rho on [1, {tau_max:g}] / {tau_max - 1:g}",
-    ]
-    return Answer(table=out.sort_values("score", ascending=False, kind="stable"), notes=notes)
 
 
 def profile_table(
@@ -150,7 +108,7 @@ def profile_table(
     check_columns(rows, keys, "--by")
     check_columns(rows, over, "--over")
     arms = _method_columns(rows)
-    over = list(over) or _tuned(rows, keys)
+    over = list(over) or tuned_columns(rows, keys)
     check_cells(rows, [*keys, *arms], over)
     times = prof.arm_times(rows, keys, over, measure)
     return prof.ratios(times, keys), keys

@@ -1,34 +1,25 @@
-"""``harness analyze``: questions about the results of one or more grids, one command each.
+"""``harness analyze``: questions about the results of one or more grids, one command each,
+built from the registry of questions (:data:`harness.analysis.questions.QUESTIONS`).
 
-Every command tunes each optimizer in each cell first (best configuration by the mean over seeds
-of ``--select-by``, the grid's loss by default), counts diverged runs as worst, and prints a table
-of ``--metric`` (``--format table|csv|json``) with notes.
+Every tuned command tunes each optimizer in each cell first (best configuration by the mean over
+seeds of ``--select-by``, the grid's loss by default), counts diverged runs as worst, and prints a
+table of ``--metric`` (``--format table|csv|json``) with notes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
 
 from harness.analysis import commands, target_commands
-from harness.analysis.bootstrap import CONFIDENCE, N_BOOT
-from harness.analysis.compare import ALTERNATIVES, TESTS
-from harness.analysis.corrections import CORRECTIONS
 from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS
 from harness.analysis.output import FORMATS, Answer, render
-from harness.analysis.profiles import TAU_MAX
-from harness.analysis.questions import QUESTIONS, Option, Question
+from harness.analysis.questions import BY, OVER, QUESTIONS, Option, Question
 from harness.analysis.select import Selector, parse_columns, parse_selector
-from harness.analysis.targets import MEASURES
-from harness.cli.options import (
-    over_option,
-    results_option,
-    scale_option,
-    target_options,
-    where_option,
-)
+from harness.cli.options import results_option, scale_option, target_options, where_option
 
 _FORMAT = click.option(
     "--format",
@@ -39,21 +30,25 @@ _FORMAT = click.option(
     help="table for people; csv or json for programs (notes on stderr).",
 )
 
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-def _common(f: Callable[..., Any]) -> Callable[..., Any]:
-    """GRID and the options every analysis command takes."""
-    opts: list[Callable[[Any], Any]] = [
+
+def _stack(f: Callable[..., Any], opts: list[Decorator]) -> Callable[..., Any]:
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _tuned_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """GRID and the options every tuned command takes."""
+    return _stack(f, [
         click.argument("grid", nargs=-1),
         where_option,
         click.option(
             "--metric", default=DEFAULT_METRIC, show_default=True, help="Column to analyse."
         ),
         click.option(
-            "--goal",
-            type=click.Choice(GOALS),
-            default="auto",
-            show_default=True,
-            help=GOAL_HELP,
+            "--goal", type=click.Choice(GOALS), default="auto", show_default=True, help=GOAL_HELP
         ),
         click.option(
             "--select-by",
@@ -64,103 +59,61 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
         scale_option,
         _FORMAT,
-        click.option(
-            "--by", default="", help="Cell columns, comma separated, e.g. batch_size,model."
-        ),
-        over_option,
+        _option(BY),
+        _option(OVER),
         results_option,
-    ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
+    ])  # fmt: skip
 
 
-def _confidence(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--confidence", default=CONFIDENCE, show_default=True, help="Two-sided level of intervals."
-    )(f)
-
-
-def _boot(default: int, *, used: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """--n-boot and --seed; ``used=False``: accepted (scripts pass them) but the command's
-    intervals are closed form, so they are hidden and dropped."""
-
-    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
-        f = click.option(
-            "--seed", default=0, show_default=True, hidden=not used, help="Bootstrap random seed."
-        )(f)
-        return click.option(
-            "--n-boot",
-            default=default,
-            show_default=True,
-            hidden=not used,
-            help="Bootstrap resamples (p_boot).",
-        )(f)
-
-    return deco
-
-
-def _drop_boot(kw: dict[str, Any]) -> dict[str, Any]:
-    kw.pop("n_boot"), kw.pop("seed")
-    return kw
-
-
-def _tuned(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option(
-        "--fit-axis", default="lr", show_default=True, help="The axis --tuned fit fits."
-    )(f)
-    return click.option(
-        "--tuned",
-        "tuned_mode",
-        type=click.Choice(list(commands.TUNED_MODES)),
-        default="grid",
-        show_default=True,
-        help="Each arm's value: its best grid point, or its fitted optimum of --fit-axis "
-        "(see analyze optimum).",
-    )(f)
-
-
-def _significance(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option(
-        "--correction",
-        type=click.Choice(list(CORRECTIONS)),
-        default="holm",
-        show_default=True,
-        help="Multiple-comparison correction over the cells (and arms) of the table.",
-    )(f)
-    return click.option("--alpha", default=0.05, show_default=True, help="Significance level.")(f)
-
-
-def _selector(flag: str, example: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def parse(ctx: click.Context, param: click.Parameter, value: str) -> Selector:
-        return parse_selector(value, flag)
-
-    name = flag.lstrip("-")
-    return click.option(
-        flag,
-        name,
-        required=True,
-        callback=parse,
-        metavar="K=V[,K=V]",
-        help=f"Rows of this arm, e.g. {example}.",
-    )
-
-
-def _query(kw: dict[str, Any]) -> commands.Query:
+def _rows(kw: dict[str, Any]) -> dict[str, Any]:
+    """GRID, ``--results``, ``--where`` and ``--scale`` (taken out of ``kw``): the rows read."""
     results = kw.pop("results")
-    return commands.Query(
-        grid=kw.pop("grid") or None,
-        results=str(results) if results else None,
-        where=kw.pop("where"),
-        scale=kw.pop("scale"),
+    return {
+        "grid": kw.pop("grid") or None,
+        "results": str(results) if results else None,
+        "where": kw.pop("where"),
+        "scale": kw.pop("scale"),
+    }
+
+
+def _tuned_query(kw: dict[str, Any]) -> tuple[commands.Query, dict[str, Any]]:
+    """The Query, and ``by`` and ``over``, of a tuned command's options (taken out of ``kw``)."""
+    q = commands.Query(
+        **_rows(kw),
         metric=kw.pop("metric"),
         goal=kw.pop("goal"),
         select_by=kw.pop("select_by"),
     )
+    return q, {"by": kw.pop("by"), "over": kw.pop("over")}
 
 
-def _cells(kw: dict[str, Any]) -> dict[str, Any]:
-    return {"by": parse_columns(kw.pop("by")), "over": parse_columns(kw.pop("over"))}
+def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """GRID, the target and the options that select rows (no --metric: the target says)."""
+    return _stack(f, [
+        click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
+        results_option,
+    ])  # fmt: skip
+
+
+def _target_query(kw: dict[str, Any]) -> tuple[target_commands.TargetQuery, dict[str, Any]]:
+    """The TargetQuery of a target command's options (taken out of ``kw``)."""
+    q = target_commands.TargetQuery(**_rows(kw), target=kw.pop("target"), curve=kw.pop("curve"))
+    return q, {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """The common options of one kind of :attr:`Question.inputs` and how they become the query
+    (and keywords) ``answer`` gets."""
+
+    options: Callable[[Callable[..., Any]], Callable[..., Any]]
+    query: Callable[[dict[str, Any]], tuple[Any, dict[str, Any]]]
+
+
+_INPUTS: dict[str, _Inputs] = {
+    "tuned": _Inputs(_tuned_options, _tuned_query),
+    "target": _Inputs(_target_options, _target_query),
+}
 
 
 def _print(answer: Answer, fmt: str) -> None:
@@ -170,11 +123,59 @@ def _print(answer: Answer, fmt: str) -> None:
         click.echo(n, err=fmt != "table")
 
 
-def _answer(command: Callable[..., Answer], kw: dict[str, Any]) -> None:
-    """Run an analysis command (``command(query, by=, over=, **rest)``) on a command line's
-    options ``kw`` and print its answer in ``--format``."""
-    fmt, q, cells = kw.pop("fmt"), _query(kw), _cells(kw)
-    _print(command(q, **cells, **kw), fmt)
+def _parse_selector(flag: str) -> Callable[[click.Context, click.Parameter, str], Selector]:
+    def parse(ctx: click.Context, param: click.Parameter, value: str) -> Selector:
+        return parse_selector(value, flag)
+
+    return parse
+
+
+def _parse_columns(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+    return parse_columns(value)
+
+
+_KINDS: dict[str, dict[str, Any]] = {
+    "text": {"type": str},
+    "float": {"type": float},
+    "int": {"type": int},
+    "columns": {"type": str, "callback": _parse_columns},
+}
+
+
+def _option(opt: Option) -> Decorator:
+    """The click option of a question's :class:`Option`."""
+    if opt.kind == "selector":
+        extra: dict[str, Any] = {"callback": _parse_selector(opt.flag), "metavar": "K=V[,K=V]"}
+    elif opt.kind == "choice":
+        extra = {"type": click.Choice(list(opt.choices))}
+    else:
+        extra = dict(_KINDS[opt.kind])
+    return click.option(
+        opt.flag,
+        opt.keyword,
+        default=opt.default,
+        required=opt.required,
+        show_default=opt.default not in (None, ""),
+        hidden=opt.hidden,
+        help=opt.help,
+        **extra,
+    )
+
+
+def _command(question: Question) -> click.Command:
+    inputs = _INPUTS[question.inputs]
+    hidden = {o.keyword for o in question.options if o.hidden}
+
+    def run(**kw: Any) -> None:
+        fmt = kw.pop("fmt")
+        q, common = inputs.query(kw)
+        rest = {k: v for k, v in kw.items() if k not in hidden}
+        _print(question.answerer()(q, **common, **rest), fmt)
+
+    f = _stack(run, [inputs.options, *(_option(o) for o in question.options)])
+    return click.command(question.name, help=f"{question.summary}\n\nExample: {question.example}")(
+        f
+    )
 
 
 @click.group()
@@ -186,190 +187,5 @@ def analyze() -> None:
     """
 
 
-@analyze.command()
-@_common
-def best(**kw: Any) -> None:
-    """Each cell's best configuration: mean, std, n and 2-sigma over seeds; edges flagged.
-
-    Example: harness analyze best grids/adam_betas.yaml --over lr --by beta1,beta2
-    """
-    fmt = kw.pop("fmt")
-    _print(commands.best(_query(kw), **_cells(kw)), fmt)
-
-
-@analyze.command()
-@_common
-@_selector("--baseline", "optimizer=sgd")
-@_selector("--reference", "optimizer=adamw")
-@_confidence
-@_significance
-@_tuned
-@_boot(N_BOOT, used=False)
-def gap(**kw: Any) -> None:
-    """Each other arm's closure of the baseline-reference gap, in percent, with Fieller's
-    interval, and Welch tests against the baseline and the reference (Holm-corrected).
-
-    Example: harness analyze gap grids/optimizer_gap.yaml --baseline label=SGD
-    --reference label=Adam
-    """
-    _answer(commands.gap, _drop_boot(kw))
-
-
-@analyze.command()
-@_common
-@click.option("--x", "x", required=True, help="Column along which b may start to beat a.")
-@_selector("--a", "optimizer=sgd")
-@_selector("--b", "optimizer=adamw")
-@_confidence
-@_tuned
-@_boot(N_BOOT)
-def crossover(**kw: Any) -> None:
-    """The x at which b starts to beat a (interpolated in log2 x), with a t-inversion interval.
-
-    Example: harness analyze crossover grids/batch_size_gap.yaml --x batch_size
-    --a optimizer=sgd --b optimizer=adamw
-    """
-    _answer(commands.crossover, kw)
-
-
-@analyze.command()
-@_common
-@_selector("--a", "optimizer=adamw")
-@_selector("--b", "optimizer=coupled_adam")
-@click.option(
-    "--test",
-    type=click.Choice(list(TESTS)),
-    default="welch",
-    show_default=True,
-    help="paper: App. F of the Coupled Adam paper; the others via scipy.stats.",
-)
-@click.option(
-    "--alternative",
-    type=click.Choice(["auto", *ALTERNATIVES]),
-    default="auto",
-    show_default=True,
-    help="H1 about b vs a; auto: b better (less for a lower-is-better metric).",
-)
-@_significance
-@_tuned
-def compare(**kw: Any) -> None:
-    """Is b better than a in each cell? Means, stds, n, difference, p-value, significance.
-
-    Example: harness analyze compare grids/coupled_adam.yaml --a optimizer=adamw
-    --b optimizer=coupled_adam --by model,tokens --test paper --metric val_loss
-    """
-    _answer(commands.compare, kw)
-
-
-@analyze.command()
-@_common
-@_selector("--a", "optimizer=signum")
-@_selector("--b", "optimizer=adamw")
-@click.option("--x", "x", default="tokens", show_default=True, help="The budget column.")
-@_confidence
-@_boot(N_BOOT, used=False)
-def speedup(**kw: Any) -> None:
-    """Budget ratio b needs to match a's final value (fit L(D) = E + A D^-alpha to b).
-
-    Example: harness analyze speedup grids/coupled_adam.yaml --a optimizer=adamw
-    --b optimizer=coupled_adam --by model
-    """
-    _answer(commands.speedup, _drop_boot(kw))
-
-
-_KINDS: dict[str, Any] = {"text": str, "float": float, "int": int, "selector": str}
-
-
-def _question_option(opt: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    if opt.kind == "selector":
-        return _selector(opt.flag, opt.help.rstrip(".").split("e.g. ")[-1])
-    kind = click.Choice(list(opt.choices)) if opt.kind == "choice" else _KINDS[opt.kind]
-    return click.option(
-        opt.flag,
-        opt.keyword,
-        type=kind,
-        default=opt.default,
-        required=opt.required,
-        show_default=opt.default is not None,
-        help=opt.help,
-    )
-
-
-def _question_command(question: Question) -> click.Command:
-    def run(**kw: Any) -> None:
-        _answer(question.answerer(), kw)
-
-    f: Callable[..., Any] = run
-    for opt in reversed(question.options):
-        f = _question_option(opt)(f)
-    f = _common(f)
-    return click.command(question.name, help=f"{question.summary}\n\nExample: {question.example}")(
-        f
-    )
-
-
 for _, _question in QUESTIONS.items():
-    analyze.add_command(_question_command(_question))
-
-
-def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """GRID, the target and the options that select rows (no --metric: the target says)."""
-    opts: list[Callable[[Any], Any]] = [
-        click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
-        results_option,
-    ]  # fmt: skip
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
-
-
-def _target_query(kw: dict[str, Any]) -> target_commands.TargetQuery:
-    results = kw.pop("results")
-    return target_commands.TargetQuery(
-        grid=kw.pop("grid") or None,
-        target=kw.pop("target"),
-        curve=kw.pop("curve"),
-        results=str(results) if results else None,
-        where=kw.pop("where"),
-        scale=kw.pop("scale"),
-    )
-
-
-@analyze.command()
-@_target_options
-def targets(**kw: Any) -> None:
-    """Each run's tokens- and time-to-target, read from its curve; runs that never reach the
-    target are censored (inf), not dropped.
-
-    Example: harness analyze targets grids/optimizer_gap.yaml --target 4.5
-    """
-    fmt = kw.pop("fmt")
-    _print(target_commands.targets(_target_query(kw)), fmt)
-
-
-@analyze.command()
-@_target_options
-@click.option("--by", default="", help="Cell columns, comma separated (default: what varies).")
-@over_option
-@click.option(
-    "--measure",
-    type=click.Choice(list(MEASURES)),
-    default="tokens",
-    show_default=True,
-    help="tokens- or (wall-clock) time-to-target.",
-)
-@click.option(
-    "--tau-max",
-    type=float,
-    default=TAU_MAX,
-    show_default=True,
-    help="Largest ratio to the best arm the score integrates over.",
-)
-def profiles(**kw: Any) -> None:
-    """AlgoPerf-style performance profiles: per arm, rho(tau) = the fraction of cells where
-    its tokens-to-target is within a factor tau of the best arm's, and the area score.
-
-    Example: harness analyze profiles grids/batch_size_gap.yaml --target 5.0 --by batch_size
-    """
-    fmt, q, cells = kw.pop("fmt"), _target_query(kw), _cells(kw)
-    _print(target_commands.profiles(q, **cells, **kw), fmt)
+    analyze.add_command(_command(_question))

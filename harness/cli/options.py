@@ -59,13 +59,6 @@ scale_option: Decorator = click.option(
 )
 """``--scale full|local``."""
 
-over_option: Decorator = click.option(
-    "--over",
-    default="",
-    help="Tuned columns, comma separated (default: the hyperparameters that vary).",
-)
-"""``--over COLUMNS``."""
-
 
 def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--target VALUE`` and ``--curve COLUMN`` (the loss runs are timed to)."""

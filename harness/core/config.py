@@ -378,6 +378,12 @@ class RunConfig:
     """True for a confirmation run: a cell's selected configuration trained on a fresh seed
     (``seeds: {tune: N, confirm: M}``, ``harness submit --confirm``), which analysis reports
     instead of the tuning seeds; None for the others. Not part of ``run_id``."""
+    grid_dir: str | None = spec(None, role=Role.IDENTITY, absent=None, sparse=True)
+    """Absolute folder of the grid file, for a run that names an optimizer or model by file (its
+    references hold absolute paths, so the run loads them wherever it starts); such a reference
+    enters ``run_id`` by its path relative to this folder (``opts/my_opt.py:Opt``), so a project
+    moved with its results keeps its ids. None for a run naming no file (and for results written
+    before it was recorded, whose ids hashed the absolute paths). Not part of ``run_id``."""
     arch: Architecture
     """The model."""
     data: DataConfig
@@ -406,13 +412,8 @@ class RunConfig:
         :func:`harness.core.fields.hashed_values`); computed once per run."""
         run_id = self._run_id
         if run_id is None:  # frozen: the cache is filled behind the dataclass's back
-            values = {k: location_free(v) for k, v in hashed_values(self).items()}
+            base = self.grid_dir
+            values = {k: location_free(v, base) for k, v in hashed_values(self).items()}
             run_id = content_hash(values)
             object.__setattr__(self, "_run_id", run_id)
         return run_id
-
-    @property
-    def legacy_run_id(self) -> str:
-        """The id this run had before file references entered ids by file name only (results
-        written then name optimizers and models given by file by their absolute paths)."""
-        return content_hash(hashed_values(self))

@@ -10,7 +10,10 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
     <root>/<grid>/live/<run_id>.jsonl   curve points of a run being trained, one line each
-    <root>/<grid>/submissions/          launcher records (job ids) and logs of runs
+    <root>/<grid>/submissions/          launcher records (job ids) and logs of runs:
+        records/<job id>.json              one per accepted SLURM array (``harness.launch.slurm``)
+        slurm/                             submitit's folder: scripts and logs of SLURM tasks
+        local/                             logs of the runs the local launcher trains
     <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
     <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
     <root>/<grid>/.verified.json        the files the integrity check read in full, by stamp
@@ -190,6 +193,21 @@ def live_path(root: Path, grid: str, run_id: str) -> Path:
 def submissions_dir(root: Path, grid: str) -> Path:
     """Launcher records and logs."""
     return grid_dir(root, grid) / "submissions"
+
+
+def submission_records_dir(root: Path, grid: str) -> Path:
+    """Folder of a grid's SLURM submission records, one JSON file per accepted array."""
+    return submissions_dir(root, grid) / "records"
+
+
+def slurm_logs_dir(root: Path, grid: str) -> Path:
+    """submitit's folder of a grid's SLURM tasks: their scripts, pickles and logs."""
+    return submissions_dir(root, grid) / "slurm"
+
+
+def local_logs_dir(root: Path, grid: str) -> Path:
+    """Folder of the logs of the runs the local launcher trains."""
+    return submissions_dir(root, grid) / "local"
 
 
 def run_lock_path(root: Path, grid: str, run_id: str) -> Path:

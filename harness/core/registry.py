@@ -14,6 +14,7 @@ import difflib
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -48,15 +49,22 @@ def canonical_reference(ref: str, base: Path | None = None) -> str:
     return f"{path.resolve()}:{attr}"
 
 
-def location_free(value: Any) -> Any:
-    """How a value enters a run's identity: a file reference (``/home/me/proj/my_opt.py:Opt``) by
-    its file's name and attribute (``my_opt.py:Opt``), so that a project moved or copied with its
+def is_file_reference(value: Any) -> bool:
+    """Whether ``value`` names code in a file (``path/to/file.py:attribute``)."""
+    return isinstance(value, str) and is_reference(value) and _is_file(value.rpartition(":")[0])
+
+
+def location_free(value: Any, base: str | None) -> Any:
+    """How a value enters a run's identity: a file reference (``/home/me/proj/opts/my_opt.py:Opt``)
+    by its path relative to ``base``, the grid file's folder (``opts/my_opt.py:Opt``,
+    ``../shared/my_opt.py:Opt``; POSIX separators), so that a project moved or copied with its
     results keeps its run_ids (the file's code is identified by its fingerprint, recorded in each
-    row); any other value as it is."""
-    if not isinstance(value, str) or not is_reference(value):
+    row); any other value, or any value when ``base`` is None (results written before the grid's
+    folder was recorded), as it is."""
+    if base is None or not is_file_reference(value):
         return value
     module, _, attr = value.rpartition(":")
-    return f"{Path(module).name}:{attr}" if _is_file(module) else value
+    return f"{Path(os.path.relpath(module, base)).as_posix()}:{attr}"
 
 
 def load_object(ref: str) -> Any:

@@ -249,7 +249,7 @@ MAX_PROBLEMS = 20
 
 def _raise(file: str, problems: list[str]) -> None:
     """One UserError listing every problem (one line when there is one)."""
-    problems = list(dict.fromkeys(problems))
+    problems = _merge_runs(problems)
     if len(problems) == 1:
         raise UserError(f"{file}: {problems[0]}")
     if problems:
@@ -394,3 +394,18 @@ def _varying(runs: Sequence[RunConfig]) -> tuple[str, ...]:
     names = dict.fromkeys(k for row in table for k in row)
     order = [*FIELD_NAMES, *sorted(set(names) - set(FIELD_NAMES))]
     return tuple(n for n in order if len({row.get(n) for row in table}) > 1)
+
+
+def _merge_runs(problems: list[str]) -> list[str]:
+    """Distinct problems, in order; a cause shared by several runs (``run lr=0.1, seed=0: cannot
+    read meta.json``, one dataset for all of them) once, with the number of runs it stops."""
+    runs: dict[str, int] = {}
+    for p in problems:
+        cause = p.partition(": ")[2] if p.startswith("run ") else p
+        runs[cause] = runs.get(cause, 0) + 1
+    out: dict[str, None] = {}
+    for p in problems:
+        cause = p.partition(": ")[2] if p.startswith("run ") else p
+        n = runs[cause]
+        out[p if n == 1 or not p.startswith("run ") else f"{cause} ({n} runs)"] = None
+    return list(out)

@@ -22,7 +22,7 @@ from harness.core.catalogue import FIELDS, PER_OPTIMIZER, from_flat, names_with
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.fields import Role
-from harness.core.registry import canonical_reference, is_reference
+from harness.core.registry import canonical_reference, is_file_reference, is_reference
 from harness.grid import expr
 from harness.metrics.catalogue import METRICS, track_names
 from harness.model.architecture import preset_fields
@@ -166,6 +166,8 @@ class Resolver:
             types = optimizers.types
             values = {k: _coerce(k, v, types[k]) for k, v in d.items()}
             SCHEDULES[values["schedule"]]  # an unknown schedule lists the known ones
+            if any(is_file_reference(v) for v in values.values()):  # its ids: relative paths
+                values["grid_dir"] = str((self.base or Path.cwd()).resolve())
             return from_flat({"grid": self.grid, "scale": self.scale, **values}, clean=False)
         except UserError as e:
             raise UserError(f"{self.where}: {at}: {e}") from None

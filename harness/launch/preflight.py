@@ -5,8 +5,12 @@ per configuration after each run's start-up.
 
 A configuration is what the optimizer's construction depends on: the optimizer(s), every
 optimizer field but the schedule (``lr`` and the schedule fields do not change what is built),
-its own hyperparameters, and the model. A model deeper than one block is built with one block
-(every matrix keeps its real shape; a 760M model would not fit a login node's memory 4 times).
+its own hyperparameters, and the model. The model is the run's real one, every layer, when it
+has at most ``REAL_MODEL_BUDGET`` parameters (counted without building it,
+:func:`harness.model.architecture.param_count`: the 124m and 160m presets are real); a larger
+preset is built with one block (every matrix keeps its real shape; a 760M model with an optimizer's
+state would not fit a login node's memory), and the preflight's line says so. A user's model
+(``my_model.py:build``) is built as its builder makes it.
 """
 
 from __future__ import annotations
@@ -16,8 +20,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.core.catalogue import PER_OPTIMIZER
-from harness.core.config import RunConfig
+from harness.core.config import Architecture, RunConfig
 from harness.core.errors import UserError
+from harness.core.registry import is_reference
+from harness.model.architecture import param_count
+
+REAL_MODEL_BUDGET = 400_000_000
+"""Most parameters of a model the preflight builds whole; a larger preset gets one block."""
 
 SCHEDULE_FIELDS = ("lr", "lr_min", "schedule", "warmup_steps", "grad_clip")
 """Optimizer fields that do not change what is constructed."""
@@ -40,11 +49,25 @@ def describe(run: RunConfig) -> str:
     return f"arm {arm}: " + (", ".join(f"{k}={v}" for k, v in values.items()) or "defaults")
 
 
-def preflight(runs: Iterable[RunConfig], where: str) -> int:
+def _model_to_build(run: RunConfig) -> tuple[Architecture, str | None]:
+    """The architecture the preflight builds for ``run``, and why it is not the real one (None
+    when it is)."""
+    arch = run.arch
+    if is_reference(arch.model) or arch.n_layer is None or arch.n_layer <= 1:
+        return arch, None
+    n = param_count(arch, run.data.seq_len)
+    if n <= REAL_MODEL_BUDGET:
+        return arch, None
+    why = f"{arch.model}: {n / 1e6:.0f}M params > {REAL_MODEL_BUDGET / 1e6:.0f}M"
+    return dataclasses.replace(arch, n_layer=1), why
+
+
+def preflight(runs: Iterable[RunConfig], where: str) -> str:
     """Build and step each distinct optimizer configuration of ``runs`` once.
 
     Returns:
-        How many configurations were checked.
+        What was checked, in a line (``2 optimizer configuration(s) built and stepped on the
+        CPU on the runs' models``, naming any model built with one block).
 
     Raises:
         UserError: every configuration that failed, one line each (arm, configuration,
@@ -63,10 +86,11 @@ def preflight(runs: Iterable[RunConfig], where: str) -> int:
     problems = []
     gen = torch.Generator().manual_seed(0)
     models: dict[tuple[Any, int], torch.nn.Module] = {}
+    reduced = set()
     for run in configurations.values():
-        arch = run.arch
-        if arch.n_layer is not None and arch.n_layer > 1:
-            arch = dataclasses.replace(arch, n_layer=1)
+        arch, why = _model_to_build(run)
+        if why is not None:
+            reduced.add(why)
         try:
             key = (arch, run.data.seq_len)
             if key not in models:  # one model per architecture; its weights do not matter
@@ -98,4 +122,10 @@ def preflight(runs: Iterable[RunConfig], where: str) -> int:
     if problems:
         head = f"{where}: preflight (one step of each optimizer configuration on the CPU) failed"
         raise UserError(head + ":\n" + "\n".join(f"  - {p}" for p in problems))
-    return len(configurations)
+    models_said = "real models"
+    if reduced:
+        models_said += f" (one block of {'; '.join(sorted(reduced))})"
+    return (
+        f"{len(configurations)} optimizer configuration(s) built and stepped on the CPU "
+        f"on the runs' {models_said}"
+    )

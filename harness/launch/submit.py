@@ -25,6 +25,7 @@ from harness.grid import preview
 from harness.grid.load import Grid, load_grid
 from harness.launch.contract import ExecutionSpec, Launcher, launcher_for
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
+from harness.launch.moved import moved_ids
 from harness.launch.preflight import preflight
 from harness.launch.profile import LauncherProfile, load_profile
 from harness.model.build import count_params
@@ -103,7 +104,7 @@ def _done(
     from harness.store.db import newest_values  # DuckDB: not needed by a dry run
 
     rows = newest_values(spec.results_root, grid.name, ["status", *COMPARED])
-    rows = {_renamed(spec.results_root, grid.name).get(r, r): v for r, v in rows.items()}
+    rows = {_renamed(spec.results_root, grid).get(r, r): v for r, v in rows.items()}
     done = {r for r, v in rows.items() if v[0] not in retry}
     recorded = {r: dict(zip(COMPARED, v[1:], strict=True)) for r, v in rows.items() if r in done}
     old = stale_runs([r for r in grid.runs if r.run_id in done], recorded, spec.data_root)
@@ -115,16 +116,16 @@ def _done(
     return done - {s.run_id for s in old} if stale == "rerun" else done
 
 
-def _renamed(root: Path, grid: str) -> dict[str, str]:
+def _renamed(root: Path, grid: Grid) -> dict[str, str]:
     """Old run_id -> today's, for results written when a file reference entered run_id by its
-    absolute path (the manifest holds their configs)."""
+    absolute path (the manifest holds their configs; :mod:`harness.launch.moved`)."""
     from harness.store.manifest import read_manifest
 
     try:
-        planned = read_manifest(root, grid)
+        planned = read_manifest(root, grid.name)
     except UserError:  # no manifest yet
         return {}
-    return {old: run.run_id for old, run in planned.items() if old != run.run_id}
+    return moved_ids(planned, grid.runs)
 
 
 def submit(
@@ -191,8 +192,7 @@ def submit(
     if more is not None:
         grid = _with_runs(grid, more(grid))
     if dry_run and check:
-        n = preflight(grid.runs, str(grid.path))
-        out.write(f"preflight: {n} optimizer configuration(s) built and stepped on the CPU\n")
+        out.write(f"preflight: {preflight(grid.runs, str(grid.path))}\n")
     if dry_run and plan_format != "table":
         out.write(preview.plan_text(grid.runs, plan_format) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})

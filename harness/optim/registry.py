@@ -14,8 +14,9 @@ from importlib import metadata
 from pathlib import Path
 
 from harness.core.registry import Registry, canonical_reference, is_reference, load_object
+from harness.optim import static
 from harness.optim.builtin import BUILTIN, Builtin
-from harness.optim.signature import spec_from_class
+from harness.optim.signature import spec_from_class, spec_from_constructor
 from harness.optim.spec import OptimizerSpec
 
 ENTRY_POINTS = "harness.optimizers"
@@ -80,8 +81,11 @@ def get_spec(name: str) -> OptimizerSpec:
 @functools.cache
 def _builtin(name: str) -> OptimizerSpec:
     b = BUILTIN[name]
-    spec = spec_from_class(
-        load_object(b.cls), b.cls, reads=b.reads, group_options=b.group_options, takes=b.takes
+    init = static.constructor(b.cls)  # torch-free: planning a grid imports no torch
+    if init is None:
+        init = load_object(b.cls).__init__
+    spec = spec_from_constructor(
+        init, b.cls, reads=b.reads, group_options=b.group_options, takes=b.takes
     )
     spec.check(name)
     return spec

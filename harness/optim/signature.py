@@ -38,7 +38,7 @@ import collections.abc
 import inspect
 import sys
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,8 +117,22 @@ def spec_from_class(
     if not is_optimizer_class(cls):
         raise UserError(f"optimizer {ref!r}: {cls!r} is not a torch.optim.Optimizer subclass")
     init = cls.__init__  # type: ignore[misc]  # the class's own constructor is what we read
+    return spec_from_constructor(init, ref, reads=reads, group_options=group_options, takes=takes)
+
+
+def spec_from_constructor(
+    init: Callable[..., None],
+    ref: str,
+    *,
+    reads: Mapping[str, str] | None = None,
+    group_options: Mapping[str, Mapping[str, Any]] | None = None,
+    takes: tuple[str, ...] | None = None,
+) -> OptimizerSpec:
+    """The declaration of the optimizer whose constructor is ``init`` (``self, params, ...``):
+    :func:`spec_from_class` without the class (a built-in's constructor read from its source,
+    :mod:`harness.optim.static`, so that planning imports no torch)."""
     params = list(inspect.signature(init).parameters.values())[2:]  # self, params
-    hints = _hints(cls)
+    hints = _hints(init)
     names = {p.name for p in params}
     problems: list[str] = []
     if "lr" not in names and not any(p.kind is p.VAR_KEYWORD for p in params):
@@ -195,14 +209,13 @@ def _problems(what: str, problems: list[str]) -> str:
     return f"{what}: {len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems)
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(init: Callable[..., None]) -> dict[str, Any]:
     """The constructor's annotations, evaluated (each on its own where some cannot be)."""
-    init = cls.__init__  # type: ignore[misc]  # the class's own constructor, not an instance's
     try:
         return typing.get_type_hints(init)
     except Exception:
         pass
-    module = sys.modules.get(getattr(cls, "__module__", ""), None)
+    module = sys.modules.get(getattr(init, "__module__", "") or "", None)
     scope = {**vars(typing), **vars(collections.abc), **(vars(module) if module else {})}
     out = {}
     for name, hint in getattr(init, "__annotations__", {}).items():

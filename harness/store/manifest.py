@@ -86,9 +86,7 @@ def load_run(root: Path, grid: str, run_id: str) -> RunConfig:
     if table.num_rows != 1:
         raise KeyError(f"run {run_id} not in manifest {path} ({table.num_rows} rows)")
     run = from_flat(table.to_pylist()[0])
-    assert run_id in (run.run_id, run.legacy_run_id), (
-        f"manifest row {run_id} hashes to {run.run_id}"
-    )
+    assert run_id == run.run_id, f"manifest row {run_id} hashes to {run.run_id}"
     return run
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from harness.analysis import commands
+from harness.analysis.answers import best, gap
 from harness.analysis.axes import varying
 from harness.analysis.figures.common import METHOD_EXTRAS, panel_keys
 from harness.analysis.select import Selector, parse_selector
@@ -71,7 +72,7 @@ def tables(
         return out
     cmd += f" --baseline {base.text} --reference {ref.text}"
     try:
-        ans = commands.gap(q, baseline=base, reference=ref, by=conditions)
+        ans = gap.answer(q, baseline=base, reference=ref, by=conditions)
         out.append(Table("gap", f"Gap closure: {base.label} 0 %, {ref.label} 100 %", cmd,
                          ans.table, ans.notes))  # fmt: skip
     except UserError as e:
@@ -82,7 +83,7 @@ def tables(
 def _best(q: commands.Query, by: list[str], grids: str) -> Table:
     cmd = f"harness analyze best {grids} --by {','.join(by)}"
     try:
-        ans = commands.best(q, by=by)
+        ans = best.answer(q, by=by)
     except UserError as e:
         return Table("best", "Best configuration per cell", cmd, None, [f"no table: {e}"])
     return Table("best", "Best configuration per cell", cmd, ans.table, ans.notes)

@@ -49,7 +49,7 @@ class Batch:
         self.pool = RunPool(
             spec.with_threads(threads), [r.run_id for r in runs], parallel=parallel, gpus=gpus,
             per_gpu=per_gpu, timeout_s=self.timeout_s,
-            logs=paths.submissions_dir(spec.results_root, spec.grid) / "local", seen=seen,
+            logs=paths.local_logs_dir(spec.results_root, spec.grid), seen=seen,
             wait_for_locks=True,
         )  # fmt: skip
         self.statuses: dict[str, str] = {}

@@ -143,7 +143,7 @@ class SlurmLauncher:
         subs = self.submit_tasks(submitted, spec, limits)
         launched = sum(len(t.run_ids) for t in submitted)
         jobs = ", ".join(s.job_id for s in subs)
-        logs = paths.submissions_dir(spec.results_root, spec.grid) / "slurm"
+        logs = paths.slurm_logs_dir(spec.results_root, spec.grid)
         print(
             f"queued {launched} runs as {len(submitted)} array tasks in {len(subs)} sbatch "
             f"calls (jobs {jobs or '-'}); logs under {logs}"
@@ -179,7 +179,7 @@ class SlurmLauncher:
         self, tasks: Sequence[arrays.TaskPlan], spec: ExecutionSpec, limits: ClusterLimits
     ) -> list[Submission]:
         """Submit ``tasks`` in arrays of at most ``MaxArraySize``; records each accepted array."""
-        folder = (paths.submissions_dir(spec.results_root, spec.grid) / "slurm").resolve()
+        folder = (paths.slurm_logs_dir(spec.results_root, spec.grid)).resolve()
         subs: list[Submission] = []
         for processes in sorted({t.processes for t in tasks}):
             shape = [t for t in tasks if t.processes == processes]

@@ -57,11 +57,6 @@ class Assignment:
         return self.submission.task_of(self.index)
 
 
-def records_dir(root: Path, grid: str) -> Path:
-    """Folder of a grid's submission records."""
-    return paths.submissions_dir(root, grid) / "records"
-
-
 def now_iso() -> str:
     """The current UTC time, ISO 8601 with microseconds."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
@@ -69,7 +64,7 @@ def now_iso() -> str:
 
 def write_submission(root: Path, grid: str, sub: Submission) -> Path:
     """Record ``sub`` atomically; returns the record's path."""
-    path = records_dir(root, grid) / f"{sub.job_id}.json"
+    path = paths.submission_records_dir(root, grid) / f"{sub.job_id}.json"
     doc = {
         "job_id": sub.job_id,
         "array": sub.array,
@@ -85,7 +80,7 @@ def write_submission(root: Path, grid: str, sub: Submission) -> Path:
 def read_submissions(root: Path, grid: str) -> list[Submission]:
     """Every recorded submission of ``grid``, oldest first; a corrupt record is moved to
     ``<grid>/quarantine/`` with a one-line warning (its runs then count as not queued)."""
-    folder = records_dir(root, grid)
+    folder = paths.submission_records_dir(root, grid)
     subs = []
     for p in folder.glob("*.json") if folder.is_dir() else ():
         try:

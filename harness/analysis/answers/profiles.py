@@ -1,0 +1,43 @@
+"""``harness analyze profiles``: AlgoPerf-style performance profiles of the arms."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.analysis import profiles as prof
+from harness.analysis.methods import METHOD
+from harness.analysis.output import Answer
+from harness.analysis.target_commands import TargetQuery, profile_table, runs
+from harness.analysis.targets import MEASURES
+from harness.core.errors import UserError, unknown_choice
+
+
+def answer(
+    q: TargetQuery,
+    *,
+    by: Sequence[str] = (),
+    over: Sequence[str] = (),
+    measure: str = "tokens",
+    tau_max: float = prof.TAU_MAX,
+) -> Answer:
+    """``analyze profiles``: each arm's rho(tau) at a few taus and its score (area up to
+    ``tau_max``), over the cells of ``by`` (default: the conditions that vary)."""
+    if measure not in MEASURES:
+        raise unknown_choice("--measure", measure, MEASURES)
+    if not tau_max > 1:
+        raise UserError(f"--tau-max {tau_max}: must be greater than 1")
+    _, rows, _, notes = runs(q)
+    table, keys = profile_table(rows, by, over, MEASURES[measure])
+    taus = sorted({t for t in prof.TABLE_TAUS if t <= tau_max} | {tau_max})
+    curve = prof.rho(table, taus).pivot(index=METHOD, columns="tau", values="rho")
+    curve.columns = [f"rho({t:g})" for t in curve.columns]
+    out = curve.join(prof.score(table, tau_max)).reset_index()
+    reached = table.groupby(METHOD)[prof.RATIO].apply(lambda r: int(r.lt(float("inf")).sum()))
+    out.insert(1, "cells", len(table) // max(1, table[METHOD].nunique()))
+    out.insert(2, "reached", out[METHOD].map(reached))
+    notes += [
+        f"cells: {', '.join(keys) or 'one cell (no condition varies)'}; arm: method; "
+        f"{measure}-to-target, median over seeds, fastest configuration",
+        f"score: area under rho on [1, {tau_max:g}] / {tau_max - 1:g}",
+    ]
+    return Answer(table=out.sort_values("score", ascending=False, kind="stable"), notes=notes)
