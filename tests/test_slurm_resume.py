@@ -142,7 +142,7 @@ def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
     grid_file = write_grid(slurm_env, "tl0", launcher, base={"tokens": tokens})
     root = slurm_env / "results"
     out = invoke("submit", grid_file, "--results", root, "--data", prepared_data, "--wait")
-    assert out.exit_code == 0 and "finished: timeout 1" in out.output, out.output
+    assert out.exit_code == 1 and "finished: timeout 1" in out.output, out.output  # not completed
     (row,) = rows(root, "tl0").values()
     assert row["status"] == "timeout" and "time limit reached too often" in row["error"]
     assert paths.checkpoint_path(root, "tl0", row["run_id"]).exists()  # a retry resumes it
