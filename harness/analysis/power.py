@@ -69,7 +69,9 @@ def power(
     ncp = np.asarray(delta, float) / se
     crit = stats.t.ppf(1 - (alpha / 2 if two_sided else alpha), df)
     out = stats.nct.sf(crit, df, ncp)
-    return np.asarray(out + stats.nct.cdf(-crit, df, ncp) if two_sided else out, float)
+    # P(T' < -crit) written as P(T'(-ncp) > crit): the same value, but scipy's lower tail is NaN
+    # for some non-integer df and large ncp (df 2.2, ncp 10), where this one is finite
+    return np.asarray(out + stats.nct.sf(crit, df, -ncp) if two_sided else out, float)
 
 
 def seeds_needed(
