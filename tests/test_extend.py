@@ -177,6 +177,32 @@ def test_extend_stops_at_the_grids_bounds_and_rounds(tmp_path: Path) -> None:
     assert rounds == []  # lr not extendable: nothing planned
 
 
+LOCAL_EXTEND = """
+grid: {lr: [1.0e-3, 1.0e-2]}
+seeds: 1
+extend: {axes: [lr], rounds: 3, bounds: {lr: [1.0e-5, 1.0]}}
+local:
+  base: {tokens: 20480}
+  extend: {rounds: 1, bounds: {lr: [1.0e-4, 0.5]}}
+"""
+
+
+def test_local_section_overrides_extend_key_by_key(tmp_path: Path) -> None:
+    full = grid(tmp_path, LOCAL_EXTEND)
+    assert full.extend == ExtendSpec(("lr",), 3, (("lr", 1e-5, 1.0),))
+    local = load_grid(tmp_path / "g.yaml", vocab=vocab_lookup(tmp_path), local=True)
+    assert local.extend == ExtendSpec(("lr",), 1, (("lr", 1e-4, 0.5),))  # axes kept
+    rounds, _, last = extend_until_done({r.run_id: r for r in local.runs}, local.extend)
+    assert rounds == [[0.1]] and any("1 round(s)" in line for line in last)
+    only_local = grid(tmp_path, "grid: {lr: [1.0e-3]}\nlocal: {extend: {rounds: 2}}\n")
+    assert only_local.extend is None
+    p = tmp_path / "g.yaml"
+    assert load_grid(p, vocab=vocab_lookup(tmp_path), local=True).extend == ExtendSpec(rounds=2)
+    p.write_text(textwrap.dedent(BASE) + "local: {extend: {round: 2}}\n")
+    with pytest.raises(UserError, match=r"local.extend: unknown key 'round'; valid keys: axes"):
+        load_grid(p, vocab=vocab_lookup(tmp_path))
+
+
 def test_a_diverged_value_beyond_the_best_stops_extension(tmp_path: Path) -> None:
     g = grid(tmp_path, "grid: {lr: [1.0e-3, 1.0e-2]}\nseeds: 1\n")
     runs = {r.run_id: r for r in g.runs}
