@@ -156,7 +156,7 @@ def confirmed(
     keep their tuning runs, so that one point is not measured on other seeds than the rest.
     """
     keys = [*by, *over]
-    fresh_mask = _flag(rows[CONFIRM]) if CONFIRM in rows.columns else pd.Series(False, rows.index)
+    fresh_mask = is_confirmation(rows)
     tuning, fresh = rows[~fresh_mask], rows[fresh_mask]
     table = tune(tuning, by, over, goal, select_goal)
     chosen = best_runs(tuning, table, keys)
@@ -186,6 +186,8 @@ def confirmed(
     return Tested(table, seeds, note)
 
 
-def _flag(col: pd.Series) -> pd.Series:
-    """A true/false/NULL column as booleans (NULL: false)."""
-    return col.astype("boolean").fillna(False).astype(bool)
+def is_confirmation(rows: pd.DataFrame) -> pd.Series:
+    """Which of ``rows`` are confirmation runs (column ``confirm`` true; NULL or absent: not)."""
+    if CONFIRM not in rows.columns:
+        return pd.Series(False, rows.index)
+    return rows[CONFIRM].astype("boolean").fillna(False).astype(bool)
