@@ -105,8 +105,29 @@ def _edges(rows: pd.DataFrame, by: list[str], over: list[str], best: pd.Series) 
     cell = rows
     for k in by:
         cell = cell[cell[k].isna()] if pd.isna(best[k]) else cell[cell[k] == best[k]]
-    notes = [edge_note(a, cell[a].dropna().unique(), best[a]) for a in over]
+    notes = [edge_note(a, line_values(cell, best, over, a), best[a]) for a in over]
     return "; ".join(n for n in notes if n)
+
+
+def line_values(cell: pd.DataFrame, best: pd.Series, over: Sequence[str], axis: str) -> list:
+    """The values of ``axis`` tried on the line through ``best``: the rows of ``cell`` (diverged
+    ones included) whose other tuned columns ``over`` equal the best's (NULL matches NULL).
+
+    An edge is judged along this line: an lr tried only at another weight decay says nothing
+    about the lrs beyond the best at the best's weight decay. A column that moves with ``axis``
+    (one value per value of ``axis`` in the cell: ``lr_min: "0.1 * lr"``, a zip) is part of the
+    line, not held."""
+    mask = pd.Series(True, index=cell.index)
+    for c in over:
+        if c == axis or _follows(cell, c, axis):
+            continue
+        mask &= cell[c].isna() if pd.isna(best[c]) else cell[c] == best[c]
+    return list(cell.loc[mask, axis].dropna().unique())
+
+
+def _follows(cell: pd.DataFrame, column: str, axis: str) -> bool:
+    """Whether ``column`` takes one value per value of ``axis`` in ``cell``."""
+    return bool((cell.groupby(axis, dropna=False)[column].nunique(dropna=False) <= 1).all())
 
 
 def best_runs(rows: pd.DataFrame, tuned: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
