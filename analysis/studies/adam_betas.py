@@ -36,5 +36,5 @@ for b in (0.95, 0.975, 0.9875):
 # the first row: the two seed-0 winners (this machine's, the committed run's) against beta2 = beta1
 for b2 in (0.95, 0.99375):
     study.analyze("compare", "--a", CELL.format(0.9, 0.9), "--b", CELL.format(0.9, b2), *TWO_SIDED)
-study.figure("beta_heatmap")
+study.figure("beta_heatmap", "--metric", "val_loss")
 study.finish()
