@@ -58,8 +58,9 @@ def evaluate(
         launcher=launcher, include=include, limit=limit, wait=wait,
     )  # fmt: skip
     pairs = sum(len(j.tasks) for j in plan.jobs)
+    done = "evaluated" if plan.done else "queued"
     click.echo(
-        f"evaluated {pairs} (run, task) pairs of {len(plan.jobs)} runs; skipped {plan.skipped} "
+        f"{done} {pairs} (run, task) pairs of {len(plan.jobs)} runs; skipped {plan.skipped} "
         "already scored with the same weights"
         + (
             f"; {len(plan.without_weights)} completed runs keep no weights"

@@ -10,6 +10,7 @@ same weights (their digest) is skipped; the rest are handed to the backend's eva
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,8 @@ class EvalPlan:
     """(run, task) pairs already scored with the same weights."""
     without_weights: tuple[str, ...] = field(default=())
     """Completed runs whose grid does not keep weights (not evaluated)."""
+    done: bool = True
+    """Whether the evaluations are done (False: queued, on a backend that detaches)."""
 
 
 def weights_digest(path: Path) -> str:
@@ -91,7 +94,7 @@ def plan_evals(root: Path, grid: str, tasks: Sequence[str]) -> EvalPlan:
     keeping = [r for r in completed if runs[r].execution.keep_weights]
     if not keeping:
         raise UserError(
-            f"grid {grid!r}: none of its {len(completed)} completed runs kept its weights; "
+            f"grid {grid!r}: no completed run kept its weights ({len(completed)} completed); "
             "set keep_weights: true in the grid and submit it (its runs train again, keeping them)"
         )
     missing = [r for r in keeping if not paths.weights_path(root, grid, r).is_file()]
@@ -187,5 +190,5 @@ def eval_grid(
         include=tuple(Path(p).resolve() for p in include), limit=limit,
     )  # fmt: skip
     if plan.jobs:
-        run_evals(profile, spec, plan.jobs, wait)
+        return dataclasses.replace(plan, done=bool(run_evals(profile, spec, plan.jobs, wait)))
     return plan

@@ -44,9 +44,9 @@ class Backend:
     ``Class(profile)``; imported only when runs are planned or launched."""
     evaluator: str | None = None
     """``module:function`` running downstream evaluations on this backend (``harness eval``):
-    ``run(profile, spec, jobs, wait)`` with an :class:`~harness.launch.evals.EvalSpec` and
-    :class:`~harness.launch.evals.EvalJob` values, each job calling
-    :func:`~harness.launch.evals.evaluate_run`; None: this backend runs none."""
+    ``run(profile, spec, jobs, wait) -> bool`` (True when they are done, False when queued) with
+    an :class:`~harness.launch.evals.EvalSpec` and :class:`~harness.launch.evals.EvalJob` values,
+    each job calling :func:`~harness.launch.evals.evaluate_run`; None: this backend runs none."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

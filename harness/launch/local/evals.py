@@ -12,7 +12,8 @@ from harness.launch.profile import LauncherProfile
 
 def run_evals(
     profile: LauncherProfile[Any], spec: EvalSpec, jobs: Sequence[EvalJob], wait: bool | None
-) -> None:
-    """Evaluate each job's run on its tasks, in order (local runs always wait)."""
+) -> bool:
+    """Evaluate each job's run on its tasks, in order (local runs always wait); True: done."""
     for job in jobs:
         evaluate_run(spec, job)
+    return True

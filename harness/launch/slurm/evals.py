@@ -44,8 +44,9 @@ def run_evals(
     spec: EvalSpec,
     jobs: Sequence[EvalJob],
     wait: bool | None,
-) -> None:
-    """Submit one array of ``jobs``; with ``wait``, block until every task ends.
+) -> bool:
+    """Submit one array of ``jobs``; with ``wait``, block until every task ends. True: done
+    (waited), False: queued.
 
     Raises:
         UserError: sbatch refused (its reason), no SLURM here, or a task failed (its log named).
@@ -58,6 +59,7 @@ def run_evals(
     print(f"queued {len(jobs)} runs' evaluations as array job {job_id}; logs under {folder}")
     if wait:
         _wait(job_id, folder)
+    return bool(wait)
 
 
 def _wait(job_id: str, folder: Path, poll_s: float = 2.0) -> None:
