@@ -116,11 +116,27 @@ def own_accuracy(model: torch.nn.Module, encoder: Any, docs: list[dict[str, Any]
     return right / len(docs)
 
 
+def kept_val_loss(model: torch.nn.Module, run: Any, data: Path) -> float:
+    """The validation loss of kept weights, as the run measured its own at the end."""
+    from harness.data.batches import TokenData
+
+    tokens = TokenData(resolve_dataset(run.data.dataset, data))
+    total, count = 0.0, 0
+    for x, y in tokens.eval_batches(run.data.eval_tokens, run.data.seq_len, 8):
+        with torch.no_grad():
+            total += torch.nn.functional.cross_entropy(
+                model(x).flatten(0, 1).float(), y.flatten(), reduction="sum"
+            ).item()
+        count += y.numel()
+    return total / count
+
+
 def test_eval_writes_rows_joining_runs_with_our_accuracy(trained: SimpleNamespace) -> None:
     out = invoke(*eval_args(trained))
     assert out.exit_code == 0, out.output
     assert "evaluated 2 (run, task) pairs of 2 runs" in out.output
     con = connect(trained.root, trained.grid)
+    val_loss = dict(con.execute("SELECT run_id, val_loss FROM runs").fetchall())
     rows = con.execute(
         "SELECT e.run_id, e.task, e.subtask, e.metric, e.filter, e.value, e.stderr, e.version, "
         "e.num_fewshot, e.samples, e.weights_sha256, e.lm_eval_version, r.status "
@@ -140,6 +156,7 @@ def test_eval_writes_rows_joining_runs_with_our_accuracy(trained: SimpleNamespac
         model = build_model(run.arch, run.data.seq_len).eval()
         model.load_state_dict(torch.load(weights, weights_only=True)["model"])
         assert value == pytest.approx(own_accuracy(model, encoder, docs), abs=1e-12)
+        assert kept_val_loss(model, run, trained.data) == pytest.approx(val_loss[run_id], rel=1e-5)
         assert math.isclose(stderr, math.sqrt(value * (1 - value) / (len(docs) - 1)))
 
 
