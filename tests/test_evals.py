@@ -177,6 +177,13 @@ def test_rerun_skips_pairs_done_with_the_same_weights(trained: SimpleNamespace) 
     after = eval_files(trained.root, trained.grid)
     changed = {k for k in after if after[k] != before.get(k)}
     assert changed == {paths.eval_path(trained.root, trained.grid, run_id, TASK).name}
+    # another --limit is another evaluation: both pairs again, on 5 documents
+    out = invoke(*eval_args(trained, "--limit", 5))
+    assert "evaluated 2 (run, task) pairs of 2 runs; skipped 0" in out.output, out.output
+    con = connect(trained.root, trained.grid)
+    assert con.execute("SELECT DISTINCT doc_limit, samples FROM evals").fetchall() == [(5, 5)]
+    out = invoke(*eval_args(trained))
+    assert "evaluated 2 (run, task) pairs of 2 runs; skipped 0" in out.output, out.output
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,9 @@ grid's launchers (this machine, or a SLURM array over the runs).
 
 Everything is checked before anything runs or is written: lm-eval installed, every task known,
 the launcher profile valid and able to run evaluations, and every completed run that keeps its
-weights (``keep_weights``) having them. A (run, task) pair whose scores were computed from the
-same weights (their digest) is skipped; the rest are handed to the backend's evaluator
+weights (``keep_weights``) having them, and a tokenizer for each run's dataset. A (run, task)
+pair whose scores were computed from the same weights (their digest) and document limit is
+skipped; the rest are handed to the backend's evaluator
 (:attr:`harness.launch.profile.Backend.evaluator`), which runs :func:`evaluate_run` per run.
 """
 
@@ -23,8 +24,10 @@ from harness.core.errors import UserError
 from harness.core.provenance import provenance
 from harness.core.registry import load_object
 from harness.core.result import Status
+from harness.data.catalogue import resolve_dataset
+from harness.data.prepare import dataset_encoder
 from harness.launch.profile import LauncherProfile, backend, load_profile
-from harness.store.evals import scored_weights, write_scores
+from harness.store.evals import scored_with, write_scores
 from harness.store.manifest import load_run, read_manifest
 
 
@@ -79,12 +82,14 @@ def weights_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def plan_evals(root: Path, grid: str, tasks: Sequence[str]) -> EvalPlan:
-    """The (run, task) pairs of ``grid`` to evaluate.
+def plan_evals(
+    root: Path, grid: str, tasks: Sequence[str], data_root: Path, limit: int | None = None
+) -> EvalPlan:
+    """The (run, task) pairs of ``grid`` to evaluate on at most ``limit`` documents per task.
 
     Raises:
         UserError: the grid has no completed run keeping its weights; a run that should keep
-            them has none (named).
+            them has none (named); a run's dataset has no tokenizer to load.
     """
     from harness.store.db import result_statuses  # DuckDB: imported when used
 
@@ -104,10 +109,12 @@ def plan_evals(root: Path, grid: str, tasks: Sequence[str]) -> EvalPlan:
             f"grid {grid!r}: {len(missing)} completed runs that keep their weights have none "
             f"({shown}; expected {paths.weights_path(root, grid, missing[0])})"
         )
+    for dataset in sorted({runs[r].data.dataset for r in keeping}):  # each has its tokenizer
+        dataset_encoder(resolve_dataset(dataset, data_root))
     jobs, skipped = [], 0
     for run_id in keeping:
         digest = weights_digest(paths.weights_path(root, grid, run_id))
-        todo = tuple(t for t in tasks if scored_weights(root, grid, run_id, t) != digest)
+        todo = tuple(t for t in tasks if scored_with(root, grid, run_id, t) != (digest, limit))
         skipped += len(tasks) - len(todo)
         if todo:
             jobs.append(EvalJob(run_id, todo))
@@ -132,7 +139,7 @@ def evaluate_run(spec: EvalSpec, job: EvalJob, job_id: str | None = None) -> int
     where = provenance(job_id) | {"lm_eval_version": metadata.version("lm_eval")}
     for task in job.tasks:
         scores = evaluate(lm, [task], spec.include, limit=spec.limit)[task]
-        write_scores(root, grid, job.run_id, task, scores, digest, where)
+        write_scores(root, grid, job.run_id, task, scores, digest, spec.limit, where)
         print(f"[{job.run_id}] {task}: " + ", ".join(
             f"{s.metric}={s.value:.4g}" for s in scores if s.subtask == task and s.value is not None
         ), flush=True)  # fmt: skip
@@ -184,7 +191,7 @@ def eval_grid(
     if not paths.manifest_path(root, grid).is_file():
         known = ", ".join(paths.grids_in(root)) or "none"
         raise UserError(f"no results for grid {grid!r} under {root}; grids there: {known}")
-    plan = plan_evals(root, grid, tasks)
+    plan = plan_evals(root, grid, tasks, data_root, limit)
     spec = EvalSpec(
         results_root=root.resolve(), grid=grid, data_root=data_root.resolve(),
         include=tuple(Path(p).resolve() for p in include), limit=limit,

@@ -1,8 +1,9 @@
 """Downstream scores (``harness eval``): one file per (run, requested task) under
 :func:`harness.core.paths.eval_path`, one row per metric of each (sub)task, read by the ``evals``
 view (:mod:`harness.store.db`), which joins ``runs`` by ``run_id``. A file is written whole
-(atomically) and replaced when its run's weights change; it records the weights' digest, so a
-later ``eval`` skips the (run, task) pairs already done with the same weights."""
+(atomically) and replaced when its run's weights change; it records the weights' digest and the
+document limit, so a later ``eval`` skips the (run, task) pairs already done with the same weights
+and limit."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ EVAL_SCHEMA = pa.schema(
         pa.field("version", pa.string()),
         pa.field("num_fewshot", pa.int64()),
         pa.field("samples", pa.int64()),
+        pa.field("doc_limit", pa.int64()),
         pa.field("weights_sha256", pa.string()),
         pa.field("lm_eval_version", pa.string()),
         pa.field("hostname", pa.string()),
@@ -53,9 +55,11 @@ def write_scores(
     task: str,
     scores: Sequence[Score],
     weights_sha256: str,
+    doc_limit: int | None,
     provenance: Mapping[str, Any],
 ) -> Path:
-    """Write (replace) the file of ``run_id``'s scores on ``task``, atomically."""
+    """Write (replace) the file of ``run_id``'s scores on ``task`` computed from the weights of
+    digest ``weights_sha256`` on at most ``doc_limit`` documents (None: all), atomically."""
     where = {k: provenance.get(k) for k in ("lm_eval_version", "hostname", "git_commit",
                                             "torch_version", "job_id")}  # fmt: skip
     rows = [
@@ -64,6 +68,7 @@ def write_scores(
             "run_id": run_id,
             **dataclasses.asdict(s),
             "weights_sha256": weights_sha256,
+            "doc_limit": doc_limit,
             **where,
             "created_at": provenance.get("created_at") or dt.datetime.now(dt.UTC),
         }
@@ -75,12 +80,15 @@ def write_scores(
     return path
 
 
-def scored_weights(root: Path, grid: str, run_id: str, task: str) -> str | None:
-    """The digest of the weights ``run_id``'s scores on ``task`` were computed from; None when
-    it has none (or an unreadable file, which the next ``eval`` replaces)."""
+def scored_with(root: Path, grid: str, run_id: str, task: str) -> tuple[str, int | None] | None:
+    """(weights digest, document limit) that ``run_id``'s scores on ``task`` were computed with;
+    None when it has none (or an unreadable file, which the next ``eval`` replaces)."""
     path = paths.eval_path(root, grid, run_id, task)
     try:
-        column = pq.read_table(path, columns=["weights_sha256"]).column(0).to_pylist()
+        table = pq.read_table(path, columns=["weights_sha256", "doc_limit"]).slice(0, 1)
     except (OSError, pa.ArrowException):
         return None
-    return str(column[0]) if column and column[0] else None
+    rows = table.to_pylist()
+    if not rows or not rows[0]["weights_sha256"]:
+        return None
+    return str(rows[0]["weights_sha256"]), rows[0]["doc_limit"]
