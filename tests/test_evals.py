@@ -186,6 +186,21 @@ def test_rerun_skips_pairs_done_with_the_same_weights(trained: SimpleNamespace) 
     assert "evaluated 2 (run, task) pairs of 2 runs; skipped 0" in out.output, out.output
 
 
+def test_a_run_evaluated_elsewhere_is_left_to_it(trained: SimpleNamespace) -> None:
+    from harness.core.files import try_locked
+
+    busy, free = sorted(read_manifest(trained.root, trained.grid))
+    before = eval_files(trained.root, trained.grid)
+    with try_locked(paths.eval_lock_path(trained.root, trained.grid, busy)) as held:
+        assert held
+        out = invoke(*eval_args(trained, "--limit", 3))  # a new limit: both pairs planned
+    assert f"run {busy} is being evaluated by another process" in out.output, out.output
+    assert "evaluated 1 (run, task) pairs of 2 runs" in out.output
+    after = eval_files(trained.root, trained.grid)
+    changed = {k for k in after if after[k] != before.get(k)}
+    assert changed == {paths.eval_path(trained.root, trained.grid, free, TASK).name}
+
+
 @pytest.mark.parametrize(
     ("extra", "words"),
     [

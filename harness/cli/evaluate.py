@@ -58,13 +58,10 @@ def evaluate(
         launcher=launcher, include=include, limit=limit, wait=wait,
     )  # fmt: skip
     pairs = sum(len(j.tasks) for j in plan.jobs)
-    done = "evaluated" if plan.done else "queued"
+    did = f"queued {pairs}" if plan.evaluated is None else f"evaluated {plan.evaluated}"
+    without = len(plan.without_weights)
     click.echo(
-        f"{done} {pairs} (run, task) pairs of {len(plan.jobs)} runs; skipped {plan.skipped} "
-        "already scored with the same weights"
-        + (
-            f"; {len(plan.without_weights)} completed runs keep no weights"
-            if plan.without_weights
-            else ""
-        )
+        f"{did} (run, task) pairs of {len(plan.jobs)} runs; skipped {plan.skipped} already "
+        "scored with the same weights"
+        + (f"; {without} completed runs keep no weights" if without else "")
     )

@@ -17,6 +17,7 @@ Layout under the results root (``results/`` in the working directory by default)
         slurm/                             submitit's folder: scripts and logs of SLURM tasks
         local/                             logs of the runs the local launcher trains
     <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
+    <root>/<grid>/locks/<run_id>.eval.lock  held by the process evaluating its weights
     <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
     <root>/<grid>/.verified.json        the files the integrity check read in full, by stamp
 """
@@ -180,6 +181,11 @@ def weights_path(root: Path, grid: str, run_id: str) -> Path:
     """The final weights of a finished run whose grid sets ``keep_weights`` (what
     ``harness eval`` evaluates)."""
     return grid_dir(root, grid) / "weights" / f"{run_id}.pt"
+
+
+def eval_lock_path(root: Path, grid: str, run_id: str) -> Path:
+    """The lock the process evaluating a run's weights holds (never evaluated twice at once)."""
+    return grid_dir(root, grid) / "locks" / f"{run_id}.eval.lock"
 
 
 def evals_dir(root: Path, grid: str) -> Path:

@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.core import paths
 from harness.core.errors import UserError
+from harness.core.files import try_locked
 from harness.core.provenance import provenance
 from harness.core.registry import load_object
 from harness.core.result import Status
@@ -69,8 +70,8 @@ class EvalPlan:
     """(run, task) pairs already scored with the same weights."""
     without_weights: tuple[str, ...] = field(default=())
     """Completed runs whose grid does not keep weights (not evaluated)."""
-    done: bool = True
-    """Whether the evaluations are done (False: queued, on a backend that detaches)."""
+    evaluated: int | None = 0
+    """(run, task) pairs evaluated; None: queued, on a backend that detaches (``--no-wait``)."""
 
 
 def weights_digest(path: Path) -> str:
@@ -123,8 +124,9 @@ def plan_evals(
 
 
 def evaluate_run(spec: EvalSpec, job: EvalJob, job_id: str | None = None) -> int:
-    """Evaluate one run's kept weights on its tasks, writing each task's scores as soon as they
-    are computed; returns the tasks written."""
+    """Evaluate one run's kept weights on those of its tasks not yet scored with them (another
+    process may have since), writing each task's scores as soon as they are computed, under the
+    run's evaluation lock; returns the tasks written (0 when another process holds the lock)."""
     import torch
 
     from harness.downstream.evaluate import evaluate, load_lm
@@ -132,18 +134,27 @@ def evaluate_run(spec: EvalSpec, job: EvalJob, job_id: str | None = None) -> int
     if spec.threads:
         torch.set_num_threads(spec.threads)
     root, grid = spec.results_root, spec.grid
-    run = load_run(root, grid, job.run_id)
-    weights = paths.weights_path(root, grid, job.run_id)
-    digest = weights_digest(weights)
-    lm = load_lm(run, weights, spec.data_root)
-    where = provenance(job_id) | {"lm_eval_version": metadata.version("lm_eval")}
-    for task in job.tasks:
-        scores = evaluate(lm, [task], spec.include, limit=spec.limit)[task]
-        write_scores(root, grid, job.run_id, task, scores, digest, spec.limit, where)
-        print(f"[{job.run_id}] {task}: " + ", ".join(
-            f"{s.metric}={s.value:.4g}" for s in scores if s.subtask == task and s.value is not None
-        ), flush=True)  # fmt: skip
-    return len(job.tasks)
+    lock = paths.eval_lock_path(root, grid, job.run_id)
+    with try_locked(lock) as held:
+        if not held:
+            print(f"harness: run {job.run_id} is being evaluated by another process ({lock} is "
+                  "held): left to it", flush=True)  # fmt: skip
+            return 0
+        weights = paths.weights_path(root, grid, job.run_id)
+        digest = weights_digest(weights)
+        todo = [t for t in job.tasks
+                if scored_with(root, grid, job.run_id, t) != (digest, spec.limit)]  # fmt: skip
+        if not todo:
+            return 0
+        lm = load_lm(load_run(root, grid, job.run_id), weights, spec.data_root)
+        where = provenance(job_id) | {"lm_eval_version": metadata.version("lm_eval")}
+        for task in todo:
+            scores = evaluate(lm, [task], spec.include, limit=spec.limit)[task]
+            write_scores(root, grid, job.run_id, task, scores, digest, spec.limit, where)
+            shown = ", ".join(f"{s.metric}={s.value:.4g}" for s in scores
+                              if s.subtask == task and s.value is not None)  # fmt: skip
+            print(f"[{job.run_id}] {task}: {shown}", flush=True)
+        return len(todo)
 
 
 def evaluator_of(profile: LauncherProfile[Any]) -> Any:
@@ -197,5 +208,5 @@ def eval_grid(
         include=tuple(Path(p).resolve() for p in include), limit=limit,
     )  # fmt: skip
     if plan.jobs:
-        return dataclasses.replace(plan, done=bool(run_evals(profile, spec, plan.jobs, wait)))
+        return dataclasses.replace(plan, evaluated=run_evals(profile, spec, plan.jobs, wait))
     return plan

@@ -12,8 +12,7 @@ from harness.launch.profile import LauncherProfile
 
 def run_evals(
     profile: LauncherProfile[Any], spec: EvalSpec, jobs: Sequence[EvalJob], wait: bool | None
-) -> bool:
-    """Evaluate each job's run on its tasks, in order (local runs always wait); True: done."""
-    for job in jobs:
-        evaluate_run(spec, job)
-    return True
+) -> int:
+    """Evaluate each job's run on its tasks, in order (local runs always wait); returns the
+    (run, task) pairs evaluated."""
+    return sum(evaluate_run(spec, job) for job in jobs)

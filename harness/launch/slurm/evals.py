@@ -44,9 +44,9 @@ def run_evals(
     spec: EvalSpec,
     jobs: Sequence[EvalJob],
     wait: bool | None,
-) -> bool:
-    """Submit one array of ``jobs``; with ``wait``, block until every task ends. True: done
-    (waited), False: queued.
+) -> int | None:
+    """Submit one array of ``jobs``; with ``wait``, block until every task ends. Returns the
+    (run, task) pairs planned once they are done; None when queued (no ``wait``).
 
     Raises:
         UserError: sbatch refused (its reason), no SLURM here, or a task failed (its log named).
@@ -57,9 +57,10 @@ def run_evals(
     task_spec = replace(spec, threads=profile.settings.cpus_per_task)
     job_id, _ = arrays.submit_array(executor, [EvalTask(task_spec, j) for j in jobs])
     print(f"queued {len(jobs)} runs' evaluations as array job {job_id}; logs under {folder}")
-    if wait:
-        _wait(job_id, folder)
-    return bool(wait)
+    if not wait:
+        return None
+    _wait(job_id, folder)
+    return sum(len(j.tasks) for j in jobs)
 
 
 def _wait(job_id: str, folder: Path, poll_s: float = 2.0) -> None:
