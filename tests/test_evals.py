@@ -243,14 +243,17 @@ def test_lm_eval_missing_is_one_line_exit_2(
 
 
 def test_runs_without_kept_weights_are_refused(trained: SimpleNamespace, tmp_path: Path) -> None:
-    root = tmp_path / "results"
-    grid = write_grid(tmp_path, "nokeep", keep=False, seeds=(0,), tokens=8 * 32 * 2)
-    assert (
-        invoke(
-            "submit", grid, "--launcher", "local", "--results", root, "--data", trained.data
-        ).exit_code
-        == 0
-    )
+    from runs import tiny_run
+
+    from harness.core.provenance import provenance
+    from harness.core.result import RunResult
+    from harness.store.manifest import write_manifest
+    from harness.store.rows import write_result
+
+    root = tmp_path / "results"  # a completed run (its row written here) that keeps no weights
+    run = tiny_run(trained.data, grid="nokeep")
+    write_manifest(root, "nokeep", [run])
+    write_result(root, run, RunResult(status="completed", steps_done=6), provenance())
     t = SimpleNamespace(root=root, grid="nokeep", data=trained.data, tasks=trained.tasks)
     out = invoke(*eval_args(t))
     assert out.exit_code == 2 and "no completed run kept its weights (1 completed)" in out.output
