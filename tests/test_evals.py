@@ -33,7 +33,10 @@ def write_task(folder: Path) -> Path:
     """A --include folder holding the tiny task's YAML, reading the JSONL by absolute path."""
     folder.mkdir(parents=True, exist_ok=True)
     text = (TASK_DIR / "tiny_mc.yaml.in").read_text()
-    (folder / "tiny_mc.yaml").write_text(text.replace("DATA_FILE", str(TASK_DIR / "tiny_mc.jsonl")))
+    text = text.replace("DATA_FILE", str(TASK_DIR / "tiny_mc.jsonl"))
+    (folder / "tiny_mc.yaml").write_text(text)
+    (folder / "tiny_mc2.yaml").write_text(text.replace(f"task: {TASK}", f"task: {TASK}2"))
+    (folder / "tiny_group.yaml").write_text((TASK_DIR / "tiny_group.yaml").read_text())
     return folder
 
 
@@ -199,6 +202,28 @@ def test_a_run_evaluated_elsewhere_is_left_to_it(trained: SimpleNamespace) -> No
     after = eval_files(trained.root, trained.grid)
     changed = {k for k in after if after[k] != before.get(k)}
     assert changed == {paths.eval_path(trained.root, trained.grid, free, TASK).name}
+
+
+def test_a_group_gives_rows_for_itself_and_each_member(trained: SimpleNamespace) -> None:
+    args = eval_args(trained)
+    args[args.index("--tasks") + 1] = "harness_tiny_group"
+    assert invoke(*args).exit_code == 0
+    rows = (
+        connect(trained.root, trained.grid)
+        .execute(
+            "SELECT run_id, subtask, value, samples FROM evals "
+            "WHERE task = 'harness_tiny_group' AND metric = 'acc'"
+        )
+        .fetchall()
+    )
+    by_run: dict[str, dict[str, tuple[float, int | None]]] = {}
+    for run_id, sub, value, n in rows:
+        by_run.setdefault(run_id, {})[sub] = (value, n)
+    assert len(by_run) == 2
+    for subs in by_run.values():
+        assert set(subs) == {"harness_tiny_group", TASK, f"{TASK}2"}
+        assert subs[TASK] == subs[f"{TASK}2"] and subs[TASK][1] == 12  # the same documents
+        assert subs["harness_tiny_group"][0] == pytest.approx(subs[TASK][0])
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,8 @@ def require_lm_eval() -> None:
 
 def task_manager(include: Sequence[Path] = (), tasks: Sequence[str] = ()) -> Any:
     """lm-eval's ``TaskManager`` over the task YAML under ``include`` and, unless those hold
-    every one of ``tasks``, lm-eval's own (indexing its thousands of tasks takes seconds; one
-    manager per set of folders and process).
+    every one of ``tasks`` as a task (a group there may name lm-eval's tasks), lm-eval's own
+    (indexing its thousands of tasks takes seconds; one manager per set of folders and process).
 
     Raises:
         UserError: lm-eval is not installed; an ``include`` folder does not exist.
@@ -38,7 +38,7 @@ def task_manager(include: Sequence[Path] = (), tasks: Sequence[str] = ()) -> Any
     folders = tuple(str(Path(p).resolve()) for p in include)
     if folders and tasks:
         own = _manager(folders, False)
-        if all(t in own.all_tasks for t in tasks):
+        if all(t in own.all_subtasks for t in tasks):
             return own
     return _manager(folders, True)
 
