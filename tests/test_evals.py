@@ -414,3 +414,21 @@ def test_eval_runs_as_a_slurm_array(
         .fetchall()
     )
     assert dict((r, v) for r, v, _ in rows) == dict(local)
+
+
+def test_a_backend_without_an_evaluator_is_refused_naming_those_with_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.core.errors import UserError
+    from harness.launch import evals
+    from harness.launch.profile import Backend, backend
+
+    def no_evaluator(kind: str) -> Backend:
+        return Backend(settings=object, launcher="x:y") if kind == "toy" else backend(kind)
+
+    monkeypatch.setattr(evals, "backend", no_evaluator)
+    with pytest.raises(UserError) as e:
+        evals.evaluator_of(SimpleNamespace(name="toyp", kind="toy"))  # type: ignore[arg-type]
+    assert str(e.value) == (
+        "--launcher toyp: kind 'toy' cannot run evaluations; valid kinds: local, slurm"
+    )
