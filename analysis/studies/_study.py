@@ -36,9 +36,17 @@ class Study:
     """One study's log: every command it ran with its output, in ``<name>.txt``."""
 
     def __init__(
-        self, name: str, grid: str, followup: tuple[str, ...] = (), also: tuple[str, ...] = ()
+        self,
+        name: str,
+        grid: str,
+        followup: tuple[str, ...] = (),
+        also: tuple[str, ...] = (),
+        grid_file: Path | None = None,
     ) -> None:
-        self.name, self.grid = name, REPO / "grids" / f"{grid}.yaml"
+        """``grid_file``: a study grid (e.g. next to the study) instead of ``grids/<grid>.yaml``;
+        ``grid`` is then its ``name:`` (where its results and figures go)."""
+        self.name = name
+        self.grid = grid_file or REPO / "grids" / f"{grid}.yaml"
         self.followup = followup
         """``submit`` flags that add runs after the grid's own (``--extend``, ``--confirm``):
         training passes them, and the analysis covers the runs they added."""
