@@ -28,9 +28,9 @@ from PIL import Image
 
 from harness.analysis.corrections import holm
 
-study = Study("coupled_adam", "coupled_adam", followup=("--confirm",))
 # The study grid lives next to this script (the shipped grid's plan must not change).
-study.grid, study.grid_name = STUDIES / "coupled_adam.yaml", "coupled_adam_tracked"
+study = Study("coupled_adam", "coupled_adam_tracked", followup=("--confirm",),
+              grid_file=STUDIES / "coupled_adam.yaml")  # fmt: skip
 study.train()
 ALL = study.where()  # the grid's runs and its confirmation runs
 EQUAL = f"({ALL}) AND confirm IS NOT TRUE"  # the 12 equal-lr runs
