@@ -20,14 +20,18 @@ from harness.optim.spec import GROUPS
 
 
 def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
-    """Partition a GPT's trainable parameters into ``GROUPS`` (each parameter exactly once).
+    """Partition a model's trainable parameters into ``GROUPS`` (each parameter exactly once).
 
-    The model exposes ``model.embedding`` (``nn.Embedding``) and ``model.head`` (``nn.Linear``,
-    or None when tied). Learned position embeddings are routed to ``vector`` (no weight decay).
+    A GPT (a :class:`~harness.core.lm.LanguageModel`) exposes ``model.embedding``
+    (``nn.Embedding``) and ``model.head`` (``nn.Linear``, or None when tied); learned position
+    embeddings are routed to ``vector`` (no weight decay). Another model (a workload's) has
+    only ``matrix`` (>= 2-D) and ``vector`` parameters.
     """
-    lm = cast(LanguageModel, model)
-    emb = lm.embedding.weight
-    head = None if is_tied(lm) else output_weight(lm)
+    emb = head = None  # a workload's model (harness.workloads) has neither
+    if isinstance(model, LanguageModel):
+        lm = cast(LanguageModel, model)
+        emb = lm.embedding.weight
+        head = None if is_tied(lm) else output_weight(lm)
     out: dict[str, list[nn.Parameter]] = {g: [] for g in GROUPS}
     seen: set[int] = set()
     for name, p in model.named_parameters():
