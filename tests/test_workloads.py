@@ -57,7 +57,12 @@ def test_quadratic_minimum_is_the_closed_form(spectrum):
     with torch.no_grad():
         for p, star in zip(at_min.blocks, q.minimiser, strict=True):
             p.copy_(star)
-    assert q.evaluate(at_min)["val_loss"] == pytest.approx(0.0, abs=1e-9)
+    assert q.evaluate(at_min) == {"val_loss": 0.0, "log10_gap": -300.0}
+    somewhere = q.model(5)  # the gap's exact form is f(x) - f*
+    gap = q.evaluate(somewhere)
+    f_x = float(q.objective(somewhere).detach())
+    assert gap["val_loss"] == pytest.approx(f_x - f_star, rel=1e-9)
+    assert gap["log10_gap"] == pytest.approx(math.log10(gap["val_loss"]), rel=1e-12)
     q.loss(at_min, None).backward()
     assert max(float(p.grad.abs().max()) for p in at_min.blocks) < 1e-9  # a stationary point
     everything = torch.cat(q.eigenvalues).sort().values  # both spectra: the same eigenvalues
@@ -122,6 +127,22 @@ def test_imbalance_at_zero_loss_is_ln_c_and_gradient_scales_with_frequency():
     assert shares[0] >= 0.2 and shares[-1] >= 0.2
 
 
+def test_imbalance_label_noise_is_the_expected_loss_over_labels_and_keeps_ln_c_at_zero():
+    w = Imbalance(classes=6, dim=3, label_noise=0.3, init_scale=0.5)
+    model = w.model(4)
+    logits = model(w.inputs).detach()
+    every = -torch.log_softmax(logits, dim=1)  # CE(z_k, j) for every class k and label j
+    expected = 0.7 * every.diagonal() + 0.3 * every.mean(dim=1)
+    assert torch.allclose(w.class_losses(model).detach(), expected, rtol=1e-12)
+    assert not torch.equal(model.weight, w.model(5).weight)  # the seed draws the start
+    zero = Imbalance(classes=6, dim=3, label_noise=0.3)
+    assert zero.evaluate(zero.model(0))["val_loss"] == pytest.approx(math.log(6), rel=1e-12)
+    batch = Imbalance(classes=6, dim=3, label_noise=0.3, stochastic=True).batch(1, 2, 4000)
+    classes, labels = batch
+    changed = float((classes != labels).double().mean())  # noise 0.3, 1/6 of it lands on k
+    assert changed == pytest.approx(0.3 * 5 / 6, abs=0.03)
+
+
 @pytest.mark.parametrize(("optimizer", "direction"), [("sgd", "gradient"), ("signsgd", "sign")])
 def test_imbalance_one_step_through_train_is_gradient_or_sign(tmp_path, optimizer, direction):
     lr = 0.5
@@ -168,6 +189,24 @@ def test_every_optimizer_of_the_zoo_trains_or_refuses_in_one_line(tmp_path, work
     assert math.isfinite(result.metrics["val_loss"]) and result.steps_done == 4
 
 
+@pytest.mark.parametrize("workload", ["quadratic", "imbalance"])
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        "tests.user_optimizers:EveryPattern",  # every constructor pattern
+        "tests.user_optimizers:TwoPassSAM",  # needs the closure: a second pass per step
+        "schedulefree:AdamWScheduleFree",  # train/eval modes, from PyPI as it is
+    ],
+)
+def test_users_optimizers_train_a_workload(tmp_path, workload, optimizer):
+    run = _run(workload=workload, steps=4, optimizer=optimizer, lr=1e-3, log_every=2,
+               schedule="constant")  # fmt: skip
+    result = train(run, data_root=tmp_path, log=None)
+    assert result.status == "completed", result.error
+    assert math.isfinite(result.metrics["val_loss"])
+    assert result.metrics["passes_per_step"] == (2.0 if "SAM" in optimizer else 1.0)
+
+
 USER_WORKLOAD = '''
 import torch
 from torch import nn
@@ -195,6 +234,17 @@ class Line:
 
     def reference_loss(self, model):
         return max(1.0, float(self.loss(model, None).detach()))
+
+
+class Partial:
+    def model(self, seed):
+        return nn.Linear(1, 1)
+
+    def batch(self, seed, step, size):
+        return None
+
+    def loss(self, model, batch):
+        return model.weight.sum()
 '''
 
 GRID = """
@@ -289,8 +339,17 @@ def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, optimizer):
     assert resumed.metrics["val_loss_q4"] == whole.metrics["val_loss_q4"]
 
 
+def test_weight_decay_on_a_workload_without_decayed_parameters_refuses(tmp_path):
+    run = _run(workload="quadratic", steps=2, optimizer="adamw", lr=1e-3, weight_decay=0.1)
+    with pytest.raises(Exception, match=r"weight_decay 0\.1: workload 'quadratic' has no param"):
+        train(run, data_root=tmp_path, log=None)
+    decayed = _run(workload="imbalance", steps=2, optimizer="adamw", lr=1e-3, weight_decay=0.1)
+    assert train(decayed, data_root=tmp_path, log=None).status == "completed"  # W is a matrix
+
+
 BAD = [
     ("nope", "", "unknown workload 'nope'; valid choices: imbalance, quadratic"),
+    ("./line.py:Partial", "", "has no method evaluate, reference_loss"),
     ("quadratic", "spectrum: [flat]", "spectrum: 'flat' is not one of 'heterogeneous'"),
     ("quadratic", "blocks: [many]", "blocks: expected int, got the string 'many'"),
     ("quadratic", "classes: [4]", "unknown key 'classes'"),

@@ -35,8 +35,11 @@ PNG_WIDTH = 1000
 class Study:
     """One study's log: every command it ran with its output, in ``<name>.txt``."""
 
-    def __init__(self, name: str, grid: str, followup: tuple[str, ...] = ()) -> None:
-        self.name, self.grid = name, REPO / "grids" / f"{grid}.yaml"
+    def __init__(
+        self, name: str, grid: str, followup: tuple[str, ...] = (), folder: Path = REPO / "grids"
+    ) -> None:
+        """``folder``: where ``<grid>.yaml`` is (a study's own grid lives next to it)."""
+        self.name, self.grid = name, folder / f"{grid}.yaml"
         self.followup = followup
         """``submit`` flags that add runs after the grid's own (``--extend``, ``--confirm``):
         training passes them, and the analysis covers the runs they added."""

@@ -16,7 +16,7 @@ from typing import Any, cast
 from torch import nn
 
 from harness.core.lm import LanguageModel, is_tied, output_weight
-from harness.optim.spec import GROUPS
+from harness.optim.spec import DECAYED, GROUPS
 
 
 def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
@@ -47,18 +47,6 @@ def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
         else:
             out["vector"].append(p)
     return out
-
-
-DECAYED: dict[str, frozenset[str]] = {
-    "matrices": frozenset({"matrix"}),
-    "all_weights": frozenset({"embedding", "head", "matrix", "position"}),
-    "no_embedding": frozenset({"head", "matrix", "position"}),
-}
-"""``decay_params`` convention -> the kinds of parameter it decays (``position``: learned
-absolute positions; norm gains and biases are never decayed). ``all_weights`` is plainLM's
-(``models/construct.py``: every parameter whose name holds neither ``bias`` nor ``norm``);
-``no_embedding`` is nanoGPT's as the Coupled Adam paper's code runs it (``configure_optimizers``:
-every >= 2-D tensor but ``wte``, the token embedding, which the tied head shares)."""
 
 
 def _kind(model: nn.Module, group: str, p: nn.Parameter) -> str:

@@ -46,3 +46,9 @@ class Workload(Protocol):
         """The loss scale of divergence checks: a run whose training loss exceeds
         ``diverge_factor`` times this value at the initial parameters ``model`` diverges."""
         ...
+
+
+WORKLOAD_METHODS: tuple[str, ...] = tuple(
+    name for name, value in vars(Workload).items() if not name.startswith("_") and callable(value)
+)
+"""The methods of :class:`Workload` (checked when a run builds one)."""

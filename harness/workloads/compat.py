@@ -10,7 +10,7 @@ from collections.abc import Collection
 
 from harness.core.config import RunConfig
 from harness.optim.registry import get_spec
-from harness.optim.spec import GROUPS
+from harness.optim.spec import DECAYED, GROUPS
 
 _GPT_ONLY = ("embedding", "head")
 
@@ -23,6 +23,11 @@ def problem(run: RunConfig, present: Collection[str]) -> str | None:
     for field in ("embedding_optimizer", "embedding_lr_factor"):
         if getattr(opt, field) is not None:
             return f"{field}: {what} has no embedding"
+    if opt.weight_decay and not DECAYED[opt.decay_params] & set(present):
+        return (
+            f"weight_decay {opt.weight_decay}: {what} has no parameter that decay_params "
+            f"{opt.decay_params!r} decays (it has {', '.join(sorted(present))})"
+        )
     spec = get_spec(opt.optimizer)
     special = {g for g, o in spec.group_options.items() if any(o.values())}
     if special and special <= set(_GPT_ONLY) and not special & set(present):

@@ -22,6 +22,7 @@ from harness.metrics.catalogue import METRICS
 from harness.optim import static
 from harness.optim.signature import scalar_parameters
 from harness.optim.spec import REQUIRED, Hyperparameter
+from harness.workloads.base import WORKLOAD_METHODS
 
 BUILTIN: dict[str, str] = {
     "quadratic": "harness.workloads.quadratic:Quadratic",
@@ -55,7 +56,14 @@ class WorkloadSpec:
         """The workload object, constructed with its parameters from ``values`` (a run's own
         parameters; an absent one takes the constructor's default)."""
         kwargs = {n: values[n] for n in self.names if values.get(n) is not None}
-        return load_object(self.cls)(**kwargs)
+        workload = load_object(self.cls)(**kwargs)
+        missing = [m for m in WORKLOAD_METHODS if not callable(getattr(workload, m, None))]
+        if missing:
+            raise UserError(
+                f"workload {self.cls!r} has no method {', '.join(missing)} (a workload has "
+                f"{', '.join(WORKLOAD_METHODS)}: harness.workloads.base.Workload)"
+            )
+        return workload
 
 
 def canonical_name(name: str, base: Path | None = None) -> str:
