@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -390,3 +391,10 @@ def test_the_preflight_refuses_an_optimizer_the_workload_cannot_take(tmp_path):
     assert "optimizer 'coupled_adam' is defined on the embedding and head" in r.output
     assert "adamw" not in r.output.split("failed", 1)[1].split("muon")[0]
     assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize(("name", "runs"), [("toy_quadratic", 114), ("toy_imbalance", 42)])
+def test_the_toy_studies_grids_expand(name, runs):
+    grid = Path(__file__).resolve().parent.parent / "analysis" / "studies" / f"{name}.yaml"
+    planned = load_grid(grid, vocab=lambda dataset: 1, local=True).runs
+    assert len(planned) == runs and {r.arch.workload for r in planned} == {name.split("_")[1]}

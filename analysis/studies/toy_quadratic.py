@@ -20,6 +20,18 @@ study.analyze("best", "--by", "spectrum,label", *metric)
 for arm in ("Adam", "Signum", "SignSGD"):  # each against SGD, within each spectrum
     study.analyze("compare", "--a", "label=SGD", "--b", f"label={arm}", "--by", "spectrum",
                   *metric, "--alternative", "two-sided")  # fmt: skip
+study.analyze(
+    "compare",
+    "--a",
+    "spectrum=heterogeneous",
+    "--b",
+    "spectrum=homogeneous",
+    "--by",
+    "label",
+    *metric,
+    "--alternative",
+    "two-sided",
+)  # each arm: does the spectrum matter?
 study.analyze("gap", "--baseline", "label=SGD", "--reference", "label=Adam", "--by", "spectrum",
               *metric)  # fmt: skip
 study.figure("lr_sensitivity", *metric)
