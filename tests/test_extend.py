@@ -14,7 +14,7 @@ import pytest
 
 from harness.analysis.edges import edge_note, open_edge
 from harness.analysis.followup import in_place, plan_confirmation, plan_extension
-from harness.analysis.tuning import confirmed
+from harness.analysis.tuning import confirmed, tune
 from harness.analysis.values import VALUE
 from harness.core.catalogue import flat
 from harness.core.config import RunConfig
@@ -73,6 +73,40 @@ def test_a_neighbour_tried_beyond_the_best_closes_its_edge() -> None:
     # lr 0.1 was tried (it diverged: the row is there, scored worst): 0.03 is no longer an edge
     assert open_edge("lr", [0.001, 0.01, 0.03], 0.03) is not None
     assert open_edge("lr", [0.001, 0.01, 0.03, 0.1], 0.03) is None
+
+
+LINES = """
+grid:
+  weight_decay:
+    0.0: {lr: [1.0e-3, 1.0e-2, 1.0e-1]}
+    0.1: {lr: [1.0e-3, 1.0e-2]}
+seeds: 1
+"""
+
+
+def test_an_edge_is_judged_along_the_line_through_the_best(tmp_path: Path) -> None:
+    """lr 0.1 was tried at weight decay 0 only: the best (lr 0.01, wd 0.1) is the largest lr on
+    its own line (wd held at 0.1), so its edge is open though 0.1 was tried in the cell; a
+    diverged lr 0.1 on that line closes it."""
+    g = grid(tmp_path, LINES)
+    rows = synthetic(g.runs, lambda r: quadratic(r) - 20 * r.optim.weight_decay)
+    t = tune(rows, ["optimizer"], ["lr", "weight_decay"], "min").iloc[0]
+    assert (t["lr"], t["weight_decay"]) == (1e-2, 0.1)
+    assert "lr=0.01 is the largest tried: add 0.1" in t["edge"]
+    runs = {r.run_id: r for r in g.runs}
+    plan = plan_extension(rows, runs, ExtendSpec(axes=("lr",)), change=partial(vary, g))
+    assert [(r.optim.lr, r.optim.weight_decay) for r in plan.runs] == [(0.1, 0.1)]
+    runs.update({r.run_id: r for r in plan.runs})
+    rows = synthetic(list(runs.values()), lambda r: quadratic(r) - 20 * r.optim.weight_decay)
+    rows.loc[(rows["lr"] == 0.1) & (rows["weight_decay"] == 0.1), VALUE] = math.inf  # diverged
+    t = tune(rows, ["optimizer"], ["lr", "weight_decay"], "min").iloc[0]
+    assert (t["lr"], t["weight_decay"]) == (1e-2, 0.1) and "lr=" not in t["edge"]
+    assert plan_extension(rows, runs, ExtendSpec(axes=("lr",))).runs == ()
+    # a column that moves with lr (lr_min: "0.1 * lr") is part of the line, not held
+    g = grid(tmp_path, LINES.replace("grid:", "grid:\n  lr_min: ['0.1 * lr']"))
+    rows = synthetic(g.runs, lambda r: quadratic(r) - 20 * r.optim.weight_decay)
+    t = tune(rows, ["optimizer"], ["lr", "lr_min", "weight_decay"], "min").iloc[0]
+    assert "lr=0.01 is the largest tried: add 0.1" in t["edge"]
 
 
 def test_weight_decay_zero_x_best_at_x_flagged_in_tuning(tmp_path: Path) -> None:
@@ -175,6 +209,32 @@ def test_extend_stops_at_the_grids_bounds_and_rounds(tmp_path: Path) -> None:
     assert rounds == [[1e-5, 0.1]] and any("1 round(s)" in line for line in last)
     rounds, _, _ = extend_until_done(start, ExtendSpec(axes=("momentum",)))
     assert rounds == []  # lr not extendable: nothing planned
+
+
+LOCAL_EXTEND = """
+grid: {lr: [1.0e-3, 1.0e-2]}
+seeds: 1
+extend: {axes: [lr], rounds: 3, bounds: {lr: [1.0e-5, 1.0]}}
+local:
+  base: {tokens: 20480}
+  extend: {rounds: 1, bounds: {lr: [1.0e-4, 0.5]}}
+"""
+
+
+def test_local_section_overrides_extend_key_by_key(tmp_path: Path) -> None:
+    full = grid(tmp_path, LOCAL_EXTEND)
+    assert full.extend == ExtendSpec(("lr",), 3, (("lr", 1e-5, 1.0),))
+    local = load_grid(tmp_path / "g.yaml", vocab=vocab_lookup(tmp_path), local=True)
+    assert local.extend == ExtendSpec(("lr",), 1, (("lr", 1e-4, 0.5),))  # axes kept
+    rounds, _, last = extend_until_done({r.run_id: r for r in local.runs}, local.extend)
+    assert rounds == [[0.1]] and any("1 round(s)" in line for line in last)
+    only_local = grid(tmp_path, "grid: {lr: [1.0e-3]}\nlocal: {extend: {rounds: 2}}\n")
+    assert only_local.extend is None
+    p = tmp_path / "g.yaml"
+    assert load_grid(p, vocab=vocab_lookup(tmp_path), local=True).extend == ExtendSpec(rounds=2)
+    p.write_text(textwrap.dedent(BASE) + "local: {extend: {round: 2}}\n")
+    with pytest.raises(UserError, match=r"local.extend: unknown key 'round'; valid keys: axes"):
+        load_grid(p, vocab=vocab_lookup(tmp_path))
 
 
 def test_a_diverged_value_beyond_the_best_stops_extension(tmp_path: Path) -> None:

@@ -254,16 +254,16 @@ def test_heatmap_title_says_what_and_draws_the_diagonal(root, tmp_path):
             write_run(tmp_path, make_run(grid="one", beta1=b1, beta2=b2, lr=3e-3), val_ppl=30.0)
     fig = draw(_data(tmp_path, "one"))
     title = " ".join(fig._suptitle.get_text().split())
-    for part in ("adamw", "lr=0.003", "model=tiny", "tokens=1.05M", "steps=1024", "1 seed",
-                 "full scale"):  # fmt: skip
+    for part in ("adamw", "lr=0.003", "model=tiny", "tokens=1.05M", "steps=1024", "full scale"):
         assert part in title, title
     assert "mean over" not in title and "one seed" in title
     diag = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "_diag"]
     # beta1 index 0 (0.9) = beta2 index 0, beta1 index 1 (0.95) = beta2 index 1
     assert diag and list(diag[0].get_xdata()) == [-0.5, 0, 1, 1.5]
     assert list(diag[0].get_ydata()) == [-0.5, 0, 1, 1.5]
-    # the two-seed fixture says "mean over 2 seeds"
-    assert "mean over 2 seeds" in draw(_data(root, "betas"))._suptitle.get_text()
+    # the two-seed fixture, tuned over lr on both seeds
+    title = " ".join(draw(_data(root, "betas"))._suptitle.get_text().split())
+    assert "best over lr, mean over 2 tuning seeds (selected and tested on the same seeds)" in title
 
 
 def test_batch_size_figure_marks_the_crossover(root):
@@ -285,6 +285,40 @@ def test_gap_closure_figure_bars(root):
     labels = [t.get_text() for t in fig.axes[1].texts]
     # bs 64: sgd 26.1, adamw 23.1, signum 24.6 -> 50 %
     assert "50.0%" in labels
+
+
+def _gap_runs(root: Path, grid: str, confirm: tuple[int, ...], unconfirmed: str = "") -> None:
+    """SGD, AdamW, Signum over 2 lrs x 3 tuning seeds, and the lr 1e-3 configuration of each
+    arm but ``unconfirmed`` on the confirmation seeds ``confirm``."""
+    level = {"sgd": 30.0, "adamw": 20.0, "signum": 25.0}
+    for opt, ppl in level.items():
+        for lr in (1e-3, 3e-3):
+            for s in range(3):
+                run = make_run(grid=grid, optimizer=opt, lr=lr, seed=s)
+                write_run(root, run, val_ppl=ppl + 1e3 * (lr - 1e-3) + 0.1 * s)
+        for s in confirm if opt != unconfirmed else ():
+            run = make_run(grid=grid, optimizer=opt, lr=1e-3, seed=s, confirm=True)
+            write_run(root, run, val_ppl=ppl + 0.5 + 0.1 * s)
+
+
+def test_figure_subtitle_names_the_seeds_its_bars_use(tmp_path):
+    """The bars of a grid with confirmation seeds are means over those (3), not over every seed
+    in the rows (6); without them, over the tuning seeds that also selected them."""
+    from harness.analysis.figures.gap_closure import draw
+
+    _gap_runs(tmp_path, "conf", confirm=(3, 4, 5))
+    title = " ".join(draw(_data(tmp_path, "conf"))._suptitle.get_text().split())
+    assert "each bar: best over lr, mean over 3 confirmation seeds" in title, title
+    assert "6 seeds" not in title and "tuning seeds" not in title, title
+    _gap_runs(tmp_path, "tune", confirm=())
+    title = " ".join(draw(_data(tmp_path, "tune"))._suptitle.get_text().split())
+    assert "mean over 3 tuning seeds (selected and tested on the same seeds)" in title, title
+    _gap_runs(tmp_path, "part", confirm=(3, 4), unconfirmed="signum")
+    title = " ".join(draw(_data(tmp_path, "part"))._suptitle.get_text().split())
+    assert (
+        "mean over 2 confirmation seeds (2 of 3 configs); mean over 3 tuning seeds (1 of 3 "
+        "configs: selected and tested on the same seeds)"
+    ) in title, title
 
 
 def test_loss_curves_need_curves(root):

@@ -36,13 +36,22 @@ class Study:
     """One study's log: every command it ran with its output, in ``<name>.txt``."""
 
     def __init__(
-        self, name: str, grid: str, followup: tuple[str, ...] = (), folder: Path = REPO / "grids"
+        self,
+        name: str,
+        grid: str,
+        followup: tuple[str, ...] = (),
+        also: tuple[str, ...] = (),
+        folder: Path = REPO / "grids",
     ) -> None:
         """``folder``: where ``<grid>.yaml`` is (a study's own grid lives next to it)."""
         self.name, self.grid = name, folder / f"{grid}.yaml"
         self.followup = followup
         """``submit`` flags that add runs after the grid's own (``--extend``, ``--confirm``):
         training passes them, and the analysis covers the runs they added."""
+        self.also = tuple(STUDIES / f for f in also)
+        """Study grids (files next to the study) of the same grid name, trained after the
+        grid (more seeds of some cells, without changing the shipped grid's plan): the
+        analysis covers their runs too."""
         self.grid_name = grid
         self.start = time.time()
         self.lines: list[str] = [
@@ -67,8 +76,9 @@ class Study:
         return done.stdout
 
     def train(self) -> float:
-        """Train the grid's local section; returns the wall seconds."""
-        t = time.time()
+        """Train the grid's local section (then the study grids ``also``); returns the wall
+        seconds."""
+        t = start = time.time()
         out = self.harness("submit", str(self.grid), "--local", *self.followup,
                            "--results", str(RESULTS), log=False)  # fmt: skip
         took = time.time() - t
@@ -77,15 +87,25 @@ class Study:
                           f"{took / 60:.1f} min")  # fmt: skip
         keep = ("runs planned", "new run(s) planned", "beyond", "edge", "confirm", "finished")
         self.lines += [f"# {ln}" for ln in out.splitlines() if any(k in ln for k in keep)]
-        return took
+        for extra in self.also:
+            t = time.time()
+            out = self.harness("submit", str(extra), "--local", "--results", str(RESULTS),
+                               log=False)  # fmt: skip
+            self.lines.append(f"# training: submit {extra.relative_to(REPO)} --local: "
+                              f"{(time.time() - t) / 60:.1f} min")  # fmt: skip
+            self.lines += [f"# {ln}" for ln in out.splitlines() if any(k in ln for k in keep)]
+        return time.time() - start
 
     def where(self) -> str:
         """``--where`` restricting the rows to the runs the grid plans today (with the
-        follow-ups recorded in the results manifest, when ``followup`` asks for them)."""
-        plan = self.harness("submit", str(self.grid), "--local", *self.followup, "--dry-run",
-                            "--format", "csv", "--launcher", "local", "--results", str(RESULTS),
-                            log=False)  # fmt: skip
-        ids = [row["run_id"] for row in csv.DictReader(io.StringIO(plan))]
+        follow-ups recorded in the results manifest, when ``followup`` asks for them, and the
+        runs of the study grids ``also``)."""
+        ids: dict[str, None] = {}
+        for grid, flags in ((self.grid, self.followup), *((g, ()) for g in self.also)):
+            plan = self.harness("submit", str(grid), "--local", *flags, "--dry-run", "--format",
+                                "csv", "--launcher", "local", "--results", str(RESULTS),
+                                log=False)  # fmt: skip
+            ids.update(dict.fromkeys(row["run_id"] for row in csv.DictReader(io.StringIO(plan))))
         return "run_id IN (" + ", ".join(f"'{i}'" for i in ids) + ")"
 
     def analyze(self, command: str, *args: str) -> str:

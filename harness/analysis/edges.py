@@ -16,7 +16,9 @@ edge: a best at 0 is closed, and a best at x with only 0 below it is an open upp
 next value is x * :data:`ZERO_STEP` (no ratio to continue).
 
 A value tried beyond the best, whether it trained or diverged, closes that side: the searched
-values passed in are every value tried in the cell, diverged runs included.
+values passed in are every value tried on the line through the best in its cell (the other tuned
+axes held at the best's values, :func:`harness.analysis.tuning.line_values`), diverged runs
+included.
 """
 
 from __future__ import annotations

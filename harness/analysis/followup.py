@@ -8,7 +8,8 @@ arm label's settings, batch size, ...); its best configuration is the one with t
 seeds of the grid's loss (:func:`harness.analysis.tuning.tune`).
 
 Extension: for each cell and each extendable axis whose best value sits on an open edge
-(:func:`harness.analysis.edges.open_edge`), the best configuration's runs (one per tuning seed)
+(:func:`harness.analysis.edges.open_edge`, judged along the line through the best:
+:func:`harness.analysis.tuning.line_values`), the best configuration's runs (one per tuning seed)
 are planned again at the next value on the axis's spacing, tagged with the round that adds them
 (``extend_round``). A value beyond the grid's hard bounds is clipped to the bound; a best on the
 bound is a limit reached. Rounds stop when no best sits on an open edge, or after the grid's
@@ -34,7 +35,7 @@ import pandas as pd
 from harness.analysis.axes import auto_over, experiment_columns, hyperparameters
 from harness.analysis.edges import open_edge
 from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
-from harness.analysis.tuning import tune
+from harness.analysis.tuning import line_values, tune
 from harness.analysis.values import prepare
 from harness.core.catalogue import with_values
 from harness.core.config import RunConfig
@@ -143,7 +144,7 @@ def plan_extension(
         for axis in over:
             if not spec.allows(axis):
                 continue
-            edge = open_edge(axis, list(cell[axis].dropna().unique()), best[axis])
+            edge = open_edge(axis, line_values(cell, best, over, axis), best[axis])
             if edge is None:
                 continue
             low, high = spec.limits(axis)

@@ -105,8 +105,29 @@ def _edges(rows: pd.DataFrame, by: list[str], over: list[str], best: pd.Series) 
     cell = rows
     for k in by:
         cell = cell[cell[k].isna()] if pd.isna(best[k]) else cell[cell[k] == best[k]]
-    notes = [edge_note(a, cell[a].dropna().unique(), best[a]) for a in over]
+    notes = [edge_note(a, line_values(cell, best, over, a), best[a]) for a in over]
     return "; ".join(n for n in notes if n)
+
+
+def line_values(cell: pd.DataFrame, best: pd.Series, over: Sequence[str], axis: str) -> list:
+    """The values of ``axis`` tried on the line through ``best``: the rows of ``cell`` (diverged
+    ones included) whose other tuned columns ``over`` equal the best's (NULL matches NULL).
+
+    An edge is judged along this line: an lr tried only at another weight decay says nothing
+    about the lrs beyond the best at the best's weight decay. A column that moves with ``axis``
+    (one value per value of ``axis`` in the cell: ``lr_min: "0.1 * lr"``, a zip) is part of the
+    line, not held."""
+    mask = pd.Series(True, index=cell.index)
+    for c in over:
+        if c == axis or _follows(cell, c, axis):
+            continue
+        mask &= cell[c].isna() if pd.isna(best[c]) else cell[c] == best[c]
+    return list(cell.loc[mask, axis].dropna().unique())
+
+
+def _follows(cell: pd.DataFrame, column: str, axis: str) -> bool:
+    """Whether ``column`` takes one value per value of ``axis`` in ``cell``."""
+    return bool((cell.groupby(axis, dropna=False)[column].nunique(dropna=False) <= 1).all())
 
 
 def best_runs(rows: pd.DataFrame, tuned: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -156,7 +177,7 @@ def confirmed(
     keep their tuning runs, so that one point is not measured on other seeds than the rest.
     """
     keys = [*by, *over]
-    fresh_mask = _flag(rows[CONFIRM]) if CONFIRM in rows.columns else pd.Series(False, rows.index)
+    fresh_mask = is_confirmation(rows)
     tuning, fresh = rows[~fresh_mask], rows[fresh_mask]
     table = tune(tuning, by, over, goal, select_goal)
     chosen = best_runs(tuning, table, keys)
@@ -186,6 +207,8 @@ def confirmed(
     return Tested(table, seeds, note)
 
 
-def _flag(col: pd.Series) -> pd.Series:
-    """A true/false/NULL column as booleans (NULL: false)."""
-    return col.astype("boolean").fillna(False).astype(bool)
+def is_confirmation(rows: pd.DataFrame) -> pd.Series:
+    """Which of ``rows`` are confirmation runs (column ``confirm`` true; NULL or absent: not)."""
+    if CONFIRM not in rows.columns:
+        return pd.Series(False, rows.index)
+    return rows[CONFIRM].astype("boolean").fillna(False).astype(bool)

@@ -34,6 +34,7 @@ COMMANDS: Registry[str] = Registry(
         "report": "harness.cli.report:report",
         "import": "harness.cli.importer:import_",
         "watch": "harness.cli.watch:watch",
+        "eval": "harness.cli.evaluate:evaluate",
     },
 )
 """Command name -> ``module:attribute`` of its click command."""

@@ -362,6 +362,11 @@ class ExecutionConfig:
     ``harness.metrics.catalogue.TRACKABLE`` (a grid gives a list, of metrics or of the groups
     ``embedding``, ``head``, ``buckets``); None: none."""
 
+    keep_weights: bool | None = spec(None, compared=False, absent=(None, False), sparse=True)
+    """Keep the run's final weights (at the evaluated point) once it completes, under
+    ``harness.core.paths.weights_path``, for downstream evaluation (``harness eval``); None or
+    False: only a checkpoint of an unfinished run is kept."""
+
     def __post_init__(self) -> None:
         check_choices(self)
         _positive(gpus_per_run=self.gpus_per_run)

@@ -9,18 +9,22 @@ Layout under the results root (``results/`` in the working directory by default)
         runs-<gen>.parquet, curves-<gen>.parquet   one generation each (zero-padded numbers)
     <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
+    <root>/<grid>/weights/<run_id>.pt   final weights of a run whose grid keeps them (keep_weights)
+    <root>/<grid>/evals/<run_id>.<task>.parquet  its downstream scores on one task (harness eval)
     <root>/<grid>/live/<run_id>.jsonl   curve points of a run being trained, one line each
     <root>/<grid>/submissions/          launcher records (job ids) and logs of runs:
         records/<job id>.json              one per accepted SLURM array (``harness.launch.slurm``)
         slurm/                             submitit's folder: scripts and logs of SLURM tasks
         local/                             logs of the runs the local launcher trains
     <root>/<grid>/locks/<run_id>.lock   held by the process training the run (flock)
+    <root>/<grid>/locks/<run_id>.eval.lock  held by the process evaluating its weights
     <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
     <root>/<grid>/.verified.json        the files the integrity check read in full, by stamp
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -171,6 +175,35 @@ def compile_cache_dir(root: Path, grid: str) -> Path:
 def checkpoint_path(root: Path, grid: str, run_id: str) -> Path:
     """One unfinished run's checkpoint."""
     return grid_dir(root, grid) / "checkpoints" / f"{run_id}.pt"
+
+
+def weights_path(root: Path, grid: str, run_id: str) -> Path:
+    """The final weights of a finished run whose grid sets ``keep_weights`` (what
+    ``harness eval`` evaluates)."""
+    return grid_dir(root, grid) / "weights" / f"{run_id}.pt"
+
+
+def eval_lock_path(root: Path, grid: str, run_id: str) -> Path:
+    """The lock the process evaluating a run's weights holds (never evaluated twice at once)."""
+    return grid_dir(root, grid) / "locks" / f"{run_id}.eval.lock"
+
+
+def evals_dir(root: Path, grid: str) -> Path:
+    """Folder of the downstream scores of a grid's runs (``harness eval``)."""
+    return grid_dir(root, grid) / "evals"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def eval_path(root: Path, grid: str, run_id: str, task: str) -> Path:
+    """One run's scores on one downstream task (every metric of it). A task name holding other
+    characters than letters, digits, ``.``, ``_`` and ``-`` gets them replaced and a short hash of
+    the name appended, so two names never share a file."""
+    safe = _UNSAFE.sub("_", task)
+    if safe != task or not task:
+        safe += "-" + hashlib.sha256(task.encode()).hexdigest()[:8]
+    return evals_dir(root, grid) / f"{run_id}.{safe}.parquet"
 
 
 def progress_path(root: Path, grid: str, run_id: str) -> Path:

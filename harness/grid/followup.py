@@ -17,6 +17,8 @@ Edge extension, ``extend:`` (all keys optional)::
       rounds: 3                        # most rounds of --extend (default 3)
       bounds: {lr: [1.0e-5, 1.0]}      # hard limits no extension crosses
 
+A ``local:`` section may hold its own ``extend:``, merged key by key over this one at local scale.
+
 ``harness submit --extend`` plans the next value beyond each best that sits on an open edge (see
 ``harness.analysis.edges``), for that cell and arm only, and repeats after they finish.
 """

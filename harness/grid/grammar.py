@@ -49,7 +49,7 @@ TOP_KEYS = (
     "target",
 )  # fmt: skip
 """Top-level keys of a grid file."""
-LOCAL_KEYS = ("base", "grid", "zip", "seeds", "target")
+LOCAL_KEYS = ("base", "grid", "zip", "seeds", "target", "extend")
 """Keys of the ``local:`` section."""
 
 
@@ -79,11 +79,14 @@ def check_keys(d: Any, valid: Collection[str], file: str, where: str) -> None:
 
 
 def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
-    """base, grid, zip and seeds of a grid file, with the local overrides applied when asked."""
+    """base, grid, zip, seeds, target and extend of a grid file, with the local overrides
+    applied when asked: ``base``, ``grid`` and ``extend`` are merged key by key (a local
+    ``extend: {rounds: 1}`` keeps the top level's axes and bounds), the others replaced."""
     base = dict(doc.get("base") or {})
     grid = dict(doc.get("grid") or {})
+    extend = doc.get("extend")
     out = {"base": base, "grid": grid, "zip": doc.get("zip"), "seeds": doc.get("seeds", [0]),
-           "target": doc.get("target")}  # fmt: skip
+           "target": doc.get("target"), "extend": extend}  # fmt: skip
     if local:
         loc = doc.get("local")
         if loc is None:
@@ -94,6 +97,10 @@ def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
         for k in ("zip", "seeds", "target"):
             if k in loc:
                 out[k] = loc[k]
+        if loc.get("extend") is not None:
+            top, mine = extend or {}, loc["extend"]
+            both = isinstance(top, dict) and isinstance(mine, dict)
+            out["extend"] = {**top, **mine} if both else mine
     return out
 
 

@@ -141,8 +141,9 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     check_derived_axes(doc, path)
     name = _name(doc, path)
     sections = grammar.sections(doc, file, local)
-    if doc.get("extend") is not None:
-        grammar.check_keys(doc["extend"], followup.EXTEND_KEYS, file, "extend")
+    for where, value in (("extend", doc.get("extend")), ("local.extend", _local_extend(doc))):
+        if value is not None:
+            grammar.check_keys(value, followup.EXTEND_KEYS, file, where)
     named = grammar.values_of("optimizer", sections)
     named |= grammar.values_of("embedding_optimizer", sections)
     problems: list[str] = []
@@ -177,7 +178,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         confirm_seeds=followup.confirm_seeds(
             sections["seeds"], grammar.seed_list(sections["seeds"], file), file
         ),
-        extend=followup.parse_extend(doc.get("extend"), file, own),
+        extend=followup.parse_extend(sections["extend"], file, own),
         points=tuple(points),
         resolver=resolver,
         target=grid_target(sections, file),
@@ -195,6 +196,12 @@ def workload_keys(names: Collection[str], base: Path, problems: list[str]) -> se
         except UserError as e:
             problems.append(str(e))
     return keys
+
+
+def _local_extend(doc: dict[str, Any]) -> Any:
+    """The ``local:`` section's ``extend:`` (None when there is none)."""
+    loc = doc.get("local")
+    return loc.get("extend") if isinstance(loc, dict) else None
 
 
 def grid_target(sections: dict[str, Any], file: str) -> Target | None:

@@ -42,6 +42,11 @@ class Backend:
     launcher: str
     """``module:Class`` of its :class:`~harness.launch.contract.Launcher`, built as
     ``Class(profile)``; imported only when runs are planned or launched."""
+    evaluator: str | None = None
+    """``module:function`` running downstream evaluations on this backend (``harness eval``):
+    ``run(profile, spec, jobs, wait) -> int | None`` (the pairs evaluated; None: queued) with
+    an :class:`~harness.launch.evals.EvalSpec` and :class:`~harness.launch.evals.EvalJob` values,
+    each job calling :func:`~harness.launch.evals.evaluate_run`; None: this backend runs none."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,4 +1,5 @@
-"""DuckDB over the results folder: SQL views ``runs``, ``curves`` and ``manifest``.
+"""DuckDB over the results folder: SQL views ``runs``, ``curves``, ``manifest`` and ``evals``
+(downstream scores, :mod:`harness.store.evals`; they join ``runs`` by ``run_id``).
 
 Views read the Parquet files directly, so a query always sees every row written so far: the
 per-run files of running grids and the consolidated files of ``harness compact`` alike. A run
@@ -23,6 +24,7 @@ from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.paths import duck_path
 from harness.core.provenance import ATTEMPT
+from harness.store.evals import EVAL_SCHEMA
 from harness.store.integrity import check_grid
 from harness.store.live import curve_rows
 from harness.store.schema import CURVE_SCHEMA, NEWEST_KEY, config_schema, row_schema
@@ -50,6 +52,7 @@ _SOURCES: dict[str, Callable[[Path, str], Sources]] = {
     "runs": _compacted(paths.runs_dir, "runs"),
     "curves": _compacted(paths.curves_dir, "curves"),
     "manifest": _manifest,
+    "evals": lambda root, grid: [(paths.evals_dir(root, grid), paths.PER_RUN_FILES)],
 }
 """View name -> the files of one grid it reads."""
 
@@ -74,7 +77,8 @@ def _globs(root: Path, grids: list[str], view: str) -> list[str]:
 
 
 def _empty_select(view: str) -> str:
-    schema = {"runs": row_schema(), "curves": CURVE_SCHEMA, "manifest": config_schema()}[view]
+    schema = {"runs": row_schema(), "curves": CURVE_SCHEMA, "manifest": config_schema(),
+              "evals": EVAL_SCHEMA}[view]  # fmt: skip
     cols = ", ".join(f'CAST(NULL AS {_sql_type(f.type)}) AS "{f.name}"' for f in schema)
     return f"SELECT {cols} WHERE false"
 

@@ -61,6 +61,9 @@ class Checkpointing:
     """A small JSON file (:func:`write_progress`) rewritten at each logged point with the step
     and the loss curve reached: what a run killed without warning (SIGKILL, the kernel's OOM
     killer) had done, between checkpoints. None: not written."""
+    weights: Path | None = None
+    """Where the final weights (the model's state dict at the evaluated point) are written once
+    the run completes (:func:`save_weights`); None: not kept."""
 
 
 def write_progress(path: Path, step: int, curve: list[dict[str, Any]]) -> None:
@@ -103,6 +106,12 @@ def set_rng_state(state: dict[str, Any]) -> None:
 def save(path: Path, state: dict[str, Any]) -> None:
     """Write ``state`` to ``path`` atomically."""
     atomic_write(path, lambda fh: torch.save(state, fh))
+
+
+def save_weights(path: Path, model: torch.nn.Module) -> None:
+    """Write ``model``'s state dict to ``path`` atomically, as ``{"model": state_dict}``
+    (what :func:`harness.downstream.evaluate.load_lm` reads)."""
+    save(path, {"model": model.state_dict()})
 
 
 def load(path: Path) -> dict[str, Any] | None:

@@ -196,6 +196,12 @@ class _Trainer:
         }
         ckpt.save(self.checkpoint.path, state)
 
+    def _keep_weights(self) -> None:
+        """Write the final weights where :attr:`Checkpointing.weights` says (rank 0)."""
+        where = self.checkpoint.weights if self.checkpoint else None
+        if where is not None and self.rank == 0:
+            ckpt.save_weights(where, self.model)
+
     def _record_progress(self) -> None:
         """Rewrite the progress file (:attr:`Checkpointing.progress`); a file system that
         refuses costs a warning once, not the run."""
@@ -482,6 +488,8 @@ class _Trainer:
             self.state.curve[-1]["val_loss"] = val
         with evaluating(self.optimizer):  # the embedding metrics of the evaluated point
             metrics = final_metrics(self.model, self.optimizer, self.data)
+            if math.isfinite(val):
+                self._keep_weights()
         if not math.isfinite(val):
             return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
         metrics |= {"val_loss": val, "val_ppl": math.exp(val), **buckets.result()}

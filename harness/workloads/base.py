@@ -12,10 +12,12 @@ satisfies :class:`Workload`. Its model's parameters are routed like any model's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    import torch
+Module = Any
+"""A ``torch.nn.Module`` (named, not imported: naming a workload imports no torch)."""
+Tensor = Any
+"""A ``torch.Tensor``."""
 
 
 @runtime_checkable
@@ -24,7 +26,7 @@ class Workload(Protocol):
     every name :meth:`evaluate` returns is a metric of :mod:`harness.metrics.catalogue`, and
     ``val_loss`` is one of them."""
 
-    def model(self, seed: int) -> torch.nn.Module:
+    def model(self, seed: int) -> Module:
         """The trained parameters at initialisation (the run's seed; the torch RNG is seeded
         with it too)."""
         ...
@@ -34,15 +36,15 @@ class Workload(Protocol):
         of its arguments, so a resumed run sees the same batches."""
         ...
 
-    def loss(self, model: torch.nn.Module, batch: Any) -> torch.Tensor:
+    def loss(self, model: Module, batch: Any) -> Tensor:
         """The training loss on ``batch`` (a scalar; its gradient is what the optimizer sees)."""
         ...
 
-    def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
+    def evaluate(self, model: Module) -> dict[str, float]:
         """Named metrics of the current parameters, ``val_loss`` among them."""
         ...
 
-    def reference_loss(self, model: torch.nn.Module) -> float:
+    def reference_loss(self, model: Module) -> float:
         """The loss scale of divergence checks: a run whose training loss exceeds
         ``diverge_factor`` times this value at the initial parameters ``model`` diverges."""
         ...

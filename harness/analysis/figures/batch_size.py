@@ -50,7 +50,7 @@ def draw(data: FigureData) -> Figure:
         ax.set_title(panel_title(key))
         ax.set_ylabel(metric_label(data.metric))
     legend(fig, axes)
-    subtitle(fig, data, points.over, what=f"{metric_label(data.metric)} vs batch size")
+    subtitle(fig, data, points, what=f"{metric_label(data.metric)} vs batch size")
     return fig
 
 

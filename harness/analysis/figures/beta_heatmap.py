@@ -76,7 +76,7 @@ def draw(data: FigureData) -> Figure:
         )
         label += f"\nhatched: {beyond}, clipped"
     fig.colorbar(image, ax=axes, label=label, shrink=0.9, extend=extend)
-    subtitle(fig, data, points.over, "cell", what=f"{metric_label(data.metric)} over beta1 x beta2")
+    subtitle(fig, data, points, "cell", what=f"{metric_label(data.metric)} over beta1 x beta2")
     return fig
 
 

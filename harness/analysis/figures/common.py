@@ -35,7 +35,7 @@ from harness.analysis.methods import (  # noqa: F401 (figures import them from h
     short,
 )
 from harness.analysis.select import Selector, match
-from harness.analysis.tuning import confirmed
+from harness.analysis.tuning import confirmed, is_confirmation
 from harness.core.errors import UserError
 from harness.metrics.catalogue import METRICS
 
@@ -112,14 +112,20 @@ def panel_title(key: dict[str, Any]) -> str:
 
 
 def subtitle(
-    fig: Figure, data: FigureData, over: Sequence[str], unit: str = "point", what: str = ""
+    fig: Figure, data: FigureData, points: Points | None, unit: str = "point", what: str = ""
 ) -> None:
     """Above the panels: what the figure is about (:func:`describe`), what each ``unit``
-    (point, cell, line, bar) is tuned over and averaged over, and the arms it cannot show."""
-    lines = [describe(data.rows, what)]
-    n_seeds = int(data.rows["seed"].nunique()) if "seed" in data.rows.columns else 1
+    (point, cell, line, bar) is tuned over and the seeds it is the mean of (those of
+    ``points.seeds``: confirmation or tuning seeds; None: one configuration per ``unit``, over
+    every seed of the rows), and the arms it cannot show."""
+    over = points.over if points is not None else []
+    lines = [describe(data.rows, what, seeds=points is None)]
     tuned = f"each {unit}: best over {', '.join(over)}" if over else f"each {unit}: one config"
-    lines.append(tuned + (f", mean over {n_seeds} seeds" if n_seeds > 1 else ", one seed"))
+    if points is None:
+        n_seeds = int(data.rows["seed"].nunique()) if "seed" in data.rows.columns else 1
+        lines.append(tuned + (f", mean over {n_seeds} seeds" if n_seeds > 1 else ", one seed"))
+    else:
+        lines.append(f"{tuned}, {seeds_used(points)}")
     if data.missing:
         lines.append("not shown (no completed or diverged run): " + "; ".join(data.missing))
     chars = int(fig.get_figwidth() * 17)  # about 17 characters per inch at 7 pt
@@ -127,13 +133,39 @@ def subtitle(
     fig.suptitle(text, fontsize=7, color="0.25")
 
 
+def seeds_used(points: Points) -> str:
+    """The seeds each point of ``points`` is the mean of, read from ``points.seeds`` (the
+    rows the figure draws): ``mean over 3 confirmation seeds``, ``mean over 3 tuning seeds
+    (selected and tested on the same seeds)``, ``one seed``; both kinds, with how many of the
+    selected configurations each, when only some cells have confirmation runs."""
+    seeds = points.seeds
+    if seeds.empty or "seed" not in seeds.columns:
+        return "one seed"
+    fresh = is_confirmation(seeds)
+    groups = [(k, seeds[m]) for k, m in (("confirmation", fresh), ("tuning", ~fresh)) if m.any()]
+    parts = []
+    for kind, part in groups:
+        by = part.groupby(points.keys, dropna=False) if points.keys else part.groupby(lambda _: 0)
+        counts = by["seed"].nunique()
+        low, high = int(counts.min()), int(counts.max())
+        name = f"{kind} " if kind == "confirmation" or points.over else ""
+        text = f"one {name}seed" if high == 1 else f"mean over {low}{f'-{high}' * (low < high)} "
+        text += "" if high == 1 else f"{name}seeds"
+        notes = [f"{len(counts)} of {len(points.table)} configs"] if len(groups) > 1 else []
+        if kind == "tuning" and points.over:
+            notes.append(f"selected and tested on the same seed{'s' * (high > 1)}")
+        parts.append(text + (f" ({': '.join(notes)})" if notes else ""))
+    return "; ".join(parts)
+
+
 #: (column, how it is named) of the figure's title, in order.
 _TITLE_FIELDS = (("lr", "lr"), ("model", "model"), ("tokens", "tokens"), ("steps", "steps"))
 
 
-def describe(rows: pd.DataFrame, what: str = "") -> str:
-    """One line: ``what``, the arm(s), lr, model, budget, steps, seeds and scale of ``rows``
-    (a single value, or the range a varying one spans)."""
+def describe(rows: pd.DataFrame, what: str = "", seeds: bool = True) -> str:
+    """One line: ``what``, the arm(s), lr, model, budget, steps, seeds (unless not ``seeds``:
+    the caller says which seeds it draws) and scale of ``rows`` (a single value, or the range a
+    varying one spans)."""
     parts = [what] if what else []
     arms = sorted(rows[METHOD].astype(str).unique()) if METHOD in rows.columns else []
     parts.append(arms[0] if len(arms) == 1 else f"{len(arms)} arms")
@@ -147,7 +179,7 @@ def describe(rows: pd.DataFrame, what: str = "") -> str:
             parts.append(f"{name}={short(min(vals))}..{short(max(vals))}")
         else:
             parts.append(f"{name}={'/'.join(sorted(map(str, vals)))}")
-    if "seed" in rows.columns:
+    if seeds and "seed" in rows.columns:
         n = int(rows["seed"].nunique())
         parts.append(f"{n} seed{'s' if n != 1 else ''}")
     if "scale" in rows.columns and rows["scale"].nunique() == 1:
@@ -185,6 +217,8 @@ class Points:
     """The rows of those configurations (one per seed)."""
     over: list[str]
     """The hyperparameters tuned over."""
+    keys: list[str] = field(default_factory=list)
+    """The columns that make one point (panel keys, method, the figure's x)."""
 
 
 def tuned_points(
@@ -196,7 +230,7 @@ def tuned_points(
     over = [c for c in auto_over(rows, keys) if c not in keys]
     check_cells(rows, keys, over)
     tested = confirmed(rows, keys, over, goal, select_goal)
-    return Points(table=tested.table, seeds=tested.seeds, over=over)
+    return Points(table=tested.table, seeds=tested.seeds, over=over, keys=keys)
 
 
 def points_along(data: FigureData, x: str, what: str) -> tuple[list[str], Points]:

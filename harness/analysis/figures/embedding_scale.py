@@ -56,7 +56,7 @@ def draw(data: FigureData) -> Figure:
         _panel(ax, seeds, VALUE if metric == data.metric else metric, data)
         ax.set_title(metric_label(metric))
     legend(fig, axes)
-    subtitle(fig, data, points.over, what="vs the Coupled Adam scale exponent")
+    subtitle(fig, data, points, what="vs the Coupled Adam scale exponent")
     return fig
 
 

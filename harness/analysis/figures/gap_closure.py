@@ -52,7 +52,7 @@ def draw(data: FigureData) -> Figure:
     for ax, (key, part) in zip(axes, cells, strict=True):
         _panel(ax, part, data, base, ref)
         ax.set_title(panel_title(key) or f"gap closure between {base} and {ref}")
-    subtitle(fig, data, points.over, "bar", what=f"gap closed, {base} 0% to {ref} 100%")
+    subtitle(fig, data, points, "bar", what=f"gap closed, {base} 0% to {ref} 100%")
     return fig
 
 

@@ -54,7 +54,7 @@ def draw(data: FigureData) -> Figure:
     legend(fig, axes)
     what = "training loss, every run (thin) and each arm's tuned config" if every else (
         "training loss of each arm's tuned config")  # fmt: skip
-    subtitle(fig, data, points.over, "thick line" if every else "line", what=what)
+    subtitle(fig, data, points, "thick line" if every else "line", what=what)
     return fig
 
 

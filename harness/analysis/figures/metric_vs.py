@@ -93,7 +93,7 @@ def draw_along(
         if not numeric:
             ax.set_xticks(range(len(order)), [str(v) for v in order])
     legend(fig, axes)
-    subtitle(fig, data, points.over, what=f"{metric_label(data.metric)} vs {x}")
+    subtitle(fig, data, points, what=f"{metric_label(data.metric)} vs {x}")
     return fig
 
 

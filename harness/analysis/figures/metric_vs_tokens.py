@@ -48,7 +48,7 @@ def draw(data: FigureData) -> Figure:
         _panel(ax, curves.merge(runs, on="run_id").dropna(subset=[metric]), data)
         ax.set_title(panel_title(key))
     legend(fig, axes)
-    subtitle(fig, data, points.over, "line", what=f"{metric} through training")
+    subtitle(fig, data, points, "line", what=f"{metric} through training")
     return fig
 
 

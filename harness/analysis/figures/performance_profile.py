@@ -51,5 +51,5 @@ def draw(data: FigureData) -> Figure:
     over = ", ".join(keys) or "one cell"
     ax.set_title(f"{target.describe()}; {cells} cell(s) of {over}", fontsize=7)
     legend(fig, [ax])
-    subtitle(fig, data, [], "arm", what="tokens-to-target, fastest configuration")
+    subtitle(fig, data, None, "arm", what="tokens-to-target, fastest configuration")
     return fig

@@ -44,7 +44,7 @@ def draw(data: FigureData) -> Figure:
         _panel(ax, part, data)
         ax.set_title(panel_title(key) or f"steps to train loss {target:.3g}")
     legend(fig, axes)
-    subtitle(fig, data, points.over, what=f"steps to train loss {target:.3g} vs batch size")
+    subtitle(fig, data, points, what=f"steps to train loss {target:.3g} vs batch size")
     return fig
 
 

@@ -28,5 +28,9 @@ class LocalSettings:
             raise ValueError(f"timeout_min: must be >= 1 (minutes), got {self.timeout_min}")
 
 
-BACKEND = Backend(settings=LocalSettings, launcher="harness.launch.local.launcher:LocalLauncher")
+BACKEND = Backend(
+    settings=LocalSettings,
+    launcher="harness.launch.local.launcher:LocalLauncher",
+    evaluator="harness.launch.local.evals:run_evals",
+)
 """The registry's ``local`` entry."""

@@ -63,5 +63,9 @@ class SlurmSettings:
         return self.runs_per_device if processes == 1 else 1
 
 
-BACKEND = Backend(settings=SlurmSettings, launcher="harness.launch.slurm.launcher:SlurmLauncher")
+BACKEND = Backend(
+    settings=SlurmSettings,
+    launcher="harness.launch.slurm.launcher:SlurmLauncher",
+    evaluator="harness.launch.slurm.evals:run_evals",
+)
 """The registry's ``slurm`` entry."""

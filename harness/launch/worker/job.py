@@ -115,12 +115,18 @@ def _train_and_record(
         remove_temps(reached)
     start = time.time()
     inputs: dict[str, str | None] = {}
+    keep = bool(run.execution.keep_weights)
     try:
         inputs = inputs_of(run, spec.data_root)  # the code and data this attempt trains with
         result = train(
             run,
             data_root=spec.data_root,
-            checkpoint=Checkpointing(ckpt, spec.checkpoint_every_s, progress=reached),
+            checkpoint=Checkpointing(
+                ckpt,
+                spec.checkpoint_every_s,
+                progress=reached,
+                weights=paths.weights_path(root, grid, run_id) if keep else None,
+            ),
             should_stop=should_stop,
             on_point=_LiveWriter(live) if _is_writer() else None,
         )
