@@ -54,6 +54,9 @@ def test_critical_batch_from_curves(root):
          "--results", str(root)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
+    # a given target is not called the default (notes go to stderr with --format json)
+    assert f"target: train_loss <= {TARGET:.4g} (--target)" in res.stderr
+    assert "default" not in res.stderr
     rows = json.loads(res.stdout)
     got = {(r["optimizer"], r["batch_size"]): r for r in rows}
     for opt in B_NOISE:

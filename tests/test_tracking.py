@@ -135,3 +135,23 @@ def test_a_grid_sets_track_as_a_list_and_its_plan_lists_the_column(tmp_path):
     p.write_text(p.read_text().replace("rho]", "isotropy]"))
     with pytest.raises(UserError, match="unknown metric 'isotropy'"):
         load_grid(p, vocab=vocab_lookup(tmp_path))
+
+
+def test_metric_vs_tokens_of_confirmation_runs_alone_is_skipped_not_a_crash(tmp_path):
+    """--where confirm leaves no tuning run to select a configuration: the figure says so
+    (it used to divide by zero laying out no panel)."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    root = tmp_path / "results"
+    for opt in ("adamw", "sgd"):
+        for seed in (1, 2):
+            run = make_run(grid="g", optimizer=opt, seed=seed, track="mu_norm", confirm=True)
+            pts = [{"step": s, "tokens": 1000 * s, "train_loss": 5.0, "mu_norm": 0.1 * s}
+                   for s in (1, 2)]  # fmt: skip
+            write_run(root, run, val_ppl=30.0 + seed, curve=pts, metrics={"mu_norm": 0.2})
+    args = ["figures", "g", "--results", str(root), "--figure", "metric_vs_tokens"]
+    r = CliRunner().invoke(main, [*args, "--metric", "mu_norm"])
+    assert r.exit_code == 0, r.output
+    assert "no tuning run" in r.output

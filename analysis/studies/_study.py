@@ -41,10 +41,12 @@ class Study:
         grid: str,
         followup: tuple[str, ...] = (),
         also: tuple[str, ...] = (),
-        folder: Path = REPO / "grids",
+        grid_file: Path | None = None,
     ) -> None:
-        """``folder``: where ``<grid>.yaml`` is (a study's own grid lives next to it)."""
-        self.name, self.grid = name, folder / f"{grid}.yaml"
+        """``grid_file``: a study grid (e.g. next to the study) instead of ``grids/<grid>.yaml``;
+        ``grid`` is then its ``name:`` (where its results and figures go)."""
+        self.name = name
+        self.grid = grid_file or REPO / "grids" / f"{grid}.yaml"
         self.followup = followup
         """``submit`` flags that add runs after the grid's own (``--extend``, ``--confirm``):
         training passes them, and the analysis covers the runs they added."""

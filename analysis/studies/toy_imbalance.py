@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from _study import STUDIES, Study
 
-study = Study("toy_imbalance", "toy_imbalance", folder=STUDIES)
+study = Study("toy_imbalance", "toy_imbalance", grid_file=STUDIES / "toy_imbalance.yaml")
 study.train()
 study.analyze("best", "--by", "label", "--metric", "val_loss")
 for q in (1, 2, 3, 4):  # each group, at each arm's configuration selected by the overall loss

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from _study import STUDIES, Study
 
-study = Study("toy_quadratic", "toy_quadratic", folder=STUDIES)
+study = Study("toy_quadratic", "toy_quadratic", grid_file=STUDIES / "toy_quadratic.yaml")
 study.train()
 metric = ("--metric", "log10_gap")
 study.analyze("best", "--by", "spectrum,label", *metric)

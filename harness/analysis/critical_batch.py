@@ -120,11 +120,13 @@ def answer(
     by_run = curves_by_run(curves, t.seeds["run_id"])
     if not by_run:
         raise UserError("no loss curves for the tuned runs: critical-batch reads the curves")
-    target = default_target(by_run) if target is None else target
+    given = target is not None
+    target = target if target is not None else default_target(by_run)
     table = steps_table(t.seeds, by_run, cells, x, float(target), confidence)
     notes = [
         *t.notes,
-        f"target: {LOSS} <= {target:.4g} (default: the highest loss every tuned run reaches)",
+        f"target: {LOSS} <= {target:.4g} "
+        + ("(--target)" if given else "(default: the highest loss every tuned run reaches)"),
         f"overhead: B S(B) / (B_0 S(B_0)); critical batch: overhead = {1 + OVERHEAD:g} "
         "(Zhang et al. 2024: 20 % more steps than linear scaling), interpolated in log2 B",
         f"steps interval: {METHODS['mean']}; critical batch interval: {METHODS['crossing']}; "

@@ -225,11 +225,20 @@ def tuned_points(
     rows: pd.DataFrame, keys: Sequence[str], goal: str, select_goal: str | None = None
 ) -> Points:
     """Best configuration per combination of ``keys``, over the hyperparameters that vary (by
-    ``select_value`` when the rows carry it, with ``select_goal``)."""
+    ``select_value`` when the rows carry it, with ``select_goal``).
+
+    Raises:
+        FigureSkipped: every row is a confirmation run (confirmation runs never select).
+    """
     keys = list(keys)
     over = [c for c in auto_over(rows, keys) if c not in keys]
     check_cells(rows, keys, over)
     tested = confirmed(rows, keys, over, goal, select_goal)
+    if tested.table.empty:
+        raise FigureSkipped(
+            "no tuning run among the rows (only confirmation runs, which never select): "
+            "widen --where to the tuning runs too"
+        )
     return Points(table=tested.table, seeds=tested.seeds, over=over, keys=keys)
 
 
