@@ -12,7 +12,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.core.catalogue import FIELD_NAMES, NOT_COMPARED, OWN_HYPERPARAMETERS, TUNED
+from harness.core.catalogue import (
+    FIELD_NAMES,
+    NOT_COMPARED,
+    OWN_HYPERPARAMETERS,
+    TUNED,
+    WORKLOAD_PARAMETERS,
+)
 from harness.core.errors import UserError
 
 HYPERPARAMETERS: tuple[str, ...] = TUNED
@@ -33,11 +39,20 @@ def hyperparameters(df: pd.DataFrame) -> list[str]:
     return [*(h for h in HYPERPARAMETERS if h in df.columns), *own_hyperparameters(df)]
 
 
+def workload_parameters(df: pd.DataFrame) -> list[str]:
+    """The workloads' parameters among ``df``'s columns (each row names its workload's in
+    ``workload_parameters``): conditions, never tuned over."""
+    if WORKLOAD_PARAMETERS not in df.columns:
+        return []
+    names = {n for v in df[WORKLOAD_PARAMETERS].dropna() for n in str(v).split(",") if n}
+    return sorted(n for n in names if n in df.columns)
+
+
 def experiment_columns(df: pd.DataFrame) -> list[str]:
     """Config columns of ``df`` whose values define an experiment (all but ``NOT_COMPARED``),
-    the optimizers' own hyperparameters included."""
+    the optimizers' own hyperparameters and the workloads' parameters included."""
     fields = [c for c in FIELD_NAMES if c in df.columns and c not in NOT_COMPARED]
-    return fields + own_hyperparameters(df)
+    return fields + own_hyperparameters(df) + workload_parameters(df)
 
 
 def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:

@@ -180,7 +180,7 @@ class _Planner:
         click.echo(f"{g.name}: {len(found.new)} new run(s) planned", err=self.err)
         if self.dry_run and found.new and not self.err:
             from harness.grid.preview import describe
-            from harness.model.build import count_params
+            from harness.launch.sizes import count_params
 
             click.echo(describe(found.new, g.axes, count_params))
         return found.runs

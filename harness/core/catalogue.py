@@ -57,8 +57,13 @@ OWN_HYPERPARAMETERS = "own_hyperparameters"
 """Row column naming (comma-separated) the config columns that are the optimizer's own
 hyperparameters (declared by the optimizer, not by the harness): analysis tunes over them."""
 
+WORKLOAD_PARAMETERS = "workload_parameters"
+"""Row column naming (comma-separated) the config columns that are the parameters of the run's
+workload (``harness.workloads``): conditions of the experiment, never tuned over; NULL for the
+GPT's runs."""
+
 RESERVED: frozenset[str] = frozenset(
-    {"run_id", OWN_HYPERPARAMETERS, *OUTCOME, *PROVENANCE, *INPUTS}
+    {"run_id", OWN_HYPERPARAMETERS, WORKLOAD_PARAMETERS, *OUTCOME, *PROVENANCE, *INPUTS}
 )
 """Row columns besides the run fields and the metrics: an optimizer's hyperparameter may not
 take one of these names (nor a run field's or a metric's). Not the columns an imported CSV may

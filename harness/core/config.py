@@ -88,11 +88,22 @@ class Architecture:
     """Residual output projections init std = 0.02 / sqrt(2 * n_layer) (GPT-2)."""
     bias: bool | None = spec()
     """Biases in Linear layers (not the head) and LayerNorms (GPT-2 style) or none (plainLM)."""
+    workload: str | None = spec(None, absent=None, sparse=True)
+    """What the run trains when it is not the GPT on tokens (:mod:`harness.workloads`): a
+    built-in workload's name (``quadratic``, ``imbalance``), ``module:Class`` or
+    ``path/to/file.py:Class``; its own parameters are grid keys and columns of their names. Such
+    a run's ``model`` is the workload's name, its ``dataset`` too, ``vocab_size`` is 1, and the
+    architecture fields are None. None: the GPT on tokens (every run before workloads existed).
+    """
 
     def __post_init__(self) -> None:
         check_choices(self)
-        unset = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is None]
-        if unset and not is_reference(self.model):
+        unset = [
+            f.name
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) is None and f.name != "workload"
+        ]
+        if unset and not is_reference(self.model) and self.workload is None:
             raise UserError(f"model {self.model}: no value for {', '.join(unset)}")
         sizes = {"n_layer": self.n_layer, "n_head": self.n_head, "d_model": self.d_model}
         _positive(vocab_size=self.vocab_size, **{k: v for k, v in sizes.items() if v is not None})
@@ -126,7 +137,11 @@ class Architecture:
         Raises:
             UserError: a field is None (a user's builder does not take it).
         """
-        unset = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is None]
+        unset = [
+            f.name
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) is None and f.name != "workload"
+        ]
         if unset:
             raise UserError(f"model {self.model}: no value for {', '.join(unset)}")
         return cast(CompleteArchitecture, self)

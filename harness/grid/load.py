@@ -29,6 +29,8 @@ from harness.metrics.catalogue import METRICS
 from harness.optim.registry import canonical_name
 from harness.optim.schedule import SCHEDULE_FIELDS
 from harness.optim.spec import NAMESPACE, OptimizerSpec
+from harness.workloads.registry import canonical_name as canonical_workload
+from harness.workloads.registry import get_workload
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -147,6 +149,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     problems: list[str] = []
     specs = optimizer_specs(sorted(named), path.parent, problems)
     own = {h.name for spec in specs.values() for h in spec.hyperparameters}
+    own |= workload_keys(grammar.values_of("workload", sections), path.parent, problems)
     _check_names(specs, problems)
     _check_keys(sections, specs, GRID_KEYS | own, problems)
     _check_read(sections, specs, problems)
@@ -180,6 +183,19 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         resolver=resolver,
         target=grid_target(sections, file),
     )
+
+
+def workload_keys(names: Collection[str], base: Path, problems: list[str]) -> set[str]:
+    """The parameters (grid keys) of the workloads a grid names; each one that cannot be used
+    (an unknown name, listing the valid ones; a class a grid cannot construct) adds its problem
+    to ``problems``."""
+    keys: set[str] = set()
+    for name in sorted(names):
+        try:
+            keys |= set(get_workload(canonical_workload(name, base)).names)
+        except UserError as e:
+            problems.append(str(e))
+    return keys
 
 
 def _local_extend(doc: dict[str, Any]) -> Any:

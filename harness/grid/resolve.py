@@ -30,6 +30,8 @@ from harness.model.builder import builder_arguments
 from harness.optim.registry import canonical_name, get_spec
 from harness.optim.schedule import SCHEDULE_FIELDS, SCHEDULES
 from harness.optim.spec import ANY, NAMESPACE, REQUIRED, OptimizerSpec
+from harness.workloads.registry import WorkloadSpec, get_workload
+from harness.workloads.registry import canonical_name as canonical_workload
 
 VocabSize = Callable[[str], int]
 """Dataset name or directory -> the vocabulary size of its model."""
@@ -39,7 +41,9 @@ REQUIRED_KEYS = frozenset(
 )
 """Fields every run needs a value for (given, or derived by resolution)."""
 
-ARCHITECTURE = tuple(n for n in names_with(Role.ARCHITECTURE) if n not in ("model", "vocab_size"))
+ARCHITECTURE = tuple(
+    n for n in names_with(Role.ARCHITECTURE) if n not in ("model", "vocab_size", "workload")
+)
 """The architecture fields a preset fills or a user's builder may take."""
 
 #: Derived fields: name -> (inputs, function of those inputs).
@@ -151,9 +155,13 @@ class Resolver:
         """A complete RunConfig for ``point``; ``at`` names the point in error messages."""
         d = dict(point)
         try:
-            self._fill_model(d)
-            self._fill_dataset(d)
+            workload = self._fill_workload(d)
+            if workload is None:
+                self._fill_model(d)
+                self._fill_dataset(d)
             optimizers = self._fill_optimizer(d)
+            if workload is not None:
+                optimizers = self._with_workload(d, optimizers, *workload)
             for k, v in _DEFAULTS.items():
                 if k not in d:
                     d[k] = v
@@ -171,6 +179,51 @@ class Resolver:
             return from_flat({"grid": self.grid, "scale": self.scale, **values}, clean=False)
         except UserError as e:
             raise UserError(f"{self.where}: {at}: {e}") from None
+
+    def _fill_workload(self, d: dict[str, Any]) -> tuple[WorkloadSpec, dict[str, Any]] | None:
+        """For a run naming a workload (:mod:`harness.workloads`): its canonical name, which is
+        the run's ``model`` and ``dataset`` too, no vocabulary (``vocab_size`` 1), no
+        architecture fields, one example per step unless ``batch_size`` says, no ``diverge_rise``
+        unless the grid sets one, and its own
+        parameters, taken out of ``d`` (:meth:`_with_workload` puts them back). None for the
+        GPT's runs (``d`` untouched but for a null ``workload``)."""
+        if d.get("workload") is None:
+            d.pop("workload", None)
+            return None
+        for key in ("model", "dataset", "vocab_size"):
+            if key in d:
+                raise UserError(f"a run naming a workload takes no {key!r} (it is the workload's)")
+        d["workload"] = d["model"] = d["dataset"] = canonical_workload(
+            str(d["workload"]), self.base
+        )
+        spec = get_workload(d["workload"])
+        d["vocab_size"] = 1
+        for k in ARCHITECTURE:
+            d[k] = None
+        d.setdefault("seq_len", 1)
+        d.setdefault("batch_size", 1)
+        d.setdefault("diverge_rise", None)  # in nats of a GPT's loss, not of a workload's
+        own = {k: d.pop(k) for k in spec.names if k in d}
+        return spec, own
+
+    def _with_workload(
+        self, d: dict[str, Any], o: _Optimizers, spec: WorkloadSpec, own: dict[str, Any]
+    ) -> _Optimizers:
+        """``d`` with the workload's parameters (the grid's values, else its defaults), and
+        ``o`` with their types."""
+        types = {p.name: _Type(p.type, p.default is None, p.choices) for p in spec.parameters}
+        if clash := sorted(types.keys() & o.types.keys()):
+            raise UserError(
+                f"workload {d['workload']!r}: parameter(s) {', '.join(clash)} collide with the "
+                "optimizer's keys"
+            )
+        for p in spec.parameters:
+            value = own.get(p.name, p.default)
+            if value is REQUIRED:
+                raise UserError(f"workload {d['workload']!r} needs {p.name!r}")
+            d[p.name] = value
+        numeric = frozenset(k for k, t in types.items() if t.type in (int, float))
+        return dataclasses.replace(o, types=o.types | types, numeric=o.numeric | numeric)
 
     def _fill_model(self, d: dict[str, Any]) -> None:
         """A preset's architecture, or what a user's builder takes (its defaults; the

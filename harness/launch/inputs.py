@@ -25,10 +25,12 @@ from harness.core.provenance import (
     code_fingerprint,
     distribution_version,
 )
+from harness.core.registry import load_object
 from harness.data.catalogue import resolve_dataset
 from harness.data.fingerprint import Fingerprints, fingerprints
 from harness.model.build import model_code
 from harness.optim.registry import get_spec
+from harness.workloads.registry import get_workload
 
 COMPARED = STALE_INPUTS
 """The inputs whose change makes a result stale (:data:`harness.core.provenance.STALE_INPUTS`)."""
@@ -43,6 +45,14 @@ def _optimizer_inputs(names: tuple[str, ...]) -> tuple[str, str | None, str]:
     source = " + ".join(get_spec(n).cls for n in names)
     versions = {v for c in classes if (v := distribution_version(c))}
     return source, ", ".join(sorted(versions)) or None, class_fingerprint(classes)
+
+
+def _model_code(run: RunConfig) -> object:
+    """The code that builds the run's model: the GPT class, a user's builder, or the workload's
+    class (its data and loss too: a workload is one class)."""
+    if run.arch.workload is not None:
+        return load_object(get_workload(run.arch.workload).cls)
+    return model_code(run.arch)
 
 
 class Inputs:
@@ -64,15 +74,16 @@ class Inputs:
         source, version, optimizer = self._optimizers[names]
         model, dataset = run.arch.model, run.data.dataset
         if model not in self._models:
-            self._models[model] = class_fingerprint([model_code(run.arch)])
-        if dataset not in self._data:
+            self._models[model] = class_fingerprint([_model_code(run)])
+        if run.arch.workload is None and dataset not in self._data:
             self._data[dataset] = fingerprints(resolve_dataset(dataset, self.data_root))
+        data = self._data[dataset].current if run.arch.workload is None else None
         out = {
             "optimizer_source": source,
             "optimizer_version": version,
             "optimizer_fingerprint": optimizer,
             "model_fingerprint": self._models[model],
-            "data_fingerprint": self._data[dataset].current,
+            "data_fingerprint": data,
         }
         assert out.keys() == INPUTS.keys()
         return out
@@ -84,7 +95,7 @@ class Inputs:
         now = self.of(run)[column]
         if recorded == now:
             return True
-        if column == "data_fingerprint":
+        if column == "data_fingerprint" and run.arch.workload is None:
             return self._data[run.data.dataset].matches(recorded)
         return column in FILE_GRAINED and recorded == self.file_grained(run)[column]
 
@@ -94,7 +105,7 @@ class Inputs:
         names = tuple(n for n in (run.optim.optimizer, run.optim.embedding_optimizer) if n)
         return {
             "optimizer_fingerprint": code_fingerprint([get_spec(n).load() for n in names]),
-            "model_fingerprint": code_fingerprint([model_code(run.arch)]),
+            "model_fingerprint": code_fingerprint([_model_code(run)]),
         }
 
 

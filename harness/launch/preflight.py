@@ -16,7 +16,7 @@ state would not fit a login node's memory), and the preflight's line says so. A 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.core.catalogue import PER_OPTIMIZER
@@ -24,6 +24,8 @@ from harness.core.config import Architecture, RunConfig
 from harness.core.errors import UserError
 from harness.core.registry import is_reference
 from harness.model.architecture import param_count
+from harness.workloads.compat import problem
+from harness.workloads.registry import get_workload
 
 REAL_MODEL_BUDGET = 400_000_000
 """Most parameters of a model the preflight builds whole; a larger preset gets one block."""
@@ -53,13 +55,48 @@ def _model_to_build(run: RunConfig) -> tuple[Architecture, str | None]:
     """The architecture the preflight builds for ``run``, and why it is not the real one (None
     when it is)."""
     arch = run.arch
-    if is_reference(arch.model) or arch.n_layer is None or arch.n_layer <= 1:
+    if (
+        arch.workload is not None
+        or is_reference(arch.model)
+        or arch.n_layer is None
+        or arch.n_layer <= 1
+    ):
         return arch, None
     n = param_count(arch, run.data.seq_len)
     if n <= REAL_MODEL_BUDGET:
         return arch, None
     why = f"{arch.model}: {n / 1e6:.0f}M params > {REAL_MODEL_BUDGET / 1e6:.0f}M"
     return dataclasses.replace(arch, n_layer=1), why
+
+
+def _workload_step(run: RunConfig) -> tuple[Any, Callable[[], Any], Any]:
+    """A workload run's model, the closure computing its first batch's loss and gradients, and
+    its optimizer (:mod:`harness.workloads`).
+
+    Raises:
+        UserError: the run's optimizer cannot train the workload's model
+            (:func:`harness.workloads.compat.problem`).
+    """
+    from harness.optim.build import build_optimizer
+    from harness.optim.modes import to_train_mode
+    from harness.optim.routing import split_parameters
+
+    workload = get_workload(str(run.arch.workload)).build(run.optim.hyperparameters.as_dict())
+    model = workload.model(run.execution.seed)
+    why = problem(run, [g for g, ps in split_parameters(model).items() if ps])
+    if why is not None:
+        raise UserError(why)
+    opt = build_optimizer(model, run)
+    to_train_mode(opt)
+    batch = workload.batch(run.execution.seed, 0, run.data.batch_size)
+
+    def loss_of() -> Any:
+        opt.zero_grad(set_to_none=True)
+        loss = workload.loss(model, batch)
+        loss.backward()
+        return loss.detach()
+
+    return model, loss_of, opt
 
 
 def preflight(runs: Iterable[RunConfig], where: str) -> str:
@@ -92,31 +129,36 @@ def preflight(runs: Iterable[RunConfig], where: str) -> str:
         if why is not None:
             reduced.add(why)
         try:
-            key = (arch, run.data.seq_len)
-            if key not in models:  # one model per architecture; its weights do not matter
-                models[key] = build_model(arch, run.data.seq_len)
-            model = models[key]
-            model.zero_grad(set_to_none=True)
-            opt = build_optimizer(model, run)
-            to_train_mode(opt)
-            x = torch.randint(0, arch.vocab_size, (1, min(8, run.data.seq_len)), generator=gen)
+            if run.arch.workload is not None:
+                model, loss_of, opt = _workload_step(run)
+            else:
+                key = (arch, run.data.seq_len)
+                if key not in models:  # one model per architecture; its weights do not matter
+                    models[key] = build_model(arch, run.data.seq_len)
+                model = models[key]
+                model.zero_grad(set_to_none=True)
+                opt = build_optimizer(model, run)
+                to_train_mode(opt)
+                x = torch.randint(0, arch.vocab_size, (1, min(8, run.data.seq_len)), generator=gen)
 
-            def loss_of(
-                model: torch.nn.Module = model,
-                x: torch.Tensor = x,
-                opt: torch.optim.Optimizer = opt,
-            ) -> torch.Tensor:  # the loss and gradients of the tiny batch (also the closure)
-                opt.zero_grad(set_to_none=True)
-                logits = model(x).float()
-                loss = F.cross_entropy(logits.view(-1, logits.size(-1)), x.view(-1))
-                loss.backward()  # type: ignore[no-untyped-call]
-                return loss.detach()
+                def loss_of(
+                    model: torch.nn.Module = model,
+                    x: torch.Tensor = x,
+                    opt: torch.optim.Optimizer = opt,
+                ) -> torch.Tensor:  # the loss and gradients of the tiny batch (also the closure)
+                    opt.zero_grad(set_to_none=True)
+                    logits = model(x).float()
+                    loss = F.cross_entropy(logits.view(-1, logits.size(-1)), x.view(-1))
+                    loss.backward()  # type: ignore[no-untyped-call]
+                    return loss.detach()
 
             loss_of()
             if needs_closure(opt):
-                opt.step(loss_of)  # type: ignore[arg-type]
+                opt.step(loss_of)
             else:
                 opt.step()
+        except UserError as e:  # an optimizer that refuses the run's workload
+            problems.append(f"{describe(run)}: {e}")
         except Exception as e:  # the user's optimizer failed: say which configuration
             problems.append(f"{describe(run)}: {type(e).__name__}: {e}".replace("\n", " "))
     if problems:

@@ -28,7 +28,7 @@ from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_ru
 from harness.launch.moved import moved_ids
 from harness.launch.preflight import preflight
 from harness.launch.profile import LauncherProfile, load_profile
-from harness.model.build import count_params
+from harness.launch.sizes import count_params
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,7 @@ def check_data(grid: Grid, data_root: Path) -> None:
     from harness.data.batches import TokenData
     from harness.data.prepare import ensure_prepared
 
-    for dataset in sorted({r.data.dataset for r in grid.runs}):
+    for dataset in sorted({r.data.dataset for r in grid.runs if r.arch.workload is None}):
         data = TokenData(ensure_prepared(dataset, data_root))
         windows = {(r.data.seq_len, r.data.eval_tokens) for r in grid.runs
                    if r.data.dataset == dataset}  # fmt: skip

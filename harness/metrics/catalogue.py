@@ -36,6 +36,9 @@ class Producer(StrEnum):
     """The same metrics of an untied output head (``head_`` + the embedding metric's name)."""
     PROBE = "probe"
     """The second-moment probe of the embedding's optimizer state (paper App. D.2)."""
+    WORKLOAD = "workload"
+    """A workload's own evaluation (``harness.workloads``) beyond ``val_loss`` and the bucket
+    losses it shares with the GPT."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,7 @@ METRICS: dict[str, Metric] = {
             )
             for k in range(FREQUENCY_BUCKETS)
         ),
+        Metric("log10_gap", "log10", Goal.MIN, "log10 suboptimality f(x) - f*", Producer.WORKLOAD),
     )
 }
 """Every metric, by name, in column order."""

@@ -16,18 +16,22 @@ from typing import Any, cast
 from torch import nn
 
 from harness.core.lm import LanguageModel, is_tied, output_weight
-from harness.optim.spec import GROUPS
+from harness.optim.spec import DECAYED, GROUPS
 
 
 def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
-    """Partition a GPT's trainable parameters into ``GROUPS`` (each parameter exactly once).
+    """Partition a model's trainable parameters into ``GROUPS`` (each parameter exactly once).
 
-    The model exposes ``model.embedding`` (``nn.Embedding``) and ``model.head`` (``nn.Linear``,
-    or None when tied). Learned position embeddings are routed to ``vector`` (no weight decay).
+    A GPT (a :class:`~harness.core.lm.LanguageModel`) exposes ``model.embedding``
+    (``nn.Embedding``) and ``model.head`` (``nn.Linear``, or None when tied); learned position
+    embeddings are routed to ``vector`` (no weight decay). Another model (a workload's) has
+    only ``matrix`` (>= 2-D) and ``vector`` parameters.
     """
-    lm = cast(LanguageModel, model)
-    emb = lm.embedding.weight
-    head = None if is_tied(lm) else output_weight(lm)
+    emb = head = None  # a workload's model (harness.workloads) has neither
+    if isinstance(model, LanguageModel):
+        lm = cast(LanguageModel, model)
+        emb = lm.embedding.weight
+        head = None if is_tied(lm) else output_weight(lm)
     out: dict[str, list[nn.Parameter]] = {g: [] for g in GROUPS}
     seen: set[int] = set()
     for name, p in model.named_parameters():
@@ -43,18 +47,6 @@ def split_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
         else:
             out["vector"].append(p)
     return out
-
-
-DECAYED: dict[str, frozenset[str]] = {
-    "matrices": frozenset({"matrix"}),
-    "all_weights": frozenset({"embedding", "head", "matrix", "position"}),
-    "no_embedding": frozenset({"head", "matrix", "position"}),
-}
-"""``decay_params`` convention -> the kinds of parameter it decays (``position``: learned
-absolute positions; norm gains and biases are never decayed). ``all_weights`` is plainLM's
-(``models/construct.py``: every parameter whose name holds neither ``bias`` nor ``norm``);
-``no_embedding`` is nanoGPT's as the Coupled Adam paper's code runs it (``configure_optimizers``:
-every >= 2-D tensor but ``wte``, the token embedding, which the tied head shares)."""
 
 
 def _kind(model: nn.Module, group: str, p: nn.Parameter) -> str:

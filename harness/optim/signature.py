@@ -38,7 +38,7 @@ import collections.abc
 import inspect
 import sys
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -282,3 +282,39 @@ def _from_hint(hint: Any, default: Any) -> _Kind | None:
             if isinstance(k, _Scalar | _Reference):
                 return k
     return None
+
+
+def scalar_parameters(
+    init: Callable[..., None], what: str, *, skip: int = 1, taken: Collection[str] = ()
+) -> tuple[Hyperparameter, ...]:
+    """The scalar arguments of ``init`` after its first ``skip`` (``self``) as own parameters:
+    the grid keys and typed columns of something a grid names that is not an optimizer (a
+    workload, :mod:`harness.workloads`), typed as an optimizer's own hyperparameters are (its
+    annotation, else its default; ``Literal[...]``: choices). ``taken``: names it may not use
+    (run fields, result columns, metrics).
+
+    Raises:
+        UserError: naming ``what``: a required argument no grid can give, an argument of a kind
+            no grid can give (a tuple, a class, an object), or a taken name; every problem at once.
+    """
+    params = list(inspect.signature(init).parameters.values())[skip:]
+    hints = _hints(init)
+    problems: list[str] = []
+    out: list[Hyperparameter] = []
+    for p in params:
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue
+        default = REQUIRED if p.default is p.empty else p.default
+        kind = _kind(hints.get(p.name), default)
+        if not isinstance(kind, _Scalar):
+            why = kind.why if isinstance(kind, _Unrepresentable) else "not a scalar"
+            problems.append(f"argument {p.name!r} is {why}; a grid can give scalars only")
+        elif p.name in FIELDS or p.name in RESERVED or p.name in taken:
+            problems.append(f"argument {p.name!r} is named like a run field or a result column")
+        else:
+            out.append(
+                Hyperparameter(name=p.name, type=kind.type, default=default, choices=kind.choices)
+            )
+    if problems:
+        raise UserError(_problems(what, problems))
+    return tuple(out)

@@ -35,6 +35,18 @@ the head when tied), an untied output head, every other >= 2-D weight, and the r
 biases, learned positions)."""
 
 
+DECAYED: dict[str, frozenset[str]] = {
+    "matrices": frozenset({"matrix"}),
+    "all_weights": frozenset({"embedding", "head", "matrix", "position"}),
+    "no_embedding": frozenset({"head", "matrix", "position"}),
+}
+"""``decay_params`` convention -> the kinds of parameter it decays (``position``: learned
+absolute positions; norm gains and biases are never decayed). ``all_weights`` is plainLM's
+(``models/construct.py``: every parameter whose name holds neither ``bias`` nor ``norm``);
+``no_embedding`` is nanoGPT's as the Coupled Adam paper's code runs it (``configure_optimizers``:
+every >= 2-D tensor but ``wte``, the token embedding, which the tied head shares)."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Hyperparameter:
     """An optimizer's own hyperparameter: one it declares beyond the run fields (``gamma`` of a

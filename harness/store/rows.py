@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.core import paths
-from harness.core.catalogue import OWN_HYPERPARAMETERS, flat
+from harness.core.catalogue import OWN_HYPERPARAMETERS, WORKLOAD_PARAMETERS, flat
 from harness.core.config import RunConfig
 from harness.core.files import atomic_write
 from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT
@@ -31,6 +31,7 @@ from harness.store.schema import (
     curve_schema,
     row_schema,
 )
+from harness.workloads.registry import get_workload
 
 
 def make_row(run: RunConfig, result: RunResult, provenance: Mapping[str, Any]) -> dict[str, Any]:
@@ -43,7 +44,10 @@ def make_row(run: RunConfig, result: RunResult, provenance: Mapping[str, Any]) -
     if unknown:
         raise ValueError(f"undeclared metrics {unknown}: declare them in harness.metrics.catalogue")
     row: dict[str, Any] = {"run_id": run.run_id, **flat(run)}
-    row[OWN_HYPERPARAMETERS] = ",".join(n for n, _ in run.optim.hyperparameters.items) or None
+    params = workload_parameters(run)
+    own = (n for n, _ in run.optim.hyperparameters.items if n not in params)
+    row[OWN_HYPERPARAMETERS] = ",".join(own) or None
+    row[WORKLOAD_PARAMETERS] = ",".join(params) or None
     for k in OUTCOME_COLUMNS:
         row[k] = getattr(result, k)
     for k in METRICS:
@@ -55,6 +59,13 @@ def make_row(run: RunConfig, result: RunResult, provenance: Mapping[str, Any]) -
     if row["created_at"] is None:
         row["created_at"] = dt.datetime.now(dt.UTC)
     return row
+
+
+def workload_parameters(run: RunConfig) -> tuple[str, ...]:
+    """The columns of ``run`` that are its workload's parameters (none for the GPT's runs)."""
+    if run.arch.workload is None:
+        return ()
+    return get_workload(run.arch.workload).names
 
 
 def atomic_write_table(table: pa.Table, path: Path) -> None:

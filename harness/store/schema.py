@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from harness.core.catalogue import CATALOGUE, OWN_HYPERPARAMETERS
+from harness.core.catalogue import CATALOGUE, OWN_HYPERPARAMETERS, WORKLOAD_PARAMETERS
 from harness.core.config import RunConfig
 from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT, INPUTS, PROVENANCE
 from harness.core.result import CURVE_COLUMNS, OUTCOME
@@ -71,7 +71,10 @@ def config_schema(runs: Iterable[RunConfig] = ()) -> pa.Schema:
 def row_schema(runs: Iterable[RunConfig] = (), extra_metrics: Iterable[str] = ()) -> pa.Schema:
     """Schema of result rows: config, outcome, every catalogued metric (then ``extra_metrics``,
     columns an import declares), provenance."""
+    runs = list(runs)
     fields = [*config_schema(runs), pa.field(OWN_HYPERPARAMETERS, pa.string())]
+    if any(run.arch.workload is not None for run in runs):  # GPT rows keep their schema
+        fields.append(pa.field(WORKLOAD_PARAMETERS, pa.string()))
     fields += [pa.field(k, t) for k, t in OUTCOME_COLUMNS.items()]
     names = list(METRICS) + sorted(set(extra_metrics) - set(METRICS))
     fields += [pa.field(k, pa.float64()) for k in names]

@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from harness.core.config import RunConfig
+from harness.core.errors import UserError
 from harness.core.files import os_error_line
 from harness.core.result import RunResult, Status
 from harness.data.batches import TokenData
@@ -37,11 +38,15 @@ from harness.model.build import build_model, training_flops_per_token
 from harness.model.gpt import cross_entropy, trainable_params
 from harness.optim.build import build_optimizer
 from harness.optim.modes import evaluating, needs_closure, to_train_mode
+from harness.optim.routing import split_parameters
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
 from harness.train.checkpoint import Checkpointing, LoopState
 from harness.train.device import Placement, mfu, place
 from harness.train.tracking import Tracker
+from harness.workloads.base import Workload
+from harness.workloads.compat import problem
+from harness.workloads.registry import get_workload
 
 
 class TrainingInterrupted(Exception):
@@ -103,7 +108,8 @@ def train(
             what the run had done.
         Exception: whatever failed before training began (building the model, reading data).
     """
-    trainer = _Trainer(run, data_root, checkpoint, log, on_point)
+    kind = _Trainer if run.arch.workload is None else _WorkloadTrainer
+    trainer = kind(run, data_root, checkpoint, log, on_point)
     try:
         return trainer.fit(should_stop)
     except TrainingInterrupted:
@@ -128,12 +134,11 @@ class _Trainer:
         )
         ex = run.execution
         self.placement: Placement = place(ex.precision, ex.compile, local_rank)
+        self.device = self.placement.device
         _seed_everything(ex.seed)
-        self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
-        self.model = build_model(run.arch, run.data.seq_len).to(self.placement.device)
+        self.model = self._build(data_root)
         self.optimizer = build_optimizer(self.model, run)
         self.closure = needs_closure(self.optimizer)
-        self.tracker = Tracker(ex.tracked, self.data, self.placement.device)
         self.state = LoopState()
         self._restore()
         to_train_mode(self.optimizer)  # schedule-free: steps are taken in train mode
@@ -141,6 +146,13 @@ class _Trainer:
         self.tokens_per_step = run.data.tokens_per_step
         self._attempt_start = time.time()
         self._progress_warned = False
+
+    def _build(self, data_root: Path) -> torch.nn.Module:
+        """The GPT on the run's tokens: data, model (on the device) and tracked metrics."""
+        run = self.run
+        self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
+        self.tracker = Tracker(run.execution.tracked, self.data, self.placement.device)
+        return build_model(run.arch, run.data.seq_len).to(self.placement.device)
 
     def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.world > 1:
@@ -209,8 +221,8 @@ class _Trainer:
         start = self._attempt_start = time.time()
         last_save = time.time()
         factor = self.run.execution.diverge_factor
-        limit = math.inf if factor is None else factor * math.log(self.run.arch.vocab_size)
-        self._interval_loss = torch.full((), st.interval_loss, device=self.placement.device)
+        limit = math.inf if factor is None else factor * self._loss_scale()
+        self._interval_loss = torch.full((), st.interval_loss, device=self.device)
         self._interval_steps = st.interval_steps
         first = True
         while st.step < steps:
@@ -247,17 +259,12 @@ class _Trainer:
         return self._finish(start)
 
     def _step(self, step: int, profile: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        data, st = self.run.data, self.state
+        st = self.state
         lr = lr_at(step, self.run)
         for g in self.optimizer.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         t_data = time.perf_counter()
-        micro = list(
-            self.data.micro_batches(
-                step, self.run.execution.seed, data.batch_size, data.micro_batch_size,
-                data.seq_len, self.rank, self.world,
-            )
-        )  # fmt: skip
+        micro = self._batch(step)
         st.data_wait_s += time.perf_counter() - t_data
         total = self._forward_backward(micro)
         if self.world > 1:  # ranks saw different rows: log, test and checkpoint the global mean
@@ -281,7 +288,22 @@ class _Trainer:
             st.opt_s += time.perf_counter() - t_opt
         return total, gnorm
 
-    def _forward_backward(self, micro: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    def _loss_scale(self) -> float:
+        """The loss a diverging run exceeds ``diverge_factor`` times: ``ln(V)``, a uniform
+        prediction's."""
+        return math.log(self.run.arch.vocab_size)
+
+    def _batch(self, step: int) -> Any:
+        """This rank's micro-batches of step ``step``: (inputs, targets) pairs."""
+        data = self.run.data
+        return list(
+            self.data.micro_batches(
+                step, self.run.execution.seed, data.batch_size, data.micro_batch_size,
+                data.seq_len, self.rank, self.world,
+            )
+        )  # fmt: skip
+
+    def _forward_backward(self, micro: Any) -> torch.Tensor:
         """Accumulate the gradients of one batch's micro-batches; their mean loss."""
         total = torch.zeros((), device=self.placement.device)
         for i, (x, y) in enumerate(micro):
@@ -297,7 +319,7 @@ class _Trainer:
             total += loss.detach()
         return total
 
-    def _again(self, micro: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    def _again(self, micro: Any) -> torch.Tensor:
         """An optimizer's closure: the loss and gradients of the same batch, recomputed at the
         parameters as they are now (one more forward and backward pass, counted)."""
         self.optimizer.zero_grad(set_to_none=True)
@@ -354,12 +376,11 @@ class _Trainer:
 
     def _log_point(self, mean: float, start: float) -> None:
         run, st = self.run, self.state
-        val, tracked = None, {}
+        val: float | None = None
+        tracked: dict[str, float | None] = {}
         every = run.execution.eval_every
         if every and st.step % every == 0 and st.step < run.data.steps:
-            buckets = self.tracker.buckets()
-            val = self.evaluate(buckets)
-            tracked = self.tracker.measure(self.model, buckets)
+            val, tracked = self._evaluate_point()
         point = self._point(mean, val, start) | tracked
         st.curve.append(point)
         self._record_progress()
@@ -371,6 +392,12 @@ class _Trainer:
                 f"[{run.run_id}] step {st.step}/{run.data.steps} loss {mean:.4f} "
                 f"lr {point['lr']:.3g} {rate:,.0f} tok/s"
             )
+
+    def _evaluate_point(self) -> tuple[float, dict[str, float | None]]:
+        """The validation loss and the tracked metrics at an evaluation point."""
+        buckets = self.tracker.buckets()
+        val = self.evaluate(buckets)
+        return val, self.tracker.measure(self.model, buckets)
 
     @torch.no_grad()
     def evaluate(self, buckets: BucketLosses | None = None) -> float:
@@ -413,25 +440,26 @@ class _Trainer:
         self, status: Status, start: float, metrics: dict[str, float | None], error: str | None
     ) -> RunResult:
         """The run's result with the training metrics every outcome carries, plus ``metrics``."""
-        st, run = self.state, self.run
+        st = self.state
         rate = st.timed_tokens / st.timed_s if st.timed_s > 0 else None
         steps_timed = st.timed_tokens / self.tokens_per_step if st.timed_tokens else 0
         if st.compile_s is not None and steps_timed:
             st.compile_s = max(0.0, st.compile_s - st.timed_s / steps_timed)
         passes = 1 + st.extra_passes / st.step if st.step else 1.0  # the closures' passes
-        fpt = training_flops_per_token(run.arch, run.data.seq_len) * passes
+        per_token = self._flops_per_token()
+        fpt = None if per_token is None else per_token * passes
         measured: dict[str, float | None] = {
             "train_loss": st.curve[-1]["train_loss"] if st.curve else None,
             "wall_s": st.wall_s + time.time() - start,
             "tokens_per_s": rate,
-            "mfu": mfu(rate, fpt, self.placement.peak_flops(), self.world),
+            "mfu": None if fpt is None else mfu(rate, fpt, self.placement.peak_flops(), self.world),
             "peak_mem_gb": _peak_mem_gb(self.placement),
             "compile_s": st.compile_s,
             "data_wait_s": st.data_wait_s,
             "optimizer_step_frac": st.opt_s / st.profiled_s if st.profiled_s else None,
             "max_loss_rise": max_loss_rise([p["train_loss"] for p in st.curve]),
             "passes_per_step": passes,
-            "train_flops": fpt * st.step * self.tokens_per_step,
+            "train_flops": None if fpt is None else fpt * st.step * self.tokens_per_step,
         }
         return RunResult(
             status=status,
@@ -443,6 +471,10 @@ class _Trainer:
             metrics=measured | metrics,
             curve=st.curve,
         )
+
+    def _flops_per_token(self) -> float | None:
+        """Training FLOPs per token of one forward and backward pass (None: not counted)."""
+        return training_flops_per_token(self.run.arch, self.run.data.seq_len)
 
     def _diverged(self, start: float, loss: float, reason: str) -> RunResult:
         self.state.curve.append(self._point(loss, None, start))
@@ -463,6 +495,59 @@ class _Trainer:
         metrics |= {"val_loss": val, "val_ppl": math.exp(val), **buckets.result()}
         if self.state.curve:
             self.state.curve[-1] |= self.tracker.final(metrics)
+        return self._result(Status.COMPLETED, start, metrics, None)
+
+
+class _WorkloadTrainer(_Trainer):
+    """The loop on a workload other than the GPT (:mod:`harness.workloads`): its model, batches,
+    loss and evaluation, on the CPU, in one process; everything else (schedule, clipping,
+    divergence, checkpoints, the curve) as for the GPT."""
+
+    def _build(self, data_root: Path) -> torch.nn.Module:
+        run = self.run
+        if self.world > 1:
+            raise UserError(f"workload {run.arch.workload!r} runs in one process")
+        spec = get_workload(str(run.arch.workload))
+        self.workload: Workload = spec.build(run.optim.hyperparameters.as_dict())
+        self.device = torch.device("cpu")
+        model = self.workload.model(run.execution.seed)
+        present = [g for g, ps in split_parameters(model).items() if ps]
+        why = problem(run, present)
+        if why is not None:
+            raise UserError(why)
+        self._scale = self.workload.reference_loss(model)
+        return model
+
+    def _loss_scale(self) -> float:
+        return self._scale
+
+    def _batch(self, step: int) -> Any:
+        return self.workload.batch(self.run.execution.seed, step, self.run.data.batch_size)
+
+    def _forward_backward(self, micro: Any) -> torch.Tensor:
+        loss = self.workload.loss(self.model, micro)
+        loss.backward()
+        return loss.detach()
+
+    def _measure(self) -> dict[str, float]:
+        with evaluating(self.optimizer):  # schedule-free: at the evaluated point
+            return self.workload.evaluate(self.model)
+
+    def _evaluate_point(self) -> tuple[float, dict[str, float | None]]:
+        metrics = self._measure()
+        return metrics["val_loss"], {n: metrics.get(n) for n in self.run.execution.tracked}
+
+    def _flops_per_token(self) -> float | None:
+        return None
+
+    def _finish(self, start: float) -> RunResult:
+        metrics: dict[str, float | None] = dict(self._measure())
+        val = metrics["val_loss"]
+        if self.state.curve:
+            self.state.curve[-1]["val_loss"] = val
+            self.state.curve[-1] |= {n: metrics.get(n) for n in self.run.execution.tracked}
+        if val is None or not math.isfinite(val):
+            return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
         return self._result(Status.COMPLETED, start, metrics, None)
 
 
