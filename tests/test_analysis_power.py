@@ -93,3 +93,14 @@ def test_two_sided_power_stays_finite_where_scipys_lower_tail_is_nan():
     assert float(power(d, var_a, n, var_b, n, alpha=0.05, two_sided=True)) == (
         pytest.approx(0.8, abs=1e-8)
     )
+
+
+@pytest.mark.parametrize(
+    ("alternative", "words"),
+    [("two-sided", "H1: b differs from a (two-sided)"), ("less", "H1: b less than a")],
+)
+def test_the_hypothesis_note_reads_as_a_sentence(alternative, words):
+    """``compare`` and ``power`` state H1 with this; "b two-sided than a" is not a sentence."""
+    from harness.analysis.commands import hypothesis
+
+    assert hypothesis("a", "b", alternative) == words
