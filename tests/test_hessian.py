@@ -111,6 +111,9 @@ def test_js_distance_hand_values_and_bounds() -> None:
     assert js_distance(a, 3 * a) == 0.0  # normalised first: the same distribution
     assert js_distance(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])) == pytest.approx(JS_MAX)
     assert abs(JS_MAX - 0.8325546) < 1e-7
+    # Gaussian tails underflow to subnormals, whose half is 0: still finite, and almost disjoint.
+    tiny = torch.tensor([5e-324, 1.0, 0.0], dtype=torch.float64)
+    assert js_distance(tiny, torch.tensor([0.0, 0.0, 1.0])) == pytest.approx(JS_MAX)
     gen = torch.Generator().manual_seed(0)
     for _ in range(20):
         p, q = torch.rand(7, generator=gen), torch.rand(7, generator=gen)

@@ -168,10 +168,12 @@ def js_distance(p: Tensor, q: Tensor) -> float:
         raise ValueError("densities must be non-negative")
     p = p.to(torch.float64) / p.sum()
     q = q.to(torch.float64) / q.sum()
-    m = (p + q) / 2
 
-    def kl(a: Tensor) -> float:
+    def kl_to_mean(a: Tensor, b: Tensor) -> float:
+        # a log(a / m) = a (log 2 + log a - log(a + b)): no division by m, which underflows to 0
+        # where a is subnormal (a Gaussian tail), and a + b >= a > 0 wherever a counts.
         pos = a > 0
-        return float((a[pos] * torch.log(a[pos] / m[pos])).sum())
+        a, b = a[pos], b[pos]
+        return float((a * (math.log(2.0) + torch.log(a) - torch.log(a + b))).sum())
 
-    return math.sqrt(max(0.0, (kl(p) + kl(q)) / 2))
+    return math.sqrt(max(0.0, (kl_to_mean(p, q) + kl_to_mean(q, p)) / 2))
