@@ -80,3 +80,27 @@ def test_power_table_per_cell():
     assert out.loc[8, "seeds_needed"] == seeds_needed(
         0.1, 0.01, 0.01, alpha=0.05, two_sided=False, target=0.8
     )
+
+
+def test_two_sided_power_stays_finite_where_scipys_lower_tail_is_nan():
+    """The Coupled Adam study's lr 1e-3 loss cell (stds 0.042 and 0.199, 3 seeds each): Welch df
+    about 2.2; scipy's nct.cdf(-crit, 2.2, 10) is NaN, which made ``detectable`` crash."""
+    var_a, var_b, n = 0.04236**2, 0.199**2, 3
+    se = math.sqrt(var_a / n + var_b / n)
+    p = power(10 * se, var_a, n, var_b, n, alpha=0.05, two_sided=True)
+    assert np.isfinite(p) and 0.99 < float(p) <= 1.0
+    d = detectable(var_a, n, var_b, n, alpha=0.05, two_sided=True, target=0.8)
+    assert float(power(d, var_a, n, var_b, n, alpha=0.05, two_sided=True)) == (
+        pytest.approx(0.8, abs=1e-8)
+    )
+
+
+@pytest.mark.parametrize(
+    ("alternative", "words"),
+    [("two-sided", "H1: b differs from a (two-sided)"), ("less", "H1: b less than a")],
+)
+def test_the_hypothesis_note_reads_as_a_sentence(alternative, words):
+    """``compare`` and ``power`` state H1 with this; "b two-sided than a" is not a sentence."""
+    from harness.analysis.commands import hypothesis
+
+    assert hypothesis("a", "b", alternative) == words

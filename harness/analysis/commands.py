@@ -171,6 +171,14 @@ def resolve_alternative(goal: str, alternative: str) -> str:
     return "less" if goal == "min" else "greater"
 
 
+def hypothesis(a: str, b: str, alternative: str) -> str:
+    """The alternative hypothesis about arm ``b`` against arm ``a``, in words (``alternative``:
+    a resolved one, ``less``, ``greater`` or ``two-sided``)."""
+    if alternative == "two-sided":
+        return f"H1: {b} differs from {a} (two-sided)"
+    return f"H1: {b} {alternative} than {a}"
+
+
 def arms_tuned(
     q: Query,
     arms: dict[str, Selector],

@@ -24,7 +24,14 @@ import pandas as pd
 from scipy import optimize, stats
 
 from harness.analysis.cells import iter_cells
-from harness.analysis.commands import Query, load, resolve_alternative, tuned, with_rows
+from harness.analysis.commands import (
+    Query,
+    hypothesis,
+    load,
+    resolve_alternative,
+    tuned,
+    with_rows,
+)
 from harness.analysis.goal import metric_goal
 from harness.analysis.intervals import satterthwaite
 from harness.analysis.output import Answer
@@ -69,7 +76,9 @@ def power(
     ncp = np.asarray(delta, float) / se
     crit = stats.t.ppf(1 - (alpha / 2 if two_sided else alpha), df)
     out = stats.nct.sf(crit, df, ncp)
-    return np.asarray(out + stats.nct.cdf(-crit, df, ncp) if two_sided else out, float)
+    # P(T' < -crit) written as P(T'(-ncp) > crit): the same value, but scipy's lower tail is NaN
+    # for some non-integer df and large ncp (df 2.2, ncp 10), where this one is finite
+    return np.asarray(out + stats.nct.sf(crit, df, -ncp) if two_sided else out, float)
 
 
 def seeds_needed(
@@ -175,7 +184,7 @@ def answer(
     planned = "the observed |diff|" if difference is None else f"{abs(difference):g}"
     notes = [
         *t.notes,
-        f"{test} t test, H1: {b.label} {alt} than {a.label}, alpha {alpha:g} per cell "
+        f"{test} t test, {hypothesis(a.label, b.label, alt)}, alpha {alpha:g} per cell "
         "(no correction over cells: with m cells, Holm needs up to alpha / m)",
         f"power: at difference = {planned} with the present seeds (noncentral t); "
         f"seeds_needed: per arm for power {power:g}; detectable: smallest difference with "

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from harness.analysis import commands
 from harness.analysis import compare as compare_mod
-from harness.analysis.commands import Query, resolve_alternative
+from harness.analysis.commands import Query, hypothesis, resolve_alternative
 from harness.analysis.goal import metric_goal
 from harness.analysis.intervals import METHODS
 from harness.analysis.output import Answer
@@ -44,13 +44,13 @@ def answer(
         alpha=alpha,
         correction=correction,
     )
-    hypothesis = f"{test} test, H1: {b.label} {alternative} than {a.label}, alpha {alpha}"
+    h1 = f"{test} test, {hypothesis(a.label, b.label, alternative)}, alpha {alpha}"
     method = METHODS["paired"] if test == "paired" else METHODS["diff"]
     return Answer(
         table=out,
         notes=[
             *t.notes,
-            hypothesis,
+            h1,
             f"correction: {correction} over the {int(out['p'].notna().sum())} cell(s); "
             "significant: p_adj < alpha",
             f"ci_low..ci_high: {method} of diff, two-sided {100 * (1 - alpha):g}%",
