@@ -319,6 +319,28 @@ def test_rows_are_typed_skipped_on_resubmit_and_analysed(tmp_path):
         assert (tmp_path / "results" / "wl" / "figures" / f"{figure}-val_loss.png").is_file()
 
 
+def test_a_workload_grid_analyses_and_confirms_on_its_loss_without_metric(tmp_path):
+    # a workload has no val_ppl: the default metric falls back to val_loss (and says so)
+    (tmp_path / "wl.yaml").write_text(
+        GRID.format(workload="quadratic", axis="lr: [0.0001, 0.001]").replace(
+            "seeds: [0, 1]", "seeds: {tune: [0], confirm: [1]}"
+        )
+    )
+    common = ["--results", tmp_path / "results"]
+    argv = ["submit", tmp_path / "wl.yaml", "--launcher", "local", *common, "--data", tmp_path]
+    _cli(*argv)
+    out = _cli(*argv, "--confirm", "--dry-run")  # selected by val_loss, as the analysis does
+    assert "confirm lr=0.001 on seed(s) 1" in out, out
+    best = CliRunner().invoke(main, ["analyze", "best", str(tmp_path / "wl.yaml"), "--format",
+                                     "json", *map(str, common)])  # fmt: skip
+    assert best.exit_code == 0, best.output
+    assert json.loads(best.stdout)[0]["lr"] == 0.001
+    assert "metric val_loss: no run has val_ppl" in best.stderr
+    figures = _cli("figures", tmp_path / "wl.yaml", "--figure", "lr_sensitivity", *common)
+    assert "metric val_loss: no run has val_ppl" in figures
+    assert (tmp_path / "results" / "wl" / "figures" / "lr_sensitivity-val_loss.png").is_file()
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "signum"])
 def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, optimizer):
     run = _run(workload="imbalance", stochastic=True, batch_size=16, steps=8, optimizer=optimizer,
