@@ -6,7 +6,12 @@ the same losses, curves, metrics and run_ids. It covers AdamW, SGD, Muon, a sche
 optimizer (evaluated in eval mode), a SAM-style closure optimizer, gradient accumulation, tracked
 metrics, a run resumed from a checkpoint, and the two toy workloads. About a minute on a CPU.
 
-    python scripts/workload_identity.py /tmp/new.json --data-root ~/.cache/harness-test-data/v-...
+    D=~/.cache/harness-test-data/v-...   # a data root holding classics-bpe8k prepared
+    mkdir /tmp/base && git archive main | tar -x -C /tmp/base
+    cp scripts/workload_identity.py /tmp/base/scripts/
+    (cd /tmp/base && PYTHONPATH=. python scripts/workload_identity.py /tmp/b.json --data-root $D)
+    PYTHONPATH=$PWD python scripts/workload_identity.py /tmp/new.json --data-root $D
+    cmp /tmp/b.json /tmp/new.json
 """
 
 from __future__ import annotations
