@@ -40,7 +40,7 @@ from harness.data.catalogue import resolve_dataset
 from harness.metrics.catalogue import track_names
 from harness.model.build import build_model
 from harness.train.loop import train
-from harness.train.tracking import Tracker
+from harness.workloads.tracking import Tracker
 
 SETTINGS = {
     "nothing (default)": None,

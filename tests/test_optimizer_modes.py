@@ -25,7 +25,7 @@ def _val_loss_by_hand(trainer: _Trainer) -> float:
     model.eval()
     losses, count = 0.0, 0
     with torch.no_grad():
-        for x, y in trainer.data.eval_batches(
+        for x, y in trainer.workload.data.eval_batches(
             data.eval_tokens, data.seq_len, data.micro_batch_size
         ):
             logits = model(x).float()

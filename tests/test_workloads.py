@@ -4,6 +4,7 @@ optimizer of the zoo, and the errors a bad name or parameter gives."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import textwrap
@@ -12,16 +13,21 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import torch
+import torch.nn.functional as F
 from click.testing import CliRunner
 
 from harness.cli import main
+from harness.core.errors import UserError
 from harness.grid.load import load_grid
 from harness.grid.resolve import Resolver
 from harness.optim.registry import OPTIMIZERS
 from harness.train.checkpoint import Checkpointing
 from harness.train.loop import TrainingInterrupted, train
+from harness.workloads.bound import Bound, bind
 from harness.workloads.imbalance import Imbalance
 from harness.workloads.quadratic import Quadratic
+from harness.workloads.registry import DEFAULT
+from tests.runs import tiny_run
 
 GD = {"optimizer": "sgd", "momentum": 0.0, "grad_clip": None, "schedule": "constant"}
 """Plain gradient descent: no momentum, no clipping, a constant lr."""
@@ -319,6 +325,28 @@ def test_rows_are_typed_skipped_on_resubmit_and_analysed(tmp_path):
         assert (tmp_path / "results" / "wl" / "figures" / f"{figure}-val_loss.png").is_file()
 
 
+def test_a_workload_grid_analyses_and_confirms_on_its_loss_without_metric(tmp_path):
+    # a workload has no val_ppl: the default metric falls back to val_loss (and says so)
+    (tmp_path / "wl.yaml").write_text(
+        GRID.format(workload="quadratic", axis="lr: [0.0001, 0.001]").replace(
+            "seeds: [0, 1]", "seeds: {tune: [0], confirm: [1]}"
+        )
+    )
+    common = ["--results", tmp_path / "results"]
+    argv = ["submit", tmp_path / "wl.yaml", "--launcher", "local", *common, "--data", tmp_path]
+    _cli(*argv)
+    out = _cli(*argv, "--confirm", "--dry-run")  # selected by val_loss, as the analysis does
+    assert "confirm lr=0.001 on seed(s) 1" in out, out
+    best = CliRunner().invoke(main, ["analyze", "best", str(tmp_path / "wl.yaml"), "--format",
+                                     "json", *map(str, common)])  # fmt: skip
+    assert best.exit_code == 0, best.output
+    assert json.loads(best.stdout)[0]["lr"] == 0.001
+    assert "metric val_loss: no run has val_ppl" in best.stderr
+    figures = _cli("figures", tmp_path / "wl.yaml", "--figure", "lr_sensitivity", *common)
+    assert "metric val_loss: no run has val_ppl" in figures
+    assert (tmp_path / "results" / "wl" / "figures" / "lr_sensitivity-val_loss.png").is_file()
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "signum"])
 def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, optimizer):
     run = _run(workload="imbalance", stochastic=True, batch_size=16, steps=8, optimizer=optimizer,
@@ -398,3 +426,26 @@ def test_the_toy_studies_grids_expand(name, runs):
     grid = Path(__file__).resolve().parent.parent / "analysis" / "studies" / f"{name}.yaml"
     planned = load_grid(grid, vocab=lambda dataset: 1, local=True).runs
     assert len(planned) == runs and {r.arch.workload for r in planned} == {name.split("_")[1]}
+
+
+def test_the_gpt_is_the_default_workload_behind_the_same_interface(prepared_data):
+    """A run that names no workload trains the registry's default, the GPT, through the loop's
+    one interface (``Trained``) as a toy does through ``Bound``: micro-batches that are a pure
+    function of (seed, step), a loss that is the logits' cross-entropy, one process for a toy."""
+    cpu, plain = torch.device("cpu"), contextlib.nullcontext
+    gpt = bind(tiny_run(prepared_data, micro_batch_size=4), prepared_data, cpu, plain, 0, 1)
+    assert f"{type(gpt).__module__}:{type(gpt).__qualname__}" == DEFAULT
+    first, again = gpt.micro_batches(3), gpt.micro_batches(3)
+    assert len(first) == 2  # batch_size 8 in micro-batches of 4
+    for (x1, y1), (x2, y2) in zip(first, again, strict=True):
+        assert torch.equal(x1, x2) and torch.equal(y1, y2)
+    assert not torch.equal(first[0][0], gpt.micro_batches(4)[0][0])
+    model = gpt.build()
+    x, y = first[0]
+    logits = model(x).float()
+    expected = F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1))
+    assert gpt.loss(model, first[0]).item() == pytest.approx(expected.item(), rel=1e-6)
+    toy = bind(_run(workload="quadratic", **GD, lr=0.1, steps=2), prepared_data, cpu, plain, 0, 1)
+    assert isinstance(toy, Bound) and len(toy.micro_batches(0)) == 1
+    with pytest.raises(UserError, match="one process"):
+        bind(_run(workload="quadratic", **GD, lr=0.1, steps=2), prepared_data, cpu, plain, 0, 2)

@@ -1,8 +1,9 @@
 """Study: the loss of each class-frequency group under gradient descent, Adam and sign descent on
 a linear softmax classifier with Zipf-distributed classes (Kunstner et al. 2024, "Heavy-tailed
 class imbalance and why Adam outperforms gradient descent on language models"), on the harness's
-``imbalance`` workload (``harness.workloads``). Each arm is tuned over lr on 3 seeds (by the
-overall loss), then compared group by group: Welch tests, Holm-corrected over the cells.
+``imbalance`` workload (``harness.workloads``). Each arm is tuned over lr on seeds 0-2 (by the
+overall loss); ``--confirm`` then trains its selected lr on fresh seeds 3-5, and the arms are
+compared group by group on those: Welch tests, Holm-corrected over the cells.
 
     python analysis/studies/toy_imbalance.py
 
@@ -13,7 +14,12 @@ from __future__ import annotations
 
 from _study import STUDIES, Study
 
-study = Study("toy_imbalance", "toy_imbalance", grid_file=STUDIES / "toy_imbalance.yaml")
+study = Study(
+    "toy_imbalance",
+    "toy_imbalance",
+    followup=("--confirm",),
+    grid_file=STUDIES / "toy_imbalance.yaml",
+)
 study.train()
 study.analyze("best", "--by", "label", "--metric", "val_loss")
 for q in (1, 2, 3, 4):  # each group, at each arm's configuration selected by the overall loss

@@ -20,7 +20,7 @@ from harness.analysis.load import select
 from harness.analysis.optimum_fit import fitted_seeds
 from harness.analysis.select import ARM, Selector, broadcast, inapplicable, label_arms
 from harness.analysis.tuning import confirmed
-from harness.analysis.values import Prepared, prepare, require_rows
+from harness.analysis.values import Prepared, prepare, require_rows, resolve_metric
 from harness.core.errors import UserError, unknown_choice
 
 
@@ -63,14 +63,16 @@ class Tuned:
 
 def load(q: Query) -> tuple[Prepared, str]:
     """The prepared rows of the query and the metric's goal."""
-    goal = metric_goal(q.metric, q.goal)
-    chosen = q.select_by or default_select(q.metric)
-    select_goal = goal if chosen == q.metric else metric_goal(chosen, "auto", "--select-by")
     sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
-    prep = prepare(sel.frame("runs"), q.metric, goal, chosen, select_goal)
-    require_rows(prep.rows, f"in grid {sel.grid!r} with {q.metric}")
+    frame = sel.frame("runs")
+    metric, said = resolve_metric(frame, q.metric)
+    goal = metric_goal(metric, q.goal)
+    chosen = q.select_by or default_select(metric)
+    select_goal = goal if chosen == metric else metric_goal(chosen, "auto", "--select-by")
+    prep = prepare(frame, metric, goal, chosen, select_goal)
+    require_rows(prep.rows, f"in grid {sel.grid!r} with {metric}")
     derived = readings.derived(declared_derived_axes(q.grid), prep.rows)
-    return dataclasses.replace(prep, readings=tuple(derived)), goal
+    return dataclasses.replace(prep, readings=(*said, *derived)), goal
 
 
 def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -> Tuned:

@@ -36,7 +36,7 @@ from harness.analysis.axes import auto_over, experiment_columns, hyperparameters
 from harness.analysis.edges import open_edge
 from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
 from harness.analysis.tuning import line_values, tune
-from harness.analysis.values import prepare
+from harness.analysis.values import prepare, resolve_metric
 from harness.core.catalogue import with_values
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
@@ -242,8 +242,12 @@ def follow_up(grid: Grid, root: Path, *, extend: bool, confirm: bool) -> FollowU
         out.lines.append(f"{len(pending)} tuning run(s) have no result yet: nothing planned "
                          "until they finish")  # fmt: skip
         return out
-    goal = metric_goal(default_select(DEFAULT_METRIC))
-    prep = prepare(df[df["run_id"].isin(tuning)], default_select(DEFAULT_METRIC), goal)
+    tuning_rows = df[df["run_id"].isin(tuning)]
+    chosen = default_select(
+        resolve_metric(tuning_rows, DEFAULT_METRIC)[0]
+    )  # as the analysis selects
+    goal = metric_goal(chosen)
+    prep = prepare(tuning_rows, chosen, goal)
     rows = prep.rows
     if rows.empty:
         out.lines.append("no tuning run completed: nothing planned")

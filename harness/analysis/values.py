@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.analysis.goal import worst
+from harness.analysis.goal import DEFAULT_METRIC, worst
 from harness.core.errors import UserError
 from harness.core.result import RESULT_STATUSES, Status
 
@@ -31,6 +31,26 @@ VALUE = "value"
 SELECT = "select_value"
 #: Metrics whose meaning changed: name -> the name rows written before hold it under.
 _RENAMED = {"iso": "iso_sym", "head_iso": "head_iso_sym"}
+#: What the default metric becomes where no run has it: a workload other than the GPT reports
+#: a loss, not a perplexity.
+FALLBACK_METRIC = "val_loss"
+
+
+def resolve_metric(df: pd.DataFrame, metric: str) -> tuple[str, list[str]]:
+    """The metric analysed and the note saying why: ``metric``, except that the default
+    (``val_ppl``) becomes ``val_loss`` when no row of ``df`` has a perplexity but some have a
+    loss (a workload grid, :mod:`harness.workloads`). Every GPT row with a result has both, so
+    a GPT grid keeps the default."""
+    if metric != DEFAULT_METRIC or _has_values(df, metric) or not _has_values(df, FALLBACK_METRIC):
+        return metric, []
+    return FALLBACK_METRIC, [
+        f"metric {FALLBACK_METRIC}: no run has {metric} (a workload other than the GPT); "
+        "name another with --metric"
+    ]
+
+
+def _has_values(df: pd.DataFrame, column: str) -> bool:
+    return column in df.columns and bool(df[column].notna().any())
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from harness.analysis.load import select
 from harness.analysis.output import FORMATS, Answer, render
 from harness.analysis.select import Selector
 from harness.analysis.target_commands import TargetQuery, find_target
+from harness.analysis.values import resolve_metric
 from harness.cli.options import (
     parse_arm,
     results_option,
@@ -110,10 +111,11 @@ def figures(
 
     Example: harness figures grids/adam_betas.yaml --figure loss_curves --runs all
     """
+    sel = select(list(grid), results=results, scale=scale, where=where)
+    metric, said = resolve_metric(sel.frame("runs"), metric)
     goal = metric_goal(metric, goal)
     chosen_by = select_by or default_select(metric)
     select_goal = goal if chosen_by == metric else metric_goal(chosen_by, "auto", "--select-by")
-    sel = select(list(grid), results=results, scale=scale, where=where)
     chosen, why = plan_figures(sel, list(grid), list(names))
     timed = find_target(TargetQuery(list(grid), target, curve), sel.scale)
     options = FigureOptions(
@@ -131,7 +133,7 @@ def figures(
         ]
     )
     where = f"files in {paths.figures_dir(sel.root, sel.grid)}"
-    text, notes = render(Answer(table=table, notes=[why, where]), fmt)
+    text, notes = render(Answer(table=table, notes=[*said, why, where]), fmt)
     click.echo(text)
     for n in notes:
         click.echo(n, err=fmt != "table")

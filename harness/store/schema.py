@@ -47,7 +47,7 @@ CURVE_SCHEMA = pa.schema(
 
 def curve_schema(run: RunConfig) -> pa.Schema:
     """Schema of ``run``'s loss-curve file: :data:`CURVE_SCHEMA`, then one float column per
-    metric it tracks (``track:``, :mod:`harness.train.tracking`)."""
+    metric it tracks (``track:``, :mod:`harness.workloads.tracking`)."""
     return pa.schema([*CURVE_SCHEMA, *(pa.field(n, pa.float64()) for n in run.execution.tracked)])
 
 

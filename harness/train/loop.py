@@ -1,14 +1,16 @@
 """The training loop: ``train(run) -> RunResult``. Knows nothing of SLURM, Parquet or the CLI.
 
-Per optimizer step: the global batch (``batch_size`` sequences, a pure function of (seed, step))
-is split into micro-batches (and across DDP ranks), gradients are accumulated, the global gradient
-norm is clipped, every group's lr is set from the schedule and the optimizer steps. A non-finite
-loss, a non-finite gradient norm, a loss above ``diverge_factor * ln(V)`` or a logged loss more than
-``diverge_rise`` nats above the run's best logged loss (an exploding run) stops the run with
-status ``diverged``: a result, not an error. With ``diverge_factor`` and ``diverge_rise`` None only
-a non-finite loss or gradient norm stops a run; a finite spike trains to the end (``max_loss_rise``
-records it). Exceptions (OOM, bugs) propagate to the caller,
-which records them.
+It trains a workload (:class:`harness.workloads.base.Trained`, the GPT on tokens by default):
+its model, batches, loss and evaluation. Per optimizer step: the workload's micro-batches (for
+the GPT, ``batch_size`` sequences, a pure function of (seed, step), split into micro-batches and
+across DDP ranks) accumulate their gradients, the global gradient norm is clipped, every group's
+lr is set from the schedule and the optimizer steps. A non-finite loss, a non-finite gradient
+norm, a loss above ``diverge_factor`` times the workload's reference loss (``ln(V)`` for the
+GPT) or a logged loss more than ``diverge_rise`` nats above the run's best logged loss (an
+exploding run) stops the run with status ``diverged``: a result, not an error. With
+``diverge_factor`` and ``diverge_rise`` None only a non-finite loss or gradient norm stops a run;
+a finite spike trains to the end (``max_loss_rise`` records it). Exceptions (OOM, bugs)
+propagate to the caller, which records them.
 """
 
 from __future__ import annotations
@@ -27,26 +29,17 @@ import torch
 import torch.distributed as dist
 
 from harness.core.config import RunConfig
-from harness.core.errors import UserError
 from harness.core.files import os_error_line
 from harness.core.result import RunResult, Status
-from harness.data.batches import TokenData
-from harness.data.catalogue import resolve_dataset
-from harness.metrics.final import final_metrics
-from harness.metrics.frequency import BucketLosses, frequency_buckets
-from harness.model.build import build_model, training_flops_per_token
-from harness.model.gpt import cross_entropy, trainable_params
+from harness.model.gpt import trainable_params
 from harness.optim.build import build_optimizer
-from harness.optim.modes import evaluating, needs_closure, to_train_mode
-from harness.optim.routing import split_parameters
+from harness.optim.modes import needs_closure, to_train_mode
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
 from harness.train.checkpoint import Checkpointing, LoopState
 from harness.train.device import Placement, mfu, place
-from harness.train.tracking import Tracker
-from harness.workloads.base import Workload
-from harness.workloads.compat import problem
-from harness.workloads.registry import get_workload
+from harness.workloads.base import Trained
+from harness.workloads.bound import bind
 
 
 class TrainingInterrupted(Exception):
@@ -108,8 +101,7 @@ def train(
             what the run had done.
         Exception: whatever failed before training began (building the model, reading data).
     """
-    kind = _Trainer if run.arch.workload is None else _WorkloadTrainer
-    trainer = kind(run, data_root, checkpoint, log, on_point)
+    trainer = _Trainer(run, data_root, checkpoint, log, on_point)
     try:
         return trainer.fit(should_stop)
     except TrainingInterrupted:
@@ -134,9 +126,13 @@ class _Trainer:
         )
         ex = run.execution
         self.placement: Placement = place(ex.precision, ex.compile, local_rank)
-        self.device = self.placement.device
         _seed_everything(ex.seed)
-        self.model = self._build(data_root)
+        self.workload: Trained = bind(
+            run, data_root, self.placement.device, self.placement.autocast, self.rank, self.world
+        )
+        self.device = self.workload.device
+        self.model = self.workload.build()
+        self._scale = self.workload.reference_loss(self.model)
         self.optimizer = build_optimizer(self.model, run)
         self.closure = needs_closure(self.optimizer)
         self.state = LoopState()
@@ -146,13 +142,6 @@ class _Trainer:
         self.tokens_per_step = run.data.tokens_per_step
         self._attempt_start = time.time()
         self._progress_warned = False
-
-    def _build(self, data_root: Path) -> torch.nn.Module:
-        """The GPT on the run's tokens: data, model (on the device) and tracked metrics."""
-        run = self.run
-        self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
-        self.tracker = Tracker(run.execution.tracked, self.data, self.placement.device)
-        return build_model(run.arch, run.data.seq_len).to(self.placement.device)
 
     def _wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         if self.world > 1:
@@ -221,7 +210,7 @@ class _Trainer:
         start = self._attempt_start = time.time()
         last_save = time.time()
         factor = self.run.execution.diverge_factor
-        limit = math.inf if factor is None else factor * self._loss_scale()
+        limit = math.inf if factor is None else factor * self._scale
         self._interval_loss = torch.full((), st.interval_loss, device=self.device)
         self._interval_steps = st.interval_steps
         first = True
@@ -264,7 +253,7 @@ class _Trainer:
         for g in self.optimizer.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
         t_data = time.perf_counter()
-        micro = self._batch(step)
+        micro = self.workload.micro_batches(step)
         st.data_wait_s += time.perf_counter() - t_data
         total = self._forward_backward(micro)
         if self.world > 1:  # ranks saw different rows: log, test and checkpoint the global mean
@@ -288,36 +277,20 @@ class _Trainer:
             st.opt_s += time.perf_counter() - t_opt
         return total, gnorm
 
-    def _loss_scale(self) -> float:
-        """The loss a diverging run exceeds ``diverge_factor`` times: ``ln(V)``, a uniform
-        prediction's."""
-        return math.log(self.run.arch.vocab_size)
-
-    def _batch(self, step: int) -> Any:
-        """This rank's micro-batches of step ``step``: (inputs, targets) pairs."""
-        data = self.run.data
-        return list(
-            self.data.micro_batches(
-                step, self.run.execution.seed, data.batch_size, data.micro_batch_size,
-                data.seq_len, self.rank, self.world,
-            )
-        )  # fmt: skip
-
     def _forward_backward(self, micro: Any) -> torch.Tensor:
         """Accumulate the gradients of one batch's micro-batches; their mean loss."""
-        total = torch.zeros((), device=self.placement.device)
-        for i, (x, y) in enumerate(micro):
-            x, y = self._to_device(x), self._to_device(y)
+        total: torch.Tensor | None = None
+        for i, batch in enumerate(micro):
             sync = i == len(micro) - 1 or self.world == 1
             no_sync = not sync and hasattr(self.forward, "no_sync")
-            with (
-                self.forward.no_sync() if no_sync else nullcontext(),  # type: ignore[operator]  # DDP's (checked above)
-                self.placement.autocast(),
-            ):
-                loss = self._loss(x, y) / len(micro)
+            with self.forward.no_sync() if no_sync else nullcontext():  # type: ignore[operator]  # DDP's (checked above)
+                loss = self.workload.loss(self.forward, batch) / len(micro)
             loss.backward()
+            if total is None:  # at least float32, and the loss's own precision if higher
+                dtype = torch.promote_types(torch.get_default_dtype(), loss.dtype)
+                total = torch.zeros((), device=self.device, dtype=dtype)
             total += loss.detach()
-        return total
+        return torch.zeros((), device=self.device) if total is None else total
 
     def _again(self, micro: Any) -> torch.Tensor:
         """An optimizer's closure: the loss and gradients of the same batch, recomputed at the
@@ -325,18 +298,6 @@ class _Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self.state.extra_passes += 1
         return self._forward_backward(micro)
-
-    def _loss(self, x: torch.Tensor, y: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-        """Cross-entropy of the model's logits (B, T, V) for targets y (B, T), computed in
-        float32 (safe under bf16 autocast): their mean, or each token's (B * T,) with
-        ``reduction="none"``."""
-        return cross_entropy(self.forward(x), y, reduction)  # logits (B, T, V)
-
-    def _to_device(self, t: torch.Tensor) -> torch.Tensor:
-        """Host batch -> device; on CUDA through pinned memory, so the copy is asynchronous."""
-        if self.placement.device.type != "cuda":
-            return t
-        return t.pin_memory().to(self.placement.device, non_blocking=True)
 
     def _sync(self) -> None:
         if self.placement.device.type == "cuda":
@@ -380,7 +341,7 @@ class _Trainer:
         tracked: dict[str, float | None] = {}
         every = run.execution.eval_every
         if every and st.step % every == 0 and st.step < run.data.steps:
-            val, tracked = self._evaluate_point()
+            val, tracked = self.workload.evaluate(self.model, self.forward, self.optimizer)
         point = self._point(mean, val, start) | tracked
         st.curve.append(point)
         self._record_progress()
@@ -392,35 +353,6 @@ class _Trainer:
                 f"[{run.run_id}] step {st.step}/{run.data.steps} loss {mean:.4f} "
                 f"lr {point['lr']:.3g} {rate:,.0f} tok/s"
             )
-
-    def _evaluate_point(self) -> tuple[float, dict[str, float | None]]:
-        """The validation loss and the tracked metrics at an evaluation point."""
-        buckets = self.tracker.buckets()
-        val = self.evaluate(buckets)
-        return val, self.tracker.measure(self.model, buckets)
-
-    @torch.no_grad()
-    def evaluate(self, buckets: BucketLosses | None = None) -> float:
-        """Mean loss over the fixed held-out tokens (the same windows for every run); with
-        ``buckets``, also each token's loss added to its target's frequency bucket."""
-        data = self.run.data
-        self.model.eval()
-        total = torch.zeros((), device=self.placement.device, dtype=torch.float64)
-        count = 0
-        with evaluating(self.optimizer):  # schedule-free: at the evaluated point
-            for x, y in self.data.eval_batches(
-                data.eval_tokens, data.seq_len, data.micro_batch_size
-            ):
-                x, y = self._to_device(x), self._to_device(y)
-                with self.placement.autocast():
-                    per_token = self._loss(x, y, reduction="none")  # (B * T,)
-                if buckets is not None:
-                    buckets.add(per_token, y)
-                loss = per_token.mean()
-                total += loss.double() * y.numel()
-                count += y.numel()
-        self.model.train()
-        return (total / count).item()
 
     # --- outcomes ------------------------------------------------------------------------
     def partial(self) -> RunResult:
@@ -446,7 +378,7 @@ class _Trainer:
         if st.compile_s is not None and steps_timed:
             st.compile_s = max(0.0, st.compile_s - st.timed_s / steps_timed)
         passes = 1 + st.extra_passes / st.step if st.step else 1.0  # the closures' passes
-        per_token = self._flops_per_token()
+        per_token = self.workload.flops_per_token()
         fpt = None if per_token is None else per_token * passes
         measured: dict[str, float | None] = {
             "train_loss": st.curve[-1]["train_loss"] if st.curve else None,
@@ -472,83 +404,19 @@ class _Trainer:
             curve=st.curve,
         )
 
-    def _flops_per_token(self) -> float | None:
-        """Training FLOPs per token of one forward and backward pass (None: not counted)."""
-        return training_flops_per_token(self.run.arch, self.run.data.seq_len)
-
     def _diverged(self, start: float, loss: float, reason: str) -> RunResult:
         self.state.curve.append(self._point(loss, None, start))
         return self._result(Status.DIVERGED, start, {}, reason)
 
     def _finish(self, start: float) -> RunResult:
-        counts = self.data.unigram_counts()
-        buckets = BucketLosses(frequency_buckets(counts), self.placement.device)
-        val = self.evaluate(buckets)
+        end = self.workload.final(self.model, self.forward, self.optimizer, self._keep_weights)
+        val = end.val_loss
         if self.state.curve:
             self.state.curve[-1]["val_loss"] = val
-        with evaluating(self.optimizer):  # the embedding metrics of the evaluated point
-            metrics = final_metrics(self.model, self.optimizer, self.data)
-            if math.isfinite(val):
-                self._keep_weights()
-        if not math.isfinite(val):
-            return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
-        metrics |= {"val_loss": val, "val_ppl": math.exp(val), **buckets.result()}
-        if self.state.curve:
-            self.state.curve[-1] |= self.tracker.final(metrics)
-        return self._result(Status.COMPLETED, start, metrics, None)
-
-
-class _WorkloadTrainer(_Trainer):
-    """The loop on a workload other than the GPT (:mod:`harness.workloads`): its model, batches,
-    loss and evaluation, on the CPU, in one process; everything else (schedule, clipping,
-    divergence, checkpoints, the curve) as for the GPT."""
-
-    def _build(self, data_root: Path) -> torch.nn.Module:
-        run = self.run
-        if self.world > 1:
-            raise UserError(f"workload {run.arch.workload!r} runs in one process")
-        spec = get_workload(str(run.arch.workload))
-        self.workload: Workload = spec.build(run.optim.hyperparameters.as_dict())
-        self.device = torch.device("cpu")
-        model = self.workload.model(run.execution.seed)
-        present = [g for g, ps in split_parameters(model).items() if ps]
-        why = problem(run, present)
-        if why is not None:
-            raise UserError(why)
-        self._scale = self.workload.reference_loss(model)
-        return model
-
-    def _loss_scale(self) -> float:
-        return self._scale
-
-    def _batch(self, step: int) -> Any:
-        return self.workload.batch(self.run.execution.seed, step, self.run.data.batch_size)
-
-    def _forward_backward(self, micro: Any) -> torch.Tensor:
-        loss = self.workload.loss(self.model, micro)
-        loss.backward()
-        return loss.detach()
-
-    def _measure(self) -> dict[str, float]:
-        with evaluating(self.optimizer):  # schedule-free: at the evaluated point
-            return self.workload.evaluate(self.model)
-
-    def _evaluate_point(self) -> tuple[float, dict[str, float | None]]:
-        metrics = self._measure()
-        return metrics["val_loss"], {n: metrics.get(n) for n in self.run.execution.tracked}
-
-    def _flops_per_token(self) -> float | None:
-        return None
-
-    def _finish(self, start: float) -> RunResult:
-        metrics: dict[str, float | None] = dict(self._measure())
-        val = metrics["val_loss"]
-        if self.state.curve:
-            self.state.curve[-1]["val_loss"] = val
-            self.state.curve[-1] |= {n: metrics.get(n) for n in self.run.execution.tracked}
+            self.state.curve[-1] |= end.tracked
         if val is None or not math.isfinite(val):
-            return self._result(Status.DIVERGED, start, metrics, f"validation loss {val}")
-        return self._result(Status.COMPLETED, start, metrics, None)
+            return self._result(Status.DIVERGED, start, end.metrics, f"validation loss {val}")
+        return self._result(Status.COMPLETED, start, end.metrics, None)
 
 
 def max_loss_rise(losses: list[float]) -> float | None:

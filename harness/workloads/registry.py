@@ -30,6 +30,10 @@ BUILTIN: dict[str, str] = {
 }
 """Built-in workload name -> its class (``module:Class``)."""
 
+DEFAULT = "harness.workloads.gpt:GPT"
+"""What a run whose ``workload`` is None (every shipped grid's) trains: the GPT on tokens. Not a
+name a grid writes: it is the absence of one, so rows and run_ids stay as they were."""
+
 WORKLOADS: Registry[str] = Registry("workload", BUILTIN)
 """Every workload a grid may name by name."""
 
