@@ -120,3 +120,41 @@ def test_identical_seeds_give_no_interval_and_say_so():
     assert row["optimum"] == pytest.approx(1.5e-3)
     assert np.isnan(row["ci_low"]) and np.isnan(row["ci_high"])
     assert "zero seed variance" in row["note"] and row["fit_check"] != OK
+
+
+def _speedup_rows(curve_b, rng) -> pd.DataFrame:
+    from harness.analysis.select import ARM
+    from harness.analysis.values import VALUE
+
+    final_a = 2.5 + 300 * 8e9**-0.3
+    rows = [
+        {ARM: "adam", "tokens": x, "seed": s, VALUE: curve_b(x) + rng.normal(0, 0.003)}
+        for x in (0.5e9, 1e9, 2e9, 4e9, 8e9)
+        for s in range(3)
+    ]
+    rows += [{ARM: "signum", "tokens": 8e9, "seed": s, VALUE: final_a} for s in range(3)]
+    rows[-1][VALUE] += 0.003  # a's seeds are not identical
+    return pd.DataFrame(rows)
+
+
+def test_speedup_fit_check_flags_a_curve_that_is_not_a_power_law():
+    """b improves by a power law up to 2e9 tokens, then linearly in log tokens (a schedule or
+    data effect): it still reaches a's final value, but the power law cannot follow, and
+    fit_check says so; a true power law rarely is flagged."""
+    from harness.analysis.speedup import speedup
+
+    def stalled(x: float) -> float:
+        return 2.4 + 300 * min(x, 2e9) ** -0.3 - 0.05 * max(np.log2(x / 2e9), 0.0)
+
+    flagged = false_alarms = 0
+    for rep in range(10):
+        rng = np.random.default_rng(rep)
+        bad = speedup(_speedup_rows(stalled, rng), [], "tokens", "signum", "adam", "min").iloc[0]
+        assert np.isfinite(bad["ratio"])
+        flagged += bad["fit_check"] != OK
+        good = speedup(
+            _speedup_rows(lambda x: 2.4 + 300 * x**-0.3, rng), [], "tokens", "signum", "adam", "min"
+        ).iloc[0]
+        assert good["ci_low"] <= good["ratio"] <= good["ci_high"]
+        false_alarms += good["fit_check"] != OK
+    assert flagged >= 9 and false_alarms <= 3
