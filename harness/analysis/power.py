@@ -8,11 +8,14 @@ with probability
     power = P(T' > t_crit) + P(T' < -t_crit)     (two-sided, t_crit at alpha / 2)
 
 where T' is noncentral t with df degrees of freedom and noncentrality delta / se. ``welch``:
-se = sqrt(s_a^2 / n_a + s_b^2 / n_b), df Welch-Satterthwaite; ``paper`` (App. F of the Coupled
-Adam paper): se = sqrt(s_a^2 + s_b^2) / sqrt(S), df = S - 1. ``seeds_needed`` is the smallest
-number of seeds per arm (equal in both) whose power reaches ``--power``; ``detectable`` is the
-smallest delta the present seeds detect with that power. The variances are themselves estimated
-from few seeds, so these numbers are estimates too (the note says from how many).
+se = sqrt(s_a^2 / n_a + s_b^2 / n_b), df Welch-Satterthwaite, and up to 30 seeds per arm the
+test's actual rejection rate instead (:mod:`harness.analysis.welch_power`: the noncentral t
+treats the estimated se and df as known and overstates the power at 2-3 seeds); ``paper``
+(App. F of the Coupled Adam paper): se = sqrt(s_a^2 + s_b^2) / sqrt(S), df = S - 1.
+``seeds_needed`` is the smallest number of seeds per arm (equal in both) whose power reaches
+``--power``; ``detectable`` is the smallest delta the present seeds detect with that power. The
+variances are themselves estimated from few seeds, so these numbers are estimates too (the note
+says from how many).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from harness.analysis.intervals import satterthwaite
 from harness.analysis.output import Answer
 from harness.analysis.select import ARM, Selector, label_arms
 from harness.analysis.values import VALUE
+from harness.analysis.welch_power import EXACT_UP_TO, welch_power
 from harness.core.errors import UserError, unknown_choice
 
 #: Most seeds per arm ``seeds_needed`` looks at; more is reported as ``> MAX_SEEDS``.
@@ -78,7 +82,16 @@ def power(
     out = stats.nct.sf(crit, df, ncp)
     # P(T' < -crit) written as P(T'(-ncp) > crit): the same value, but scipy's lower tail is NaN
     # for some non-integer df and large ncp (df 2.2, ncp 10), where this one is finite
-    return np.asarray(out + stats.nct.sf(crit, df, -ncp) if two_sided else out, float)
+    out = np.asarray(out + stats.nct.sf(crit, df, -ncp) if two_sided else out, float)
+    if test != "welch":
+        return out
+    # few seeds: Welch's actual rejection rate (random se and df), which the noncentral t overstates
+    args = np.broadcast_arrays(*(np.asarray(v, float) for v in (delta, var_a, n_a, var_b, n_b)))
+    small = np.maximum(args[2], args[4]) <= EXACT_UP_TO
+    if small.any():
+        out = np.array(np.broadcast_to(out, small.shape), float)
+        out[small] = welch_power(*(v[small] for v in args), alpha=alpha, two_sided=two_sided)
+    return out
 
 
 def seeds_needed(
