@@ -124,3 +124,19 @@ def test_the_hypothesis_note_reads_as_a_sentence(alternative, words):
     from harness.analysis.commands import hypothesis
 
     assert hypothesis("a", "b", alternative) == words
+
+
+def test_seeds_needed_comes_with_the_range_its_estimated_variances_allow():
+    """From 3 seeds a variance is known to within 0.33x..20x (90 %, chi-square 2 df): the
+    seeds needed were printed as one number."""
+    from harness.analysis.power import variance_range
+
+    lo, hi = variance_range(1.0, 3)
+    assert (lo, hi) == pytest.approx((2 / stats.chi2.ppf(0.95, 2), 2 / stats.chi2.ppf(0.05, 2)))
+    seeds = pd.DataFrame(
+        [{ARM: "a", VALUE: v} for v in (7.41, 7.45, 7.49)]
+        + [{ARM: "b", VALUE: v} for v in (6.66, 6.85, 7.06)]
+    )
+    row = power_table(seeds, [], "a", "b", alternative="two-sided", difference=0.02).iloc[0]
+    assert row["seeds_needed_low"] < row["seeds_needed"] < row["seeds_needed_high"]
+    assert row["seeds_needed_high"] / row["seeds_needed_low"] > 20

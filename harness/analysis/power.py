@@ -49,9 +49,11 @@ MAX_SEEDS = 1000
 TESTS = ("welch", "paper")
 #: Output columns after the ``by`` columns.
 COLUMNS = (
-    "n_a", "std_a", "n_b", "std_b", "diff", "difference", "power", "seeds_needed", "detectable",
-    "note",
+    "n_a", "std_a", "n_b", "std_b", "diff", "difference", "power", "seeds_needed",
+    "seeds_needed_low", "seeds_needed_high", "detectable", "note",
 )  # fmt: skip
+#: Two-sided level of the range given with ``seeds_needed`` (each variance's chi-square interval).
+SEEDS_RANGE = 0.9
 
 
 def _se_df(var_a, n_a, var_b, n_b, test: str) -> tuple[np.ndarray, np.ndarray]:
@@ -123,6 +125,15 @@ def detectable(
     return float(optimize.brentq(gap, 0.0, hi, xtol=1e-12 * hi, rtol=1e-10))
 
 
+def variance_range(var: float, n: int, level: float = SEEDS_RANGE) -> tuple[float, float]:
+    """The chi-square interval of a seed variance estimated from ``n`` seeds: the true
+    variances consistent with it (``level`` two-sided). From 3 seeds (2 df) at 90 %: 0.33 to 20
+    times the estimate, which is why ``seeds_needed`` comes with a range."""
+    df = n - 1.0
+    tail = (1 - level) / 2
+    return df * var / stats.chi2.ppf(1 - tail, df), df * var / stats.chi2.ppf(tail, df)
+
+
 def power_table(
     seeds: pd.DataFrame,
     by: Sequence[str],
@@ -159,6 +170,9 @@ def _cell(va, vb, test, alternative, alpha, target, difference) -> dict[str, obj
         return row | {"note": "no seed variance: any difference is detected"}
     row["power"] = float(power(delta, var_a, va.size, var_b, vb.size, **kw))
     row["seeds_needed"] = seeds_needed(delta, var_a, var_b, target=target, **kw)
+    (lo_a, hi_a), (lo_b, hi_b) = variance_range(var_a, va.size), variance_range(var_b, vb.size)
+    row["seeds_needed_low"] = seeds_needed(delta, lo_a, lo_b, target=target, **kw)
+    row["seeds_needed_high"] = seeds_needed(delta, hi_a, hi_b, target=target, **kw)
     row["detectable"] = detectable(var_a, va.size, var_b, vb.size, target=target, **kw)
     if alternative != "two-sided" and (diff < 0) != (alternative == "less") and diff != 0:
         row["note"] = "the observed diff points against H1"
@@ -199,9 +213,11 @@ def answer(
         *t.notes,
         f"{test} t test, {hypothesis(a.label, b.label, alt)}, alpha {alpha:g} per cell "
         "(no correction over cells: with m cells, Holm needs up to alpha / m)",
-        f"power: at difference = {planned} with the present seeds (noncentral t); "
-        f"seeds_needed: per arm for power {power:g}; detectable: smallest difference with "
-        f"power {power:g} at the present seeds",
+        f"power: at difference = {planned} with the present seeds (Welch: the test's actual "
+        "rejection rate up to 30 seeds per arm, noncentral t beyond; paper: noncentral t); "
+        f"seeds_needed: per arm for power {power:g}, with seeds_needed_low..high from each "
+        f"seed variance's {100 * SEEDS_RANGE:g}% chi-square interval; detectable: smallest "
+        f"difference with power {power:g} at the present seeds",
         "the seed variances are estimated from the present seeds: these are estimates",
     ]
     return Answer(table=out, notes=notes)
