@@ -247,7 +247,14 @@ def test_compare_paired_pairs_by_seed():
         {ARM: ["a"] * 3 + ["b"] * 3, "seed": [0, 1, 2, 2, 1, 0], VALUE: [1, 2, 3, 3.5, 2.5, 1.5]}
     )
     r = compare(seeds, [], "a", "b", test="paired", alternative="greater").iloc[0]
-    assert r["statistic"] == math.inf or r["p"] < 1e-6  # every pair differs by exactly 0.5
+    assert r["diff"] == pytest.approx(0.5)
+    # every pair differs by exactly 0.5: no variance of the differences, so no test (issue 30;
+    # it was statistic inf, p = 0, "significant")
+    assert np.isnan(r["p"]) and "zero seed variance" in r["note"]
+    seeds.loc[5, VALUE] = 1.6  # pairs now differ by 0.5, 0.5, 0.6
+    r = compare(seeds, [], "a", "b", test="paired", alternative="greater").iloc[0]
+    want = stats.ttest_rel([3.5, 2.5, 1.6], [3, 2, 1], alternative="greater").pvalue
+    assert r["p"] == pytest.approx(want)
 
 
 def test_compare_corrections_and_significance_per_cell():

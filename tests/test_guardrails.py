@@ -37,3 +37,21 @@ def test_baseline_vs_reference_is_one_test_of_the_gap_family():
     assert out.loc["adam", "p_baseline"] == pytest.approx(adj[("adam", "sgd")])
     assert out.loc["x", "p_baseline"] == pytest.approx(adj[("x", "sgd")])
     assert out.loc["rms", "p_reference"] == pytest.approx(adj[("rms", "adam")])
+
+
+def test_identical_seeds_give_no_interval_no_test_and_a_note():
+    """Identical seeds used to give a zero-width interval, p = 0 and 'significant'."""
+    from harness.analysis.compare import compare
+    from harness.analysis.intervals import ZERO_VARIANCE
+
+    vals = {"a": [5.0, 5.0, 5.0], "b": [4.0, 4.0, 4.0], "x": [4.5, 4.5, 4.5]}
+    row = compare(_seeds(vals), [], "a", "b").iloc[0]
+    assert np.isnan(row["ci_low"]) and np.isnan(row["p"]) and row["significant"] == "n/a"
+    assert row["note"] == ZERO_VARIANCE
+    out = gap_closure(_seeds(vals), [], "a", "b").set_index(ARM)
+    assert out.loc["x", "closure_pct"] == pytest.approx(50.0)
+    assert np.isnan(out.loc["x", "ci_low_pct"]) and out.loc["x", "note"] == ZERO_VARIANCE
+    assert (out[["vs_baseline", "vs_reference"]] == "-").all().all()
+    # one noisy arm is enough for Welch: the test is made
+    noisy = compare(_seeds({"a": [5.0, 5.0, 5.0], "b": [3.9, 4.0, 4.1]}), [], "a", "b").iloc[0]
+    assert noisy["p"] < 0.05 and noisy["note"] == ""

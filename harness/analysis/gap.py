@@ -27,7 +27,7 @@ from harness.analysis.bootstrap import CONFIDENCE
 from harness.analysis.cells import iter_cells, with_keys
 from harness.analysis.compare import TESTS
 from harness.analysis.corrections import CORRECTIONS
-from harness.analysis.intervals import METHODS, ONE_SEED, Values, ratio_interval
+from harness.analysis.intervals import METHODS, ONE_SEED, ZERO_VARIANCE, Values, ratio_interval
 from harness.analysis.select import ARM
 from harness.analysis.values import VALUE, std_or_nan
 
@@ -142,6 +142,8 @@ def _closure_row(vb: np.ndarray, vx: np.ndarray, vr: np.ndarray, conf: float) ->
         return row
     if min(vx.size, vb.size, vr.size) < 2:
         return row | {"note": ONE_SEED}
+    if max(np.ptp(vb), np.ptp(vx), np.ptp(vr)) == 0:
+        return row | {"note": ZERO_VARIANCE}
 
     def summary(v: np.ndarray) -> tuple[Values, Values, Values]:
         return float(v.mean()), float(v.var(ddof=1)), float(v.size)
@@ -191,6 +193,8 @@ def _significance(
             if row[ARM] == other or mine is None or theirs is None:
                 continue
             if min(mine.size, theirs.size) < 2 or not np.isfinite([*mine, *theirs]).all():
+                continue
+            if np.ptp(mine) == 0 and np.ptp(theirs) == 0:  # no seed noise: nothing to test
                 continue
             pair = (cell, frozenset((str(row[ARM]), other)))
             if pair not in pairs:  # baseline vs reference appears on two rows: tested once

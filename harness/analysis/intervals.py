@@ -40,6 +40,8 @@ METHODS = {
 
 #: The note every table with an interval prints when some arm has one seed.
 ONE_SEED = "n = 1: no interval"
+#: The note of a quantity whose seeds are all identical (no seed variance to test against).
+ZERO_VARIANCE = "identical seeds (zero seed variance): no interval and no test"
 
 
 def t_quantile(confidence: float, df: np.ndarray | float) -> np.ndarray:
