@@ -7,7 +7,6 @@ import difflib
 from pathlib import Path
 
 import pytest
-
 from golden import GOLDEN, outputs
 
 
