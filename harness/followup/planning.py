@@ -12,8 +12,9 @@ Extension: for each cell and each extendable axis whose best value sits on an op
 :func:`harness.analysis.rows.tuning.line_values`), the best configuration's runs (one per tuning
 seed) are planned again at the next value on the axis's spacing, tagged with the round that adds
 them (``extend_round``). A value beyond the grid's hard bounds is clipped to the bound; a best on
-the bound is a limit reached. Rounds stop when no best sits on an open edge, or after the grid's
-``extend.rounds``.
+the bound is a limit reached; a best the bounds exclude is said in one line and not extended (a
+bound never pulls a value back inside the searched range). Rounds stop when no best sits on an open
+edge, or after the grid's ``extend.rounds``.
 
 Confirmation: once tuning is done (and extension has converged when asked for), each cell's best
 configuration on each confirmation seed (``confirm=True``).
@@ -149,7 +150,12 @@ def plan_extension(
                 continue
             low, high = spec.limits(axis)
             where = f"{_describe(best, shown_keys)}: {axis}={edge.best:g}"
-            value = min(max(edge.next, low), high)
+            if not low <= edge.best <= high:
+                lines.append(f"{where} lies outside extend.bounds.{axis} [{low:g}, {high:g}]: "
+                             "not extended (widen the bounds to include it)")  # fmt: skip
+                continue
+            # clipped on the edge's own side only: never back into the searched range
+            value = min(edge.next, high) if edge.side == "largest" else max(edge.next, low)
             if value == edge.best:
                 lines.append(f"{where} is on the {edge.side} edge and at its bound: limit reached")
                 continue

@@ -103,9 +103,9 @@ def _bounds(value: Any, file: str) -> tuple[tuple[str, float, float], ...]:
     out = []
     for axis, pair in value.items():
         ok = isinstance(pair, list) and len(pair) == 2 and all(_number(x) for x in pair)
-        if not ok or float(pair[0]) >= float(pair[1]):
-            raise UserError(f"{file}: extend.bounds.{axis}: expected [low, high] with low < high, "
-                            f"got {pair!r}")  # fmt: skip
+        if not ok or not all(math.isfinite(x) for x in pair) or float(pair[0]) >= float(pair[1]):
+            raise UserError(f"{file}: extend.bounds.{axis}: expected [low, high], finite numbers "
+                            f"with low < high, got {pair!r}")  # fmt: skip
         out.append((axis, float(pair[0]), float(pair[1])))
     return tuple(out)
 
