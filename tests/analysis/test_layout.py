@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import stats
+from tests import test_architecture
 from tests.test_architecture import _lint_imports
-from tests.test_architecture import tree_copy as _tree_copy  # noqa: F401 (the fixture tree_copy)
+
+
+@pytest.fixture(scope="module")
+def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the package and its contracts (``tests/test_architecture.py``'s)."""
+    return test_architecture.tree_copy.__wrapped__(tmp_path_factory)
 
 
 @pytest.mark.parametrize(
