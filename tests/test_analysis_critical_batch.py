@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis.batch_fit import OVERHEAD
+from harness.analysis.stats.batch_fit import OVERHEAD
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from scipy import optimize
 
-from harness.analysis.batch_fit import fit_critical_batch
+from harness.analysis.stats.batch_fit import fit_critical_batch
 from harness.cli import main
 
 #: Zhang et al. 2024 ("How does critical batch size scale in pre-training?"), their published

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 from scipy import optimize, stats
 
-from harness.analysis.fit_check import OK, approximately_best, lack_of_fit
-from harness.analysis.optimum_fit import optimum_table
+from harness.analysis.stats.fit_check import OK, approximately_best, lack_of_fit
+from harness.analysis.stats.optimum_fit import optimum_table
 from harness.cli import main
 
 LR = 1e-3 * 3.0 ** np.arange(-2, 3)
@@ -123,8 +123,7 @@ def test_identical_seeds_give_no_interval_and_say_so():
 
 
 def _speedup_rows(curve_b, rng) -> pd.DataFrame:
-    from harness.analysis.select import ARM
-    from harness.analysis.values import VALUE
+    from harness.analysis.stats.frame import ARM, VALUE
 
     final_a = 2.5 + 300 * 8e9**-0.3
     rows = [
@@ -141,7 +140,7 @@ def test_speedup_fit_check_flags_a_curve_that_is_not_a_power_law():
     """b improves by a power law up to 2e9 tokens, then linearly in log tokens (a schedule or
     data effect): it still reaches a's final value, but the power law cannot follow, and
     fit_check says so; a true power law rarely is flagged."""
-    from harness.analysis.speedup import speedup
+    from harness.analysis.stats.power_law import speedup
 
     def stalled(x: float) -> float:
         return 2.4 + 300 * min(x, 2e9) ** -0.3 - 0.05 * max(np.log2(x / 2e9), 0.0)

@@ -7,10 +7,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from harness.analysis.corrections import holm
-from harness.analysis.gap import gap_closure
-from harness.analysis.select import ARM
-from harness.analysis.values import VALUE
+from harness.analysis.stats.baseline_gap import gap_closure
+from harness.analysis.stats.corrections import holm
+from harness.analysis.stats.frame import ARM, VALUE
 
 
 def _seeds(values: dict[str, list[float]]) -> pd.DataFrame:
@@ -41,8 +40,8 @@ def test_baseline_vs_reference_is_one_test_of_the_gap_family():
 
 def test_identical_seeds_give_no_interval_no_test_and_a_note():
     """Identical seeds used to give a zero-width interval, p = 0 and 'significant'."""
-    from harness.analysis.compare import compare
-    from harness.analysis.intervals import ZERO_VARIANCE
+    from harness.analysis.stats.intervals import ZERO_VARIANCE
+    from harness.analysis.stats.significance import compare
 
     vals = {"a": [5.0, 5.0, 5.0], "b": [4.0, 4.0, 4.0], "x": [4.5, 4.5, 4.5]}
     row = compare(_seeds(vals), [], "a", "b").iloc[0]
