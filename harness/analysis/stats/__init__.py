@@ -41,7 +41,6 @@ _EXPORTS: dict[str, str] = {
         ("OK", "LackOfFit", "lack_of_fit", "intervals_disjoint", "Band", "approximately_best"),
         "fit_check",
     ),
-    **dict.fromkeys(("welch_power",), "welch_power"),
     **dict.fromkeys(("Crossing", "find_crossing", "advantage", "crossover"), "crossing"),
     **dict.fromkeys(("VALUE", "SELECT", "ARM", "METHOD", "std_or_nan"), "frame"),
     **dict.fromkeys(("closure", "closure_interval", "gap_closure"), "baseline_gap"),

@@ -171,6 +171,8 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, o
         m_lo, m_hi = min(m_lo, local[1][0]), max(m_hi, local[1][1])
     elif idx.size > 3:
         checks.append("unchecked window: the 3-point fit around the best has no bounded optimum")
+    else:
+        checks.append("unchecked: 3 points fit the quadratic exactly (no spare point to test it)")
     row |= {"ci_low": float(np.exp(lo)), "ci_high": float(np.exp(hi))}
     if not (np.log(values.min()) <= lo and hi <= np.log(values.max())):
         notes.append(f"optimum interval reaches beyond the searched {axis}")
