@@ -66,3 +66,14 @@ def test_overhead_quick_expands_writes_compacts_and_queries() -> None:
     compacted = re.findall(r"query compacted .* connect\+query\s+([\d.]+) ms.*\((\d+) rows\)", out)
     assert len(compacted) == 3, out
     assert all(float(ms) > 0 and int(rows) > 0 for ms, rows in compacted), out
+
+
+@pytest.mark.slow
+def test_scale_quick_builds_a_store_through_the_write_path_and_measures_commands() -> None:
+    out = _quick("scale")
+    assert "150 runs x 20 points: wrote 150 runs through write_or_spill" in out, out
+    measured = re.findall(rf"^  (query runs|status|analyze best)\s+{NUMBER}\s+{NUMBER}\s", out,
+                          re.MULTILINE)  # fmt: skip
+    assert {name for name, _, _ in measured} == {"query runs", "status", "analyze best"}, out
+    assert all(float(cpu) > 0 and float(mb) > 0 for _, cpu, mb in measured), out
+    assert "(exit" not in out, out
