@@ -77,3 +77,9 @@ def test_scale_quick_builds_a_store_through_the_write_path_and_measures_commands
     assert {name for name, _, _ in measured} == {"query runs", "status", "analyze best"}, out
     assert all(float(cpu) > 0 and float(mb) > 0 for _, cpu, mb in measured), out
     assert "(exit" not in out, out
+
+
+def test_resubmit_quick_times_a_no_op_resubmit_of_finished_runs() -> None:
+    out = _quick("resubmit")  # it asserts that the re-submit skipped every run and launched none
+    cpus = _numbers(rf"no-op re-submit CPU {NUMBER} s \[", out)
+    assert len(cpus) == 2 and all(c > 0 for c in cpus), out  # per-run files, then compacted
