@@ -180,7 +180,7 @@ def commands(root: Path, path: Path, out: Path) -> dict[str, list[str]]:
     base = ["--baseline", "optimizer=sgd", "--reference", "optimizer=adamw"]
     analysis = ["--over", "lr", "--metric", "val_loss"]
     return {
-        "submit (no-op)": ["submit", str(path), "--local", *common, "--data", str(out)],
+        "submit (no-op)": ["submit", str(path), "--launcher", "local", *common, "--data", str(out)],
         "query runs": [
             "query",
             "SELECT optimizer, avg(val_loss) FROM runs GROUP BY ALL",
