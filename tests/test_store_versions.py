@@ -219,3 +219,20 @@ def test_a_run_the_task_was_training_in_parallel_is_recorded_too(tmp_path, monke
     live.write_text('{"step": 2}\n')  # the third run had logged a point: it was training
 
     assert rec.reconcile(tmp_path, "r") == {ids[0]: "oom", ids[2]: "oom"}
+
+
+def test_a_file_system_without_hard_links_still_takes_rows(tmp_path, monkeypatch):
+    import errno
+
+    from harness.store import rows
+
+    def no_links(src: object, dst: object) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(rows.os, "link", no_links)
+    run = tiny_run(tmp_path / "data", grid="v")
+    write_result(tmp_path, run, _result(), {"attempt": 1})
+    path = write_result(tmp_path, run, _result(status="failed"), {"attempt": 1})
+    assert path.name == f"{run.run_id}.000002.parquet"
+    assert [p.name for p in paths.curves_dir(tmp_path, "v").iterdir()] != []
+    assert row_marks(tmp_path, "v") == {run.run_id: 2}

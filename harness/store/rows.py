@@ -106,6 +106,24 @@ def write_result(
     return path
 
 
+_NO_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS)
+"""What ``link`` fails with on a file system without hard links (some FUSE and SMB mounts)."""
+
+
+def _link(tmp: Path, path: Path) -> None:
+    """Give ``tmp`` the name ``path`` unless a file has it (FileExistsError). Where the file
+    system has no hard links, a rename after a look (two writers of one attempt at the same
+    instant could then both succeed, the later one's file winning)."""
+    try:
+        os.link(tmp, path)
+    except OSError as e:
+        if e.errno not in _NO_LINKS:
+            raise
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+        os.replace(tmp, path)
+
+
 def _v(attempt: int) -> str:
     return paths.version_name(attempt)
 
@@ -127,7 +145,7 @@ def create_table(table: pa.Table, path: Path) -> bool:
             pq.write_table(table, fh, write_page_checksum=True)
             fh.flush()
             os.fsync(fh.fileno())
-        os.link(tmp, path)
+        _link(tmp, path)
     except FileExistsError:
         if path.is_file() and not path.is_symlink():
             return False
