@@ -16,6 +16,9 @@ from harness.store.rows import write_result
 from harness.train.loop import train
 from tests.runs import tiny_run
 
+# Exact float32 arithmetic of the CPU (tests/test_gpu.py checks the GPU path, with tolerances).
+pytestmark = pytest.mark.usefixtures("on_the_cpu")
+
 
 @pytest.fixture(autouse=True)
 def _one_thread():
