@@ -26,6 +26,7 @@ from harness.grid.followup import ExtendSpec
 from harness.grid.grammar import Point
 from harness.grid.resolve import SCHEDULE_KEYS, Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
+from harness.optim.hooks import unwired
 from harness.optim.registry import canonical_name
 from harness.optim.schedule import SCHEDULE_FIELDS
 from harness.optim.spec import NAMESPACE, OptimizerSpec
@@ -169,12 +170,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         runs=runs,
         figures=_figures(doc, path),
         axes=_varying(runs),
-        notes=tuple(
-            f"optimizer {spec.name}: argument {arg!r} ({why}) is left at its default; "
-            "no grid can set it"
-            for spec in specs.values()
-            for arg, why in spec.left_at_default.items()
-        ),
+        notes=_notes(specs),
         confirm_seeds=followup.confirm_seeds(
             sections["seeds"], grammar.seed_list(sections["seeds"], file), file
         ),
@@ -183,6 +179,24 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         resolver=resolver,
         target=grid_target(sections, file),
     )
+
+
+def _notes(specs: dict[str, OptimizerSpec]) -> tuple[str, ...]:
+    """What the dry run says of the grid's optimizers: arguments left at their defaults, and
+    known hooks their declarations do not wire (:mod:`harness.optim.hooks`)."""
+    notes = [
+        f"optimizer {spec.name}: argument {arg!r} ({why}) is left at its default; "
+        "no grid can set it"
+        for spec in specs.values()
+        for arg, why in spec.left_at_default.items()
+    ]
+    notes += [
+        f"optimizer {spec.name}: argument {arg!r} ({why}) is not passed unless the grid sets it, "
+        "so the constructor's own default applies"
+        for spec in specs.values()
+        for arg, why in spec.kept_defaults.items()
+    ]
+    return tuple(notes + [line for spec in specs.values() for line in unwired(spec)])
 
 
 def workload_keys(names: Collection[str], base: Path, problems: list[str]) -> set[str]:

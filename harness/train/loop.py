@@ -32,7 +32,8 @@ from harness.core.config import RunConfig
 from harness.core.files import os_error_line
 from harness.core.result import RunResult, Status
 from harness.model.gpt import trainable_params
-from harness.optim.build import build_optimizer
+from harness.optim.build import build_optimizer, hooks_of
+from harness.optim.hooks import call_periodic
 from harness.optim.modes import needs_closure, to_train_mode
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
@@ -135,6 +136,7 @@ class _Trainer:
         self._scale = self.workload.reference_loss(self.model)
         self.optimizer = build_optimizer(self.model, run)
         self.closure = needs_closure(self.optimizer)
+        self.hooks = hooks_of(run)  # a second-order backward, periodic calls
         self.state = LoopState()
         self._restore()
         to_train_mode(self.optimizer)  # schedule-free: steps are taken in train mode
@@ -271,6 +273,7 @@ class _Trainer:
             self.optimizer.step(lambda: self._again(micro))  # type: ignore[arg-type,return-value]
         else:
             self.optimizer.step()
+        call_periodic(self.optimizer, self.hooks, step + 1)  # with this step's gradients
         self.optimizer.zero_grad(set_to_none=True)
         if profile:
             self._sync()
@@ -285,7 +288,7 @@ class _Trainer:
             no_sync = not sync and hasattr(self.forward, "no_sync")
             with self.forward.no_sync() if no_sync else nullcontext():  # type: ignore[operator]  # DDP's (checked above)
                 loss = self.workload.loss(self.forward, batch) / len(micro)
-            loss.backward()
+            loss.backward(create_graph=self.hooks.create_graph)
             if total is None:  # at least float32, and the loss's own precision if higher
                 dtype = torch.promote_types(torch.get_default_dtype(), loss.dtype)
                 total = torch.zeros((), device=self.device, dtype=dtype)
