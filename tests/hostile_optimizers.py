@@ -73,3 +73,17 @@ class Slow(_SGD):
         Path(marker).write_text(str(os.getpid()))
         time.sleep(seconds)
         super().__init__(params, lr=lr, weight_decay=weight_decay)
+
+
+class SlowInTheRun(_SGD):
+    """Quick the first time it is built (the preflight); built again (the run), it writes its
+    pid to ``marker`` + ``.run`` and sleeps ``seconds``."""
+
+    def __init__(
+        self, params, lr: float = 0.01, weight_decay: float = 0.0, marker: str = "", seconds=600.0
+    ):
+        if Path(marker).exists():
+            Path(marker + ".run").write_text(str(os.getpid()))
+            time.sleep(seconds)
+        Path(marker).write_text(str(os.getpid()))
+        super().__init__(params, lr=lr, weight_decay=weight_decay)

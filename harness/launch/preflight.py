@@ -84,9 +84,29 @@ def preflight(runs: Iterable[RunConfig], where: str, limits: Limits | None = Non
         CPU on the runs' models``, naming any model built with one block).
 
     Raises:
-        UserError: every configuration that failed, one line each (arm, configuration, what
-            failed: an exception, an exit, a signal, a time limit, an optimizer scheduling its
-            own learning rate).
+        UserError: every configuration that failed, one line each (:func:`problems`).
+        KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
+    """
+    found, said = problems(runs, where, limits)
+    if found:
+        head = f"{where}: {HEAD}"
+        raise UserError(head + ":\n" + "\n".join(f"  - {p}" for p in found))
+    return said
+
+
+HEAD = "preflight (one step of each optimizer configuration on the CPU) failed"
+"""How a preflight's refusal starts."""
+
+
+def problems(
+    runs: Iterable[RunConfig], where: str, limits: Limits | None = None
+) -> tuple[list[str], str]:
+    """The preflight's problems, a line per configuration that failed (arm, configuration,
+    what failed: an exception, an exit, a signal, a time limit, an optimizer scheduling its own
+    learning rate), and the line saying what was checked.
+
+    Raises:
+        UserError: a limit set in the environment that is not a positive number.
         KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
     """
     configurations: dict[tuple[Any, ...], RunConfig] = {}
@@ -98,15 +118,13 @@ def preflight(runs: Iterable[RunConfig], where: str, limits: Limits | None = Non
     except ValueError as e:
         raise UserError(f"{where}: preflight: {e}") from None
     answers = run_isolated("harness.launch.preflight_step:check", chosen, limits) if chosen else []
-    problems = [f"{describe(r)}: {a}" for r, a in zip(chosen, answers, strict=True) if a]
-    if problems:
-        head = f"{where}: preflight (one step of each optimizer configuration on the CPU) failed"
-        raise UserError(head + ":\n" + "\n".join(f"  - {p}" for p in problems))
+    found = [f"{describe(r)}: {a}" for r, a in zip(chosen, answers, strict=True) if a]
     reduced = {why for r in chosen if (why := model_to_build(r)[1]) is not None}
     models_said = "real models"
     if reduced:
         models_said += f" (one block of {'; '.join(sorted(reduced))})"
-    return (
+    said = (
         f"{len(configurations)} optimizer configuration(s) built and stepped on the CPU "
         f"on the runs' {models_said}"
     )
+    return found, said

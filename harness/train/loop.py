@@ -47,6 +47,11 @@ class TrainingInterrupted(Exception):
     """Raised after a checkpoint was written because ``should_stop()`` asked the run to stop."""
 
 
+class StoppedBeforeFirstStep(TrainingInterrupted):
+    """``should_stop()`` asked a run that had not taken a step to stop: it wrote no checkpoint
+    (there was nothing to keep)."""
+
+
 class TrainingFailed(Exception):
     """Raised by :func:`train` when an error stopped the training once it began: the error
     (also the ``__cause__``) and what the run had done (steps, tokens, loss curve, wall time;
@@ -218,6 +223,8 @@ class _Trainer:
         first = True
         while st.step < steps:
             if should_stop is not None and should_stop():
+                if st.step == 0:  # asked while it was being built (a slow constructor)
+                    raise StoppedBeforeFirstStep("stopped before its first step")
                 self._save(start)
                 raise TrainingInterrupted(f"stopped at step {st.step}")
             profile = (st.step + 1) % log_every == 0 or st.step + 1 == steps
