@@ -10,7 +10,9 @@ GPT) or a logged loss more than ``diverge_rise`` nats above the run's best logge
 exploding run) stops the run with status ``diverged``: a result, not an error. With
 ``diverge_factor`` and ``diverge_rise`` None only a non-finite loss or gradient norm stops a run;
 a finite spike trains to the end (``max_loss_rise`` records it). Exceptions (OOM, bugs)
-propagate to the caller, which records them.
+propagate to the caller, which records them. What an optimizer declares beyond ``step()``
+(:class:`harness.optim.spec.Hooks`: a backward with ``create_graph``, methods called every k
+steps) is done here; a closure or modes are found by Protocols (:mod:`harness.optim.modes`).
 """
 
 from __future__ import annotations
