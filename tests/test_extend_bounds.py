@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.followup import plan_extension
 from harness.core.errors import UserError
+from harness.followup.planning import plan_extension
 from harness.grid.followup import ExtendSpec
 from tests.test_extend import EXTEND_GRID, extend_until_done, grid, quadratic, synthetic
 

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis.load import select
+from harness.analysis.rows.load import select
 from harness.analysis.testing import write_run
 from harness.cli import main
 from harness.data.catalogue import vocab_lookup

@@ -20,7 +20,7 @@ Edge extension, ``extend:`` (all keys optional)::
 A ``local:`` section may hold its own ``extend:``, merged key by key over this one at local scale.
 
 ``harness submit --extend`` plans the next value beyond each best that sits on an open edge (see
-``harness.analysis.edges``), for that cell and arm only, and repeats after they finish.
+``harness.analysis.rows.edges``), for that cell and arm only, and repeats after they finish.
 """
 
 from __future__ import annotations
