@@ -48,6 +48,9 @@ class SubmitReport:
     """run_id -> status of runs that finished while submit waited."""
     lost: tuple[str, ...] = ()
     """Runs submit waited for that ended without a row (their process or job vanished)."""
+    waited: bool = False
+    """Whether submit waited for the launched runs to end (trained here, or by another process
+    that held their run locks: then they are not in ``statuses``)."""
 
     @property
     def faults(self) -> int:
@@ -300,7 +303,7 @@ def _launch(
         lost = tuple(r.run_id for r in todo if r.run_id not in report.statuses
                      and marks.get(r.run_id) == seen[r.run_id])  # fmt: skip
         return SubmitReport(
-            grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost
+            grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost, waited=True
         )
     out.write(f"follow with 'harness status {grid.name}'; stop with 'harness cancel {grid.name}'\n")
     return SubmitReport(grid.name, len(grid.runs), skipped, launched.runs, {})
