@@ -178,10 +178,15 @@ class Verdict:
 
 def judge(derived: Derived, root: Path) -> Verdict:
     """The verdict of the bench of ``derived`` from the results under ``root``."""
+    return verdict_of(
+        derived, load_rows(root, derived.protocol.name, [a.label for a in derived.arms])
+    )
+
+
+def verdict_of(derived: Derived, rows: Rows | None) -> Verdict:
+    """The verdict of the bench of ``derived`` from its prepared rows (None: no result yet)."""
     p = derived.protocol
-    labels = [a.label for a in derived.arms]
     axes = [a for a, _ in p.cells]
-    rows = load_rows(root, p.name, labels)
     arms: list[ArmCell] = []
     comparisons: list[Comparison] = []
     speedups: list[Speedup] = []
