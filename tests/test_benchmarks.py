@@ -66,3 +66,9 @@ def test_overhead_quick_expands_writes_compacts_and_queries() -> None:
     compacted = re.findall(r"query compacted .* connect\+query\s+([\d.]+) ms.*\((\d+) rows\)", out)
     assert len(compacted) == 3, out
     assert all(float(ms) > 0 and int(rows) > 0 for ms, rows in compacted), out
+
+
+def test_resubmit_quick_times_a_no_op_resubmit_of_finished_runs() -> None:
+    out = _quick("resubmit")  # it asserts that the re-submit skipped every run and launched none
+    cpus = _numbers(rf"no-op re-submit CPU {NUMBER} s \[", out)
+    assert len(cpus) == 2 and all(c > 0 for c in cpus), out  # per-run files, then compacted

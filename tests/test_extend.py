@@ -379,9 +379,9 @@ def test_confirm_without_confirmation_seeds_is_one_line(tmp_path: Path) -> None:
 def test_extend_with_wait_loops_on_slurm(slurm_env: Path, prepared_data: Path) -> None:
     """On SLURM, submit --extend --wait queues each round once the previous one finished."""
     import yaml
-    from slurm_runs import invoke, rows, steps, write_grid, write_profile
 
     from harness.store.manifest import read_manifest
+    from tests.slurm_runs import invoke, rows, steps, write_grid, write_profile
 
     launcher = write_profile(slurm_env / "launchers", "slurm-ext")
     path = write_grid(slurm_env, "ext", launcher, base={"tokens": steps(6), "warmup_steps": 1},

@@ -104,7 +104,8 @@ def _done(
     from harness.store.db import newest_values  # DuckDB: not needed by a dry run
 
     rows = newest_values(spec.results_root, grid.name, ["status", *COMPARED])
-    rows = {_renamed(spec.results_root, grid).get(r, r): v for r, v in rows.items()}
+    renamed = _renamed(spec.results_root, grid, set(rows))  # once: it reads the manifest
+    rows = {renamed.get(r, r): v for r, v in rows.items()}
     done = {r for r, v in rows.items() if v[0] not in retry}
     recorded = {r: dict(zip(COMPARED, v[1:], strict=True)) for r, v in rows.items() if r in done}
     old = stale_runs([r for r in grid.runs if r.run_id in done], recorded, spec.data_root)
@@ -116,13 +117,20 @@ def _done(
     return done - {s.run_id for s in old} if stale == "rerun" else done
 
 
-def _renamed(root: Path, grid: Grid) -> dict[str, str]:
+def _renamed(root: Path, grid: Grid, with_rows: Collection[str]) -> dict[str, str]:
     """Old run_id -> today's, for results written when a file reference entered run_id by its
-    absolute path (the manifest holds their configs; :mod:`harness.launch.moved`)."""
+    absolute path (the manifest holds their configs; :mod:`harness.launch.moved`). Only runs
+    among ``with_rows`` (those with a row) that are not today's can have been renamed: only
+    their configs are read from the manifest, so a grid whose rows are all today's costs no
+    parsing."""
     from harness.store.manifest import read_manifest
 
+    today = {r.run_id for r in grid.runs}
+    old = [r for r in with_rows if r not in today]
+    if not old:
+        return {}
     try:
-        planned = read_manifest(root, grid.name)
+        planned = read_manifest(root, grid.name, only=old)
     except UserError:  # no manifest yet
         return {}
     return moved_ids(planned, grid.runs)
