@@ -148,6 +148,7 @@ def test_own_float_hyperparameters_get_a_log_range_around_their_default(tmp_path
     """, "damped.py")  # fmt: skip
     text = _protocol_text(**{"settings:": "  settings: 4"})
     d = derive(load_protocol(_write(tmp_path, text)), f"{opt}:Damped", tmp_path)
+    assert d.candidate.label == "damped.py:Damped"  # however its path was typed
     search = dict(d.candidate.search)
     assert (search["damping"].low, search["damping"].high) == (0.001, 0.1)
     assert (search["1-decay"].low, search["1-decay"].high) == (0.01, 0.99)

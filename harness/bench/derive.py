@@ -9,6 +9,7 @@ The file is written under the results root (:func:`harness.core.paths.bench_grid
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from harness.bench.space import LR, Arm, baseline_arm, candidate_arm
 from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text
+from harness.core.registry import is_file_reference
 from harness.optim.registry import canonical_name, get_spec
 
 CANDIDATE_SUFFIX = " (candidate)"
@@ -48,10 +50,23 @@ class Derived:
         return (*self.baselines, self.candidate)
 
 
-def slug(text: str) -> str:
-    """A file-name-safe name for a candidate (``./my_opt.py:MyOpt`` -> ``my_opt.py-MyOpt``)."""
-    tail = text.replace("\\", "/").rstrip("/").split("/")[-1]
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", tail).strip("-.") or "candidate"
+def candidate_label(name: str) -> str:
+    """The candidate's arm label, however its path was typed: a module reference as it is
+    (``torch.optim:SGD``), a file reference by its file's name (``my_opt.py:MyOpt``)."""
+    if not is_file_reference(name):
+        return name
+    module, _, attr = name.rpartition(":")
+    return f"{Path(module).name}:{attr}"
+
+
+def slug(name: str) -> str:
+    """A file-name-safe name for a candidate's grid file (``torch.optim:SGD`` ->
+    ``torch.optim-SGD``); a file reference also gets a hash of its absolute path, so that two
+    ``opt.py:Opt`` in different folders do not share a file."""
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-", candidate_label(name)).strip("-.") or "candidate"
+    if is_file_reference(name):
+        text += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return text
 
 
 def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None = None) -> Derived:
@@ -74,14 +89,14 @@ def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None 
             raise UserError(f"candidate {candidate!r} is baseline {b.label!r} of {protocol.path}; "
                             f"to bench it against itself (an A/A test) name it another way "
                             f"(torch.optim:AdamW for adamw)")  # fmt: skip
-    label = candidate
+    label = candidate_label(name)
     if label in {b.label for b in baselines}:
         label += CANDIDATE_SUFFIX
     arm = candidate_arm(name, label, protocol)
     for b in baselines:  # equal budget, by construction: checked, not assumed
         assert b.configs == arm.configs, (b.label, b.configs, arm.configs)
     document = _document(protocol, (*baselines, arm), launcher)
-    path = paths.bench_grid_path(root, protocol.name, slug(candidate))
+    path = paths.bench_grid_path(root, protocol.name, slug(name))
     return Derived(protocol, arm, baselines, document, path)
 
 

@@ -1,7 +1,7 @@
 """The bench's phases, run as ordinary submits: tune (with edge extension), then confirm.
 
-Each round is ``launch.submit`` of the derived grid with the follow-up planner of
-``submit --extend --confirm`` (:func:`harness.analysis.followup.follow_up`): runs with a result are
+Each round is ``launch.submit`` of the derived grid with the runs the arms' follow-ups add
+(:mod:`harness.bench.followups`: extension, then confirmation, arm by arm): runs with a result are
 skipped, so a baseline's runs trained by an earlier bench are never trained again, and a
 command run again after a stop goes on where it stopped. Locally the rounds run to the end; on
 SLURM they run to the end with ``wait=True``, else the command returns once a round is queued
@@ -171,13 +171,14 @@ def run(
 ) -> Progress:
     """Run the bench's phases (module docstring); ``say`` prints the plan's lines, ``out``
     takes ``submit``'s own report."""
-    from harness.analysis.followup import follow_up
+    from harness.bench.followups import plan_followups
     from harness.launch.submit import submit
 
     path = write_grid(derived)
+    labels = [a.label for a in derived.arms]
 
     def more(g: Grid) -> tuple[RunConfig, ...]:
-        found = follow_up(g, root, extend=True, confirm=True)
+        found = plan_followups(g, root, labels)
         for line in found.lines:
             say(f"{g.name}: {line}")
         return found.runs

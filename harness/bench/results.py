@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from harness.core.errors import UserError
@@ -59,8 +58,8 @@ def load_rows(root: Path, grid: str, labels: Sequence[str]) -> Rows | None:
     tuning = rows[~confirmed]
     if tuning.empty:
         return None
-    keys, over = cells(tuning)
-    return Rows(metric, goal, tuning, rows[confirmed], tuple(keys), tuple(over))
+    keys, over = cells(tuning)  # the arm's label is a key too (a cell is one arm's)
+    return Rows(metric, goal, tuning, rows[confirmed], ("label", *keys), tuple(over))
 
 
 def best_configs(rows: Rows) -> pd.DataFrame:
@@ -105,8 +104,3 @@ def _matching(rows: pd.DataFrame, best: pd.Series, columns: Sequence[str]) -> pd
         null = v is None or (pd.api.types.is_scalar(v) and pd.isna(v))
         mask &= rows[c].isna() if null else rows[c] == v
     return rows[mask]
-
-
-def finite(values: pd.Series) -> np.ndarray:
-    """The values as floats (non-finite kept: a diverged seed)."""
-    return values.to_numpy(dtype=float)
