@@ -12,14 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.analysis.edges import edge_note, open_edge
-from harness.analysis.followup import in_place, plan_confirmation, plan_extension
-from harness.analysis.tuning import confirmed, tune
-from harness.analysis.values import VALUE
+from harness.analysis.rows.edges import edge_note, open_edge
+from harness.analysis.rows.preparation import VALUE
+from harness.analysis.rows.tuning import confirmed, tune
 from harness.core.catalogue import flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.data.catalogue import vocab_lookup
+from harness.followup.planning import in_place, plan_confirmation, plan_extension
 from harness.grid.followup import ExtendSpec
 from harness.grid.load import Grid, load_grid
 from harness.grid.vary import vary

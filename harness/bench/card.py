@@ -16,7 +16,7 @@ FIGURES = ("lr_sensitivity", "loss_curves")
 def report_card(verdict: Verdict, derived: Derived, root: Path) -> str:
     """One self-contained HTML file: the verdict, then ``harness report`` of the bench's arms
     (figures, curves, each cell's best configuration, provenance)."""
-    from harness.analysis.report import ReportRequest, build_report
+    from harness.analysis.present.report import ReportRequest, build_report
 
     labels = ", ".join("'" + a.label.replace("'", "''") + "'" for a in derived.arms)
     page = build_report(ReportRequest(

@@ -2,7 +2,7 @@
 
 ``submit --extend --confirm`` plans over the whole grid, and counts extension rounds over every
 run of it; a bench's grid is shared by every candidate benched under its protocol, so the bench
-plans each arm on its own rows (:func:`harness.analysis.followup.plan_extension` and
+plans each arm on its own rows (:func:`harness.followup.planning.plan_extension` and
 ``plan_confirmation``, the same planners): each arm gets the protocol's rounds of extension
 whatever earlier candidates used, and a baseline's plan, made from the same results, is the
 same plan, the same runs, for every candidate. An arm whose tuning runs have no result yet
@@ -48,7 +48,7 @@ def _added(root: Path, grid: Grid, labels: Sequence[str]) -> list[RunConfig]:
 
 
 def _results(root: Path, grid: Grid) -> pd.DataFrame:
-    from harness.analysis.load import select
+    from harness.analysis.rows.load import select
 
     try:
         return select(grid.name, results=root, scale=grid.scale).frame("runs")
@@ -58,9 +58,9 @@ def _results(root: Path, grid: Grid) -> pd.DataFrame:
 
 def plan_followups(grid: Grid, root: Path, labels: Sequence[str]) -> Followups:
     """Extension, then confirmation, for each arm in ``labels`` (module docstring)."""
-    from harness.analysis.followup import plan_confirmation, plan_extension
-    from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
-    from harness.analysis.values import prepare, resolve_metric
+    from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
+    from harness.analysis.rows.preparation import prepare, resolve_metric
+    from harness.followup.planning import plan_confirmation, plan_extension
     from harness.grid.vary import vary
 
     added = _added(root, grid, labels)

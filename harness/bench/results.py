@@ -1,7 +1,7 @@
 """The bench's one door to the analysis layer: its rows, each arm's selection, its edges.
 
-The selection is the one ``submit --confirm`` made (:func:`harness.analysis.followup.cells` and
-:func:`harness.analysis.tuning.tune` over the tuning rows, by the grid's loss), so the verdict
+The selection is the one ``submit --confirm`` made (:func:`harness.followup.planning.cells` and
+:func:`harness.analysis.rows.tuning.tune` over the tuning rows, by the grid's loss), so the verdict
 reports the configurations that were confirmed.
 """
 
@@ -39,10 +39,10 @@ class Rows:
 
 def load_rows(root: Path, grid: str, labels: Sequence[str]) -> Rows | None:
     """The rows of the arms ``labels`` in ``grid`` (None before the first result)."""
-    from harness.analysis.followup import cells
-    from harness.analysis.goal import DEFAULT_METRIC, default_select, metric_goal
-    from harness.analysis.load import select
-    from harness.analysis.values import prepare, resolve_metric
+    from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
+    from harness.analysis.rows.load import select
+    from harness.analysis.rows.preparation import prepare, resolve_metric
+    from harness.followup.planning import cells
 
     try:
         df = select(grid, results=root, scale="full").frame("runs")
@@ -66,8 +66,8 @@ def best_configs(rows: Rows) -> pd.DataFrame:
     """Each arm's selected configuration per cell (one row per cell of ``rows.keys``), with
     ``mean`` (tuning seeds), ``configs``, ``runs``, ``diverged`` and ``lr_edge``: the side of
     the searched lrs the best sits on after extension (empty when inside)."""
-    from harness.analysis.edges import open_edge
-    from harness.analysis.tuning import line_values, tune
+    from harness.analysis.rows.edges import open_edge
+    from harness.analysis.rows.tuning import line_values, tune
 
     keys, over = list(rows.keys), list(rows.over)
     table = tune(rows.tuning, keys, over, rows.goal)
@@ -85,7 +85,7 @@ def best_configs(rows: Rows) -> pd.DataFrame:
 
 def lr_line(rows: Rows, best: pd.Series) -> pd.DataFrame:
     """The tuning means along the lr line through ``best`` in its cell: columns lr, mean."""
-    from harness.analysis.tuning import line_values
+    from harness.analysis.rows.tuning import line_values
 
     keys, over = list(rows.keys), list(rows.over)
     cell = _matching(rows.tuning, best, keys)

@@ -14,7 +14,7 @@ For each cell (batch size x budget) and baseline:
   (alpha / number of tests), from the seeds' spread.
 
 With at least three token budgets, a data-efficiency speed-up per batch size and baseline
-(:func:`harness.analysis.speedup.speedup`: the baseline's end-of-run L(D) = E + A D^-alpha,
+(:func:`harness.analysis.stats.speedup`: the baseline's end-of-run L(D) = E + A D^-alpha,
 the tokens it needs to reach the candidate's loss at the largest budget divided by the tokens
 the candidate used, with its delta-method interval), read as better (interval above 1), worse
 (below 1) or no evidence.
@@ -298,7 +298,7 @@ def _one(
         return {**head, **nums, "reading": "no verdict", "why": "one confirmation seed"}
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         return {**head, **nums, "reading": "no verdict", "why": "a confirmation seed diverged"}
-    from harness.analysis.intervals import welch_interval
+    from harness.analysis.stats import welch_interval
 
     lo, hi = welch_interval(a, b, 1 - alpha)
     diff = float(b.mean() - a.mean())
@@ -315,7 +315,7 @@ def _mean(v: np.ndarray) -> float:
 
 
 def _holm(p: np.ndarray) -> np.ndarray:
-    from harness.analysis.corrections import holm
+    from harness.analysis.stats import holm
 
     return holm(p)
 
@@ -328,7 +328,7 @@ def _read(diff: float, p_adj: float, alpha: float, goal: str) -> Reading:
 
 
 def _detectable(a: np.ndarray, b: np.ndarray, alpha: float, power: float) -> float:
-    from harness.analysis.power import detectable
+    from harness.analysis.stats import detectable
 
     va, vb = float(a.var(ddof=1)), float(b.var(ddof=1))
     if va + vb == 0:
@@ -341,7 +341,7 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
     budgets = dict(p.cells).get("tokens", ())
     if len(budgets) < 3:
         return []
-    from harness.analysis.speedup import speedup
+    from harness.analysis.stats import speedup
 
     by = [a for a in axes if a != "tokens"]
     cand = derived.candidate.label
