@@ -29,7 +29,7 @@ from scipy import optimize, stats
 from harness.analysis.stats.cells import iter_cells
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import satterthwaite
-from harness.analysis.stats.welch_power import EXACT_UP_TO, welch_power
+from harness.analysis.stats.welch_rejection import EXACT_UP_TO, welch_power
 
 #: Most seeds per arm ``seeds_needed`` looks at; more is reported as ``> MAX_SEEDS``.
 MAX_SEEDS = 1000
