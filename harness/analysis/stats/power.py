@@ -9,7 +9,7 @@ with probability
 
 where T' is noncentral t with df degrees of freedom and noncentrality delta / se. ``welch``:
 se = sqrt(s_a^2 / n_a + s_b^2 / n_b), df Welch-Satterthwaite, and up to 30 seeds per arm the
-test's actual rejection rate instead (:mod:`harness.analysis.stats.welch_power`: the noncentral t
+test's actual rejection rate instead (:mod:`harness.analysis.stats.welch_rejection`: the noncentral t
 treats the estimated se and df as known and overstates the power at 2-3 seeds); ``paper``
 (App. F of the Coupled Adam paper): se = sqrt(s_a^2 + s_b^2) / sqrt(S), df = S - 1.
 ``seeds_needed`` is the smallest number of seeds per arm (equal in both) whose power reaches
@@ -29,7 +29,7 @@ from scipy import optimize, stats
 from harness.analysis.stats.cells import iter_cells
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import satterthwaite
-from harness.analysis.stats.welch_power import EXACT_UP_TO, welch_power
+from harness.analysis.stats.welch_rejection import EXACT_UP_TO, welch_power
 
 #: Most seeds per arm ``seeds_needed`` looks at; more is reported as ``> MAX_SEEDS``.
 MAX_SEEDS = 1000
