@@ -9,8 +9,9 @@ with probability
 
 where T' is noncentral t with df degrees of freedom and noncentrality delta / se. ``welch``:
 se = sqrt(s_a^2 / n_a + s_b^2 / n_b), df Welch-Satterthwaite, and up to 30 seeds per arm the
-test's actual rejection rate instead (:mod:`harness.analysis.stats.welch_rejection`: the noncentral t
-treats the estimated se and df as known and overstates the power at 2-3 seeds); ``paper``
+test's actual rejection rate instead (:mod:`harness.analysis.stats.welch_rejection`: the
+noncentral t treats the estimated se and df as known and overstates the power at 2-3 seeds);
+``paper``
 (App. F of the Coupled Adam paper): se = sqrt(s_a^2 + s_b^2) / sqrt(S), df = S - 1.
 ``seeds_needed`` is the smallest number of seeds per arm (equal in both) whose power reaches
 ``--power``; ``detectable`` is the smallest delta the present seeds detect with that power. The
