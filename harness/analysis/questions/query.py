@@ -14,14 +14,17 @@ import pandas as pd
 
 from harness.analysis.rows import caveats
 from harness.analysis.rows.axes import auto_over, check_cells, check_columns
-from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
+from harness.analysis.rows.direction import DEFAULT_METRIC, GoalChoice
 from harness.analysis.rows.gridref import declared_derived_axes
 from harness.analysis.rows.load import select
-from harness.analysis.rows.preparation import Prepared, prepare, require_rows, resolve_metric
+from harness.analysis.rows.metric_choice import choose_metric
+from harness.analysis.rows.preparation import Prepared, prepare, require_rows
 from harness.analysis.rows.selectors import ARM, Selector, broadcast, inapplicable, label_arms
 from harness.analysis.rows.tuning import confirmed
+from harness.analysis.stats.defaults import TUNED_MODES as TUNED_MODE_CHOICES
 from harness.analysis.stats.optimum_fit import fitted_seeds
 from harness.core.errors import UserError, unknown_choice
+from harness.metrics.catalogue import Goal
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +42,7 @@ class Query:
     """``full``, ``local`` or None (the only one present)."""
     metric: str = DEFAULT_METRIC
     """The column analysed."""
-    goal: str = "auto"
+    goal: GoalChoice = "auto"
     """``min``, ``max`` or ``auto`` (the metric's known direction)."""
     select_by: str | None = None
     """The metric whose mean over seeds picks each cell's best configuration (None: the
@@ -61,18 +64,15 @@ class Tuned:
     """Notes on the rows and the tuning."""
 
 
-def load(q: Query) -> tuple[Prepared, str]:
+def load(q: Query) -> tuple[Prepared, Goal]:
     """The prepared rows of the query and the metric's goal."""
     sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
     frame = sel.frame("runs")
-    metric, said = resolve_metric(frame, q.metric)
-    goal = metric_goal(metric, q.goal)
-    chosen = q.select_by or default_select(metric)
-    select_goal = goal if chosen == metric else metric_goal(chosen, "auto", "--select-by")
-    prep = prepare(frame, metric, goal, chosen, select_goal)
-    require_rows(prep.rows, f"in grid {sel.grid!r} with {metric}")
+    choice = choose_metric(frame, q.metric, q.goal, q.select_by)
+    prep = prepare(frame, choice.metric, choice.goal, choice.select_by, choice.select_goal)
+    require_rows(prep.rows, f"in grid {sel.grid!r} with {choice.metric}")
     derived = caveats.derived(declared_derived_axes(q.grid), prep.rows)
-    return dataclasses.replace(prep, readings=(*said, *derived)), goal
+    return dataclasses.replace(prep, readings=(*choice.notes, *derived)), choice.goal
 
 
 def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -> Tuned:
@@ -127,7 +127,7 @@ def edge_notes(table: pd.DataFrame, keys: Sequence[str], *, listed: bool) -> lis
 
 
 #: Values of ``--tuned``: each arm's value at its best grid point, or at its fitted optimum.
-TUNED_MODES = ("grid", "fit")
+TUNED_MODES = TUNED_MODE_CHOICES
 
 
 def tuned_by(
@@ -189,7 +189,7 @@ def arms_tuned(
     x: str | None = None,
     tuned_mode: str = "grid",
     fit_axis: str = "lr",
-) -> tuple[Tuned, str]:
+) -> tuple[Tuned, Goal]:
     """What every command comparing arms starts with: the query's rows labelled by arm, tuned
     per cell of ``by`` (then ``x``, then the arm) over ``over`` (:func:`tuned_by`).
 

@@ -24,13 +24,14 @@ import pandas as pd
 from scipy import optimize, stats
 
 from harness.analysis.stats.cells import iter_cells
+from harness.analysis.stats.defaults import POWER_TESTS
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import satterthwaite
 
 #: Most seeds per arm ``seeds_needed`` looks at; more is reported as ``> MAX_SEEDS``.
 MAX_SEEDS = 1000
 #: Tests with a power formula here.
-TESTS = ("welch", "paper")
+TESTS = POWER_TESTS
 #: Output columns after the ``by`` columns.
 COLUMNS = (
     "n_a", "std_a", "n_b", "std_b", "diff", "difference", "power", "seeds_needed", "detectable",

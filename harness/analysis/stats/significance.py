@@ -28,11 +28,12 @@ from scipy import stats
 
 from harness.analysis.stats.cells import iter_cells
 from harness.analysis.stats.corrections import CORRECTIONS
+from harness.analysis.stats.defaults import ALTERNATIVES as ALTERNATIVE_CHOICES
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
 from harness.analysis.stats.intervals import mean_interval, welch_interval
 from harness.core.errors import UserError, unknown_choice
 
-ALTERNATIVES = ("less", "greater", "two-sided")
+ALTERNATIVES = ALTERNATIVE_CHOICES
 
 
 @dataclass(frozen=True, slots=True)
