@@ -202,13 +202,15 @@ def analyze(
         "grid": _grid_args(grid) or None, "results": _results(results), "where": where,
         "scale": scale,
     }  # fmt: skip
-    kw = q.keywords(options)
-    if q.inputs == "target":
-        if by:
-            kw["by"] = list(by)
-        if over:
-            kw["over"] = list(over)
+    if q.inputs == "target":  # by and over, where the question takes them, are its options
+        given = {
+            **options,
+            **({"by": list(by)} if by else {}),
+            **({"over": list(over)} if over else {}),
+        }
+        kw = q.keywords(given)
         return q.answerer()(TargetQuery(**rows, target=target, curve=curve), **kw)
+    kw = q.keywords(options)
     query = Query(**rows, metric=metric, goal=goal, select_by=select_by)
     return q.answerer()(query, by=list(by), over=list(over), **kw)
 

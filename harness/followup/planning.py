@@ -44,6 +44,7 @@ from harness.core.errors import UserError
 from harness.grid.followup import ExtendSpec
 from harness.grid.load import Grid
 from harness.grid.vary import vary
+from harness.metrics.catalogue import Goal
 
 Vary = Callable[[RunConfig, Sequence[str], Mapping[str, Any]], RunConfig | None]
 """(run, its tuned columns, changes) -> the run with those values changed: the grid's own
@@ -118,7 +119,7 @@ def plan_extension(
     rows: pd.DataFrame,
     runs: Mapping[str, RunConfig],
     spec: ExtendSpec,
-    goal: str = "min",
+    goal: Goal = Goal.MIN,
     change: Vary = in_place,
 ) -> Planned:
     """The next round of values beyond open edges (module doc).
@@ -181,7 +182,7 @@ def plan_confirmation(
     rows: pd.DataFrame,
     runs: Mapping[str, RunConfig],
     seeds: Sequence[int],
-    goal: str = "min",
+    goal: Goal = Goal.MIN,
     change: Vary = in_place,
 ) -> Planned:
     """Each cell's best configuration on each confirmation seed (``confirm=True``).

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 
@@ -22,6 +23,7 @@ from harness.analysis.rows.preparation import Prepared, prepare, require_rows
 from harness.analysis.rows.selectors import ARM, Selector, broadcast, inapplicable, label_arms
 from harness.analysis.rows.tuning import confirmed
 from harness.analysis.stats.defaults import TUNED_MODES as TUNED_MODE_CHOICES
+from harness.analysis.stats.defaults import Alternative, TunedMode
 from harness.analysis.stats.optimum_fit import fitted_seeds
 from harness.core.errors import UserError, unknown_choice
 from harness.metrics.catalogue import Goal
@@ -75,7 +77,7 @@ def load(q: Query) -> tuple[Prepared, Goal]:
     return dataclasses.replace(prep, readings=(*choice.notes, *derived)), choice.goal
 
 
-def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -> Tuned:
+def tuned(prep: Prepared, goal: Goal, keys: Sequence[str], over: Sequence[str]) -> Tuned:
     """Tune each cell of ``keys`` over ``over`` (empty: the hyperparameters that vary)."""
     rows = prep.rows
     check_columns(rows, [k for k in keys if k != ARM], "--by")
@@ -132,10 +134,10 @@ TUNED_MODES = TUNED_MODE_CHOICES
 
 def tuned_by(
     prep: Prepared,
-    goal: str,
+    goal: Goal,
     keys: Sequence[str],
     over: Sequence[str],
-    mode: str = "grid",
+    mode: TunedMode = "grid",
     axis: str = "lr",
 ) -> Tuned:
     """:func:`tuned`, then with ``mode`` ``fit`` each seed's value replaced by its value at the
@@ -164,7 +166,7 @@ def tuned_by(
     return dataclasses.replace(t, seeds=seeds, notes=[*t.notes, *notes])
 
 
-def resolve_alternative(goal: str, alternative: str) -> str:
+def resolve_alternative(goal: Goal, alternative: Alternative | Literal["auto"]) -> Alternative:
     """``auto`` -> b better than a: ``less`` for a lower-is-better metric, else ``greater``."""
     if alternative != "auto":
         return alternative
@@ -187,7 +189,7 @@ def arms_tuned(
     *,
     others: bool = False,
     x: str | None = None,
-    tuned_mode: str = "grid",
+    tuned_mode: TunedMode = "grid",
     fit_axis: str = "lr",
 ) -> tuple[Tuned, Goal]:
     """What every command comparing arms starts with: the query's rows labelled by arm, tuned

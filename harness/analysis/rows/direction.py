@@ -51,7 +51,7 @@ def default_select(metric: str) -> str:
     return metric if metric in LOSSES else "val_loss"
 
 
-def metric_goal(metric: str, goal: str = "auto", flag: str = "--metric") -> Goal:
+def metric_goal(metric: str, goal: GoalChoice = "auto", flag: str = "--metric") -> Goal:
     """``min`` or ``max`` for ``metric``: ``goal`` when given, else the declared direction.
 
     Raises:
@@ -74,6 +74,6 @@ def metric_goal(metric: str, goal: str = "auto", flag: str = "--metric") -> Goal
     return declared.goal
 
 
-def worst(goal: str) -> float:
+def worst(goal: Goal) -> float:
     """The worst possible value under ``goal``: what a diverged run scores."""
     return float("inf") if goal == Goal.MIN else float("-inf")

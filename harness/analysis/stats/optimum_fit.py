@@ -32,6 +32,7 @@ from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import groups, iter_cells
 from harness.analysis.stats.frame import VALUE
 from harness.analysis.stats.intervals import linear_interval, ratio_interval
+from harness.metrics.catalogue import Goal
 
 #: Finite neighbours of the best grid point on each side used by the fit.
 WINDOW = 2
@@ -89,7 +90,7 @@ def window(means: np.ndarray, sign: float) -> np.ndarray:
     return finite[max(0, best - WINDOW) : best + WINDOW + 1]
 
 
-def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, object]:
+def _cell_fit(pts: np.ndarray, axis: str, goal: Goal, conf: float) -> dict[str, object]:
     """``pts``: (k, 4) rows of (axis value, mean, std, n), sorted by the axis."""
     sign = 1.0 if goal == "min" else -1.0
     values, means = pts[:, 0], pts[:, 1]
@@ -126,7 +127,7 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, o
 
 
 def optimum_table(
-    table: pd.DataFrame, cells: Sequence[str], axis: str, goal: str, confidence: float = CONFIDENCE
+    table: pd.DataFrame, cells: Sequence[str], axis: str, goal: Goal, confidence: float = CONFIDENCE
 ) -> pd.DataFrame:
     """One row per cell of the profile ``table`` (one row per cell and axis value, with mean,
     std, n: :func:`harness.analysis.rows.tuning.tune` by ``[*cells, axis]``)."""
@@ -141,7 +142,7 @@ def optimum_table(
 
 
 def fitted_seeds(
-    table: pd.DataFrame, seeds: pd.DataFrame, cells: Sequence[str], axis: str, goal: str
+    table: pd.DataFrame, seeds: pd.DataFrame, cells: Sequence[str], axis: str, goal: Goal
 ) -> tuple[pd.DataFrame, list[str]]:
     """Each seed's value at its cell's fitted optimum (see the module docstring): one row per
     (cell, seed) with ``value``; cells without a fit keep their best grid point's seeds.

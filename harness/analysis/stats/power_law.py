@@ -29,6 +29,7 @@ from harness.analysis.stats.cells import iter_cells, with_keys
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import ONE_SEED, linear_interval
 from harness.core.errors import UserError
+from harness.metrics.catalogue import Goal
 
 #: Fewest budgets of b a fit accepts (three parameters).
 MIN_BUDGETS = 3
@@ -110,7 +111,7 @@ def _profile_fit(u: np.ndarray, y: np.ndarray, sign: float) -> tuple[float, floa
     return float(a[0]), alpha, float(e[0])
 
 
-def fit_power_law(d: np.ndarray, y: np.ndarray, goal: str, *, polish: bool = True) -> PowerLaw:
+def fit_power_law(d: np.ndarray, y: np.ndarray, goal: Goal, *, polish: bool = True) -> PowerLaw:
     """Least-squares fit of :class:`PowerLaw` to (d, y).
 
     Budgets are scaled by max(d) inside. The fit profiles out (A, E), which are linear for a
@@ -151,7 +152,7 @@ def speedup(
     x: str,
     a: str,
     b: str,
-    goal: str,
+    goal: Goal,
     *,
     confidence: float = CONFIDENCE,
 ) -> pd.DataFrame:
@@ -204,7 +205,7 @@ def budget_ratio_interval(
     b_stats: tuple[np.ndarray, ...],
     a_stats: tuple[float, ...],
     budget_a: float,
-    goal: str,
+    goal: Goal,
     confidence: float = CONFIDENCE,
     *,
     polish: bool = True,

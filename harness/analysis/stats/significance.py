@@ -29,6 +29,7 @@ from scipy import stats
 from harness.analysis.stats.cells import iter_cells
 from harness.analysis.stats.corrections import CORRECTIONS
 from harness.analysis.stats.defaults import ALTERNATIVES as ALTERNATIVE_CHOICES
+from harness.analysis.stats.defaults import Alternative, Correction, TestName
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
 from harness.analysis.stats.intervals import mean_interval, welch_interval
 from harness.core.errors import UserError, unknown_choice
@@ -132,10 +133,10 @@ def compare(
     a: str,
     b: str,
     *,
-    test: str = "welch",
-    alternative: str = "less",
+    test: TestName = "welch",
+    alternative: Alternative = "less",
     alpha: float = 0.05,
-    correction: str = "holm",
+    correction: Correction = "holm",
 ) -> pd.DataFrame:
     """Test b against a in each cell.
 

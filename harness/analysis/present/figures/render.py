@@ -28,6 +28,7 @@ from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write, atomic_write_text
 from harness.core.provenance import git_commit
+from harness.metrics.catalogue import Goal
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +192,7 @@ def sidecar(
     sel: Selection,
     spec: FigureSpec,
     metric: str,
-    goal: str,
+    goal: Goal,
     frames: dict[str, pd.DataFrame],
     notes: Sequence[str],
     files: Sequence[Path],
