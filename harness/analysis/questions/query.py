@@ -156,8 +156,8 @@ def tuned_by(
             f"--tuned fit: {axis!r} is not tuned over here (tuned over: "
             f"{', '.join(t.over) or 'nothing'}); name the axis with --fit-axis"
         )
-    profile = tuned(prep, goal, [*keys, axis], [o for o in t.over if o != axis])
-    seeds, notes = fitted_seeds(profile.table, profile.seeds, keys, axis, goal)
+    along_axis = tuned(prep, goal, [*keys, axis], [o for o in t.over if o != axis])
+    seeds, notes = fitted_seeds(along_axis.table, along_axis.seeds, keys, axis, goal)
     notes.append(
         f"--tuned fit: each seed's value is its own quadratic in log({axis}) through the "
         f"points of the cell's fit, at the fitted optimum (see analyze optimum); the {axis} "

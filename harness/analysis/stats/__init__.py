@@ -58,7 +58,14 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("seeds_needed", "detectable", "power_table"), "power"),
     **dict.fromkeys(("PowerLaw", "fit_power_law", "speedup", "budget_ratio_interval"), "power_law"),
     **dict.fromkeys(
-        ("ALTERNATIVES", "TESTS", "Outcome", "SignificanceTest", "paper_test", "compare"),
+        (
+            "ALTERNATIVES",
+            "TESTS",
+            "SignificanceResult",
+            "SignificanceTest",
+            "paper_test",
+            "compare",
+        ),
         "significance",
     ),
     **dict.fromkeys(
@@ -122,7 +129,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
     from harness.analysis.stats.significance import (  # noqa: F401
         ALTERNATIVES,
         TESTS,
-        Outcome,
+        SignificanceResult,
         SignificanceTest,
         compare,
         paper_test,

@@ -129,8 +129,8 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: Goal, conf: float) -> dict[str, 
 def optimum_table(
     table: pd.DataFrame, cells: Sequence[str], axis: str, goal: Goal, confidence: float = CONFIDENCE
 ) -> pd.DataFrame:
-    """One row per cell of the profile ``table`` (one row per cell and axis value, with mean,
-    std, n: :func:`harness.analysis.rows.tuning.tune` by ``[*cells, axis]``)."""
+    """One row per cell of ``table``, the metric along the axis (one row per cell and axis
+    value, with mean, std, n: :func:`harness.analysis.rows.tuning.tune` by ``[*cells, axis]``)."""
     ordered = table.sort_values([*cells, axis], kind="stable").reset_index(drop=True)
     arr = ordered[[axis, "mean", "std", "n"]].to_numpy(float)
     rows = []

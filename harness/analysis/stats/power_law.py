@@ -73,7 +73,7 @@ class PowerLaw:
         return float((gap / self.A) ** (-1.0 / self.alpha))
 
 
-#: Exponents searched by the profile fit (log-spaced, then refined).
+#: Exponents searched by the fit profiling alpha out (log-spaced, then refined).
 ALPHA_BOUNDS = (1e-3, 5.0)
 _ALPHA_GRID = np.geomspace(*ALPHA_BOUNDS, 80)
 
@@ -221,7 +221,7 @@ def budget_ratio_interval(
         goal: ``min`` or ``max``.
         confidence: two-sided level.
         polish: passed to :func:`fit_power_law` (the coverage simulation skips the polish to
-            run fast; the profile fit alone is exact in A and E and refines alpha to 1e-8).
+            run fast; the fit profiling alpha out is exact in A and E and refines alpha to 1e-8).
 
     In u = D / max(d) the fit is L = E + s a u^-alpha. With J the Jacobian of L at the budgets
     in (a, alpha, E), the parameters move with the means as pinv(J); log u_b =
