@@ -339,11 +339,14 @@ def import_results(
     source: str | None = None,
     scale: str = "full",
     extra: Sequence[str] = (),
+    curves: str | Path | None = None,
 ) -> Imported:
-    """Import published or external results (a CSV, one row per run or seed) as rows of grid
-    ``grid`` (``harness import``); every command then reads them like trained runs."""
+    """Import published or external results (a CSV, one row per run or seed; ``curves``: a CSV
+    of their loss curves) as rows of grid ``grid`` (``harness import``); every command then
+    reads them like trained runs."""
     from harness.store.importing import import_csv
 
     return import_csv(
-        csv, grid=grid, root=paths.results_root(results), source=source, scale=scale, extra=extra
-    )
+        csv, grid=grid, root=paths.results_root(results), source=source, scale=scale,
+        extra=extra, curves=curves,
+    )  # fmt: skip

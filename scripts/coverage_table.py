@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from coverage_simulation import LEVEL, coverage  # (the simulation lives with the tests)
+from coverage_simulation import LEVEL, coverage
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"

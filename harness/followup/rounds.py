@@ -104,13 +104,24 @@ def submit_rounds(
         return report
 
     reports = [once()]
-    while planner is not None and not dry_run and reports[-1].launched and reports[-1].statuses:
+    # plan again once the runs have finished, until nothing is added (runs another process
+    # trained meanwhile have ended too: this submit joins its rounds; a round whose runs all
+    # ended without a row ends the loop)
+    while planner is not None and not dry_run and _again(reports[-1]):
+        if not reports[-1].statuses:
+            print(f"{reports[-1].grid}: another process trained this round's runs; planning the "
+                  "next round", file=out)  # fmt: skip
         reports.append(once())
     last = reports[-1]
-    queued = planner is not None and not dry_run and bool(last.launched) and not last.statuses
+    queued = planner is not None and not dry_run and bool(last.launched) and not last.waited
     if queued:
         print("queued: run the same command again once they finish (or add --wait)", file=out)
     return Submitted(tuple(reports), sum(r.faults for r in reports), queued)
+
+
+def _again(report: SubmitReport) -> bool:
+    """Whether a round's runs all ended (waited for), so that the next round can be planned."""
+    return bool(report.launched) and report.waited and bool(report.statuses or not report.lost)
 
 
 def _say_finished(report: SubmitReport, out: TextIO) -> None:
