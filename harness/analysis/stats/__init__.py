@@ -14,9 +14,10 @@ detectable differences), ``baseline_gap`` (gap closure), ``crossing`` (the x at 
 beat a), ``power_law`` (speed-up as a budget ratio), ``optimum_fit`` (the fitted optimum of a tuned
 axis), ``critical_batch`` (steps to target and their checks), ``batch_fit`` (the critical batch
 size from S(B) = a + b/B), ``fit_check`` (lack of fit, window checks, the approximately-best
-band), ``welch_power`` (Welch's actual power at few seeds), ``to_target`` (tokens- and
-time-to-target from a curve), ``performance_profiles`` (AlgoPerf), ``bootstrap``, ``cells``
-(grouping by key columns) and ``frame`` (the column names read).
+band), ``welch_power`` (Welch's actual power at few seeds: ``welch_power.welch_power``, a name the
+facade cannot export beside its module), ``to_target`` (tokens- and time-to-target from a curve),
+``performance_profiles`` (AlgoPerf), ``bootstrap``, ``cells`` (grouping by key columns) and
+``frame`` (the column names read).
 
 Importing this package is cheap: a name's module (and scipy) is imported when the name is first
 used.
@@ -41,7 +42,6 @@ _EXPORTS: dict[str, str] = {
         ("OK", "LackOfFit", "lack_of_fit", "intervals_disjoint", "Band", "approximately_best"),
         "fit_check",
     ),
-    **dict.fromkeys(("welch_power",), "welch_power"),
     **dict.fromkeys(("Crossing", "find_crossing", "advantage", "crossover"), "crossing"),
     **dict.fromkeys(("VALUE", "SELECT", "ARM", "METHOD", "std_or_nan"), "frame"),
     **dict.fromkeys(("closure", "closure_interval", "gap_closure"), "baseline_gap"),
