@@ -67,7 +67,14 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("seeds_needed", "detectable", "power_table", "variance_range"), "power"),
     **dict.fromkeys(("PowerLaw", "fit_power_law", "speedup", "budget_ratio_interval"), "power_law"),
     **dict.fromkeys(
-        ("ALTERNATIVES", "TESTS", "Outcome", "SignificanceTest", "paper_test", "compare"),
+        (
+            "ALTERNATIVES",
+            "TESTS",
+            "SignificanceResult",
+            "SignificanceTest",
+            "paper_test",
+            "compare",
+        ),
         "significance",
     ),
     **dict.fromkeys(
@@ -101,6 +108,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
     from harness.analysis.stats.critical_batch import (  # noqa: F401
         Reading,
         curves_by_run,
+        default_target,
         reading,
         steps_check,
         steps_table,
@@ -142,7 +150,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
     from harness.analysis.stats.significance import (  # noqa: F401
         ALTERNATIVES,
         TESTS,
-        Outcome,
+        SignificanceResult,
         SignificanceTest,
         compare,
         paper_test,
