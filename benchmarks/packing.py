@@ -31,7 +31,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import torch
 from common import (  # benchmarks/common.py
     bench_run,
@@ -41,11 +40,11 @@ from common import (  # benchmarks/common.py
     synthetic_dataset,
 )
 
-from harness.core import paths
 from harness.launch.contract import ExecutionSpec
 from harness.launch.local.slots import available_cores
 from harness.launch.profile import load_profile
 from harness.launch.worker.packing import run_packed
+from harness.store.db import connect
 from harness.store.manifest import write_manifest
 
 
@@ -70,7 +69,7 @@ def one_mode(
         statuses = run_packed(spec.with_threads(threads), ids, per_device=per_device)
     wall = time.perf_counter() - start
     assert set(statuses.values()) == {"completed"}, statuses
-    rows = pq.read_table(paths.runs_dir(root, "packing")).to_pylist()
+    rows = connect(root, "packing").sql("SELECT * FROM runs").to_arrow_table().to_pylist()
     per_run = statistics.median(r["tokens_per_s"] for r in rows)
     tokens = sum(r["tokens_seen"] for r in rows)
     return {"total": tokens / wall, "per_run": per_run, "steady": per_run * per_device,

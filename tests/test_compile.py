@@ -53,10 +53,11 @@ def test_compiled_and_eager_agree_and_later_runs_reuse_the_compile_cache(tmp_pat
     write_manifest(tmp_path, GRID, [eager, first, second])
     for run in (eager, first, second):
         _run_job(tmp_path, prepared_data, run.run_id)
-    rows = {r.run_id: read_row(paths.run_path(tmp_path, GRID, r.run_id)) for r in (eager, first)}
+    rows = {r.run_id: read_row(paths.run_path(tmp_path, GRID, r.run_id, "000001"))
+            for r in (eager, first)}  # fmt: skip
 
     # Same losses, eager and compiled: every logged training loss and the validation loss.
-    curves = [pq.read_table(paths.curve_path(tmp_path, GRID, r.run_id)).to_pylist()
+    curves = [pq.read_table(paths.curve_path(tmp_path, GRID, r.run_id, "000001")).to_pylist()
               for r in (eager, first)]  # fmt: skip
     assert [p["step"] for p in curves[0]] == [p["step"] for p in curves[1]] == [2, 4]
     for a, b in zip(*curves, strict=True):
@@ -68,5 +69,5 @@ def test_compiled_and_eager_agree_and_later_runs_reuse_the_compile_cache(tmp_pat
     # The second compiled run found the first one's kernels in the grid's cache.
     cache = paths.compile_cache_dir(tmp_path, GRID)
     assert (cache / "fxgraph").is_dir() and any(cache.rglob("*.so"))
-    later = read_row(paths.run_path(tmp_path, GRID, second.run_id))["compile_s"]
+    later = read_row(paths.run_path(tmp_path, GRID, second.run_id, "000001"))["compile_s"]
     assert later < rows[first.run_id]["compile_s"] / 2, (later, rows[first.run_id]["compile_s"])

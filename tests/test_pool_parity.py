@@ -11,9 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polling import wait_until
-from runs import tiny_run
-from slurm_runs import rows, write_profile
 
 from harness.core import paths
 from harness.launch.contract import ExecutionSpec
@@ -21,6 +18,9 @@ from harness.launch.local.launcher import LocalLauncher
 from harness.launch.profile import load_profile
 from harness.launch.slurm.launcher import SlurmLauncher
 from harness.store.manifest import write_manifest
+from tests.polling import wait_until
+from tests.runs import tiny_run
+from tests.slurm_runs import rows, write_profile
 
 pytestmark = pytest.mark.slurm
 
@@ -49,7 +49,8 @@ def _setup(root: Path, grid: str, data: Path) -> dict[str, Any]:
     runs = {k: tiny_run(data, grid=grid, tokens=8 * 32 * n, log_every=2, seed=7)
             for k, n in LENGTHS.items()}  # fmt: skip
     write_manifest(root, grid, list(runs.values()))
-    paths.curve_path(root, grid, runs["spills"].run_id).mkdir(parents=True)  # rename fails
+    # a folder where its first curve goes: the write fails (the disk refuses, as it were)
+    paths.curve_path(root, grid, runs["spills"].run_id, "000001").mkdir(parents=True)
     return runs
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
 from harness.analysis.testing import make_run, write_run
 from harness.core.errors import UserError
@@ -17,12 +16,7 @@ from harness.train.loop import train
 from tests.runs import tiny_run
 
 # Exact float32 arithmetic of the CPU (tests/test_gpu.py checks the GPU path, with tolerances).
-pytestmark = pytest.mark.usefixtures("on_the_cpu")
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("on_the_cpu", "one_thread")
 
 
 ALL = ["embedding", "head_mu_norm", "head_rho", "buckets"]  # the head's iso: same code, slow

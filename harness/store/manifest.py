@@ -7,7 +7,7 @@ changed since.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -62,13 +62,19 @@ def _merge(root: Path, grid: str, new: pa.Table) -> int:
     return rows
 
 
-def read_manifest(root: Path, grid: str) -> dict[str, RunConfig]:
-    """run_id -> RunConfig of every planned run of ``grid``."""
+def read_manifest(
+    root: Path, grid: str, only: Collection[str] | None = None
+) -> dict[str, RunConfig]:
+    """run_id -> RunConfig of every planned run of ``grid`` (of those among ``only`` when
+    given: parsing a config costs, so a caller that needs a few reads a few)."""
     path = paths.manifest_path(root, grid)
     if not path.exists():
         raise UserError(f"no manifest for grid {grid!r} at {path}; submit the grid first")
     _refuse_corrupt(root, grid)
-    return {r["run_id"]: from_flat(r) for r in pq.read_table(path).to_pylist()}
+    table = pq.read_table(path)
+    if only is not None:
+        table = table.filter(pc.is_in(table["run_id"], pa.array(list(only), pa.string())))
+    return {r["run_id"]: from_flat(r) for r in table.to_pylist()}
 
 
 def load_run(root: Path, grid: str, run_id: str) -> RunConfig:

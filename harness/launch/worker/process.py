@@ -13,6 +13,8 @@ tasks use, starts run processes this way:
 - The run it trains stops (checkpoints; reported :attr:`ExitKind.INTERRUPTED`) when its stop
   event is set, or when its parent is gone (killed with SIGKILL: the process is re-parented), so
   no run outlives the process that owns it; an idle process exits then too.
+- A run stopped before its first step (while a slow constructor of the user's builds it) ends
+  at once, with no checkpoint: :attr:`ExitKind.UNSTEPPED` (the pool says "not started").
 - It reports each run's end on a queue as a :data:`Report`; a process that dies (killed, out of
   memory, crashed) reports nothing, and its exit code says how it died (:func:`exit_kind`).
 - It takes another run only after a run that ended cleanly (:func:`takes_another`): a run
@@ -31,6 +33,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,7 +49,7 @@ from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.worker.job import RunBusy, RunFinishedElsewhere, run_job
 from harness.store.spill import ResultSpilled
-from harness.train.loop import TrainingInterrupted
+from harness.train.loop import StoppedBeforeFirstStep, TrainingInterrupted
 
 
 class ExitKind(enum.Enum):
@@ -63,7 +66,9 @@ class ExitKind(enum.Enum):
     """Left its run alone: another process holds the run lock (:class:`RunBusy`)."""
     FINISHED_ELSEWHERE = 77
     """Left its run alone: its row changed since the launch (:class:`RunFinishedElsewhere`)."""
-    RESTART = 78
+    UNSTEPPED = 78
+    """Stopped before its first step (:class:`StoppedBeforeFirstStep`): no checkpoint."""
+    RESTART = 79
     """Left its run untouched: code this process imported (an optimizer's file) changed on disk
     since (:func:`~harness.core.provenance.fingerprinted_code_changed`): a fresh process trains
     the run."""
@@ -152,13 +157,23 @@ def spawn_context() -> SpawnContext:
 
     multiprocessing's resource tracker (a helper process the parent's queues and events need)
     is started with :data:`PARENT_SIGNALS` blocked, so that a signal to the process group (a
-    closed terminal's SIGHUP) does not kill it: it would be restarted with tracebacks."""
+    closed terminal's SIGHUP) does not kill it: it would be restarted with tracebacks. It is
+    also told (a ``-W`` option, passed on from ``sys.warnoptions``) not to warn of "leaked
+    semaphore objects" when it cleans up after a parent killed with SIGKILL: the cleanup is its
+    job, and the user's terminal is not the place for the warning."""
     before = signal.pthread_sigmask(signal.SIG_BLOCK, PARENT_SIGNALS)
+    options = list(sys.warnoptions)
+    sys.warnoptions.append(TRACKER_QUIET)
     try:
         resource_tracker.ensure_running()
     finally:
+        sys.warnoptions[:] = options
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return mp.get_context("spawn")
+
+
+TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
+"""The ``-W`` filter the resource tracker is started with (its cleanup warnings)."""
 
 
 def start(
@@ -235,7 +250,7 @@ def _child(
                   f"{task.run_id} goes to a fresh process", file=sys.stderr)  # fmt: skip
             kind, status, note = ExitKind.RESTART, "", ""
         else:
-            kind, status, note = _one_run(spec, task, job_id, should_stop)
+            kind, status, note = _one_run(spec, task, job_id, should_stop, stop)
         with contextlib.suppress(OSError):  # the parent is gone: the row on disk says it all
             reports.put((task.run_id, kind.value, status, note))
         if not takes_another(kind, status):
@@ -259,12 +274,21 @@ def _next_task(tasks: Connection, should_stop: Callable[[], bool]) -> Task | Non
 
 
 def _one_run(
-    spec: ExecutionSpec, task: Task, job_id: str | None, should_stop: Callable[[], bool]
+    spec: ExecutionSpec, task: Task, job_id: str | None, stopped: Callable[[], bool], stop: Event
 ) -> tuple[ExitKind, str, str]:
     """Train ``task``'s run: (how it ended, its row's status or '', the spill line or '')."""
+    begun = threading.Event()  # set by the loop's first poll: the run is built
+
+    def should_stop() -> bool:
+        begun.set()
+        return stopped()
+
+    threading.Thread(target=_end_if_stopped_unbuilt, args=(stop, begun), daemon=True).start()
     try:
         status = run_job(spec, task.run_id, job_id=job_id, should_stop=should_stop,
                          still_needed=task.still_needed)  # fmt: skip
+    except StoppedBeforeFirstStep:
+        return ExitKind.UNSTEPPED, "", ""
     except TrainingInterrupted:
         return ExitKind.INTERRUPTED, "", ""
     except RunFinishedElsewhere as e:
@@ -276,7 +300,18 @@ def _one_run(
     except ResultSpilled as e:
         print(f"harness: {e.line}", file=sys.stderr)
         return ExitKind.SPILLED, e.status, e.line
+    finally:
+        begun.set()  # ends the watch: the next run has a watch of its own
     return ExitKind.RECORDED, status, ""
+
+
+def _end_if_stopped_unbuilt(stop: Event, begun: threading.Event) -> None:
+    """A run stopped while it is still being built (a slow constructor of the user's) has
+    nothing to keep: its process ends at once (:attr:`ExitKind.UNSTEPPED`, no report), with no
+    checkpoint, instead of when the constructor returns."""
+    while not begun.is_set():
+        if stop.wait(0.1) and not begun.is_set():
+            os._exit(ExitKind.UNSTEPPED.value)
 
 
 def _between_runs() -> None:
