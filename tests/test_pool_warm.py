@@ -18,7 +18,7 @@ from harness.launch.worker import pool as pool_module
 from harness.launch.worker import process
 from harness.launch.worker.pool import Outcome, RunPool, drain
 from harness.store.manifest import write_manifest
-from harness.store.rows import read_row
+from harness.store.rows import newest_row_file, read_row
 from tests.runs import spec_for
 
 OPTIMIZER = """
@@ -48,6 +48,13 @@ def quadratic(data_root: Path, grid: str, seed: int, **point: Any) -> RunConfig:
     base = {"workload": "quadratic", "optimizer": "adamw", "lr": 0.01, "steps": 40, **point}
     resolver = Resolver(grid, "local", vocab_lookup(data_root), "test")
     return resolver.resolve({**base, "seed": seed}, "test run")
+
+
+def _row(root: Path, grid: str, run_id: str) -> dict[str, Any]:
+    """The newest row of ``run_id``."""
+    path = newest_row_file(root, grid, run_id)
+    assert path is not None, run_id
+    return read_row(path)
 
 
 def _train(root: Path, data_root: Path, runs: list[RunConfig], monkeypatch) -> list[Any]:
@@ -80,8 +87,8 @@ def test_one_process_trains_run_after_run_as_fresh_processes_would(
 
     alone = quadratic(prepared_data, "alone", 3)  # the last run, trained in a fresh process
     _train(tmp_path / "alone", prepared_data, [alone], monkeypatch)
-    warm_row = read_row(paths.run_path(tmp_path / "warm", "warm", runs[3].run_id))
-    alone_row = read_row(paths.run_path(tmp_path / "alone", "alone", alone.run_id))
+    warm_row = _row(tmp_path / "warm", "warm", runs[3].run_id)
+    alone_row = _row(tmp_path / "alone", "alone", alone.run_id)
     assert warm_row["status"] == alone_row["status"] == "completed"
     assert warm_row["val_loss"] == alone_row["val_loss"]  # nothing leaks from the runs before
     for r in runs:  # each run's log holds its own lines only
@@ -98,7 +105,7 @@ def test_a_run_that_failed_leaves_its_process_and_the_next_run_gets_a_fresh_one(
     bad = quadratic(prepared_data, "fail", 0, optimizer=f"{opt}:Plain", lr=0.5)
     runs = [bad, quadratic(prepared_data, "fail", 1), quadratic(prepared_data, "fail", 2)]
     started = _train(tmp_path / "results", prepared_data, runs, monkeypatch)
-    rows = [read_row(paths.run_path(tmp_path / "results", "fail", r.run_id)) for r in runs]
+    rows = [_row(tmp_path / "results", "fail", r.run_id) for r in runs]
     assert [r["status"] for r in rows] == ["failed", "completed", "completed"]
     assert "a bug that only lr 0.5 meets" in rows[0]["error"]
     assert len(started) == 2  # the failed run's process took no other run
@@ -115,12 +122,12 @@ def test_an_optimizer_file_edited_mid_sweep_is_trained_by_a_fresh_process(
     runs = [quadratic(prepared_data, "edit", s, optimizer=f"{opt}:Plain") for s in range(2)]
     first = _train(tmp_path / "a", prepared_data, runs[:1], monkeypatch)
     assert len(first) == 1
-    original = read_row(paths.run_path(tmp_path / "a", "edit", runs[0].run_id))
+    original = _row(tmp_path / "a", "edit", runs[0].run_id)
 
     # the same two runs in a new pool, the file edited between them (the first run's end)
     monkeypatch.setattr(process, "takes_another", _edit_after_first(opt))
     started = _train(tmp_path / "b", prepared_data, runs, monkeypatch)
-    rows = [read_row(paths.run_path(tmp_path / "b", "edit", r.run_id)) for r in runs]
+    rows = [_row(tmp_path / "b", "edit", r.run_id) for r in runs]
     assert len(started) == 2  # the second run went to a fresh process
     assert rows[0]["optimizer_fingerprint"] == original["optimizer_fingerprint"]
     assert rows[1]["optimizer_fingerprint"] != original["optimizer_fingerprint"]
