@@ -68,6 +68,16 @@ def test_overhead_quick_expands_writes_compacts_and_queries() -> None:
     assert all(float(ms) > 0 and int(rows) > 0 for ms, rows in compacted), out
 
 
+def test_startup_quick_trains_runs_through_one_warm_slot() -> None:
+    out = _quick("startup")
+    (one,) = _numbers(rf"1 run: CPU {NUMBER} s", out)
+    (many,) = _numbers(rf"3 runs: CPU {NUMBER} s", out)
+    (per_run,) = _numbers(rf"per run \(marginal\): CPU {NUMBER} s", out)
+    assert 0 < one < many, out  # two more runs cost more CPU, but each far less than the
+    assert per_run < one / 2, out  # first, which started the process (imports: seconds)
+    assert re.search(rf"harness --help CPU {NUMBER} s .* harness status CPU {NUMBER} s", out), out
+
+
 @pytest.mark.slow
 def test_scale_quick_builds_a_store_through_the_write_path_and_measures_commands() -> None:
     out = _quick("scale")

@@ -122,3 +122,32 @@ def test_a_closed_pipe_is_quiet(results: Path, args: list[str]):
     )
     os.close(write)
     assert proc.stderr == "" and proc.returncode == 1, (proc.returncode, proc.stderr)
+
+
+def test_the_command_list_is_read_from_source_as_click_would_show_it():
+    """``harness --help`` lists the commands without importing them (issue 28): each line is
+    what the imported command would say."""
+    from harness.cli import short_help
+
+    for name in COMMANDS.names():
+        command = load_object(COMMANDS[name])
+        for limit in (45, 80):
+            assert short_help(name, limit) == command.get_short_help_str(limit), name
+
+
+def test_help_imports_no_command():
+    """``harness --help`` in a fresh process imports no command module, nor scipy, torch, DuckDB
+    or pandas (issue 28: it took seconds)."""
+    code = (
+        "import sys; sys.argv = ['harness', '--help']\n"
+        "from harness.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('scipy', 'torch', 'duckdb', 'pandas', 'pyarrow', 'matplotlib')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('harness.cli.')"
+        " or m.partition('.')[0] in heavy))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120, check=True)  # fmt: skip
+    assert "Commands:" in proc.stdout and "submit" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout

@@ -5,13 +5,18 @@ stopped by a signal prints what became of its work and exits with 128 + the sign
 (130 for Ctrl-C), never with a traceback. A reader that stops reading (``| head``) ends the
 command quietly with exit code 1 (click's convention).
 
-Commands are imported only when invoked (``harness submit`` never imports the analysis layer).
+Commands are imported only when invoked (``harness submit`` never imports the analysis layer);
+``harness --help`` lists them from their source, without importing any (:func:`short_help`).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
+import importlib.util
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -53,6 +58,14 @@ class _Group(click.Group):
             return None
         return load_object(COMMANDS[name])
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``harness --help``, read from the commands' source files."""
+        rows = [(name, short_help(name, formatter.width - 6 - len(name)))
+                for name in self.list_commands(ctx)]  # fmt: skip
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             out = super().invoke(ctx)
@@ -73,6 +86,45 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             _say("interrupted")
             sys.exit(130)
+
+
+def short_help(name: str, limit: int = 45) -> str:
+    """The one-line help ``harness --help`` shows for command ``name``, as click makes it from
+    the command's help text, read from the ``@click.command``/``@click.group`` function's
+    docstring (or its decorator's ``help=``) in its source file: listing the commands imports
+    none of them (the analysis layer alone takes seconds). A command defined otherwise is
+    imported."""
+    text = _help_in_source(COMMANDS[name])
+    if text is None:
+        command: click.Command = load_object(COMMANDS[name])
+        return command.get_short_help_str(limit)
+    return click.Command(name, help=text).get_short_help_str(limit)
+
+
+@functools.cache
+def _help_in_source(ref: str) -> str | None:
+    """The help text of the click command ``module:function`` as its source declares it, None
+    when the source does not say it plainly (then the command is imported)."""
+    module, _, attr = ref.partition(":")
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    tree = ast.parse(Path(spec.origin).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr and node.decorator_list:
+            if any(_declares_help(deco) for deco in node.decorator_list):
+                return None  # click's other source of help: let click say it
+            return ast.get_docstring(node, clean=False)  # as click reads ``f.__doc__``
+    return None
+
+
+def _declares_help(decorator: ast.expr) -> bool:
+    """Whether ``decorator`` is ``@click.command(help=...)`` or a group's (or ``short_help=``)."""
+    if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)):
+        return False
+    return decorator.func.attr in ("command", "group") and any(
+        kw.arg in ("help", "short_help") for kw in decorator.keywords
+    )
 
 
 def _say(line: str) -> None:

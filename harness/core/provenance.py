@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.core import env
 from harness.core.codegrain import class_code, strip_docstrings
+from harness.core.files import FileStamp, file_stamp
 
 PROVENANCE: dict[str, str] = {
     "device": "where the run computed (cpu, cuda:<device name>)",
@@ -141,19 +142,50 @@ def code_fingerprint(objects: Iterable[object]) -> str:
     return h.hexdigest()[:16]
 
 
+_FINGERPRINTS: dict[tuple[tuple[object, ...], tuple[FileStamp | None, ...]], str] = {}
+"""Class fingerprints computed by this process, by (objects, stamps of their source files)."""
+_FIRST_SEEN: dict[Path, FileStamp | None] = {}
+"""Each source file this process fingerprinted, as it was the first time."""
+
+
 def class_fingerprint(objects: Iterable[object]) -> str:
     """A 16-hex-digit hash of the code ``objects`` (classes or functions) run, at the grain of a
-    class (:mod:`harness.core.codegrain`): editing another class of the same file leaves it."""
-    h = hashlib.sha256()
-    for part in sorted({part for obj in objects for part in class_code(obj)}):
-        h.update(part.encode())
-    return h.hexdigest()[:16]
+    class (:mod:`harness.core.codegrain`): editing another class of the same file leaves it.
+
+    Computed once per process while their source files are unchanged (a run process trains many
+    runs: it reads and parses an optimizer's files once, not once per run)."""
+    objs = tuple(objects)
+    files = sorted({f for obj in objs for f in source_files(obj)})
+    stamps = tuple(file_stamp(f) for f in files)
+    key = (objs, stamps)
+    if key not in _FINGERPRINTS:
+        h = hashlib.sha256()
+        for part in sorted({part for obj in objs for part in class_code(obj)}):
+            h.update(part.encode())
+        _FINGERPRINTS[key] = h.hexdigest()[:16]
+        for f, stamp in zip(files, stamps, strict=True):
+            _FIRST_SEEN.setdefault(f, stamp)
+    return _FINGERPRINTS[key]
 
 
-def distribution_version(obj: object) -> str | None:
-    """``name==version`` of the installed distribution providing ``obj``'s module, if any."""
-    top = (getattr(obj, "__module__", "") or "").partition(".")[0]
+def fingerprinted_code_changed() -> list[Path]:
+    """The source files this process fingerprinted that changed on disk since the first time:
+    a process that imported their code then runs code other than theirs (a run process then
+    leaves its next run to a fresh process)."""
+    return [f for f, stamp in _FIRST_SEEN.items() if file_stamp(f) != stamp]
+
+
+@functools.cache
+def _distribution_of(top: str) -> str | None:
+    """``name==version`` of the installed distribution providing top-level module ``top``.
+    Cached per process: reading every installed package's metadata takes about a second, and
+    the code a process imported does not change distribution."""
     for dist in metadata.packages_distributions().get(top, []):
         with contextlib.suppress(metadata.PackageNotFoundError):
             return f"{dist}=={metadata.version(dist)}"
     return None
+
+
+def distribution_version(obj: object) -> str | None:
+    """``name==version`` of the installed distribution providing ``obj``'s module, if any."""
+    return _distribution_of((getattr(obj, "__module__", "") or "").partition(".")[0])

@@ -2,11 +2,14 @@
 :class:`Outcome`.
 
 Both the local launcher (:mod:`harness.launch.local.batch`) and packed SLURM tasks
-(:mod:`harness.launch.worker.packing`) run their runs through a :class:`RunPool`. Each run trains
-in a process of its own (:mod:`harness.launch.worker.process`), so a crash or an OOM ends one run,
-not its neighbours. The pool handles, once for every backend:
+(:mod:`harness.launch.worker.packing`) run their runs through a :class:`RunPool`. Runs train in
+run processes (:mod:`harness.launch.worker.process`), one run at a time each, so a crash or an
+OOM ends one run, not its neighbours; a process that ended a run cleanly takes the next one, so
+torch and the harness are imported once per slot, not once per run. The pool handles, once for
+every backend:
 
-- **slots**: ``parallel`` runs at once; with GPUs, each run is given one, ``per_gpu`` per GPU.
+- **slots**: ``parallel`` run processes at once; with GPUs, each is given one, ``per_gpu`` per
+  GPU; an idle process takes the next run, a slot without one starts a new process.
 - **run locks**: a run whose lock another process holds is not started. With ``wait_for_locks``
   (a launcher that waits for its runs) it waits until the lock is free, then starts unless a row
   was written meanwhile, so that a run is never left missing because a dying process (an orphan
@@ -15,6 +18,7 @@ not its neighbours. The pool handles, once for every backend:
   is not trained again; the run process checks this again under the run lock.
 - **stopping**: :meth:`RunPool.stop` makes every running run checkpoint and stop;
   :meth:`RunPool.kill` kills each running process once (no row: it resumes from its checkpoint).
+  Processes left idle when no run waits are told to exit, and :attr:`RunPool.done` waits for them.
 - **time limits**: a run past ``timeout_s`` checkpoints and gets a ``timeout`` row.
 - **deaths**: a process killed from outside (the kernel's OOM killer) or crashed gets a
   ``failed`` row with the steps and loss curve it reached (its progress file) and its log's tail.
@@ -121,7 +125,9 @@ class RunPool:
         self.pending: list[str] = list(run_ids)
         """Runs not started yet, in order."""
         self.active: dict[str, RunProcess] = {}
-        """Runs whose process runs, by run_id."""
+        """Runs being trained, by run_id: the process training each."""
+        self.processes: list[RunProcess] = []
+        """Every run process not yet exited (training, idle or retiring)."""
         now = row_marks(spec.results_root, spec.grid) if seen is None else {}
         self.seen = {r: seen[r] if seen is not None and r in seen else now.get(r) for r in run_ids}
         self.gpus_given = gpus is not None
@@ -129,15 +135,14 @@ class RunPool:
         self.stopping = False
         self._ctx = process.spawn_context()
         self._reports: Any = self._ctx.SimpleQueue()
-        self._reported: dict[str, process.Report] = {}
         self._timed_out: set[str] = set()
         self._killed: set[str] = set()
 
     # --- what the caller sees -----------------------------------------------------------------
     @property
     def done(self) -> bool:
-        """Whether every run has ended (or will never start)."""
-        return not self.pending and not self.active
+        """Whether every run has ended (or will never start) and every run process exited."""
+        return not self.pending and not self.active and not self.processes
 
     def log(self, run_id: str) -> Path | None:
         """The run's log (its process's stdout and stderr), None without a logs folder."""
@@ -147,17 +152,39 @@ class RunPool:
         """Start waiting runs while there is room; return the runs that ended since the last
         call (in the order they were noticed)."""
         ended = self._start_more()
-        for reported in process.drain(self._reports):  # each is put before its process exits
-            self._reported[reported[0]] = reported
-        for run_id, p in list(self.active.items()):
+        ended += self._reported_ends()
+        for p in list(self.processes):
             code = p.process.exitcode
             if code is None:
-                self._check_time(run_id, p)
+                if p.run_id is not None:
+                    self._check_time(p.run_id, p)
                 continue
-            del self.active[run_id]
+            self.processes.remove(p)
             if p.gpu is not None:
                 self.on_gpu[p.gpu] -= 1
-            end = self._ended(run_id, code)
+            ended += self._reported_ends()  # put before it exited: read it before its death
+            if p.run_id is not None:  # it died training its run
+                run_id, p.run_id = p.run_id, None
+                del self.active[run_id]
+                end = self._ended(run_id, process.exit_kind(code), code=code)
+                if end is not None:
+                    ended.append(end)
+        if not self.pending or self.stopping:
+            for p in self.processes:
+                if p.run_id is None and not p.retiring:
+                    p.retire()  # no run waits for it: it exits
+        return ended
+
+    def _reported_ends(self) -> list[Ended]:
+        """The runs whose processes reported their end since the last call."""
+        ended = []
+        for run_id, kind_value, status, note in process.drain(self._reports):
+            p = self.active.pop(run_id)
+            p.run_id, p.process.name = None, process.IDLE_NAME
+            kind = process.ExitKind(kind_value)
+            if not process.takes_another(kind, status):
+                p.retiring = True  # it exits by itself
+            end = self._ended(run_id, kind, status, note)
             if end is not None:
                 ended.append(end)
         return ended
@@ -168,8 +195,9 @@ class RunPool:
         self.stopping = True
         never = [Ended(r, Outcome.NOT_STARTED) for r in self.pending]
         self.pending.clear()
-        for p in self.active.values():
+        for p in self.processes:
             p.stop.set()
+            p.retiring = True
         return never
 
     def kill(self) -> None:
@@ -178,6 +206,10 @@ class RunPool:
         for run_id, p in self.active.items():
             if run_id not in self._killed:
                 self._killed.add(run_id)
+                p.process.kill()
+        for p in self.processes:
+            if p.run_id is None:  # idle or retiring: nothing to lose
+                p.retiring = True
                 p.process.kill()
 
     # --- starting -----------------------------------------------------------------------------
@@ -188,10 +220,11 @@ class RunPool:
         """Start waiting runs while there are free slots; returns the runs left alone."""
         ended: list[Ended] = []
         for run_id in list(self.pending):
-            if self.stopping or len(self.active) >= self.parallel:
+            idle = next((p for p in self.processes if p.run_id is None and not p.retiring), None)
+            if self.stopping or (idle is None and len(self.processes) >= self.parallel):
                 break
-            gpu = gpu_for_next_run(self.on_gpu, self.per_gpu)
-            if self.on_gpu and gpu is None:
+            gpu = gpu_for_next_run(self.on_gpu, self.per_gpu) if idle is None else idle.gpu
+            if idle is None and self.on_gpu and gpu is None:
                 break  # every GPU is full
             if not self._unchanged(run_id):
                 self.pending.remove(run_id)
@@ -204,20 +237,26 @@ class RunPool:
                     ended.append(Ended(run_id, Outcome.BUSY))
                 continue  # waits its turn: the lock is freed when its holder stops or dies
             self.pending.remove(run_id)
-            self._start(run_id, gpu)
+            self._start(run_id, idle or self._new_process(gpu))
         return ended
 
-    def _start(self, run_id: str, gpu: int | None) -> None:
+    def _new_process(self, gpu: int | None) -> RunProcess:
+        """A new idle run process (on ``gpu`` when the pool gives GPUs)."""
         if gpu is not None:
             self.on_gpu[gpu] += 1
         env = {"CUDA_VISIBLE_DEVICES": "" if gpu is None else str(gpu)} if self.gpus_given else {}
+        p = process.start(self._ctx, self.spec, self._reports, job_id=self.job_id, env=env,
+                          gpu=gpu)  # fmt: skip
+        self.processes.append(p)
+        return p
+
+    def _start(self, run_id: str, p: RunProcess) -> None:
+        """Hand ``run_id`` to the idle run process ``p``."""
         needed = functools.partial(
             row_unchanged, self.spec.results_root, self.spec.grid, run_id, self.seen[run_id]
         )
-        self.active[run_id] = process.start(
-            self._ctx, self.spec, run_id, self._reports, job_id=self.job_id,
-            log=self.log(run_id), env=env, still_needed=needed, gpu=gpu,
-        )  # fmt: skip
+        p.give(process.Task(run_id, self.log(run_id), needed))
+        self.active[run_id] = p
 
     def _check_time(self, run_id: str, p: RunProcess) -> None:
         """Stop a run past the time limit (it checkpoints; :meth:`_ended` records it)."""
@@ -225,18 +264,25 @@ class RunPool:
         if late and not p.stop.is_set():
             self._timed_out.add(run_id)
             p.stop.set()
+            p.retiring = True  # its stop event stays set: it takes no other run
 
     # --- ending -------------------------------------------------------------------------------
-    def _ended(self, run_id: str, code: int) -> Ended | None:
-        """What became of a run whose process exited with ``code`` (None: it waits again)."""
-        _, status, note = self._reported.pop(run_id, (run_id, "", ""))
-        kind = process.exit_kind(code)
+    def _ended(
+        self, run_id: str, kind: ExitKind, status: str = "", note: str = "", code: int = 0
+    ) -> Ended | None:
+        """What became of a run that ended so (its process's report, or the exit ``code`` of a
+        process that died training it); None: it waits again."""
         if kind is ExitKind.RECORDED and status:
             return Ended(run_id, Outcome.FINISHED, status)
         if kind is ExitKind.SPILLED:
             return Ended(run_id, Outcome.SPILLED, status, note)
         if kind is ExitKind.FINISHED_ELSEWHERE:
             return Ended(run_id, Outcome.FINISHED_ELSEWHERE)
+        if kind is ExitKind.RESTART and not self.stopping:
+            self.pending.insert(0, run_id)  # untouched: a fresh process trains it
+            return None
+        if kind is ExitKind.RESTART:
+            return Ended(run_id, Outcome.NOT_STARTED)
         if kind is ExitKind.BUSY:
             if self.wait_for_locks and not self.stopping:
                 self.pending.insert(0, run_id)  # its lock was taken meanwhile: wait for it

@@ -1,27 +1,34 @@
-"""A run in a process of its own, owned by the process that started it (its parent).
+"""Run processes, owned by the process that started them (their parent). Each is a warm worker:
+it imports torch and the harness once, then trains the runs its parent hands it, one at a time,
+so that a small run does not pay seconds of start-up (issue 28, item 7).
 
 The run pool (:mod:`harness.launch.worker.pool`), which both the local launcher and packed SLURM
-tasks use, starts runs this way:
+tasks use, starts run processes this way:
 
-- Signals are the parent's business. The run process ignores ``SIGTERM``, ``SIGINT``, ``SIGHUP``
+- Signals are the parent's business. A run process ignores ``SIGTERM``, ``SIGINT``, ``SIGHUP``
   and ``SIGUSR2`` (blocked from before it starts until it ignores them, so that a signal during
   its start-up, torch's import takes seconds, cannot kill it): Ctrl-C in a terminal, a closed
   terminal or SLURM signal the whole process group, and a run killed by one would lose the work
-  since its last checkpoint. The parent decides, through the run's stop event.
-- The run stops (checkpoints, exits :attr:`ExitKind.INTERRUPTED`) when its stop event is set, or
-  when its parent is gone (killed with SIGKILL: the run is re-parented), so no run outlives the
-  process that owns it.
+  since its last checkpoint. The parent decides, through the process's stop event.
+- The run it trains stops (checkpoints; reported :attr:`ExitKind.INTERRUPTED`) when its stop
+  event is set, or when its parent is gone (killed with SIGKILL: the process is re-parented), so
+  no run outlives the process that owns it; an idle process exits then too.
 - A run stopped before its first step (while a slow constructor of the user's builds it) ends
   at once, with no checkpoint: :attr:`ExitKind.UNSTEPPED` (the pool says "not started").
-- It reports its row's status on a queue as ``(run_id, status, note)`` and exits with a code that
-  says what became of it; :func:`exit_kind` reads it back (the pool turns it into an
-  :class:`~harness.launch.worker.pool.Outcome`; the codes are this module's business).
+- It reports each run's end on a queue as a :data:`Report`; a process that dies (killed, out of
+  memory, crashed) reports nothing, and its exit code says how it died (:func:`exit_kind`).
+- It takes another run only after a run that ended cleanly (:func:`takes_another`): a run
+  stopped, failed (a CUDA error can leave the process unusable) or whose result was refused
+  ends its process. Between runs it frees what the run held and resets torch.compile's
+  in-memory state (Dynamo's caches), so each run compiles as in a fresh process (from the
+  grid's on-disk cache) and a sweep of many shapes never hits Dynamo's recompile limit.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import gc
 import multiprocessing as mp
 import os
 import signal
@@ -31,11 +38,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing import resource_tracker
+from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnContext
 from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import IO, Any
 
+from harness.core.provenance import fingerprinted_code_changed
+from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.worker.job import RunBusy, RunFinishedElsewhere, run_job
 from harness.store.spill import ResultSpilled
@@ -43,7 +53,8 @@ from harness.train.loop import StoppedBeforeFirstStep, TrainingInterrupted
 
 
 class ExitKind(enum.Enum):
-    """How a run process ended, as its exit code says."""
+    """How a run ended: what its process reported, or what the exit code of a process that died
+    while training it says."""
 
     RECORDED = 0
     """Its run's row is written (its status was reported)."""
@@ -57,6 +68,10 @@ class ExitKind(enum.Enum):
     """Left its run alone: its row changed since the launch (:class:`RunFinishedElsewhere`)."""
     UNSTEPPED = 78
     """Stopped before its first step (:class:`StoppedBeforeFirstStep`): no checkpoint."""
+    RESTART = 79
+    """Left its run untouched: code this process imported (an optimizer's file) changed on disk
+    since (:func:`~harness.core.provenance.fingerprinted_code_changed`): a fresh process trains
+    the run."""
     DIED = -1
     """Any other code, or a signal: killed (the kernel's OOM killer) or crashed."""
 
@@ -72,24 +87,69 @@ def exit_kind(exitcode: int) -> ExitKind:
 PARENT_SIGNALS = (signal.SIGTERM, signal.SIGUSR2, signal.SIGINT, signal.SIGHUP)
 """Signals a run process leaves to its parent (see the module docstring)."""
 
-Report = tuple[str, str, str]
-"""What a run process reports: (run_id, its row's status, a note: the spill line or '')."""
+Report = tuple[str, int, str, str]
+"""What a run process reports when a run ends: (run_id, its :class:`ExitKind` value, its row's
+status or '', a note: the spill line or '')."""
+
+CLEAN_STATUSES = (Status.COMPLETED.value, Status.DIVERGED.value)
+"""Row statuses after which a run process takes another run."""
+
+IDLE_NAME = "harness-runs"
+"""The name of an idle run process (``run-<run_id>`` while it trains that run)."""
+IDLE_POLL_S = 0.5
+"""Seconds an idle run process waits for its next run between checks of its parent."""
+
+
+def takes_another(kind: ExitKind, status: str) -> bool:
+    """Whether a run process takes another run after one that ended so (module docstring)."""
+    if kind in (ExitKind.BUSY, ExitKind.FINISHED_ELSEWHERE):
+        return True  # it did not train
+    return kind is ExitKind.RECORDED and status in CLEAN_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One run handed to a run process."""
+
+    run_id: str
+    """The planned run."""
+    log: Path | None
+    """File its stdout and stderr are appended to while it trains (None: the parent's)."""
+    still_needed: Callable[[], bool] | None
+    """Passed to :func:`~harness.launch.worker.job.run_job` (picklable)."""
 
 
 @dataclass(slots=True)
 class RunProcess:
     """A started run process and what its parent knows of it."""
 
-    run_id: str
-    """The run it trains."""
     process: mp.process.BaseProcess
     """The process."""
     stop: Event
-    """Set to make the run checkpoint and stop."""
-    started: float = field(default_factory=time.monotonic)
-    """When it was started (monotonic seconds)."""
+    """Set to make its run checkpoint and stop, and the process exit."""
+    tasks: Connection
+    """Where its parent sends it runs (:class:`Task`); closed: no more."""
     gpu: int | None = None
     """The GPU it was given (local launcher), None without."""
+    run_id: str | None = None
+    """The run it trains now (handed over, not reported yet), None while idle."""
+    started: float = field(default_factory=time.monotonic)
+    """When it was handed its current run (monotonic seconds)."""
+    retiring: bool = False
+    """It takes no more runs (stopped, or its last run did not end cleanly)."""
+
+    def give(self, task: Task) -> None:
+        """Hand it ``task``'s run (it must be idle)."""
+        assert self.run_id is None and not self.retiring, (self.run_id, self.retiring)
+        self.tasks.send(task)
+        self.run_id, self.started = task.run_id, time.monotonic()
+        self.process.name = f"run-{task.run_id}"  # this process's name for its run's time
+
+    def retire(self) -> None:
+        """Take no more runs: an idle process exits now, a busy one after its run."""
+        self.retiring = True
+        with contextlib.suppress(OSError):
+            self.tasks.close()
 
 
 def spawn_context() -> SpawnContext:
@@ -119,37 +179,34 @@ TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
 def start(
     ctx: SpawnContext,
     spec: ExecutionSpec,
-    run_id: str,
     reports: Any,
     *,
     job_id: str | None = None,
-    log: Path | None = None,
     env: Mapping[str, str] | None = None,
-    still_needed: Callable[[], bool] | None = None,
     gpu: int | None = None,
 ) -> RunProcess:
-    """Start a process training ``run_id`` (see the module docstring).
+    """Start an idle run process for runs of ``spec.grid`` (see the module docstring); hand it
+    runs with :meth:`RunProcess.give`.
 
     Args:
         ctx: the spawn context (:func:`spawn_context`).
-        spec: how the run executes.
-        run_id: the planned run.
-        reports: a ``ctx.SimpleQueue`` the process puts its :data:`Report` on.
-        job_id: recorded in the row (SLURM); None locally.
-        log: file the process appends its stdout and stderr to (None: the parent's).
-        env: environment variables set in the process before the run starts.
-        still_needed: passed to :func:`~harness.launch.worker.job.run_job` (picklable).
+        spec: how its runs execute.
+        reports: a ``ctx.SimpleQueue`` the process puts a :data:`Report` on per run.
+        job_id: recorded in the rows (SLURM); None locally.
+        env: environment variables set in the process before its first run.
         gpu: noted in the returned record.
     """
     stop = ctx.Event()
-    args = (spec, run_id, job_id, os.getpid(), stop, reports, log, dict(env or {}), still_needed)
-    proc = ctx.Process(target=_child, args=args, name=f"run-{run_id}")
+    receive, send = ctx.Pipe(duplex=False)
+    args = (spec, job_id, os.getpid(), stop, receive, reports, dict(env or {}))
+    proc = ctx.Process(target=_child, args=args, name=IDLE_NAME)
     before = signal.pthread_sigmask(signal.SIG_BLOCK, PARENT_SIGNALS)
     try:
         proc.start()  # the child inherits the mask through exec and unblocks once it ignores them
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
-    return RunProcess(run_id, proc, stop, gpu=gpu)
+    receive.close()  # the child's end
+    return RunProcess(proc, stop, send, gpu=gpu)
 
 
 def drain(reports: Any) -> list[Report]:
@@ -169,68 +226,109 @@ def died_how(exitcode: int) -> str:
 
 def _child(
     spec: ExecutionSpec,
-    run_id: str,
     job_id: str | None,
     parent: int,
     stop: Event,
+    tasks: Connection,
     reports: Any,
-    log: Path | None,
     env: dict[str, str],
-    still_needed: Callable[[], bool] | None,
 ) -> None:
-    """One run in its own process; reports its status, or exits with a code saying why not."""
+    """A run process: trains the runs it is handed, reports each, until told or made to stop."""
     for signum in PARENT_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, PARENT_SIGNALS)  # blocked by start()
     os.environ.update(env)
-    _output_to(log)
 
+    def should_stop() -> bool:
+        return stop.is_set() or os.getppid() != parent  # a dead parent re-parents us
+
+    while (task := _next_task(tasks, should_stop)) is not None:
+        _output_to(task.log)
+        changed = fingerprinted_code_changed()
+        if changed:
+            print(f"harness: {changed[0]} changed since this process imported it: run "
+                  f"{task.run_id} goes to a fresh process", file=sys.stderr)  # fmt: skip
+            kind, status, note = ExitKind.RESTART, "", ""
+        else:
+            kind, status, note = _one_run(spec, task, job_id, should_stop, stop)
+        with contextlib.suppress(OSError):  # the parent is gone: the row on disk says it all
+            reports.put((task.run_id, kind.value, status, note))
+        if not takes_another(kind, status):
+            return
+        _between_runs()
+
+
+def _next_task(tasks: Connection, should_stop: Callable[[], bool]) -> Task | None:
+    """The next run, None when the parent closed the pipe, or stopped this process (or is gone)
+    with no run handed over: a run handed over is taken even then, and checkpoints at once."""
+    while True:
+        stopping = should_stop()
+        try:
+            if tasks.poll(0 if stopping else IDLE_POLL_S):
+                task: Task = tasks.recv()
+                return task
+        except (EOFError, OSError):
+            return None
+        if stopping:
+            return None
+
+
+def _one_run(
+    spec: ExecutionSpec, task: Task, job_id: str | None, stopped: Callable[[], bool], stop: Event
+) -> tuple[ExitKind, str, str]:
+    """Train ``task``'s run: (how it ended, its row's status or '', the spill line or '')."""
     begun = threading.Event()  # set by the loop's first poll: the run is built
 
     def should_stop() -> bool:
         begun.set()
-        return stop.is_set() or os.getppid() != parent  # a dead parent re-parents us
+        return stopped()
 
     threading.Thread(target=_end_if_stopped_unbuilt, args=(stop, begun), daemon=True).start()
-
     try:
-        status = run_job(
-            spec, run_id, job_id=job_id, should_stop=should_stop, still_needed=still_needed
-        )
+        status = run_job(spec, task.run_id, job_id=job_id, should_stop=should_stop,
+                         still_needed=task.still_needed)  # fmt: skip
     except StoppedBeforeFirstStep:
-        sys.exit(ExitKind.UNSTEPPED.value)
+        return ExitKind.UNSTEPPED, "", ""
     except TrainingInterrupted:
-        sys.exit(ExitKind.INTERRUPTED.value)
+        return ExitKind.INTERRUPTED, "", ""
     except RunFinishedElsewhere as e:
         print(f"harness: {e}", file=sys.stderr)
-        sys.exit(ExitKind.FINISHED_ELSEWHERE.value)
+        return ExitKind.FINISHED_ELSEWHERE, "", ""
     except RunBusy as e:
         print(f"harness: {e}", file=sys.stderr)
-        sys.exit(ExitKind.BUSY.value)
+        return ExitKind.BUSY, "", ""
     except ResultSpilled as e:
         print(f"harness: {e.line}", file=sys.stderr)
-        _report(reports, (run_id, e.status, e.line))
-        sys.exit(ExitKind.SPILLED.value)
-    _report(reports, (run_id, status, ""))
+        return ExitKind.SPILLED, e.status, e.line
+    finally:
+        begun.set()  # ends the watch: the next run has a watch of its own
+    return ExitKind.RECORDED, status, ""
 
 
 def _end_if_stopped_unbuilt(stop: Event, begun: threading.Event) -> None:
     """A run stopped while it is still being built (a slow constructor of the user's) has
-    nothing to keep: its process ends at once, with no checkpoint, instead of when the
-    constructor returns."""
+    nothing to keep: its process ends at once (:attr:`ExitKind.UNSTEPPED`, no report), with no
+    checkpoint, instead of when the constructor returns."""
     while not begun.is_set():
         if stop.wait(0.1) and not begun.is_set():
             os._exit(ExitKind.UNSTEPPED.value)
 
 
-def _report(reports: Any, report: Report) -> None:
-    with contextlib.suppress(OSError):  # the parent is gone: the row on disk says it all
-        reports.put(report)
+def _between_runs() -> None:
+    """Free what the last run held; reset torch.compile's in-memory caches (module docstring)."""
+    import torch
+
+    torch._dynamo.reset()
+    gc.collect()
+    torch.cuda.empty_cache()  # a no-op where CUDA was never initialised
 
 
 def _output_to(log: Path | None) -> None:
     """Send this process's stdout and stderr to ``log`` (appended; Python's writes never raise,
     so a full disk costs log lines, not the run), line by line; else keep them, line-buffered."""
+    for stream in (sys.stdout, sys.stderr):  # the last run's lines, before its log changes
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
     if log is None:
         for stream in (sys.stdout, sys.stderr):  # lines reach the task's log as they come
             if hasattr(stream, "reconfigure"):
