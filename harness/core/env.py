@@ -80,9 +80,13 @@ EARLY_SIGNAL = EnvVar(
     "internal: a SLURM signal that arrived before a task's handlers (set by the task's boot)",
     "none arrived",
 )
-XDG_CACHE_HOME = EnvVar("XDG_CACHE_HOME", "base of the cache folder (`<it>/harness`)", "`~/.cache`")
+XDG_CACHE_HOME = EnvVar(
+    "XDG_CACHE_HOME", "base of the cache folder (`<it>/harness`)", "`~/.cache` (also when relative)"
+)
 XDG_DATA_HOME = EnvVar(
-    "XDG_DATA_HOME", "base of the default data root (`<it>/harness/data`)", "`~/.local/share`"
+    "XDG_DATA_HOME",
+    "base of the default data root (`<it>/harness/data`)",
+    "`~/.local/share` (also when relative)",
 )
 CUDA_VISIBLE_DEVICES = EnvVar(
     "CUDA_VISIBLE_DEVICES",
@@ -129,13 +133,21 @@ ENV: dict[str, EnvVar] = {
 
 def cache_dir() -> Path:
     """The harness's cache folder: ``$XDG_CACHE_HOME/harness``, else ``~/.cache/harness``."""
-    return Path(XDG_CACHE_HOME.get() or Path.home() / ".cache") / "harness"
+    return xdg_base(XDG_CACHE_HOME, Path.home() / ".cache") / "harness"
 
 
 def data_home() -> Path:
     """The default data root, one per user: ``$XDG_DATA_HOME/harness/data``, else
     ``~/.local/share/harness/data``."""
-    return Path(XDG_DATA_HOME.get() or Path.home() / ".local" / "share") / "harness" / "data"
+    return xdg_base(XDG_DATA_HOME, Path.home() / ".local" / "share") / "harness" / "data"
+
+
+def xdg_base(var: EnvVar, fallback: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """An XDG base folder: ``var``'s value when it is an absolute path, else ``fallback``. The
+    XDG spec has a relative value ignored: it would name another folder from every working
+    directory (a dataset prepared again per folder, a cache per folder)."""
+    given = var.get(environ)
+    return Path(given) if given and Path(given).is_absolute() else fallback
 
 
 def readme_table() -> str:

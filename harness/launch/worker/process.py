@@ -97,13 +97,23 @@ def spawn_context() -> SpawnContext:
 
     multiprocessing's resource tracker (a helper process the parent's queues and events need)
     is started with :data:`PARENT_SIGNALS` blocked, so that a signal to the process group (a
-    closed terminal's SIGHUP) does not kill it: it would be restarted with tracebacks."""
+    closed terminal's SIGHUP) does not kill it: it would be restarted with tracebacks. It is
+    also told (a ``-W`` option, passed on from ``sys.warnoptions``) not to warn of "leaked
+    semaphore objects" when it cleans up after a parent killed with SIGKILL: the cleanup is its
+    job, and the user's terminal is not the place for the warning."""
     before = signal.pthread_sigmask(signal.SIG_BLOCK, PARENT_SIGNALS)
+    options = list(sys.warnoptions)
+    sys.warnoptions.append(TRACKER_QUIET)
     try:
         resource_tracker.ensure_running()
     finally:
+        sys.warnoptions[:] = options
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return mp.get_context("spawn")
+
+
+TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
+"""The ``-W`` filter the resource tracker is started with (its cleanup warnings)."""
 
 
 def start(
