@@ -102,12 +102,16 @@ def test_heavyball_sentinel_defaults_are_left_to_the_constructor_and_null_is_acc
 
 def test_ranger21_scheduling_its_own_lr_is_refused_until_its_schedule_is_off(project) -> None:
     """Item 8: Ranger21 warms up on top of the harness's schedule; the preflight sees the step
-    change its lr and refuses, naming it; with its warmup off it passes."""
+    change its lr and refuses, naming it; with its warmup off, or the harness's schedule constant
+    (its own the only one), it passes."""
     keys = "num_epochs: [1], num_batches_per_epoch: [100]"  # 22 steps of its own warmup
     own = _grid(project, f"grid: {{optimizer: {{ranger21:Ranger21: {{{keys}}}}}}}\n", QUADRATIC)
     out = _check(own, code=2)
     assert "schedules its own learning rate on top of the harness's schedule" in out
     assert "optimizer.current_lr" in out
+    alone = _grid(project, f"grid: {{optimizer: {{ranger21:Ranger21: {{{keys}}}}}}}\n",
+                  QUADRATIC + ", schedule: constant")  # fmt: skip
+    assert "built and stepped" in _check(alone)  # its own schedule is the only one: allowed
     off = f"{keys}, use_warmup: [false], warmdown_active: [false]"
     quiet = _grid(project, f"grid: {{optimizer: {{ranger21:Ranger21: {{{off}}}}}}}\n", QUADRATIC)
     assert "1 optimizer configuration(s) built and stepped" in _check(quiet)

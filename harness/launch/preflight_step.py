@@ -2,7 +2,8 @@
 (:mod:`harness.launch.preflight`, run by :mod:`harness.launch.sandbox`): build the run's model
 and optimizer on the CPU, take one step on a tiny batch as the training loop would (its closure,
 its second-order backward, its periodic calls: :mod:`harness.optim.hooks`), and check that the
-step left the learning rate to the harness.
+step left the learning rate to the harness (unless the run's schedule is constant without
+warmup: the optimizer's own schedule is then the only one, as schedule-free's warmup may be).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def check(run: RunConfig) -> str | None:
         opt.step()
     if hooks.every:  # each periodic call once (at a multiple of every period), so that it shows
         call_periodic(opt, hooks, math.lcm(*hooks.every.values()))
+    if run.optim.schedule == "constant" and not run.optim.warmup_steps:
+        return None  # the optimizer's own schedule is the only one (schedule-free's warmup)
     return _own_schedule(before, _lr_values(opt))
 
 
@@ -140,5 +143,5 @@ def _own_schedule(before: dict[str, float], after: dict[str, float]) -> str | No
     return (
         f"the optimizer schedules its own learning rate on top of the harness's schedule ({said}); "
         "turn its own schedule (warmup, warmdown) off in the grid, so that the run's schedule is "
-        "the one applied"
+        "the one applied, or set schedule: constant and warmup_steps: 0 to apply its own only"
     )
