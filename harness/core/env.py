@@ -64,6 +64,17 @@ KEEP_CHECKPOINTS = EnvVar(
     "`1`/`true`: keep a completed run's checkpoint (`0`/`false`: delete it)",
     "the profile's `keep_checkpoints`",
 )
+PREFLIGHT_TIMEOUT_S = EnvVar(
+    "HARNESS_PREFLIGHT_TIMEOUT_S",
+    "seconds the preflight gives each optimizer configuration (build and one step, in a child "
+    "process)",
+    "60",
+)
+PREFLIGHT_MEMORY_GB = EnvVar(
+    "HARNESS_PREFLIGHT_MEMORY_GB",
+    "address space of the preflight's child process, GiB",
+    "half the machine's memory",
+)
 EARLY_SIGNAL = EnvVar(
     "HARNESS_EARLY_SIGNAL",
     "internal: a SLURM signal that arrived before a task's handlers (set by the task's boot)",
@@ -112,7 +123,7 @@ ENV: dict[str, EnvVar] = {
     v.name: v
     for v in (
         RESULTS, DATA, SPILL, SQL_UNSAFE, SQL_MEMORY, LAUNCHERS, CHECKPOINT_EVERY_S,
-        KEEP_CHECKPOINTS, EARLY_SIGNAL,
+        KEEP_CHECKPOINTS, PREFLIGHT_TIMEOUT_S, PREFLIGHT_MEMORY_GB, EARLY_SIGNAL,
         XDG_CACHE_HOME, XDG_DATA_HOME, CUDA_VISIBLE_DEVICES, SLURM_CONF, SLURM_JOB_ID,
         SLURM_RESTART_COUNT, TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, MASTER_ADDR, MASTER_PORT,
     )
