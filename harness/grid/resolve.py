@@ -355,10 +355,13 @@ def _derive_and_evaluate(
 
 def _coerce(k: str, v: Any, want: _Type) -> Any:
     """Check ``v`` against ``k``'s type; numeric strings (YAML's ``3.2e9``) are numbers; a
-    float must be finite (``.nan``, ``.inf`` and expressions that overflow are refused)."""
+    float must be finite (``.nan``, ``.inf`` and expressions that overflow are refused), an int
+    must fit 64 bits (its Parquet column's)."""
     out = _typed(k, v, want)
     if isinstance(out, float) and not math.isfinite(out) and want.finite:
         raise UserError(f"{k}: {v!r} is not a finite number")
+    if type(out) is int and not -(2**63) <= out < 2**63:  # a column of 64-bit integers holds it
+        raise UserError(f"{k}: {out} does not fit a 64-bit integer (|value| < 2**63)")
     return out
 
 

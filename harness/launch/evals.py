@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.core import paths
 from harness.core.errors import UserError
-from harness.core.files import try_locked
+from harness.core.files import remove_stale_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.registry import load_object
 from harness.core.result import Status
@@ -94,6 +94,7 @@ def plan_evals(
     """
     from harness.store.db import result_statuses  # DuckDB: imported when used
 
+    remove_stale_temps([paths.evals_dir(root, grid)])  # left by an eval killed mid-write
     runs = read_manifest(root, grid)
     completed = [r for r, s in result_statuses(root, grid).items()
                  if s == Status.COMPLETED and r in runs]  # fmt: skip
