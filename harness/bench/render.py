@@ -97,7 +97,8 @@ def verdict_table(v: Verdict) -> str:
     ]
     for a in v.arms:
         pts = " | ".join(
-            f"{lr:.3g}: {_num(m, '.4g')}{'*' if lr == a.best.get('lr') else ''}"
+            f"{lr:.3g}: {'diverged' if math.isinf(m) else _num(m, '.4g')}"
+            f"{'*' if lr == a.best.get('lr') else ''}"
             for lr, m in a.lr_curve
         )
         edge = f" (best on the {a.lr_edge} edge)" if a.lr_edge else ""
