@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.core.files import FileStamp
 from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
 from harness.launch.profile import LauncherProfile
 from harness.launch.slurm import arrays
@@ -127,7 +126,7 @@ class SlurmLauncher:
         self,
         runs: Sequence[RunConfig],
         spec: ExecutionSpec,
-        seen: Mapping[str, FileStamp | None] | None = None,
+        seen: Mapping[str, int | None] | None = None,
     ) -> Launched:
         """Submit ``runs`` as job arrays (what the controller has no room for is deferred).
         ``seen`` is not used: a task decides from the rows it finds when it starts.
