@@ -89,9 +89,12 @@ class Speedup:
     ci_high: float
     """Its upper end."""
     reading: Reading
-    """better, worse or no evidence (the interval covers 1)."""
+    """better, worse or no evidence (the interval covers 1); no verdict when the fit's model
+    check fails."""
     note: str
     """The fit's own notes (a failed fit, an unreached loss)."""
+    fit_check: str = ""
+    """The fit's model check (:mod:`harness.analysis.stats.fit_check`): ``ok``, or what failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,10 +362,22 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
             continue
         for _, r in table.iterrows():
             lo, hi = float(r["ci_low"]), float(r["ci_high"])
+            check = str(r.get("fit_check") or "")
             reading: Reading = "better" if lo > 1 else "worse" if hi < 1 else "no evidence"
+            if _failed(check):
+                reading = "no verdict"
             out.append(Speedup({k: _plain(r[k]) for k in by}, b.label, float(r["ratio"]), lo, hi,
-                               reading, str(r["note"] or "")))  # fmt: skip
+                               reading, str(r["note"] or ""), check))  # fmt: skip
     return out
+
+
+def _failed(check: str) -> bool:
+    """Whether a speed-up's model check failed (lack of fit, window-sensitive); a check that
+    could not be made (``unchecked: ...``, too few budgets) leaves the reading to the interval."""
+    from harness.analysis.stats.fit_check import OK
+
+    parts = [c.strip() for c in check.split(";") if c.strip()]
+    return any(c != OK and not c.startswith("unchecked") for c in parts)
 
 
 def _totals(rows: Rows, derived: Derived) -> list[ArmTotal]:
