@@ -278,3 +278,13 @@ def test_speedup_with_three_budgets_reads_the_candidates_data_efficiency(tmp_pat
         assert abs(s.ratio - 2.0) < 0.2
         assert s.fit_check.startswith("unchecked: 3 budgets")  # the model check, said
     assert "data-efficiency speed-up" in verdict_table(v)
+
+
+def test_an_arm_with_part_of_its_budget_is_not_tuned(ci_sgd) -> None:
+    rows = _rows(0.5)[0]
+    t = rows.tuning
+    dropped = t[~((t["label"] == "torch.optim:SGD") & (t["lr"] == 1e-3))]  # a failed config
+    v = verdict_of(ci_sgd, Rows(rows.metric, rows.goal, dropped, rows.confirm, rows.keys,
+                                rows.over))  # fmt: skip
+    assert [c.reading for c in v.comparisons] == ["not tuned"] * 4
+    assert "only 2 of torch.optim:SGD's 3 configurations" in v.comparisons[0].why

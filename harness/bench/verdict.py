@@ -237,9 +237,11 @@ def _arm_values(rows: Rows, label: str, cell: Mapping[str, Any]) -> np.ndarray:
     return df[VALUE].to_numpy(dtype=float)
 
 
-def _not_tuned(arm: ArmCell | None) -> str:
+def _not_tuned(arm: ArmCell | None, budget: int) -> str:
     if arm is None:
         return "pending"
+    if arm.configs < budget:
+        return f"only {arm.configs} of {arm.label}'s {budget} configurations have a result"
     if not math.isfinite(arm.tuning_mean):
         return f"{arm.label}'s selected configuration diverged"
     if arm.lr_edge:
@@ -259,7 +261,9 @@ def _compare(
     for key in cells:
         cell = dict(key)
         for b in derived.baselines:
-            raw.append(_one(rows, cell, cand, b.label, by_key, p.verdict.alpha))
+            raw.append(
+                _one(rows, cell, cand, b.label, by_key, p.verdict.alpha, derived.candidate.configs)
+            )
     tested = [i for i, r in enumerate(raw) if "p" in r]
     m = len(tested)
     adjusted = _holm(np.array([raw[i]["p"] for i in tested])) if m else np.array([])
@@ -282,12 +286,13 @@ def _one(
     base: str,
     by_key: Mapping[Any, ArmCell],
     alpha: float,
+    budget: int,
 ) -> dict[str, Any]:
     """One comparison's numbers (without the corrected reading)."""
     key = tuple(cell.items())
     head: dict[str, Any] = {"cell": cell, "baseline": base}
     for label in (cand, base):
-        why = _not_tuned(by_key.get((label, key)))
+        why = _not_tuned(by_key.get((label, key)), budget)
         if why == "pending":
             return {**head, "reading": "pending", "why": f"{label} has no tuning result yet"}
         if why:
