@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from harness.analysis.figures.common import layout, legend
+from harness.analysis.present.figures.common import layout, legend
 from tests.local_submits import grid_file, start_submit
 from tests.polling import wait_until
 

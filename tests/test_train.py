@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from harness.model.architecture import flops_per_token
 from harness.optim.registry import OPTIMIZERS

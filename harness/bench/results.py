@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.core.errors import UserError
+from harness.metrics.catalogue import Goal
 
 LOSS = "val_loss"
 """The metric compared: the held-out loss at the end of the run (selection by it and by
@@ -28,8 +29,8 @@ class Rows:
 
     metric: str
     """The metric compared (the grid's loss, read at the end of the run)."""
-    goal: str
-    """``min`` or ``max``."""
+    goal: Goal
+    """Which direction of ``metric`` is better."""
     tuning: pd.DataFrame
     """Tuning rows (extension rounds included), with ``value``."""
     confirm: pd.DataFrame

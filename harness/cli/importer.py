@@ -9,7 +9,6 @@ import click
 from harness.analysis.rows.selectors import parse_columns
 from harness.cli.options import resolve_results, results_option
 from harness.core.config import SCALES
-from harness.store.importing import import_csv
 
 
 @click.command(name="import")
@@ -50,12 +49,14 @@ def import_(
     analysed and plotted like trained runs; curves are read by critical-batch, speedup and the
     curve figures.
 
-    Example: harness import harness.analysis/published/talk_table1.csv --grid talk_table1
+    Example: harness import analysis/published/talk_table1.csv --grid talk_table1
     """
-    done = import_csv(
+    from harness import api
+
+    done = api.import_results(
         file,
         grid=grid,
-        root=resolve_results(results),
+        results=resolve_results(results),
         source=source,
         scale=scale,
         extra=parse_columns(extra),

@@ -215,7 +215,7 @@ def curves_tables(
                 f"{file}: column {k!r} is neither a curve column ({', '.join(CURVE_FIELDS)}) "
                 "nor a column of the imported results that could name a run"
             )
-    index: dict[tuple, list[str]] = {}
+    index: dict[tuple[Any, ...], list[str]] = {}
     for row in runs.select([*keys, "run_id"]).to_pylist():
         index.setdefault(tuple(row[k] for k in keys), []).append(row["run_id"])
     points: dict[str, list[dict[str, Any]]] = {}

@@ -217,7 +217,7 @@ def write_imported_curves(root: Path, grid: str, curves: Mapping[str, pa.Table])
     """
     out = []
     for run_id, table in curves.items():
-        path = paths.curve_path(root, grid, run_id)
+        path = paths.curve_path(root, grid, run_id, paths.LEGACY_VERSION)  # replaced by a re-import
         atomic_write_table(table, path)
         out.append(path)
     return out

@@ -13,6 +13,8 @@ from harness.analysis.rows.selectors import ARM, Selector
 from harness.analysis.stats import baseline_gap, significance
 from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells
+from harness.analysis.stats.defaults import Correction, TunedMode
+from harness.metrics.catalogue import Goal
 
 
 def answer(
@@ -24,8 +26,8 @@ def answer(
     over: Sequence[str] = (),
     confidence: float = CONFIDENCE,
     alpha: float = 0.05,
-    correction: str = "holm",
-    tuned_mode: str = "grid",
+    correction: Correction = "holm",
+    tuned_mode: TunedMode = "grid",
     fit_axis: str = "lr",
 ) -> Answer:
     """``analyze gap``: every other arm's closure of the baseline-reference gap."""
@@ -51,7 +53,7 @@ def answer(
 
 
 def beaten_reference(
-    table: pd.DataFrame, by: Sequence[str], reference: str, goal: str
+    table: pd.DataFrame, by: Sequence[str], reference: str, goal: Goal
 ) -> list[str]:
     """Notes for cells where another arm's mean beats the reference's: the baseline-reference
     gap is then not the gap between the baseline and the best arm."""

@@ -5,6 +5,7 @@ smallest difference the present seeds detect (the statistics:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import (
@@ -17,6 +18,7 @@ from harness.analysis.questions.query import (
 )
 from harness.analysis.rows.direction import metric_goal
 from harness.analysis.rows.selectors import ARM, Selector, label_arms
+from harness.analysis.stats.defaults import Alternative, PowerTest
 from harness.analysis.stats.power import SEEDS_RANGE, TESTS, power_table
 from harness.core.errors import UserError, unknown_choice
 
@@ -28,8 +30,8 @@ def answer(
     over: Sequence[str],
     a: Selector,
     b: Selector,
-    test: str = "welch",
-    alternative: str = "auto",
+    test: PowerTest = "welch",
+    alternative: Alternative | Literal["auto"] = "auto",
     alpha: float = 0.05,
     power: float = 0.8,
     difference: float | None = None,

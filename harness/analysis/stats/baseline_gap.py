@@ -26,6 +26,7 @@ import pandas as pd
 from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells, with_keys
 from harness.analysis.stats.corrections import CORRECTIONS
+from harness.analysis.stats.defaults import Correction
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
 from harness.analysis.stats.intervals import (
     METHODS,
@@ -35,6 +36,7 @@ from harness.analysis.stats.intervals import (
     ratio_interval,
 )
 from harness.analysis.stats.significance import TESTS
+from harness.metrics.catalogue import Goal
 
 #: Output columns after the ``by`` columns.
 COLUMNS = (
@@ -87,9 +89,9 @@ def gap_closure(
     reference: str,
     *,
     confidence: float = CONFIDENCE,
-    goal: str = "min",
+    goal: Goal = Goal.MIN,
     alpha: float = 0.05,
-    correction: str = "holm",
+    correction: Correction = "holm",
 ) -> pd.DataFrame:
     """Gap closure of every arm in every cell, with Fieller's interval and tests against B and R.
 
@@ -176,7 +178,7 @@ def _significance(
     by: Sequence[str],
     b: str,
     r: str,
-    goal: str,
+    goal: Goal,
     alpha: float,
     correction: str,
 ) -> int:

@@ -33,6 +33,7 @@ from harness.analysis.stats.cells import groups, iter_cells
 from harness.analysis.stats.fit_check import OK, approximately_best, intervals_disjoint, lack_of_fit
 from harness.analysis.stats.frame import VALUE
 from harness.analysis.stats.intervals import linear_interval, ratio_interval
+from harness.metrics.catalogue import Goal
 
 #: Finite neighbours of the best grid point on each side used by the fit.
 WINDOW = 2
@@ -128,7 +129,7 @@ def _local_fit(
     return (u, m) if np.isfinite(u).all() else None
 
 
-def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, object]:
+def _cell_fit(pts: np.ndarray, axis: str, goal: Goal, conf: float) -> dict[str, object]:
     """``pts``: (k, 4) rows of (axis value, mean, std, n), sorted by the axis."""
     sign = 1.0 if goal == "min" else -1.0
     values, means = pts[:, 0], pts[:, 1]
@@ -171,6 +172,8 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, o
         m_lo, m_hi = min(m_lo, local[1][0]), max(m_hi, local[1][1])
     elif idx.size > 3:
         checks.append("unchecked window: the 3-point fit around the best has no bounded optimum")
+    else:
+        checks.append("unchecked: 3 points fit the quadratic exactly (no spare point to test it)")
     row |= {"ci_low": float(np.exp(lo)), "ci_high": float(np.exp(hi))}
     if not (np.log(values.min()) <= lo and hi <= np.log(values.max())):
         notes.append(f"optimum interval reaches beyond the searched {axis}")
@@ -199,10 +202,10 @@ def _band(pts: np.ndarray, sign: float, conf: float) -> dict[str, object]:
 
 
 def optimum_table(
-    table: pd.DataFrame, cells: Sequence[str], axis: str, goal: str, confidence: float = CONFIDENCE
+    table: pd.DataFrame, cells: Sequence[str], axis: str, goal: Goal, confidence: float = CONFIDENCE
 ) -> pd.DataFrame:
-    """One row per cell of the profile ``table`` (one row per cell and axis value, with mean,
-    std, n: :func:`harness.analysis.rows.tuning.tune` by ``[*cells, axis]``)."""
+    """One row per cell of ``table``, the metric along the axis (one row per cell and axis
+    value, with mean, std, n: :func:`harness.analysis.rows.tuning.tune` by ``[*cells, axis]``)."""
     ordered = table.sort_values([*cells, axis], kind="stable").reset_index(drop=True)
     arr = ordered[[axis, "mean", "std", "n"]].to_numpy(float)
     rows = []
@@ -214,7 +217,7 @@ def optimum_table(
 
 
 def fitted_seeds(
-    table: pd.DataFrame, seeds: pd.DataFrame, cells: Sequence[str], axis: str, goal: str
+    table: pd.DataFrame, seeds: pd.DataFrame, cells: Sequence[str], axis: str, goal: Goal
 ) -> tuple[pd.DataFrame, list[str]]:
     """Each seed's value at its cell's fitted optimum (see the module docstring): one row per
     (cell, seed) with ``value``; cells without a fit keep their best grid point's seeds.

@@ -9,8 +9,9 @@ with probability
 
 where T' is noncentral t with df degrees of freedom and noncentrality delta / se. ``welch``:
 se = sqrt(s_a^2 / n_a + s_b^2 / n_b), df Welch-Satterthwaite, and up to 30 seeds per arm the
-test's actual rejection rate instead (:mod:`harness.analysis.stats.welch_power`: the noncentral t
-treats the estimated se and df as known and overstates the power at 2-3 seeds); ``paper``
+test's actual rejection rate instead (:mod:`harness.analysis.stats.welch_rejection`: the
+noncentral t treats the estimated se and df as known and overstates the power at 2-3 seeds);
+``paper``
 (App. F of the Coupled Adam paper): se = sqrt(s_a^2 + s_b^2) / sqrt(S), df = S - 1.
 ``seeds_needed`` is the smallest number of seeds per arm (equal in both) whose power reaches
 ``--power``; ``detectable`` is the smallest delta the present seeds detect with that power. The
@@ -27,14 +28,15 @@ import pandas as pd
 from scipy import optimize, stats
 
 from harness.analysis.stats.cells import iter_cells
+from harness.analysis.stats.defaults import POWER_TESTS, Alternative, PowerTest
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import satterthwaite
-from harness.analysis.stats.welch_power import EXACT_UP_TO, welch_power
+from harness.analysis.stats.welch_rejection import EXACT_UP_TO, welch_power
 
 #: Most seeds per arm ``seeds_needed`` looks at; more is reported as ``> MAX_SEEDS``.
 MAX_SEEDS = 1000
 #: Tests with a power formula here.
-TESTS = ("welch", "paper")
+TESTS = POWER_TESTS
 #: Output columns after the ``by`` columns.
 COLUMNS = (
     "n_a", "std_a", "n_b", "std_b", "diff", "difference", "power", "seeds_needed",
@@ -62,7 +64,7 @@ def power(
     *,
     alpha: float,
     two_sided: bool,
-    test: str = "welch",
+    test: PowerTest = "welch",
 ) -> np.ndarray:
     """Probability that the test rejects when the true difference is ``delta`` (> 0: in the
     direction of H1). Arrays broadcast."""
@@ -86,7 +88,7 @@ def power(
 
 def seeds_needed(
     delta: float, var_a: float, var_b: float, *, alpha: float, two_sided: bool, target: float,
-    test: str = "welch",
+    test: PowerTest = "welch",
 ) -> float:  # fmt: skip
     """The fewest seeds per arm (2..:data:`MAX_SEEDS`) whose power at ``delta`` reaches
     ``target``; inf beyond."""
@@ -98,7 +100,7 @@ def seeds_needed(
 
 def detectable(
     var_a: float, n_a: float, var_b: float, n_b: float, *, alpha: float, two_sided: bool,
-    target: float, test: str = "welch",
+    target: float, test: PowerTest = "welch",
 ) -> float:  # fmt: skip
     """The smallest delta > 0 detected with probability ``target`` at these seed counts."""
     se, _ = _se_df(var_a, n_a, var_b, n_b, test)
@@ -128,8 +130,8 @@ def power_table(
     a: str,
     b: str,
     *,
-    test: str = "welch",
-    alternative: str = "less",
+    test: PowerTest = "welch",
+    alternative: Alternative = "less",
     alpha: float = 0.05,
     target: float = 0.8,
     difference: float | None = None,

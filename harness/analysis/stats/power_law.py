@@ -36,6 +36,7 @@ from harness.analysis.stats.fit_check import OK, intervals_disjoint, lack_of_fit
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import ONE_SEED, linear_interval
 from harness.core.errors import UserError
+from harness.metrics.catalogue import Goal
 
 #: Fewest budgets of b a fit accepts (three parameters).
 MIN_BUDGETS = 3
@@ -80,7 +81,7 @@ class PowerLaw:
         return float((gap / self.A) ** (-1.0 / self.alpha))
 
 
-#: Exponents searched by the profile fit (log-spaced, then refined).
+#: Exponents searched by the fit profiling alpha out (log-spaced, then refined).
 ALPHA_BOUNDS = (1e-3, 5.0)
 _ALPHA_GRID = np.geomspace(*ALPHA_BOUNDS, 80)
 
@@ -118,7 +119,7 @@ def _profile_fit(u: np.ndarray, y: np.ndarray, sign: float) -> tuple[float, floa
     return float(a[0]), alpha, float(e[0])
 
 
-def fit_power_law(d: np.ndarray, y: np.ndarray, goal: str, *, polish: bool = True) -> PowerLaw:
+def fit_power_law(d: np.ndarray, y: np.ndarray, goal: Goal, *, polish: bool = True) -> PowerLaw:
     """Least-squares fit of :class:`PowerLaw` to (d, y).
 
     Budgets are scaled by max(d) inside. The fit profiles out (A, E), which are linear for a
@@ -159,7 +160,7 @@ def speedup(
     x: str,
     a: str,
     b: str,
-    goal: str,
+    goal: Goal,
     *,
     confidence: float = CONFIDENCE,
 ) -> pd.DataFrame:
@@ -212,7 +213,7 @@ def budget_ratio_interval(
     b_stats: tuple[np.ndarray, ...],
     a_stats: tuple[float, ...],
     budget_a: float,
-    goal: str,
+    goal: Goal,
     confidence: float = CONFIDENCE,
     *,
     polish: bool = True,
@@ -228,7 +229,7 @@ def budget_ratio_interval(
         goal: ``min`` or ``max``.
         confidence: two-sided level.
         polish: passed to :func:`fit_power_law` (the coverage simulation skips the polish to
-            run fast; the profile fit alone is exact in A and E and refines alpha to 1e-8).
+            run fast; the fit profiling alpha out is exact in A and E and refines alpha to 1e-8).
 
     In u = D / max(d) the fit is L = E + s a u^-alpha. With J the Jacobian of L at the budgets
     in (a, alpha, E), the parameters move with the means as pinv(J); log u_b =
@@ -265,7 +266,7 @@ def _checked(
     b_stats: tuple[np.ndarray, ...],
     a_stats: tuple[float, ...],
     budget_a: float,
-    goal: str,
+    goal: Goal,
     conf: float,
     ci: tuple[float, float],
 ) -> tuple[float, float, list[str]]:

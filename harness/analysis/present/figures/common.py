@@ -37,7 +37,7 @@ from harness.analysis.rows.selectors import Selector, match
 from harness.analysis.rows.tuning import confirmed, is_confirmation
 from harness.analysis.stats.cells import iter_cells
 from harness.core.errors import UserError
-from harness.metrics.catalogue import METRICS
+from harness.metrics.catalogue import METRICS, Goal
 
 #: More panels than this: the figure asks for a narrower --where.
 MAX_PANELS = 12
@@ -55,11 +55,11 @@ class FigureData:
     """Prepared run rows (``value`` column, diverged runs worst) with ``method``."""
     metric: str
     """The analysed column."""
-    goal: str
+    goal: Goal
     """``min`` or ``max``."""
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
     """Further query results by name (e.g. ``curves``)."""
-    select_goal: str | None = None
+    select_goal: Goal | None = None
     """``min`` or ``max`` of ``select_value``, when another metric selects configurations."""
     styles: dict[str, style.ArmStyle] = field(default_factory=dict)
     """Arm -> style, assigned over every arm of the grid (:func:`arm_styles`); empty: from
@@ -223,7 +223,7 @@ class Points:
 
 
 def tuned_points(
-    rows: pd.DataFrame, keys: Sequence[str], goal: str, select_goal: str | None = None
+    rows: pd.DataFrame, keys: Sequence[str], goal: Goal, select_goal: Goal | None = None
 ) -> Points:
     """Best configuration per combination of ``keys``, over the hyperparameters that vary (by
     ``select_value`` when the rows carry it, with ``select_goal``).
