@@ -249,3 +249,42 @@ def test_best_on_an_edge_is_not_tuned(ci_sgd) -> None:
 def test_one_confirmation_seed_gives_no_verdict(ci_sgd) -> None:
     v = verdict_of(ci_sgd, _rows(0.5, confirm_seeds=1)[0])
     assert [c.reading for c in v.comparisons] == ["no verdict"] * 4
+
+
+def test_speedup_with_three_budgets_reads_the_candidates_data_efficiency(tmp_path: Path) -> None:
+    """AdamW's L(D) = 3 + 100 D^-0.5; the candidate reaches at D what AdamW reaches at 2D."""
+    text = _protocol_text(**{"tokens:": "  tokens: [4096, 8192, 16384]"})
+    d = derive(load_protocol(_write(tmp_path, text)), "torch.optim:SGD", tmp_path)
+    rng = np.random.default_rng(1)
+    tuning, confirm = [], []
+    for label, factor in (("AdamW", 1.0), ("torch.optim:SGD", 2.0)):
+        for bs in (8, 16):
+            for tok in (4096, 8192, 16384):
+                law = 3 + 100 * (factor * tok) ** -0.5
+                for lr in LRS:
+                    tuning.append({"label": label, "batch_size": bs, "tokens": tok, "lr": lr,
+                                   "confirm": None, "extend_round": None,
+                                   VALUE: law + (np.log10(lr) + 2.26) ** 2})  # fmt: skip
+                for _seed in (1, 2, 3):
+                    confirm.append({"label": label, "batch_size": bs, "tokens": tok,
+                                    "lr": 5.477e-3, "confirm": True, "extend_round": None,
+                                    VALUE: law + rng.normal(0, 0.002)})  # fmt: skip
+    rows = Rows("val_loss", "min", pd.DataFrame(tuning), pd.DataFrame(confirm),
+                ("label", "batch_size", "tokens"), ("lr",))  # fmt: skip
+    v = verdict_of(d, rows)
+    assert len(v.speedups) == 2  # per batch size
+    for s in v.speedups:
+        assert s.reading == "better" and s.ci_low < 2.0 < s.ci_high, s
+        assert abs(s.ratio - 2.0) < 0.2
+        assert s.fit_check.startswith("unchecked: 3 budgets")  # the model check, said
+    assert "data-efficiency speed-up" in verdict_table(v)
+
+
+def test_an_arm_with_part_of_its_budget_is_not_tuned(ci_sgd) -> None:
+    rows = _rows(0.5)[0]
+    t = rows.tuning
+    dropped = t[~((t["label"] == "torch.optim:SGD") & (t["lr"] == 1e-3))]  # a failed config
+    v = verdict_of(ci_sgd, Rows(rows.metric, rows.goal, dropped, rows.confirm, rows.keys,
+                                rows.over))  # fmt: skip
+    assert [c.reading for c in v.comparisons] == ["not tuned"] * 4
+    assert "only 2 of torch.optim:SGD's 3 configurations" in v.comparisons[0].why

@@ -21,6 +21,7 @@ import pandas as pd
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.result import RESULT_STATUSES
 from harness.grid.followup import ExtendSpec
 from harness.grid.load import Grid
 
@@ -66,14 +67,17 @@ def plan_followups(grid: Grid, root: Path, labels: Sequence[str]) -> Followups:
     added = _added(root, grid, labels)
     known = {r.run_id for r in added}
     df = _results(root, grid)
+    done = set(df.loc[df["status"].isin(RESULT_STATUSES), "run_id"])
     change = partial(vary, grid)
     new: dict[str, RunConfig] = {}
     lines: list[str] = []
     for label in labels:
         tuning = {r.run_id: r for r in [*grid.runs, *added] if not r.confirm and r.label == label}
-        pending = set(tuning) - set(df["run_id"])
-        if pending:
-            lines.append(f"{label}: {len(pending)} tuning run(s) have no result yet")
+        pending = set(tuning) - done
+        if pending:  # a failed run blocks too: an arm is never confirmed on part of its budget
+            lines.append(f"{label}: {len(pending)} tuning run(s) have no result (completed or "
+                         f"diverged) yet; failed ones run again with: harness submit {grid.path} "
+                         "--retry failed,timeout,oom,cancelled")  # fmt: skip
             continue
         mine = df[df["run_id"].isin(tuning)]
         metric = default_select(resolve_metric(mine, DEFAULT_METRIC)[0])

@@ -89,6 +89,7 @@ def verdict_table(v: Verdict) -> str:
                 f"  {_cell(s.cell) or 'all'} vs {s.baseline}: {_num(s.ratio, '.3g')}x "
                 f"[{_num(s.ci_low, '.3g')}, {_num(s.ci_high, '.3g')}] {s.reading}"
                 + (f" ({s.note})" if s.note else "")
+                + (f"; model check: {s.fit_check}" if s.fit_check else "")
             )
     lines += [
         "",
@@ -97,7 +98,8 @@ def verdict_table(v: Verdict) -> str:
     ]
     for a in v.arms:
         pts = " | ".join(
-            f"{lr:.3g}: {_num(m, '.4g')}{'*' if lr == a.best.get('lr') else ''}"
+            f"{lr:.3g}: {'diverged' if math.isinf(m) else _num(m, '.4g')}"
+            f"{'*' if lr == a.best.get('lr') else ''}"
             for lr, m in a.lr_curve
         )
         edge = f" (best on the {a.lr_edge} edge)" if a.lr_edge else ""

@@ -16,6 +16,9 @@ import pandas as pd
 from harness.core.errors import UserError
 from harness.metrics.catalogue import Goal
 
+LOSS = "val_loss"
+"""The metric compared: the held-out loss at the end of the run (selection by it and by
+perplexity, the planners' default, pick the same configurations: one is the other's log)."""
 VALUE = "value"
 """Column of each row's metric (the worst value for a diverged run)."""
 
@@ -40,7 +43,7 @@ class Rows:
 
 def load_rows(root: Path, grid: str, labels: Sequence[str]) -> Rows | None:
     """The rows of the arms ``labels`` in ``grid`` (None before the first result)."""
-    from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
+    from harness.analysis.rows.direction import metric_goal
     from harness.analysis.rows.load import select
     from harness.analysis.rows.preparation import prepare, resolve_metric
     from harness.followup.planning import cells
@@ -52,7 +55,7 @@ def load_rows(root: Path, grid: str, labels: Sequence[str]) -> Rows | None:
     df = df[df["label"].isin(list(labels))]
     if df.empty:
         return None
-    metric = default_select(resolve_metric(df, DEFAULT_METRIC)[0])
+    metric = resolve_metric(df, LOSS)[0]
     goal = metric_goal(metric)
     rows = prepare(df, metric, goal).rows
     confirmed = rows["confirm"].fillna(False).astype(bool)

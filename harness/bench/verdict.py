@@ -89,9 +89,12 @@ class Speedup:
     ci_high: float
     """Its upper end."""
     reading: Reading
-    """better, worse or no evidence (the interval covers 1)."""
+    """better, worse or no evidence (the interval covers 1); no verdict when the fit's model
+    check fails."""
     note: str
     """The fit's own notes (a failed fit, an unreached loss)."""
+    fit_check: str = ""
+    """The fit's model check (:mod:`harness.analysis.stats.fit_check`): ``ok``, or what failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +237,11 @@ def _arm_values(rows: Rows, label: str, cell: Mapping[str, Any]) -> np.ndarray:
     return df[VALUE].to_numpy(dtype=float)
 
 
-def _not_tuned(arm: ArmCell | None) -> str:
+def _not_tuned(arm: ArmCell | None, budget: int) -> str:
     if arm is None:
         return "pending"
+    if arm.configs < budget:
+        return f"only {arm.configs} of {arm.label}'s {budget} configurations have a result"
     if not math.isfinite(arm.tuning_mean):
         return f"{arm.label}'s selected configuration diverged"
     if arm.lr_edge:
@@ -256,7 +261,9 @@ def _compare(
     for key in cells:
         cell = dict(key)
         for b in derived.baselines:
-            raw.append(_one(rows, cell, cand, b.label, by_key, p.verdict.alpha))
+            raw.append(
+                _one(rows, cell, cand, b.label, by_key, p.verdict.alpha, derived.candidate.configs)
+            )
     tested = [i for i, r in enumerate(raw) if "p" in r]
     m = len(tested)
     adjusted = _holm(np.array([raw[i]["p"] for i in tested])) if m else np.array([])
@@ -279,12 +286,13 @@ def _one(
     base: str,
     by_key: Mapping[Any, ArmCell],
     alpha: float,
+    budget: int,
 ) -> dict[str, Any]:
     """One comparison's numbers (without the corrected reading)."""
     key = tuple(cell.items())
     head: dict[str, Any] = {"cell": cell, "baseline": base}
     for label in (cand, base):
-        why = _not_tuned(by_key.get((label, key)))
+        why = _not_tuned(by_key.get((label, key)), budget)
         if why == "pending":
             return {**head, "reading": "pending", "why": f"{label} has no tuning result yet"}
         if why:
@@ -359,10 +367,22 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
             continue
         for _, r in table.iterrows():
             lo, hi = float(r["ci_low"]), float(r["ci_high"])
+            check = str(r.get("fit_check") or "")
             reading: Reading = "better" if lo > 1 else "worse" if hi < 1 else "no evidence"
+            if _failed(check):
+                reading = "no verdict"
             out.append(Speedup({k: _plain(r[k]) for k in by}, b.label, float(r["ratio"]), lo, hi,
-                               reading, str(r["note"] or "")))  # fmt: skip
+                               reading, str(r["note"] or ""), check))  # fmt: skip
     return out
+
+
+def _failed(check: str) -> bool:
+    """Whether a speed-up's model check failed (lack of fit, window-sensitive); a check that
+    could not be made (``unchecked: ...``, too few budgets) leaves the reading to the interval."""
+    from harness.analysis.stats.fit_check import OK
+
+    parts = [c.strip() for c in check.split(";") if c.strip()]
+    return any(c != OK and not c.startswith("unchecked") for c in parts)
 
 
 def _totals(rows: Rows, derived: Derived) -> list[ArmTotal]:
