@@ -83,3 +83,13 @@ def test_resubmit_quick_times_a_no_op_resubmit_of_finished_runs() -> None:
     out = _quick("resubmit")  # it asserts that the re-submit skipped every run and launched none
     cpus = _numbers(rf"no-op re-submit CPU {NUMBER} s \[", out)
     assert len(cpus) == 2 and all(c > 0 for c in cpus), out  # per-run files, then compacted
+
+
+def test_tracking_quick_times_every_track_setting() -> None:
+    out = _quick("tracking")
+    rows = re.findall(r"^\| (.+?) \| ([\d.]+) \[[\d.]+, [\d.]+\] \| [+-][\d.]+% \| ([\d.]+) \|",
+                      out, re.MULTILINE)  # fmt: skip
+    assert [r[0] for r in rows] == ["nothing (default)", "buckets", "mu_norm, rho", "embedding",
+                                    "embedding, head, buckets"], out  # fmt: skip
+    assert all(float(cpu) > 0 for _, cpu, _ in rows), out
+    assert "4 steps of 64 x 8 tokens, eval every 2 steps" in out, out

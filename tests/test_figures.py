@@ -18,11 +18,13 @@ from harness.analysis.present.figures.common import FigureData, FigureSkipped, a
 from harness.analysis.present.figures.options import FigureOptions
 from harness.analysis.present.figures.render import render_figures, rows_sha256
 from harness.analysis.rows.load import select
+from harness.analysis.rows.metric_choice import MetricChoice
 from harness.analysis.rows.preparation import prepare
 from harness.analysis.rows.selectors import parse_selector
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
 from harness.core.errors import UserError
+from harness.metrics.catalogue import Goal
 
 BETAS = (0.9, 0.95, 0.99)
 
@@ -181,7 +183,8 @@ def test_unknown_figure_is_exit_2(root):
     res = _figures(root, "betas", "--figure", "nope")
     assert res.exit_code == 2
     with pytest.raises(UserError, match="unknown figure 'nope'"):
-        render_figures(select("betas", results=root), ["nope"], "val_ppl", "min")
+        choice = MetricChoice("val_ppl", Goal.MIN, "val_ppl", Goal.MIN)
+        render_figures(select("betas", results=root), ["nope"], choice)
 
 
 def _data(root: Path, grid: str, metric: str = "val_ppl") -> FigureData:

@@ -46,10 +46,12 @@ def test_example_notebook_runs(results: Path, monkeypatch: pytest.MonkeyPatch):
     assert all(not any(o.get("output_type") == "error" for o in c.outputs) for c in cells)
     counts = _text(cells[1])
     assert "adamw" in counts and "completed" in counts and "6" in counts  # DuckDB's view
-    figure = cells[2].outputs
+    best = _text(cells[2])  # api.analyze: the table harness analyze best prints
+    assert "two_sigma" in best and "adamw" in best and "tuned over: lr" in best
+    figure = cells[3].outputs
     assert any("image/png" in o.get("data", {}) for o in figure)  # the figure is drawn
-    assert "drawn; notes" in _text(cells[2])
-    half = _text(cells[3])
+    assert "drawn; notes" in _text(cells[3])
+    half = _text(cells[4])
     assert "loss_at_half" in half and "adamw" in half and "sgd" in half
-    rank = float(_text(cells[4]).strip().splitlines()[-1])
+    rank = float(_text(cells[5]).strip().splitlines()[-1])
     assert rank > 0.9  # the curves fall to their final loss: the ranking holds at 50 %

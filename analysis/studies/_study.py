@@ -1,5 +1,6 @@
-"""What every study script shares: run the harness CLI, restrict the analysis to the grid's
-current runs, time it, copy a figure next to the report, and write the numbers down.
+"""What every study script shares: call the harness (its library, :mod:`harness.api`, the one
+the CLI calls), restrict the analysis to the grid's current runs, time it, copy a figure next to
+the report, and write the numbers down.
 
 A study is one command from a fresh clone (``bash scripts/install.sh`` first)::
 
@@ -7,23 +8,28 @@ A study is one command from a fresh clone (``bash scripts/install.sh`` first)::
 
 It trains the grid's ``local:`` section into ``results/studies/`` (re-running skips the runs that
 have a result), analyses exactly the runs the grid plans today (their run_ids from
-``harness submit --dry-run --format csv``, so older rows in the folder never mix in), copies the
+:func:`harness.api.plan`, so older rows in the folder never mix in), copies the
 figures it draws to ``analysis/studies/<name>*.png`` and writes every table it printed to
 ``analysis/studies/<name>.txt``.
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import io
 import os
 import platform
+import shlex
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness import api
+from harness.core.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 STUDIES = REPO / "analysis" / "studies"
@@ -64,25 +70,24 @@ class Study:
         ]
 
     def harness(self, *args: str, log: bool = True) -> str:
-        """Run ``harness ARGS`` (exit on failure); return its stdout."""
-        cmd = ["harness", *args]
+        """Do what ``harness ARGS`` does (analyze, figures, query, import), through
+        :mod:`harness.api` (exit on bad input); return the text the command prints."""
         t = time.time()
-        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.exit(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
+        try:
+            text = _COMMANDS[args[0]](*_parse(args[1:]))
+        except UserError as e:
+            sys.exit(f"harness {shlex.join(args)} failed:\n{e}")
         if log:
-            self.lines += [f"\n$ {' '.join(cmd)}   # {time.time() - t:.0f} s", done.stdout.rstrip()]
-            if done.stderr.strip():
-                self.lines.append(done.stderr.rstrip())
-        print(done.stdout, end="", flush=True)
-        return done.stdout
+            self.lines += [f"\n$ harness {shlex.join(args)}   # {time.time() - t:.0f} s",
+                           text.rstrip()]  # fmt: skip
+        print(text, flush=True)
+        return text
 
     def train(self) -> float:
         """Train the grid's local section (then the study grids ``also``); returns the wall
         seconds."""
         t = start = time.time()
-        out = self.harness("submit", str(self.grid), "--local", *self.followup,
-                           "--results", str(RESULTS), log=False)  # fmt: skip
+        out = self._submit(self.grid, self.followup)
         took = time.time() - t
         flags = "".join(f" {f}" for f in self.followup)
         self.lines.append(f"\n# training: submit {self.grid.name} --local{flags}: "
@@ -91,12 +96,23 @@ class Study:
         self.lines += [f"# {ln}" for ln in out.splitlines() if any(k in ln for k in keep)]
         for extra in self.also:
             t = time.time()
-            out = self.harness("submit", str(extra), "--local", "--results", str(RESULTS),
-                               log=False)  # fmt: skip
+            out = self._submit(extra, ())
             self.lines.append(f"# training: submit {extra.relative_to(REPO)} --local: "
                               f"{(time.time() - t) / 60:.1f} min")  # fmt: skip
             self.lines += [f"# {ln}" for ln in out.splitlines() if any(k in ln for k in keep)]
         return time.time() - start
+
+    @staticmethod
+    def _submit(grid: Path, followup: tuple[str, ...]) -> str:
+        """``api.submit`` of ``grid``'s local section; what it printed (also shown)."""
+        buf = io.StringIO()
+        done = api.submit(grid, local=True, extend="--extend" in followup,
+                          confirm="--confirm" in followup, results=RESULTS, out=buf,
+                          err=buf)  # fmt: skip
+        print(buf.getvalue(), end="", flush=True)
+        if done.faults:
+            sys.exit(f"submit {grid}: {done.faults} runs failed or were lost")
+        return buf.getvalue()
 
     def where(self) -> str:
         """``--where`` restricting the rows to the runs the grid plans today (with the
@@ -104,11 +120,14 @@ class Study:
         runs of the study grids ``also``)."""
         ids: dict[str, None] = {}
         for grid, flags in ((self.grid, self.followup), *((g, ()) for g in self.also)):
-            plan = self.harness("submit", str(grid), "--local", *flags, "--dry-run", "--format",
-                                "csv", "--launcher", "local", "--results", str(RESULTS),
-                                log=False)  # fmt: skip
-            ids.update(dict.fromkeys(row["run_id"] for row in csv.DictReader(io.StringIO(plan))))
+            plan = api.plan(grid, local=True, extend="--extend" in flags,
+                            confirm="--confirm" in flags, results=RESULTS)  # fmt: skip
+            ids.update(dict.fromkeys(plan.run_ids))
         return "run_id IN (" + ", ".join(f"'{i}'" for i in ids) + ")"
+
+    def frame(self, sql: str) -> pd.DataFrame:
+        """The rows of ``sql`` over the studies' results (views runs, curves, manifest)."""
+        return api.connect(results=RESULTS).sql(sql).df()
 
     def analyze(self, command: str, *args: str) -> str:
         """``harness analyze COMMAND GRID ARGS`` over the grid's current local runs."""
@@ -116,7 +135,7 @@ class Study:
                             "--results", str(RESULTS), "--where", self.where(), *args)  # fmt: skip
 
     def query(self, sql: str) -> str:
-        """``harness query SQL`` over the studies' results."""
+        """The rows of ``sql`` over the studies' results, as a table in the log."""
         return self.harness("query", sql, "--results", str(RESULTS))
 
     def figure(self, figure: str, *args: str, suffix: str = "") -> Path:
@@ -159,6 +178,62 @@ def _torch_version() -> str:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
         return "?"
+
+
+def _parse(args: tuple[str, ...]) -> tuple[list[str], dict[str, Any]]:
+    """(positional arguments, flags by keyword) of a command line: ``--by a,b`` -> ``by``,
+    ``--figure`` repeatable (``names``), ``--tuned`` -> ``tuned_mode``."""
+    pos: list[str] = []
+    kw: dict[str, Any] = {}
+    it = iter(args)
+    for arg in it:
+        if not arg.startswith("--"):
+            pos.append(arg)
+            continue
+        key = _RENAMED.get(arg, arg[2:].replace("-", "_"))
+        value: Any = next(it)
+        if key in ("by", "over", "extra"):
+            value = [c for c in value.split(",") if c]
+        elif key in ("target", "confidence", "alpha", "power", "difference", "tau_max"):
+            value = float(value)
+        elif key in ("n_boot", "seed"):
+            value = int(value)
+        if key == "names":
+            kw.setdefault("names", []).append(value)
+        else:
+            kw[key] = value
+    return pos, kw
+
+
+_RENAMED = {"--figure": "names", "--tuned": "tuned_mode", "--format": "fmt", "--runs": "runs"}
+
+
+def _analyze(pos: list[str], kw: dict[str, Any]) -> str:
+    fmt = kw.pop("fmt", "table")
+    return api.text(api.analyze(pos[0], pos[1:] or None, **kw), fmt)
+
+
+def _figures(pos: list[str], kw: dict[str, Any]) -> str:
+    done = api.figures(pos or None, **kw)
+    lines = [f"{r.name}: {' '.join(p.name for p in r.files) or r.skipped}" for r in done.rendered]
+    return "\n".join([*lines, *(f"note: {n}" for n in done.notes)])
+
+
+def _query(pos: list[str], kw: dict[str, Any]) -> str:
+    df = api.connect(results=kw.get("results")).sql(pos[0]).df()
+    if kw.get("fmt") == "csv":
+        return df.to_csv(index=False)
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        return df.to_string(index=False)
+
+
+def _import(pos: list[str], kw: dict[str, Any]) -> str:
+    done = api.import_results(pos[0], **kw)
+    return f"imported {done.rows} row(s) into grid {kw['grid']!r}"
+
+
+_COMMANDS = {"analyze": _analyze, "figures": _figures, "query": _query, "import": _import}
+"""The commands a study runs, each through :mod:`harness.api`."""
 
 
 def clean(name: str) -> None:

@@ -16,14 +16,11 @@ Report: analysis/studies/batch_size_gap.md.
 
 from __future__ import annotations
 
-import csv
-import io
-
 import numpy as np
 from _study import RESULTS, STUDIES, Study
 from scipy import stats
 
-from harness.analysis.stats.intervals import linear_interval, satterthwaite
+from harness.analysis.stats import linear_interval, satterthwaite
 
 SMALL, LARGE = 4, 64
 """The batch sizes the gap trend and the rare-token figure contrast."""
@@ -55,12 +52,9 @@ def gap_trend() -> None:
     independent means: Welch-Satterthwaite t interval and two-sided t test."""
     sql = (f"SELECT optimizer, batch_size, val_loss FROM runs WHERE ({study.where()}) "
            f"AND confirm AND batch_size IN ({SMALL}, {LARGE})")  # fmt: skip
-    out = study.harness("query", sql, "--format", "csv", "--results", str(RESULTS), log=False)
     vals: dict[tuple[str, int], list[float]] = {}
-    for row in csv.DictReader(io.StringIO(out)):
-        vals.setdefault((row["optimizer"], int(row["batch_size"])), []).append(
-            float(row["val_loss"])
-        )
+    for row in study.frame(sql).itertuples(index=False):
+        vals.setdefault((str(row.optimizer), int(row.batch_size)), []).append(float(row.val_loss))
     arms = [
         ("sgd", LARGE, 1.0),
         ("adamw", LARGE, -1.0),

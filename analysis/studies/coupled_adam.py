@@ -14,8 +14,6 @@ analysis/studies/coupled_adam.md.
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 import matplotlib
@@ -26,7 +24,8 @@ from _study import REPO, RESULTS, STUDIES, Study
 from coupled_dilution import measure
 from PIL import Image
 
-from harness.analysis.stats.corrections import holm
+from harness import api
+from harness.analysis.stats import holm
 
 # The study grid lives next to this script (the shipped grid's plan must not change).
 study = Study("coupled_adam", "coupled_adam_tracked", followup=("--confirm",),
@@ -49,8 +48,10 @@ cells = []
 for metric in METRICS:
     args = (*ARMS, "--by", "lr", "--metric", metric, "--alternative", "two-sided")
     analyze("compare", EQUAL, *args, "--correction", "none")
-    out = analyze("compare", EQUAL, *args, "--correction", "none", "--format", "csv", log=False)
-    cells += [{"metric": metric, **row} for row in csv.DictReader(io.StringIO(out))]
+    table = api.analyze("compare", study.grid, scale="local", results=RESULTS, where=EQUAL,
+                        a="optimizer=adamw", b="optimizer=coupled_adam", by=["lr"],
+                        metric=metric, alternative="two-sided", correction="none").table
+    cells += [{"metric": metric, **row} for row in table.to_dict(orient="records")]
 p_holm = holm([float(c["p"]) for c in cells])
 study.note("\n# equal lr, Welch two-sided, Holm over the 12 cells (alpha 0.05); "
            "diff = coupled_adam - adamw, [95% Welch interval]")  # fmt: skip

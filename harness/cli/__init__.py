@@ -36,6 +36,7 @@ COMMANDS: Registry[str] = Registry(
         "import": "harness.cli.importer:import_",
         "watch": "harness.cli.watch:watch",
         "eval": "harness.cli.evaluate:evaluate",
+        "bench": "harness.cli.bench:bench",
     },
 )
 """Command name -> ``module:attribute`` of its click command."""

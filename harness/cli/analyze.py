@@ -9,13 +9,11 @@ table of ``--metric`` (``--format table|csv|json``) with notes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import click
 
 from harness.analysis.present.table import FORMATS, render
-from harness.analysis.questions import query, target_query
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.registry import (
     BY,
@@ -24,9 +22,14 @@ from harness.analysis.questions.registry import (
     Option,
     Question,
 )
-from harness.analysis.rows.direction import DEFAULT_METRIC, GOAL_HELP, GOALS
 from harness.analysis.rows.selectors import Selector, parse_columns, parse_selector
-from harness.cli.options import results_option, scale_option, target_options, where_option
+from harness.cli.options import (
+    metric_options,
+    results_option,
+    scale_option,
+    target_options,
+    where_option,
+)
 
 _FORMAT = click.option(
     "--format",
@@ -51,47 +54,13 @@ def _tuned_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return _stack(f, [
         click.argument("grid", nargs=-1),
         where_option,
-        click.option(
-            "--metric", default=DEFAULT_METRIC, show_default=True, help="Column to analyse."
-        ),
-        click.option(
-            "--goal", type=click.Choice(GOALS), default="auto", show_default=True, help=GOAL_HELP
-        ),
-        click.option(
-            "--select-by",
-            default=None,
-            help="Metric whose mean over seeds picks each cell's best configuration; the table "
-            "reports --metric there (default: the grid's loss: val_loss, or val_ppl when that "
-            "is the metric).",
-        ),
+        metric_options,
         scale_option,
         _FORMAT,
         _option(BY),
         _option(OVER),
         results_option,
     ])  # fmt: skip
-
-
-def _rows(kw: dict[str, Any]) -> dict[str, Any]:
-    """GRID, ``--results``, ``--where`` and ``--scale`` (taken out of ``kw``): the rows read."""
-    results = kw.pop("results")
-    return {
-        "grid": kw.pop("grid") or None,
-        "results": str(results) if results else None,
-        "where": kw.pop("where"),
-        "scale": kw.pop("scale"),
-    }
-
-
-def _tuned_query(kw: dict[str, Any]) -> tuple[query.Query, dict[str, Any]]:
-    """The Query, and ``by`` and ``over``, of a tuned command's options (taken out of ``kw``)."""
-    q = query.Query(
-        **_rows(kw),
-        metric=kw.pop("metric"),
-        goal=kw.pop("goal"),
-        select_by=kw.pop("select_by"),
-    )
-    return q, {"by": kw.pop("by"), "over": kw.pop("over")}
 
 
 def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,25 +71,8 @@ def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     ])  # fmt: skip
 
 
-def _target_query(kw: dict[str, Any]) -> tuple[target_query.TargetQuery, dict[str, Any]]:
-    """The TargetQuery of a target command's options (taken out of ``kw``)."""
-    q = target_query.TargetQuery(**_rows(kw), target=kw.pop("target"), curve=kw.pop("curve"))
-    return q, {}
-
-
-@dataclass(frozen=True, slots=True)
-class _Inputs:
-    """The common options of one kind of :attr:`Question.inputs` and how they become the query
-    (and keywords) ``answer`` gets."""
-
-    options: Callable[[Callable[..., Any]], Callable[..., Any]]
-    query: Callable[[dict[str, Any]], tuple[Any, dict[str, Any]]]
-
-
-_INPUTS: dict[str, _Inputs] = {
-    "tuned": _Inputs(_tuned_options, _tuned_query),
-    "target": _Inputs(_target_options, _target_query),
-}
+#: The common options of each kind of :attr:`Question.inputs`.
+_INPUTS: dict[str, Decorator] = {"tuned": _tuned_options, "target": _target_options}
 
 
 def _print(answer: Answer, fmt: str) -> None:
@@ -171,15 +123,14 @@ def _option(opt: Option) -> Decorator:
 
 def _command(question: Question) -> click.Command:
     inputs = _INPUTS[question.inputs]
-    hidden = {o.keyword for o in question.options if o.hidden}
 
     def run(**kw: Any) -> None:
-        fmt = kw.pop("fmt")
-        q, common = inputs.query(kw)
-        rest = {k: v for k, v in kw.items() if k not in hidden}
-        _print(question.answerer()(q, **common, **rest), fmt)
+        from harness import api
 
-    f = _stack(run, [inputs.options, *(_option(o) for o in question.options)])
+        fmt = kw.pop("fmt")
+        _print(api.analyze(question.name, kw.pop("grid") or None, **kw), fmt)
+
+    f = _stack(run, [inputs, *(_option(o) for o in question.options)])
     return click.command(question.name, help=f"{question.summary}\n\nExample: {question.example}")(
         f
     )

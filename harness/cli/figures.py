@@ -8,30 +8,19 @@ import click
 import pandas as pd
 
 from harness.analysis.present.figures import FIGURES
-from harness.analysis.present.figures.choose import plan_figures
-from harness.analysis.present.figures.options import CURVE_RUNS, FigureOptions
-from harness.analysis.present.figures.render import render_figures
+from harness.analysis.present.figures.options import CURVE_RUNS
 from harness.analysis.present.table import FORMATS, render
 from harness.analysis.questions.answer import Answer
-from harness.analysis.questions.target_query import TargetQuery, find_target
-from harness.analysis.rows.direction import (
-    DEFAULT_METRIC,
-    GOAL_HELP,
-    GOALS,
-    default_select,
-    metric_goal,
-)
-from harness.analysis.rows.load import select
-from harness.analysis.rows.preparation import resolve_metric
+from harness.analysis.rows.direction import GoalChoice
 from harness.analysis.rows.selectors import Selector
 from harness.cli.options import (
-    parse_arm,
+    arm_options,
+    metric_options,
     results_option,
     scale_option,
     target_options,
     where_option,
 )
-from harness.core import paths
 
 
 @click.command()
@@ -44,20 +33,7 @@ from harness.core import paths
     help="Draw only this figure (repeatable; default: the grid's figures).",
 )
 @where_option
-@click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column to plot.")
-@click.option(
-    "--select-by",
-    default=None,
-    help="Metric whose mean over seeds picks each point's configuration (default: the grid's "
-    "loss: val_loss, or val_ppl when that is the metric).",
-)
-@click.option(
-    "--goal",
-    type=click.Choice(GOALS),
-    default="auto",
-    show_default=True,
-    help=GOAL_HELP,
-)
+@metric_options
 @scale_option
 @target_options
 @click.option(
@@ -76,16 +52,7 @@ from harness.core import paths
     help="metric_vs: the column along the x axis, e.g. an optimizer's own hyperparameter "
     "(default: the first own hyperparameter that varies, else the first tuned one).",
 )
-@click.option(
-    "--baseline",
-    default=None,
-    callback=parse_arm,
-    metavar="K=V[,K=V]",
-    help="gap_closure, batch_size: the baseline arm's rows (default: optimizer=sgd).",
-)
-@click.option("--reference", default=None, callback=parse_arm, metavar="K=V[,K=V]",
-              help="gap_closure, batch_size: the reference arm's rows (default: optimizer=adamw, "
-              "else adam).")  # fmt: skip
+@arm_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="table for people; csv or json for programs (notes on stderr).")  # fmt: skip
 @results_option
@@ -95,7 +62,7 @@ def figures(
     where: str | None,
     metric: str,
     select_by: str | None,
-    goal: str,
+    goal: GoalChoice,
     scale: str | None,
     curve_runs: str,
     x: str | None,
@@ -118,17 +85,13 @@ def figures(
 
     Example: harness figures grids/adam_betas.yaml --figure loss_curves --runs all
     """
-    sel = select(list(grid), results=results, scale=scale, where=where)
-    metric, said = resolve_metric(sel.frame("runs"), metric)
-    goal = metric_goal(metric, goal)
-    chosen_by = select_by or default_select(metric)
-    select_goal = goal if chosen_by == metric else metric_goal(chosen_by, "auto", "--select-by")
-    chosen, why = plan_figures(sel, list(grid), list(names))
-    timed = find_target(TargetQuery(list(grid), target, curve), sel.scale)
-    options = FigureOptions(
-        runs=curve_runs, x=x, baseline=baseline, reference=reference, target=timed
-    )
-    done = render_figures(sel, chosen, metric, goal, chosen_by, select_goal, options)
+    from harness import api
+
+    done = api.figures(
+        grid, names=names, results=results, where=where, scale=scale, metric=metric, goal=goal,
+        select_by=select_by, runs=curve_runs, x=x, baseline=baseline, reference=reference,
+        target=target, curve=curve,
+    )  # fmt: skip
     table = pd.DataFrame(
         [
             {
@@ -136,11 +99,10 @@ def figures(
                 "written": " ".join(p.name for p in r.files) or "-",
                 "skipped": r.skipped,
             }
-            for r in done
+            for r in done.rendered
         ]
     )
-    where = f"files in {paths.figures_dir(sel.root, sel.grid)}"
-    text, notes = render(Answer(table=table, notes=[*said, why, where]), fmt)
+    text, notes = render(Answer(table=table, notes=list(done.notes)), fmt)
     click.echo(text)
     for n in notes:
         click.echo(n, err=fmt != "table")

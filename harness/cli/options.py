@@ -82,3 +82,45 @@ def parse_arm(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     from harness.analysis.rows.selectors import parse_selector
 
     return None if value is None else parse_selector(value, f"--{param.name}")
+
+
+def metric_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--metric``, ``--goal`` and ``--select-by``: what
+    :func:`~harness.analysis.rows.metric_choice.choose_metric` resolves, once per command."""
+    from harness.analysis.rows.direction import DEFAULT_METRIC, GOAL_HELP, GOALS
+
+    f = click.option(
+        "--select-by",
+        default=None,
+        help="Metric whose mean over seeds picks each cell's configuration; --metric is reported "
+        "there (default: the grid's loss: val_loss, or val_ppl when that is the metric).",
+    )(f)
+    f = click.option(
+        "--goal", type=click.Choice(GOALS), default="auto", show_default=True, help=GOAL_HELP
+    )(f)
+    return click.option(
+        "--metric",
+        default=DEFAULT_METRIC,
+        show_default=True,
+        help="Column analysed (the default becomes val_loss on a grid whose runs have no "
+        "val_ppl: a workload other than the GPT).",
+    )(f)
+
+
+def arm_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--baseline K=V`` and ``--reference K=V``: the arms of the gap (table and figures)."""
+    f = click.option(
+        "--reference",
+        default=None,
+        callback=parse_arm,
+        metavar="K=V[,K=V]",
+        help="The reference arm's rows: 100 % of the gap closure (default: optimizer=adamw, "
+        "else adam).",
+    )(f)
+    return click.option(
+        "--baseline",
+        default=None,
+        callback=parse_arm,
+        metavar="K=V[,K=V]",
+        help="The baseline arm's rows: 0 % of the gap closure (default: optimizer=sgd).",
+    )(f)

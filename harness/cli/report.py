@@ -7,13 +7,15 @@ from pathlib import Path
 import click
 
 from harness.analysis.present.figures import FIGURES
-from harness.analysis.present.figures.options import FigureOptions
-from harness.analysis.present.report import ReportRequest, build_report
-from harness.analysis.rows.direction import DEFAULT_METRIC, GOAL_HELP, GOALS
+from harness.analysis.rows.direction import GoalChoice
 from harness.analysis.rows.selectors import Selector
-from harness.cli.options import parse_arm, results_option
-from harness.core.config import SCALES
-from harness.core.files import atomic_write_text
+from harness.cli.options import (
+    arm_options,
+    metric_options,
+    results_option,
+    scale_option,
+    where_option,
+)
 
 
 @click.command()
@@ -22,19 +24,10 @@ from harness.core.files import atomic_write_text
               help="The HTML file to write, e.g. report.html.")  # fmt: skip
 @click.option("--figure", "names", multiple=True, type=click.Choice(list(FIGURES)),
               help="Draw only this figure (repeatable; default: the grid's figures).")  # fmt: skip
-@click.option("--where", default=None, help="SQL predicate over runs' columns.")
-@click.option("--metric", default=DEFAULT_METRIC, show_default=True, help="Column analysed.")
-@click.option("--goal", type=click.Choice(GOALS), default="auto", show_default=True,
-              help=GOAL_HELP)  # fmt: skip
-@click.option("--select-by", default=None,
-              help="Metric whose mean over seeds picks each cell's configuration (default: the "
-              "grid's loss).")  # fmt: skip
-@click.option("--scale", type=click.Choice(SCALES), default=None,
-              help="full or local runs (default: the only scale present).")  # fmt: skip
-@click.option("--baseline", default=None, callback=parse_arm, metavar="K=V[,K=V]",
-              help="The gap table's baseline arm (default: optimizer=sgd).")  # fmt: skip
-@click.option("--reference", default=None, callback=parse_arm, metavar="K=V[,K=V]",
-              help="The reference arm (default: optimizer=adamw, else adam).")  # fmt: skip
+@where_option
+@metric_options
+@scale_option
+@arm_options
 @results_option
 def report(
     grid: tuple[str, ...],
@@ -42,7 +35,7 @@ def report(
     names: tuple[str, ...],
     where: str | None,
     metric: str,
-    goal: str,
+    goal: GoalChoice,
     select_by: str | None,
     scale: str | None,
     baseline: Selector | None,
@@ -57,17 +50,10 @@ def report(
 
     Example: harness report grids/optimizer_gap.yaml -o report.html
     """
-    req = ReportRequest(
-        grids=grid,
-        results=str(results) if results else None,
-        where=where,
-        scale=scale,
-        metric=metric,
-        goal=goal,
-        select_by=select_by,
-        figures=names,
-        options=FigureOptions(runs="all", baseline=baseline, reference=reference),
-    )
-    html = build_report(req)
-    atomic_write_text(output, html)
+    from harness import api
+
+    html = api.report(
+        grid, output=output, names=names, results=results, where=where, scale=scale,
+        metric=metric, goal=goal, select_by=select_by, baseline=baseline, reference=reference,
+    )  # fmt: skip
     click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)")

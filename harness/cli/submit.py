@@ -5,20 +5,12 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from harness.analysis.present.figures import FIGURES
 from harness.cli.options import data_option, resolve_results, results_option
-from harness.data.catalogue import data_root
 from harness.grid.preview import PLAN_FORMATS
 from harness.launch.inputs import STALE_CHOICES
-
-if TYPE_CHECKING:
-    from harness.core.config import RunConfig
-    from harness.grid.load import Grid
-    from harness.launch.submit import SubmitReport
 
 
 @click.command()
@@ -103,84 +95,23 @@ def submit(
     1 when any failed (failed, oom, timeout, cancelled) or was lost (ended without a row);
     2 for bad input; 128 + N when stopped by signal N.
     """
+    from harness import api
     from harness.core.errors import Stopped
-    from harness.launch.submit import submit as do_submit
 
-    states = [s for s in retry.split(",") if s]
-    root = resolve_results(results)
-    planner = _Planner(root, extend, confirm, dry_run, fmt) if extend or confirm else None
-
-    def once() -> SubmitReport:
-        return do_submit(
-            grid,
-            root=root,
-            data_root=data_root(data),
-            local=local,
-            launcher=launcher,
-            dry_run=dry_run,
-            retry=states,
-            wait=wait,
-            stale=stale,
-            plan_format=fmt,
-            check=check,
-            figure_names=FIGURES.names(),
-            more=planner,
-            out=sys.stdout,
-        )
-
-    faults = 0
     try:
-        report = once()
-        faults += _finished(report)
-        # --extend/--confirm: plan again once the runs have finished, until nothing is added
-        while planner is not None and not dry_run and report.launched and report.statuses:
-            report = once()
-            faults += _finished(report)
-        if planner is not None and not dry_run and report.launched and not report.statuses:
-            click.echo("queued: run the same command again once they finish (or add --wait)")
+        done = api.submit(
+            grid, local=local, launcher=launcher, dry_run=dry_run,
+            retry=[s for s in retry.split(",") if s], stale=stale, wait=wait, plan_format=fmt,
+            check=check, extend=extend, confirm=confirm, results=resolve_results(results),
+            data=data, out=sys.stdout, err=sys.stderr,
+        )  # fmt: skip
     except Stopped as e:
         again = ["harness", "submit", str(grid), *(["--local"] if local else [])]
         again += [f for f, on in (("--extend", extend), ("--confirm", confirm)) if on]
         for flag, value in (("--launcher", launcher), ("--results", results), ("--data", data)):
             again += [flag, str(value)] if value else []
         raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
-    if faults:
-        click.echo(f"exit 1: {faults} runs failed or were lost; see 'harness status "
-                   f"{report.grid}' and each run's log", err=True)  # fmt: skip
+    if done.faults:
+        click.echo(f"exit 1: {done.faults} runs failed or were lost; see 'harness status "
+                   f"{done.last.grid}' and each run's log", err=True)  # fmt: skip
         sys.exit(1)
-
-
-def _finished(report: SubmitReport) -> int:
-    """Print what became of the runs; returns how many failed or were lost."""
-    if report.statuses:
-        counts: dict[str, int] = {}
-        for s in report.statuses.values():
-            counts[s] = counts.get(s, 0) + 1
-        click.echo("finished: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    if report.lost:
-        click.echo(f"lost: {len(report.lost)} runs ended without a row: {', '.join(report.lost)}")
-    return report.faults
-
-
-class _Planner:
-    """The runs ``--extend`` / ``--confirm`` add to a grid (``analysis.followup``), printed as
-    they are planned (on stderr when the plan is printed as csv or json); a dry run also prints
-    their compute."""
-
-    def __init__(self, root: Path, extend: bool, confirm: bool, dry_run: bool, fmt: str) -> None:
-        self.root, self.extend, self.confirm, self.dry_run = root, extend, confirm, dry_run
-        self.err = fmt != "table"
-
-    def __call__(self, g: Grid) -> tuple[RunConfig, ...]:
-        from harness.followup.planning import follow_up
-
-        found = follow_up(g, self.root, extend=self.extend, confirm=self.confirm)
-        for line in found.lines:
-            click.echo(f"{g.name}: {line}", err=self.err)
-        click.echo(f"{g.name}: {len(found.new)} new run(s) planned", err=self.err)
-        if self.dry_run and found.new and not self.err:
-            from harness.grid.preview import describe
-            from harness.launch.sizes import count_params
-
-            click.echo(describe(found.new, g.axes, count_params))
-        return found.runs

@@ -225,11 +225,6 @@ class DataConfig:
             )
 
     @property
-    def accum_steps(self) -> int:
-        """Gradient-accumulation steps per optimizer step."""
-        return self.batch_size // self.micro_batch_size
-
-    @property
     def tokens_per_step(self) -> int:
         """Training tokens per optimizer step."""
         return self.batch_size * self.seq_len

@@ -14,6 +14,7 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/weights/<run_id>.pt   final weights of a run whose grid keeps them (keep_weights)
     <root>/<grid>/evals/<run_id>.<task>.parquet  its downstream scores on one task (harness eval)
     <root>/<grid>/live/<run_id>.jsonl   curve points of a run being trained, one line each
+    <root>/<grid>/bench/<candidate>.yaml  the grid ``harness bench`` derived for one candidate
     <root>/<grid>/submissions/          launcher records (job ids) and logs of runs:
         records/<job id>.json              one per accepted SLURM array (``harness.launch.slurm``)
         slurm/                             submitit's folder: scripts and logs of SLURM tasks
@@ -141,6 +142,12 @@ _GENERATION = re.compile(r"^(runs|curves)-(\d+)\.parquet$")
 def grid_dir(root: Path, grid: str) -> Path:
     """Folder of one grid's results."""
     return root / grid
+
+
+def bench_grid_path(root: Path, grid: str, candidate: str) -> Path:
+    """The grid file ``harness bench`` derives for one candidate under a protocol whose grid is
+    ``grid`` (``<root>/<grid>/bench/<candidate>.yaml``; ``candidate`` a file-name-safe slug)."""
+    return grid_dir(root, grid) / "bench" / f"{candidate}.yaml"
 
 
 def manifest_path(root: Path, grid: str) -> Path:

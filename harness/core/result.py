@@ -26,11 +26,6 @@ class Status(StrEnum):
     CANCELLED = "cancelled"
     """Cancelled (``harness cancel``, scancel)."""
 
-    @property
-    def is_result(self) -> bool:
-        """Whether the row is a result of the configuration (not a fault of its execution)."""
-        return self in RESULT_STATUSES
-
 
 STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 """Every status, in order."""

@@ -34,9 +34,9 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis.rows.axes import auto_over, experiment_columns, hyperparameters
-from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
 from harness.analysis.rows.edges import open_edge
-from harness.analysis.rows.preparation import prepare, resolve_metric
+from harness.analysis.rows.metric_choice import choose_metric
+from harness.analysis.rows.preparation import prepare
 from harness.analysis.rows.tuning import line_values, tune
 from harness.core.catalogue import with_values
 from harness.core.config import RunConfig
@@ -44,6 +44,7 @@ from harness.core.errors import UserError
 from harness.grid.followup import ExtendSpec
 from harness.grid.load import Grid
 from harness.grid.vary import vary
+from harness.metrics.catalogue import Goal
 
 Vary = Callable[[RunConfig, Sequence[str], Mapping[str, Any]], RunConfig | None]
 """(run, its tuned columns, changes) -> the run with those values changed: the grid's own
@@ -118,7 +119,7 @@ def plan_extension(
     rows: pd.DataFrame,
     runs: Mapping[str, RunConfig],
     spec: ExtendSpec,
-    goal: str = "min",
+    goal: Goal = Goal.MIN,
     change: Vary = in_place,
 ) -> Planned:
     """The next round of values beyond open edges (module doc).
@@ -181,7 +182,7 @@ def plan_confirmation(
     rows: pd.DataFrame,
     runs: Mapping[str, RunConfig],
     seeds: Sequence[int],
-    goal: str = "min",
+    goal: Goal = Goal.MIN,
     change: Vary = in_place,
 ) -> Planned:
     """Each cell's best configuration on each confirmation seed (``confirm=True``).
@@ -249,10 +250,8 @@ def follow_up(grid: Grid, root: Path, *, extend: bool, confirm: bool) -> FollowU
                          "until they finish")  # fmt: skip
         return out
     tuning_rows = df[df["run_id"].isin(tuning)]
-    chosen = default_select(
-        resolve_metric(tuning_rows, DEFAULT_METRIC)[0]
-    )  # as the analysis selects
-    goal = metric_goal(chosen)
+    choice = choose_metric(tuning_rows)  # as the analysis selects
+    chosen, goal = choice.select_by, choice.select_goal
     prep = prepare(tuning_rows, chosen, goal)
     rows = prep.rows
     if rows.empty:

@@ -22,11 +22,12 @@ from harness.core.files import remove_stale_temps
 from harness.core.result import RESULT_STATUSES, STATUSES, Status
 from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
-from harness.grid.load import Grid, load_grid
+from harness.grid.load import Grid, GridRefused, load_grid
 from harness.launch.contract import ExecutionSpec, Launcher, launcher_for
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
 from harness.launch.moved import moved_ids
 from harness.launch.preflight import preflight
+from harness.launch.preflight import problems as preflight_problems
 from harness.launch.profile import LauncherProfile, load_profile
 from harness.launch.sizes import count_params
 
@@ -47,6 +48,9 @@ class SubmitReport:
     """run_id -> status of runs that finished while submit waited."""
     lost: tuple[str, ...] = ()
     """Runs submit waited for that ended without a row (their process or job vanished)."""
+    waited: bool = False
+    """Whether submit waited for the launched runs to end (trained here, or by another process
+    that held their run locks: then they are not in ``statuses``)."""
 
     @property
     def faults(self) -> int:
@@ -186,7 +190,13 @@ def submit(
         raise UserError(f"--retry: unknown state(s) {sorted(bad)}; valid: {', '.join(STATUSES)}")
     if Status.COMPLETED in retry:
         raise UserError("--retry completed: completed runs are never run again")
-    grid = load_grid(grid_path, vocab=vocab_lookup(data_root), local=local)
+    try:
+        grid = load_grid(grid_path, vocab=vocab_lookup(data_root), local=local)
+    except GridRefused as refused:  # the runs that resolved are preflighted too: one refusal
+        if not refused.runs or (dry_run and not check):
+            raise
+        found, _ = preflight_problems(refused.runs, str(grid_path))
+        raise refused.adding([f"preflight: {p}" for p in found]) from None
     if figure_names is not None:
         check_figures(grid, figure_names)
     profile = choose_profile(grid, local, launcher)
@@ -293,7 +303,7 @@ def _launch(
         lost = tuple(r.run_id for r in todo if r.run_id not in report.statuses
                      and marks.get(r.run_id) == seen[r.run_id])  # fmt: skip
         return SubmitReport(
-            grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost
+            grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost, waited=True
         )
     out.write(f"follow with 'harness status {grid.name}'; stop with 'harness cancel {grid.name}'\n")
     return SubmitReport(grid.name, len(grid.runs), skipped, launched.runs, {})

@@ -203,6 +203,26 @@ def write_imported(root: Path, grid: str, table: pa.Table, key: str) -> Path:
     return path
 
 
+def write_imported_curves(root: Path, grid: str, curves: Mapping[str, pa.Table]) -> list[Path]:
+    """Write imported loss curves (``harness import --curves``), one file per run as a trained
+    run's (:func:`harness.core.paths.curve_path`), replacing an earlier import's.
+
+    Args:
+        root: the results root.
+        grid: the grid the runs belong to.
+        curves: run_id -> its points (:data:`~harness.store.schema.CURVE_SCHEMA` columns).
+
+    Returns:
+        The files written.
+    """
+    out = []
+    for run_id, table in curves.items():
+        path = paths.curve_path(root, grid, run_id, paths.LEGACY_VERSION)  # replaced by a re-import
+        atomic_write_table(table, path)
+        out.append(path)
+    return out
+
+
 def curve_table(run: RunConfig, points: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns, then a column
     per tracked metric (NULL at the points without an evaluation)."""

@@ -21,7 +21,7 @@ from harness.core.registry import Registry, canonical_reference, is_reference, l
 from harness.metrics.catalogue import METRICS
 from harness.optim import static
 from harness.optim.signature import scalar_parameters
-from harness.optim.spec import REQUIRED, Hyperparameter
+from harness.optim.spec import Hyperparameter
 from harness.workloads.base import WORKLOAD_METHODS
 
 BUILTIN: dict[str, str] = {
@@ -96,19 +96,3 @@ def _spec(ref: str) -> WorkloadSpec:
         init = cls.__init__  # type: ignore[misc]  # the class's own constructor is what we read
     parameters = scalar_parameters(init, f"workload {ref!r}", taken=METRICS)
     return WorkloadSpec(cls=ref, parameters=parameters)
-
-
-def parameter_values(name: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters of workload ``name`` among a run's own values, with their defaults where
-    absent.
-
-    Raises:
-        UserError: a required parameter has no value.
-    """
-    out = {}
-    for key, default in get_workload(name).defaults().items():
-        value = values.get(key, default)
-        if value is REQUIRED:
-            raise UserError(f"workload {name!r} needs {key!r}")
-        out[key] = value
-    return out

@@ -60,3 +60,45 @@ def test_the_stats_facade_exports_every_name_without_importing_scipy() -> None:
         assert getattr(stats, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         stats.nope  # noqa: B018
+
+
+def test_the_stats_facade_declares_for_mypy_exactly_what_it_exports() -> None:
+    """The names under ``if TYPE_CHECKING:`` (what mypy sees) are the lazy exports, no more, no
+    fewer: a name added to one list only drifts."""
+    import ast
+
+    import harness.analysis.stats as stats
+
+    tree = ast.parse(Path(stats.__file__).read_text())
+    (block,) = [
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    ]
+    seen = {
+        (node.module, a.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+    }
+    assert seen == {(f"harness.analysis.stats.{m}", n) for n, m in stats._EXPORTS.items()}
+
+
+def test_analyze_help_imports_no_statistic() -> None:
+    code = (
+        "import sys; from click.testing import CliRunner; from harness.cli import main; "
+        "r = CliRunner().invoke(main, ['analyze', 'compare', '--help']); "
+        "assert r.exit_code == 0 and 'welch' in r.output, r.output; "
+        "assert 'scipy.stats' not in sys.modules and 'duckdb' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_declared_choices_are_the_implemented_ones() -> None:
+    from harness.analysis.stats import defaults
+    from harness.analysis.stats.corrections import CORRECTIONS
+    from harness.analysis.stats.significance import TESTS
+    from harness.analysis.stats.to_target import MEASURES
+
+    assert tuple(TESTS) == defaults.TEST_NAMES
+    assert tuple(CORRECTIONS) == defaults.CORRECTION_NAMES
+    assert tuple(MEASURES) == defaults.MEASURE_NAMES
+    assert set(defaults.POWER_TESTS) <= set(TESTS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from harness.analysis.questions import query
 from harness.analysis.questions.answer import Answer
@@ -10,6 +11,7 @@ from harness.analysis.questions.query import Query, hypothesis, resolve_alternat
 from harness.analysis.rows.direction import metric_goal
 from harness.analysis.rows.selectors import Selector
 from harness.analysis.stats import significance
+from harness.analysis.stats.defaults import Alternative, Correction, TestName, TunedMode
 from harness.analysis.stats.intervals import METHODS
 
 
@@ -20,17 +22,17 @@ def answer(
     b: Selector,
     by: Sequence[str] = (),
     over: Sequence[str] = (),
-    test: str = "welch",
-    alternative: str = "auto",
+    test: TestName = "welch",
+    alternative: Alternative | Literal["auto"] = "auto",
     alpha: float = 0.05,
-    correction: str = "holm",
-    tuned_mode: str = "grid",
+    correction: Correction = "holm",
+    tuned_mode: TunedMode = "grid",
     fit_axis: str = "lr",
 ) -> Answer:
     """``analyze compare``: b against a per cell, with a significance test."""
     goal = metric_goal(q.metric, q.goal)
-    alternative = resolve_alternative(goal, alternative)
-    significance.check_choices(test, alternative, correction, alpha)
+    alt = resolve_alternative(goal, alternative)
+    significance.check_choices(test, alt, correction, alpha)
     t, goal = query.arms_tuned(
         q, {"--a": a, "--b": b}, by, over, tuned_mode=tuned_mode, fit_axis=fit_axis
     )
@@ -40,11 +42,11 @@ def answer(
         a.label,
         b.label,
         test=test,
-        alternative=alternative,
+        alternative=alt,
         alpha=alpha,
         correction=correction,
     )
-    h1 = f"{test} test, {hypothesis(a.label, b.label, alternative)}, alpha {alpha}"
+    h1 = f"{test} test, {hypothesis(a.label, b.label, alt)}, alpha {alpha}"
     method = METHODS["paired"] if test == "paired" else METHODS["diff"]
     return Answer(
         table=out,

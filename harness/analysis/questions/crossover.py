@@ -10,6 +10,7 @@ from harness.analysis.questions.query import Query
 from harness.analysis.rows.selectors import Selector
 from harness.analysis.stats import crossing
 from harness.analysis.stats.bootstrap import CONFIDENCE, N_BOOT
+from harness.analysis.stats.defaults import TunedMode
 from harness.analysis.stats.intervals import METHODS
 
 
@@ -24,7 +25,7 @@ def answer(
     n_boot: int = N_BOOT,
     confidence: float = CONFIDENCE,
     seed: int = 0,
-    tuned_mode: str = "grid",
+    tuned_mode: TunedMode = "grid",
     fit_axis: str = "lr",
 ) -> Answer:
     """``analyze crossover``: the x at which b starts to beat a."""

@@ -13,6 +13,8 @@ from harness.analysis.rows.selectors import ARM, Selector
 from harness.analysis.stats import baseline_gap, significance
 from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells
+from harness.analysis.stats.defaults import Correction, TunedMode
+from harness.metrics.catalogue import Goal
 
 
 def answer(
@@ -24,8 +26,8 @@ def answer(
     over: Sequence[str] = (),
     confidence: float = CONFIDENCE,
     alpha: float = 0.05,
-    correction: str = "holm",
-    tuned_mode: str = "grid",
+    correction: Correction = "holm",
+    tuned_mode: TunedMode = "grid",
     fit_axis: str = "lr",
 ) -> Answer:
     """``analyze gap``: every other arm's closure of the baseline-reference gap."""
@@ -44,14 +46,14 @@ def answer(
         alpha=alpha,
         correction=correction,
     )
+    n_tests = int(out.attrs["n_tests"])  # baseline vs reference counted once
     out = out.merge(t.table[[*by, ARM, *t.over]], on=[*by, ARM], how="left")
-    n_tests = int(out[["p_baseline", "p_reference"]].notna().to_numpy().sum())
     notes = [*t.notes, *baseline_gap.notes(confidence, alpha, correction, n_tests)]
     return Answer(table=out, notes=notes + beaten_reference(out, by, reference.label, goal))
 
 
 def beaten_reference(
-    table: pd.DataFrame, by: Sequence[str], reference: str, goal: str
+    table: pd.DataFrame, by: Sequence[str], reference: str, goal: Goal
 ) -> list[str]:
     """Notes for cells where another arm's mean beats the reference's: the baseline-reference
     gap is then not the gap between the baseline and the best arm."""

@@ -9,19 +9,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 
 from harness.analysis.rows import caveats
 from harness.analysis.rows.axes import auto_over, check_cells, check_columns
-from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
+from harness.analysis.rows.direction import DEFAULT_METRIC, GoalChoice
 from harness.analysis.rows.gridref import declared_derived_axes
 from harness.analysis.rows.load import select
-from harness.analysis.rows.preparation import Prepared, prepare, require_rows, resolve_metric
+from harness.analysis.rows.metric_choice import choose_metric
+from harness.analysis.rows.preparation import Prepared, prepare, require_rows
 from harness.analysis.rows.selectors import ARM, Selector, broadcast, inapplicable, label_arms
 from harness.analysis.rows.tuning import confirmed
+from harness.analysis.stats.defaults import TUNED_MODES as TUNED_MODE_CHOICES
+from harness.analysis.stats.defaults import Alternative, TunedMode
 from harness.analysis.stats.optimum_fit import fitted_seeds
 from harness.core.errors import UserError, unknown_choice
+from harness.metrics.catalogue import Goal
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +44,7 @@ class Query:
     """``full``, ``local`` or None (the only one present)."""
     metric: str = DEFAULT_METRIC
     """The column analysed."""
-    goal: str = "auto"
+    goal: GoalChoice = "auto"
     """``min``, ``max`` or ``auto`` (the metric's known direction)."""
     select_by: str | None = None
     """The metric whose mean over seeds picks each cell's best configuration (None: the
@@ -61,21 +66,18 @@ class Tuned:
     """Notes on the rows and the tuning."""
 
 
-def load(q: Query) -> tuple[Prepared, str]:
+def load(q: Query) -> tuple[Prepared, Goal]:
     """The prepared rows of the query and the metric's goal."""
     sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
     frame = sel.frame("runs")
-    metric, said = resolve_metric(frame, q.metric)
-    goal = metric_goal(metric, q.goal)
-    chosen = q.select_by or default_select(metric)
-    select_goal = goal if chosen == metric else metric_goal(chosen, "auto", "--select-by")
-    prep = prepare(frame, metric, goal, chosen, select_goal)
-    require_rows(prep.rows, f"in grid {sel.grid!r} with {metric}")
+    choice = choose_metric(frame, q.metric, q.goal, q.select_by)
+    prep = prepare(frame, choice.metric, choice.goal, choice.select_by, choice.select_goal)
+    require_rows(prep.rows, f"in grid {sel.grid!r} with {choice.metric}")
     derived = caveats.derived(declared_derived_axes(q.grid), prep.rows)
-    return dataclasses.replace(prep, readings=(*said, *derived)), goal
+    return dataclasses.replace(prep, readings=(*choice.notes, *derived)), choice.goal
 
 
-def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -> Tuned:
+def tuned(prep: Prepared, goal: Goal, keys: Sequence[str], over: Sequence[str]) -> Tuned:
     """Tune each cell of ``keys`` over ``over`` (empty: the hyperparameters that vary)."""
     rows = prep.rows
     check_columns(rows, [k for k in keys if k != ARM], "--by")
@@ -127,15 +129,15 @@ def edge_notes(table: pd.DataFrame, keys: Sequence[str], *, listed: bool) -> lis
 
 
 #: Values of ``--tuned``: each arm's value at its best grid point, or at its fitted optimum.
-TUNED_MODES = ("grid", "fit")
+TUNED_MODES = TUNED_MODE_CHOICES
 
 
 def tuned_by(
     prep: Prepared,
-    goal: str,
+    goal: Goal,
     keys: Sequence[str],
     over: Sequence[str],
-    mode: str = "grid",
+    mode: TunedMode = "grid",
     axis: str = "lr",
 ) -> Tuned:
     """:func:`tuned`, then with ``mode`` ``fit`` each seed's value replaced by its value at the
@@ -154,8 +156,8 @@ def tuned_by(
             f"--tuned fit: {axis!r} is not tuned over here (tuned over: "
             f"{', '.join(t.over) or 'nothing'}); name the axis with --fit-axis"
         )
-    profile = tuned(prep, goal, [*keys, axis], [o for o in t.over if o != axis])
-    seeds, notes = fitted_seeds(profile.table, profile.seeds, keys, axis, goal)
+    along_axis = tuned(prep, goal, [*keys, axis], [o for o in t.over if o != axis])
+    seeds, notes = fitted_seeds(along_axis.table, along_axis.seeds, keys, axis, goal)
     notes.append(
         f"--tuned fit: each seed's value is its own quadratic in log({axis}) through the "
         f"points of the cell's fit, at the fitted optimum (see analyze optimum); the {axis} "
@@ -164,7 +166,7 @@ def tuned_by(
     return dataclasses.replace(t, seeds=seeds, notes=[*t.notes, *notes])
 
 
-def resolve_alternative(goal: str, alternative: str) -> str:
+def resolve_alternative(goal: Goal, alternative: Alternative | Literal["auto"]) -> Alternative:
     """``auto`` -> b better than a: ``less`` for a lower-is-better metric, else ``greater``."""
     if alternative != "auto":
         return alternative
@@ -187,9 +189,9 @@ def arms_tuned(
     *,
     others: bool = False,
     x: str | None = None,
-    tuned_mode: str = "grid",
+    tuned_mode: TunedMode = "grid",
     fit_axis: str = "lr",
-) -> tuple[Tuned, str]:
+) -> tuple[Tuned, Goal]:
     """What every command comparing arms starts with: the query's rows labelled by arm, tuned
     per cell of ``by`` (then ``x``, then the arm) over ``over`` (:func:`tuned_by`).
 

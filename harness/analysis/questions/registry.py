@@ -11,16 +11,24 @@ is its module and one :class:`Question` below; the CLI does not change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.questions.query import TUNED_MODES
-from harness.analysis.stats.bootstrap import CONFIDENCE, N_BOOT
-from harness.analysis.stats.corrections import CORRECTIONS
-from harness.analysis.stats.performance_profiles import TAU_MAX
-from harness.analysis.stats.significance import ALTERNATIVES, TESTS
-from harness.analysis.stats.to_target import MEASURES
+from harness.analysis.stats.defaults import (
+    ALPHA,
+    ALTERNATIVES,
+    CONFIDENCE,
+    CORRECTION_NAMES,
+    MEASURE_NAMES,
+    N_BOOT,
+    POWER,
+    POWER_TESTS,
+    TAU_MAX,
+    TEST_NAMES,
+    TUNED_MODES,
+)
+from harness.core.errors import UserError
 from harness.core.registry import Registry, load_object
 
 #: The kinds of :attr:`Option.kind`.
@@ -89,6 +97,36 @@ class Question:
         if self.inputs not in INPUTS:
             raise ValueError(f"Question {self.name}: inputs {self.inputs!r}; valid: {INPUTS}")
 
+    def keywords(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The keywords of ``answer`` from the options ``given`` by keyword (the CLI's parsed
+        values, or a library call's): defaults filled in, ``K=V`` and column strings parsed,
+        hidden options dropped.
+
+        Raises:
+            UserError: an option this question does not take, or a required one missing.
+        """
+        from harness.analysis.rows.selectors import as_selector, parse_columns
+
+        known = {o.keyword: o for o in self.options}
+        if unknown := sorted(set(given) - set(known)):
+            raise UserError(
+                f"analyze {self.name}: unknown option(s) {', '.join(unknown)}; valid: "
+                f"{', '.join(k for k, o in known.items() if not o.hidden) or 'none'}"
+            )
+        out: dict[str, Any] = {}
+        for key, opt in known.items():
+            value = given.get(key, opt.default)
+            if opt.hidden:
+                continue
+            if opt.required and value is None:
+                raise UserError(f"analyze {self.name}: {opt.flag} is required")
+            if opt.kind == "selector" and value is not None:
+                value = as_selector(value, opt.flag)
+            elif opt.kind == "columns" and isinstance(value, str):
+                value = parse_columns(value)
+            out[key] = value
+        return out
+
     def answerer(self) -> Callable[..., Any]:
         """The module's ``answer`` function (imports it)."""
         module = self.module or f"harness.analysis.questions.{self.name.replace('-', '_')}"
@@ -100,14 +138,14 @@ def _arm(flag: str, example: str) -> Option:
     return Option(flag, f"Rows of this arm, e.g. {example}.", "selector", None, True)
 
 
-_ALPHA = Option("--alpha", "Significance level.", "float", 0.05)
+_ALPHA = Option("--alpha", "Significance level.", "float", ALPHA)
 _CONFIDENCE = Option("--confidence", "Two-sided level of intervals.", "float", CONFIDENCE)
 _CORRECTION = Option(
     "--correction",
     "Multiple-comparison correction over the cells (and arms) of the table.",
     "choice",
     "holm",
-    choices=tuple(CORRECTIONS),
+    choices=CORRECTION_NAMES,
 )
 _TUNED = (
     Option(
@@ -199,7 +237,7 @@ QUESTIONS: Registry[Question] = Registry(
                         "paper: App. F of the Coupled Adam paper; the others via scipy.stats.",
                         "choice",
                         "welch",
-                        choices=tuple(TESTS),
+                        choices=TEST_NAMES,
                     ),
                     Option(
                         "--alternative",
@@ -252,7 +290,7 @@ QUESTIONS: Registry[Question] = Registry(
                         "tokens- or (wall-clock) time-to-target.",
                         "choice",
                         "tokens",
-                        choices=tuple(MEASURES),
+                        choices=MEASURE_NAMES,
                     ),
                     Option(
                         "--tau-max",
@@ -277,17 +315,17 @@ QUESTIONS: Registry[Question] = Registry(
                         "The t test planned.",
                         "choice",
                         "welch",
-                        choices=("welch", "paper"),
+                        choices=POWER_TESTS,
                     ),
                     Option(
                         "--alternative",
                         "H1 about b vs a; auto: b better.",
                         "choice",
                         "auto",
-                        choices=("auto", "less", "greater", "two-sided"),
+                        choices=("auto", *ALTERNATIVES),
                     ),
                     _ALPHA,
-                    Option("--power", "Wanted probability of detecting it.", "float", 0.8),
+                    Option("--power", "Wanted probability of detecting it.", "float", POWER),
                     Option(
                         "--difference",
                         "The difference |b - a| to detect (default: the observed one).",
@@ -309,8 +347,9 @@ QUESTIONS: Registry[Question] = Registry(
             Question(
                 "critical-batch",
                 "Steps (and tokens) to a target loss at each batch size per optimizer, and the "
-                "critical batch size: 20 % more steps than linear scaling (Zhang et al. 2024), "
-                "with its interval.",
+                "critical batch size: S(B) = a + b/B fitted over every batch size, 20 % more "
+                "steps than linear scaling from a reference batch (Zhang et al. 2024), with its "
+                "interval and checks (fit_check, steps_check).",
                 "harness analyze critical-batch grids/batch_size_gap.yaml --target 5.5",
                 (
                     Option("--x", "The batch-size column.", "text", "batch_size"),
@@ -318,6 +357,13 @@ QUESTIONS: Registry[Question] = Registry(
                         "--target",
                         "Training loss to reach (default: the highest every tuned run reaches).",
                         "float",
+                    ),
+                    Option(
+                        "--reference-batch",
+                        "Batch size linear scaling is measured from (0: the fit's small-batch "
+                        "limit, which no grid choice moves; Zhang et al. use 256).",
+                        "float",
+                        0.0,
                     ),
                     _CONFIDENCE,
                 ),

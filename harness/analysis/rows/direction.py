@@ -3,10 +3,19 @@ given with ``--goal``."""
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from harness.core.errors import UserError
 from harness.metrics.catalogue import DEFAULT_METRIC, METRICS, Goal
 
-GOALS = ("auto", *(g.value for g in Goal))
+GoalWord = Literal["auto", "min", "max"]
+"""A ``--goal`` as typed: a :class:`~harness.metrics.catalogue.Goal`, or ``auto``."""
+
+GoalChoice = GoalWord | Goal
+"""A ``--goal``: a :class:`~harness.metrics.catalogue.Goal` (or its word), or ``auto`` (the
+metric's declared direction)."""
+
+GOALS: tuple[GoalWord, ...] = get_args(GoalWord)
 """The choices of ``--goal``."""
 
 __all__ = [
@@ -15,6 +24,7 @@ __all__ = [
     "GOAL_HELP",
     "LOSSES",
     "NO_DIRECTION",
+    "GoalChoice",
     "default_select",
     "metric_goal",
     "worst",
@@ -41,7 +51,7 @@ def default_select(metric: str) -> str:
     return metric if metric in LOSSES else "val_loss"
 
 
-def metric_goal(metric: str, goal: str = "auto", flag: str = "--metric") -> str:
+def metric_goal(metric: str, goal: GoalChoice = "auto", flag: str = "--metric") -> Goal:
     """``min`` or ``max`` for ``metric``: ``goal`` when given, else the declared direction.
 
     Raises:
@@ -51,7 +61,7 @@ def metric_goal(metric: str, goal: str = "auto", flag: str = "--metric") -> str:
     if goal not in GOALS:
         raise UserError(f"unknown --goal {goal!r}; valid choices: {', '.join(GOALS)}")
     if goal != "auto":
-        return goal
+        return Goal(goal)
     declared = METRICS.get(metric)
     if declared is None or declared.goal is None:
         fix = (
@@ -61,9 +71,9 @@ def metric_goal(metric: str, goal: str = "auto", flag: str = "--metric") -> str:
         )
         who = f"metric {metric!r}" if flag == "--metric" else f"{flag} {metric!r}"
         raise UserError(f"{who} has no known direction; {fix}")
-    return declared.goal.value
+    return declared.goal
 
 
-def worst(goal: str) -> float:
+def worst(goal: Goal) -> float:
     """The worst possible value under ``goal``: what a diverged run scores."""
     return float("inf") if goal == Goal.MIN else float("-inf")

@@ -27,7 +27,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import SupportsFloat, TypeGuard
+from typing import Literal, SupportsFloat, TypeGuard
 
 from harness.core.catalogue import AXIS_SCALES, FIELDS
 from harness.core.fields import Scale
@@ -62,9 +62,6 @@ ZERO_STEP = 10.0
 LOG_RATIO = 4.0
 """Smallest ratio of two positive values of an undeclared axis read as log-spaced."""
 
-SIDES = ("smallest", "largest")
-"""Which end of the searched values a best sits on."""
-
 
 @dataclass(frozen=True, slots=True)
 class Edge:
@@ -74,8 +71,8 @@ class Edge:
     """The column."""
     best: float
     """The best configuration's value."""
-    side: str
-    """``smallest`` or ``largest`` (:data:`SIDES`)."""
+    side: Literal["smallest", "largest"]
+    """Which end of the searched values the best sits on."""
     next: float
     """The value to try next, beyond ``best`` on the axis's spacing."""
 
@@ -145,7 +142,8 @@ def open_edge(axis: str, searched: Sequence[object], best: object) -> Edge | Non
     if b not in (nums[0], nums[-1]):
         return None
     scale = axis_scale(axis, nums)
-    side, neighbour = ("smallest", nums[1]) if b == nums[0] else ("largest", nums[-2])
+    side: Literal["smallest", "largest"] = "smallest" if b == nums[0] else "largest"
+    neighbour = nums[1] if side == "smallest" else nums[-2]
     nxt = _next_value(scale, b, neighbour)
     if nxt is None and scale is _LOG and neighbour == 0.0 and b > 0:  # {0, x}: best at x
         nxt = b * ZERO_STEP

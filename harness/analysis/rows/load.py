@@ -63,6 +63,18 @@ class Selection:
         return [d[0] for d in self.con.execute(queries.COLUMNS).description]
 
 
+def views(
+    grid: str | Sequence[str] | None, *, results: str | Path | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A connection with the views ``runs``, ``curves``, ``manifest`` and ``evals`` over the
+    results of ``grid`` (a YAML path or name, several, or None: every grid), as ``harness query``
+    reads them; for a user's own SQL (:func:`harness.api.connect`)."""
+    root = paths.results_root(results)
+    args = [grid] if isinstance(grid, str) else list(grid or [])
+    names = [resolve_grid(g) for g in args]
+    return db.connect(root, names or None)
+
+
 def select(
     grid: str | Sequence[str] | None,
     *,

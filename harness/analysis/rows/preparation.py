@@ -25,6 +25,7 @@ from harness.analysis.rows.direction import DEFAULT_METRIC, worst
 from harness.analysis.stats.frame import SELECT, VALUE, std_or_nan  # noqa: F401 (re-exported)
 from harness.core.errors import UserError
 from harness.core.result import RESULT_STATUSES, Status
+from harness.metrics.catalogue import Goal
 
 #: Metrics whose meaning changed: name -> the name rows written before hold it under.
 _RENAMED = {"iso": "iso_sym", "head_iso": "head_iso_sym"}
@@ -62,7 +63,7 @@ class Prepared:
     """Reason (a fault status, or ``no <metric>``) -> rows dropped."""
     select: str | None = None
     """The metric that selects configurations (``select_value``), when not the analysed one."""
-    select_goal: str | None = None
+    select_goal: Goal | None = None
     """``min`` or ``max`` for ``select``."""
     readings: tuple[str, ...] = ()
     """Notes about the grid the rows came from (e.g. derived axes)."""
@@ -80,9 +81,9 @@ class Prepared:
 def prepare(
     df: pd.DataFrame,
     metric: str,
-    goal: str,
+    goal: Goal,
     select: str | None = None,
-    select_goal: str | None = None,
+    select_goal: Goal | None = None,
 ) -> Prepared:
     """Attach ``value`` = ``metric`` (worst for diverged runs) and drop faulted rows; with a
     ``select`` metric other than ``metric``, also ``select_value`` (worst under

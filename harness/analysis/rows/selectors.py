@@ -62,6 +62,13 @@ def parse_selector(text: str, flag: str) -> Selector:
     return Selector(text=text, pairs=tuple(pairs))
 
 
+def as_selector(value: Selector | str | None, flag: str) -> Selector | None:
+    """``value`` as a :class:`Selector`: parsed when a ``K=V[,K=V]`` string (None stays None)."""
+    if value is None or isinstance(value, Selector):
+        return value
+    return parse_selector(value, flag)
+
+
 def parse_columns(text: str | None) -> list[str]:
     """``"a,b"`` -> ``["a", "b"]``; None or empty -> ``[]``."""
     if not text:

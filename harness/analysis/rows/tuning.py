@@ -24,6 +24,7 @@ from harness.analysis.rows.preparation import SELECT, VALUE
 from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import groups
 from harness.analysis.stats.intervals import t_quantile
+from harness.metrics.catalogue import Goal
 
 #: Statistics columns of :func:`seed_stats`, in order.
 STATS = ("mean", "std", "n", "two_sigma", "ci_low", "ci_high", "n_diverged")
@@ -60,8 +61,8 @@ def tune(
     rows: pd.DataFrame,
     by: Sequence[str],
     over: Sequence[str],
-    goal: str,
-    select_goal: str | None = None,
+    goal: Goal,
+    select_goal: Goal | None = None,
 ) -> pd.DataFrame:
     """Each cell's best configuration over ``over`` by the mean over seeds.
 
@@ -164,8 +165,8 @@ def confirmed(
     rows: pd.DataFrame,
     by: Sequence[str],
     over: Sequence[str],
-    goal: str,
-    select_goal: str | None = None,
+    goal: Goal,
+    select_goal: Goal | None = None,
 ) -> Tested:
     """Tune on the tuning runs and report on the confirmation runs when there are some.
 

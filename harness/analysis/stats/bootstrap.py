@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Default number of bootstrap resamples.
-N_BOOT = 2000
-#: Default two-sided confidence level of intervals.
-CONFIDENCE = 0.95
+from harness.analysis.stats.defaults import CONFIDENCE, N_BOOT  # noqa: F401 (re-exported)
 
 
 def resampled_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:

@@ -29,6 +29,7 @@ from harness.analysis.stats.bootstrap import CONFIDENCE, N_BOOT, resampled_means
 from harness.analysis.stats.cells import iter_cells, with_keys
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import crossing_interval, two_arm_coefs
+from harness.metrics.catalogue import Goal
 
 #: Output columns after the ``by`` columns.
 COLUMNS = (
@@ -79,7 +80,7 @@ def find_crossing(xs: np.ndarray, advantage: np.ndarray) -> Crossing:
     )
 
 
-def advantage(m_a: np.ndarray, m_b: np.ndarray, goal: str) -> np.ndarray:
+def advantage(m_a: np.ndarray, m_b: np.ndarray, goal: Goal) -> np.ndarray:
     """b's advantage over a: positive when b is better; inf - inf (both diverged) is 0."""
     with np.errstate(invalid="ignore"):
         d = (m_a - m_b) if goal == "min" else (m_b - m_a)
@@ -92,7 +93,7 @@ def crossover(
     x: str,
     a: str,
     b: str,
-    goal: str,
+    goal: Goal,
     *,
     n_boot: int = N_BOOT,
     confidence: float = CONFIDENCE,

@@ -24,10 +24,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from harness.analysis.stats.defaults import TAU_MAX as DEFAULT_TAU_MAX
 from harness.analysis.stats.frame import METHOD
 
 #: AlgoPerf's upper limit of the ratio integrated over.
-TAU_MAX = 4.0
+TAU_MAX = DEFAULT_TAU_MAX
 #: The taus at which ``analyze profiles`` tabulates rho.
 TABLE_TAUS = (1.0, 1.25, 1.5, 2.0, 4.0)
 #: Columns of :func:`arm_times` and :func:`ratios`.

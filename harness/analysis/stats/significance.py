@@ -28,15 +28,17 @@ from scipy import stats
 
 from harness.analysis.stats.cells import iter_cells
 from harness.analysis.stats.corrections import CORRECTIONS
+from harness.analysis.stats.defaults import ALTERNATIVES as ALTERNATIVE_CHOICES
+from harness.analysis.stats.defaults import Alternative, Correction, TestName
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
-from harness.analysis.stats.intervals import mean_interval, welch_interval
+from harness.analysis.stats.intervals import ZERO_VARIANCE, mean_interval, welch_interval
 from harness.core.errors import UserError, unknown_choice
 
-ALTERNATIVES = ("less", "greater", "two-sided")
+ALTERNATIVES = ALTERNATIVE_CHOICES
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class SignificanceResult:
     """The result of one test in one cell."""
 
     statistic: float
@@ -47,7 +49,7 @@ class Outcome:
     """``paper`` only: the one-sided significance threshold d_significance."""
 
 
-def paper_test(a: np.ndarray, b: np.ndarray, alternative: str, alpha: float) -> Outcome:
+def paper_test(a: np.ndarray, b: np.ndarray, alternative: str, alpha: float) -> SignificanceResult:
     """App. F of the Coupled Adam paper (see the module docstring); len(a) == len(b) == S."""
     s = a.size
     assert s == b.size and s >= 2
@@ -57,34 +59,34 @@ def paper_test(a: np.ndarray, b: np.ndarray, alternative: str, alpha: float) -> 
     with np.errstate(divide="ignore", invalid="ignore"):
         t = d / (sigma_d / np.sqrt(s))
     p = stats.t.cdf(t, s - 1) if alternative == "less" else stats.t.sf(t, s - 1)
-    return Outcome(statistic=float(t), p=float(p), threshold=float(threshold))
+    return SignificanceResult(statistic=float(t), p=float(p), threshold=float(threshold))
 
 
-def _welch(a, b, alt, alpha) -> Outcome:
+def _welch(a, b, alt, alpha) -> SignificanceResult:
     r = stats.ttest_ind(b, a, equal_var=False, alternative=alt)
-    return Outcome(statistic=float(r.statistic), p=float(r.pvalue))
+    return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
 
-def _student(a, b, alt, alpha) -> Outcome:
+def _student(a, b, alt, alpha) -> SignificanceResult:
     r = stats.ttest_ind(b, a, equal_var=True, alternative=alt)
-    return Outcome(statistic=float(r.statistic), p=float(r.pvalue))
+    return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
 
-def _paired(a, b, alt, alpha) -> Outcome:
+def _paired(a, b, alt, alpha) -> SignificanceResult:
     r = stats.ttest_rel(b, a, alternative=alt)
-    return Outcome(statistic=float(r.statistic), p=float(r.pvalue))
+    return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
 
-def _mannwhitney(a, b, alt, alpha) -> Outcome:
+def _mannwhitney(a, b, alt, alpha) -> SignificanceResult:
     r = stats.mannwhitneyu(b, a, alternative=alt)
-    return Outcome(statistic=float(r.statistic), p=float(r.pvalue))
+    return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
 
 @dataclass(frozen=True, slots=True)
 class SignificanceTest:
     """A registered test."""
 
-    run: Callable[[np.ndarray, np.ndarray, str, float], Outcome]
+    run: Callable[[np.ndarray, np.ndarray, str, float], SignificanceResult]
     """(a values, b values, alternative, alpha) -> outcome."""
     paired: bool = False
     """Pairs a and b by seed."""
@@ -131,10 +133,10 @@ def compare(
     a: str,
     b: str,
     *,
-    test: str = "welch",
-    alternative: str = "less",
+    test: TestName = "welch",
+    alternative: Alternative = "less",
     alpha: float = 0.05,
-    correction: str = "holm",
+    correction: Correction = "holm",
 ) -> pd.DataFrame:
     """Test b against a in each cell.
 
@@ -222,6 +224,9 @@ def _cell(cell, key, a, b, test, spec, alternative, alpha) -> dict[str, object]:
     row |= {"ci_low": lo, "ci_high": hi}
     if spec.finite_only and not (np.isfinite(va).all() and np.isfinite(vb).all()):
         return row | {"note": "diverged seed(s): test undefined (try --test mannwhitney)"}
+    spread = np.ptp(vb - va) if spec.paired else max(np.ptp(va), np.ptp(vb))
+    if spec.finite_only and spread == 0:  # a zero-width interval and p = 0 from no noise
+        return row | {"ci_low": np.nan, "ci_high": np.nan, "note": ZERO_VARIANCE}
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = spec.run(va, vb, alternative, alpha)

@@ -28,7 +28,7 @@ from harness.core.targets import Target
 TOKENS_TO_TARGET = "tokens_to_target"
 TIME_TO_TARGET = "time_to_target"
 CENSORED = "censored"
-#: What a profile may measure: name -> column.
+#: What a performance profile may measure: name -> column.
 MEASURES = {"tokens": TOKENS_TO_TARGET, "time": TIME_TO_TARGET}
 
 

@@ -59,7 +59,8 @@ class Outcome(enum.Enum):
     KILLED = "killed"
     """Killed by :meth:`RunPool.kill`: no new row; it resumes from its last checkpoint."""
     NOT_STARTED = "not started"
-    """Never started (the pool was stopped first)."""
+    """Never started, or stopped before its first step (the pool was stopped first): no
+    checkpoint."""
     FINISHED_ELSEWHERE = "finished elsewhere"
     """Another process wrote its row since the launch decided to train it: left alone."""
     BUSY = "busy"
@@ -241,7 +242,9 @@ class RunPool:
                 self.pending.insert(0, run_id)  # its lock was taken meanwhile: wait for it
                 return None
             return Ended(run_id, Outcome.BUSY)
-        if kind is ExitKind.INTERRUPTED and run_id in self._timed_out:
+        if kind is ExitKind.UNSTEPPED and run_id not in self._timed_out:
+            return Ended(run_id, Outcome.NOT_STARTED)  # stopped while being built: no checkpoint
+        if kind in (ExitKind.INTERRUPTED, ExitKind.UNSTEPPED) and run_id in self._timed_out:
             limit = f"{self.timeout_s / 60:g} min" if self.timeout_s else "its limit"
             error = (f"ran past timeout_min ({limit}) of the launcher profile on this machine; "
                      "checkpoint kept")  # fmt: skip

@@ -32,6 +32,7 @@ from harness.analysis.present.figures.common import (
 )
 from harness.analysis.rows.selectors import ARM
 from harness.analysis.stats.crossing import crossover
+from harness.metrics.catalogue import Goal
 
 X = "batch_size"
 
@@ -87,7 +88,9 @@ def _panel(ax: Axes, part: pd.DataFrame, data: FigureData) -> None:
     ax.set_xlabel("batch size (sequences)")
 
 
-def _mark_crossover(ax: Axes, seeds: pd.DataFrame, goal: str, a: str | None, b: str | None) -> None:
+def _mark_crossover(
+    ax: Axes, seeds: pd.DataFrame, goal: Goal, a: str | None, b: str | None
+) -> None:
     if a is None or b is None or not {a, b} <= set(seeds[METHOD]):
         return
     arms = seeds[seeds[METHOD].isin([a, b])].assign(**{ARM: lambda d: d[METHOD]})

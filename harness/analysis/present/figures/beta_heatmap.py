@@ -35,6 +35,7 @@ from harness.analysis.present.figures.common import (
     tuned_points,
     use_log,
 )
+from harness.metrics.catalogue import Goal
 
 BETAS = ["beta1", "beta2"]
 #: Values further than FENCE scaled median absolute deviations from the median are outliers.
@@ -80,7 +81,7 @@ def draw(data: FigureData) -> Figure:
     return fig
 
 
-def robust_limits(values: np.ndarray, goal: str) -> tuple[float, float]:
+def robust_limits(values: np.ndarray, goal: Goal) -> tuple[float, float]:
     """The color scale's (low, high): the smallest and largest of ``values`` that are not
     outliers on the bad side (beyond ``FENCE`` scaled MADs of the median, in log space when all
     are positive; at least a factor ``MIN_SPREAD`` away). The good side is never clipped."""
@@ -99,7 +100,7 @@ def robust_limits(values: np.ndarray, goal: str) -> tuple[float, float]:
     return float(inside.min()), float(v.max())
 
 
-def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: str):
+def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: Goal):
     b1 = sorted(part["beta1"].unique())
     b2 = sorted(part["beta2"].unique())
     grid = part.pivot_table(index="beta1", columns="beta2", values="mean", aggfunc="first")
@@ -150,7 +151,7 @@ def _annotate(ax: Axes, i: int, j: int, v: float, image, font: float) -> None:
     ax.text(j, i, text, ha="center", va="center", fontsize=font, color=ink)
 
 
-def _outline_best(ax: Axes, grid: np.ndarray, goal: str) -> None:
+def _outline_best(ax: Axes, grid: np.ndarray, goal: Goal) -> None:
     if not np.isfinite(grid).any():
         return
     masked = np.where(np.isfinite(grid), grid, np.inf if goal == "min" else -np.inf)

@@ -20,13 +20,15 @@ import pandas as pd
 
 from harness.analysis.present.figures import FIGURES, FigureSpec
 from harness.analysis.present.figures.options import FigureOptions
-from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
+from harness.analysis.rows.direction import DEFAULT_METRIC, default_select
 from harness.analysis.rows.load import Selection
+from harness.analysis.rows.metric_choice import MetricChoice
 from harness.analysis.rows.preparation import prepare
 from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write, atomic_write_text
 from harness.core.provenance import git_commit
+from harness.metrics.catalogue import Goal
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,53 +68,41 @@ class Drawn:
 def draw_figures(
     sel: Selection,
     names: Sequence[str],
-    metric: str,
-    goal: str,
-    select_by: str | None = None,
-    select_goal: str | None = None,
+    choice: MetricChoice,
     options: FigureOptions | None = None,
 ) -> Iterator[Drawn]:
     """Draw ``names`` from the selection in memory, one at a time.
 
-    Each point is the configuration with the best mean ``select_by`` over seeds (default: the
-    grid's loss, :func:`~harness.analysis.rows.direction.default_select`), drawn by ``metric``. A
+    Each point is the configuration with the best mean ``choice.select_by`` over seeds, drawn by
+    ``choice.metric`` (:func:`~harness.analysis.rows.metric_choice.choose_metric`). A
     figure the data cannot make (e.g. no SGD baseline for ``gap_closure``) is skipped with a reason;
     the others are still drawn. Every figure draws each arm in the same color and marker,
     assigned over every arm of the selection's rows and planned runs (:func:`every_arm`).
 
     Raises:
-        UserError: an unknown figure name, or no run has ``select_by``.
+        UserError: an unknown figure name, or no run has ``choice.select_by``.
     """
     from harness.analysis.present.figures.style import apply
 
     specs = [FIGURES[n] for n in names]  # an unknown name lists the known ones
     apply()
-    chosen = select_by or default_select(metric)
-    if chosen == metric:
-        select_goal = goal
-    elif select_goal is None:
-        select_goal = metric_goal(chosen, "auto", "--select-by")
-    select = (chosen, select_goal)
     every = every_arm(sel)
     opts = options or FigureOptions()
     for spec in specs:
-        yield _draw(sel, spec, metric, goal, select, every, opts)
+        yield _draw(sel, spec, choice, every, opts)
 
 
 def render_figures(
     sel: Selection,
     names: Sequence[str],
-    metric: str,
-    goal: str,
-    select_by: str | None = None,
-    select_goal: str | None = None,
+    choice: MetricChoice,
     options: FigureOptions | None = None,
 ) -> list[Rendered]:
     """Draw ``names`` (:func:`draw_figures`) into ``<root>/<grid>/figures/``: PNG, PDF and a
     sidecar JSON each."""
     out_dir = paths.figures_dir(sel.root, sel.grid)
-    drawn = draw_figures(sel, names, metric, goal, select_by, select_goal, options)
-    return [_write(sel, d, metric, goal, out_dir) for d in drawn]
+    drawn = draw_figures(sel, names, choice, options)
+    return [_write(sel, d, choice, out_dir) for d in drawn]
 
 
 def every_arm(sel: Selection) -> pd.DataFrame:
@@ -133,9 +123,7 @@ def every_arm(sel: Selection) -> pd.DataFrame:
 def _draw(
     sel: Selection,
     spec: FigureSpec,
-    metric: str,
-    goal: str,
-    select: tuple[str, str],
+    choice: MetricChoice,
     every: pd.DataFrame,
     options: FigureOptions,
 ) -> Drawn:
@@ -146,15 +134,16 @@ def _draw(
         missing_arms,
     )
 
+    metric, goal, select_by = choice.metric, choice.goal, choice.select_by
     stem = spec.name + (f"-{metric}" if metric != DEFAULT_METRIC else "")
-    stem += f"-by-{select[0]}" if select[0] != default_select(metric) else ""
+    stem += f"-by-{select_by}" if select_by != default_select(metric) else ""
     stem += "-local" if sel.scale == "local" else ""
     frames = {q: sel.frame(q) for q in spec.queries}
     done = every[every["status"].notna()]
-    prep = prepare(done, metric, goal, *select)
+    prep = prepare(done, metric, goal, select_by, choice.select_goal)
     if prep.rows.empty:
         return Drawn(spec, None, f"no completed or diverged runs with {metric}", stem=stem,
-                     select_by=select[0])  # fmt: skip
+                     select_by=select_by)  # fmt: skip
     missing = missing_arms(every, prep.rows)
     data = FigureData(rows=prep.rows, metric=metric, goal=goal, frames=frames,
                       select_goal=prep.select_goal, styles=arm_styles(every),
@@ -162,14 +151,14 @@ def _draw(
     try:
         fig = spec.drawer()(data)
     except (FigureSkipped, UserError) as e:
-        return Drawn(spec, None, str(e), stem=stem, select_by=select[0])
+        return Drawn(spec, None, str(e), stem=stem, select_by=select_by)
     styles = {arm: data.style(arm).line() for arm in sorted(set(prep.rows["method"]))}
     timed = [f"target: {options.target.describe()}"] if options.target is not None else []
     notes = (*prep.notes(), *missing, *timed)
-    return Drawn(spec, fig, "", notes, frames, styles, stem, select[0])
+    return Drawn(spec, fig, "", notes, frames, styles, stem, select_by)
 
 
-def _write(sel: Selection, d: Drawn, metric: str, goal: str, out_dir: Path) -> Rendered:
+def _write(sel: Selection, d: Drawn, choice: MetricChoice, out_dir: Path) -> Rendered:
     import matplotlib.pyplot as plt
 
     fig = d.figure
@@ -182,7 +171,7 @@ def _write(sel: Selection, d: Drawn, metric: str, goal: str, out_dir: Path) -> R
         atomic_write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=200))  # type: ignore[misc]  # ext bound per loop step
         files.append(path)
     plt.close(fig)
-    side = sidecar(sel, d.spec, metric, goal, d.frames, d.notes, files)
+    side = sidecar(sel, d.spec, choice.metric, choice.goal, d.frames, d.notes, files)
     side["styles"] = d.styles
     side["select_by"] = d.select_by
     files.append(out_dir / f"{d.stem}.json")
@@ -203,7 +192,7 @@ def sidecar(
     sel: Selection,
     spec: FigureSpec,
     metric: str,
-    goal: str,
+    goal: Goal,
     frames: dict[str, pd.DataFrame],
     notes: Sequence[str],
     files: Sequence[Path],

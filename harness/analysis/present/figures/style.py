@@ -17,8 +17,6 @@ PAGE_WIDTH = 6.8
 ROW_HEIGHT = 2.4
 #: Panels per row.
 MAX_COLUMNS = 3
-#: PNG resolution.
-DPI = 200
 
 _CB = sns.color_palette("colorblind").as_hex()
 #: Optimizer -> its slot of :data:`PALETTE`: the same color and marker in every figure.

@@ -24,8 +24,9 @@ from harness.analysis.present.figures.render import draw_figures, every_arm, row
 from harness.analysis.present.report import page, svg
 from harness.analysis.present.report.tables import tables
 from harness.analysis.questions import query
-from harness.analysis.rows.direction import default_select, metric_goal
+from harness.analysis.rows.direction import GoalChoice
 from harness.analysis.rows.load import Selection, select
+from harness.analysis.rows.metric_choice import MetricChoice, choose_metric
 from harness.analysis.rows.selectors import Selector
 from harness.core.errors import UserError
 from harness.core.provenance import git_commit
@@ -45,7 +46,7 @@ class ReportRequest:
     """``full``, ``local`` or None (the only one present)."""
     metric: str = "val_ppl"
     """The analysed metric."""
-    goal: str = "auto"
+    goal: GoalChoice = "auto"
     """``min``, ``max`` or ``auto``."""
     select_by: str | None = None
     """The metric that picks each cell's configuration (None: the grid's loss)."""
@@ -61,35 +62,34 @@ def build_report(req: ReportRequest) -> str:
     Raises:
         UserError: as ``harness figures`` and ``harness analyze`` (unknown grid, scale, metric).
     """
-    goal = metric_goal(req.metric, req.goal)
-    chosen = req.select_by or default_select(req.metric)
-    select_goal = goal if chosen == req.metric else metric_goal(chosen, "auto", "--select-by")
     sel = select(list(req.grids), results=req.results, scale=req.scale, where=req.where)
+    runs = sel.frame("runs")
+    choice = choose_metric(runs, req.metric, req.goal, req.select_by)
     names, _ = plan_figures(sel, list(req.grids), list(req.figures))
-    blocks = list(_figures(sel, names, req, goal, chosen, select_goal))
+    blocks = list(_figures(sel, names, req, choice))
     q = query.Query(
         grid=list(req.grids) or None,
         results=req.results,
         where=req.where,
         scale=sel.scale,
-        metric=req.metric,
-        goal=goal,
+        metric=choice.metric,
+        goal=choice.goal,
         select_by=req.select_by,
     )
-    runs = sel.frame("runs")
     curves = sel.frame("curves")
     made = tables(q, runs, req.options.baseline, req.options.reference)
     n_status = runs["status"].value_counts().to_dict()
     counts = ", ".join(f"{n} {s}" for s, n in sorted(n_status.items()))
     subtitle = (
-        f"{len(runs)} runs at {sel.scale} scale ({counts}); metric {req.metric} ({goal}), "
-        f"configurations selected by {chosen}"
+        f"{len(runs)} runs at {sel.scale} scale ({counts}); metric {choice.metric} "
+        f"({choice.goal}), configurations selected by {choice.select_by}"
+        + "".join(f"; {n}" for n in choice.notes)
     )
     return page.page(
         title=f"harness report: {sel.grid}",
         subtitle=subtitle,
         figures=blocks,
-        curves=_curves(sel, runs, curves, req, goal, chosen, select_goal),
+        curves=_curves(sel, runs, curves, choice),
         tables=made,
         provenance=_provenance(sel, runs, curves, names),
         sql=[("runs (every table and figure)", sel.sql("runs")), ("curves", sel.sql("curves")),
@@ -97,17 +97,10 @@ def build_report(req: ReportRequest) -> str:
     )  # fmt: skip
 
 
-def _figures(
-    sel: Selection,
-    names: Sequence[str],
-    req: ReportRequest,
-    goal: str,
-    chosen: str,
-    select_goal: str,
-):
+def _figures(sel: Selection, names: Sequence[str], req: ReportRequest, choice: MetricChoice):
     import matplotlib.pyplot as plt
 
-    for d in draw_figures(sel, names, req.metric, goal, chosen, select_goal, req.options):
+    for d in draw_figures(sel, names, choice, req.options):
         if d.figure is None:
             yield page.FigureBlock(d.spec.name, d.spec.description, None, (d.skipped,))
             continue
@@ -117,15 +110,7 @@ def _figures(
         yield page.FigureBlock(d.spec.name, d.spec.description, buf.getvalue(), d.notes)
 
 
-def _curves(
-    sel: Selection,
-    runs: pd.DataFrame,
-    curves: pd.DataFrame,
-    req: ReportRequest,
-    goal: str,
-    chosen: str,
-    select_goal: str,
-) -> str:
+def _curves(sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, choice: MetricChoice) -> str:
     """Checkboxes (one per arm) and one chart per condition: every run thin, each arm's tuned
     configuration (mean over seeds) thick, validation losses as dots."""
     from harness.analysis.present.figures.common import (
@@ -144,14 +129,15 @@ def _curves(
         return "<p>No loss curves.</p>"
     every = every_arm(sel)
     styles = arm_styles(every)
-    rows = prepare(every[every["status"].notna()], req.metric, goal, chosen, select_goal).rows
+    done = every[every["status"].notna()]
+    rows = prepare(done, choice.metric, choice.goal, choice.select_by, choice.select_goal).rows
     if rows.empty:
         return "<p>No completed or diverged runs.</p>"
     arms = sorted(styles)
     index = {a: k for k, a in enumerate(arms)}
     keys = panel_keys(rows)
     try:
-        points = tuned_points(rows, [*keys, METHOD], goal, select_goal)
+        points = tuned_points(rows, [*keys, METHOD], choice.goal, choice.select_goal)
         cells = panels(points.table, keys)
     except (FigureSkipped, UserError) as e:  # shown, not raised: the rest of the report stands
         return f"<p>No loss curves: {e}</p>"

@@ -1,0 +1,352 @@
+"""The harness as a Python library: what the ``harness`` commands do, as functions.
+
+The CLI, the example notebook (``analysis/example.ipynb``) and the study scripts
+(``analysis/studies/``) call these; internal modules may move, these names stay. Each function
+raises :class:`harness.core.errors.UserError` for bad input (the CLI prints it and exits 2).
+
+Example::
+
+    from harness import api
+
+    api.submit("grids/adam_betas.yaml", local=True)            # train what has no result
+    runs = api.plan("grids/adam_betas.yaml", local=True).run_ids  # the runs it plans today
+    best = api.analyze("best", "adam_betas", by=["beta1", "beta2"])
+    print(best.table, *best.notes, sep="\\n")
+    api.figures("adam_betas", names=["lr_sensitivity"])         # PNG, PDF, sidecar JSON
+    api.report("adam_betas", output="report.html")
+    con = api.connect("adam_betas")                              # DuckDB: runs, curves, manifest
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from harness.core import paths
+from harness.metrics.catalogue import DEFAULT_METRIC
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from harness.analysis.present.figures.render import Drawn, Rendered
+    from harness.analysis.questions.answer import Answer
+    from harness.analysis.rows.direction import GoalChoice
+    from harness.analysis.rows.selectors import Selector
+    from harness.core.config import RunConfig
+    from harness.followup.rounds import Submitted
+    from harness.grid.load import Grid
+    from harness.store.importing import Imported
+
+__all__ = [
+    "Figures", "Plan", "analyze", "connect", "figures", "import_results", "plan", "report",
+    "submit", "text",
+]  # fmt: skip
+
+Grids = str | Path | Sequence[str | Path] | None
+"""A grid YAML path or a grid name in the results, several (arms compared across grids), or
+None (every grid under the results root)."""
+
+
+def _grid_args(grid: Grids) -> list[str]:
+    if grid is None:
+        return []
+    if isinstance(grid, str | Path):
+        return [str(grid)]
+    return [str(g) for g in grid]
+
+
+def _results(results: str | Path | None) -> str | None:
+    return str(results) if results is not None else None
+
+
+def connect(grid: Grids = None, *, results: str | Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the views ``runs``, ``curves``, ``manifest`` and ``evals`` over
+    the results of ``grid`` (as ``harness query`` reads them; read-only, confined to the results
+    folder)."""
+    from harness.analysis.rows.load import views
+
+    return views(_grid_args(grid) or None, results=results)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What ``submit`` would run (``harness submit --dry-run``)."""
+
+    grid: Grid
+    """The expanded grid (its name, axes, notes, runs before follow-ups)."""
+    runs: tuple[RunConfig, ...]
+    """Every run planned: the grid's, then the follow-ups ``extend``/``confirm`` add."""
+    lines: tuple[str, ...] = ()
+    """What the follow-up planning says (edges, confirmations, why nothing is planned)."""
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The planned runs' ids, in plan order."""
+        return [r.run_id for r in self.runs]
+
+
+def plan(
+    grid: str | Path,
+    *,
+    local: bool = False,
+    extend: bool = False,
+    confirm: bool = False,
+    results: str | Path | None = None,
+    data: str | Path | None = None,
+) -> Plan:
+    """The runs ``submit`` would plan for ``grid`` today (writes and launches nothing): the
+    grid's own (``local``: its ``local:`` overrides), then with ``extend``/``confirm`` those
+    planned from the results so far (:mod:`harness.followup.planning`)."""
+    from harness.data.catalogue import data_root, vocab_lookup
+    from harness.grid.load import load_grid
+
+    g = load_grid(grid, vocab=vocab_lookup(data_root(_path(data))), local=local)
+    if not (extend or confirm):
+        return Plan(g, g.runs)
+    from harness.followup.planning import follow_up
+
+    found = follow_up(g, paths.results_root(results), extend=extend, confirm=confirm)
+    runs = {r.run_id: r for r in g.runs}
+    runs |= {r.run_id: r for r in found.runs if r.run_id not in runs}
+    return Plan(g, tuple(runs.values()), tuple(found.lines))
+
+
+def _path(value: str | Path | None) -> Path | None:
+    return Path(value) if value is not None else None
+
+
+def submit(
+    grid: str | Path,
+    *,
+    local: bool = False,
+    launcher: str | None = None,
+    dry_run: bool = False,
+    retry: Sequence[str] = (),
+    stale: str = "refuse",
+    wait: bool | None = None,
+    plan_format: str = "table",
+    check: bool = False,
+    extend: bool = False,
+    confirm: bool = False,
+    results: str | Path | None = None,
+    data: str | Path | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> Submitted:
+    """Launch ``grid``'s runs that have no result yet, and with ``extend``/``confirm`` the
+    follow-up rounds planned from their results until nothing is added (``harness submit``).
+
+    Args:
+        grid: the grid YAML.
+        local: apply the grid's ``local:`` overrides and use the ``local`` launcher.
+        launcher: a launcher profile name (overrides the grid's and ``local``'s).
+        dry_run: print the plan (``plan_format``: table, csv or json); launch nothing.
+        retry: statuses whose runs run again (never ``completed``).
+        stale: runs whose result came from other code or data: ``refuse``, ``rerun``, ``keep``.
+        wait: block until the runs finish (None: local runs block, SLURM returns once queued).
+        check: with ``dry_run``, build each optimizer and take one CPU step (the preflight).
+        extend: add the next value beyond each best on an open edge, round after round.
+        confirm: train each cell's selected configuration on the confirmation seeds.
+        results: the results root (None: ``$HARNESS_RESULTS``, then ``./results``).
+        data: where datasets are prepared (None: ``$HARNESS_DATA``, then the data home).
+        out: where the report goes (None: stdout); ``err``: notes beside a csv/json plan.
+
+    Returns:
+        Each round's report and the runs that failed or were lost.
+    """
+    from harness.data.catalogue import data_root
+    from harness.followup.rounds import submit_rounds
+
+    return submit_rounds(
+        grid, root=paths.results_root(results), data_root=data_root(_path(data)), local=local,
+        launcher=launcher, dry_run=dry_run, retry=retry, wait=wait, stale=stale,
+        plan_format=plan_format, check=check, extend=extend, confirm=confirm,
+        out=out or sys.stdout, err=err or sys.stderr,
+    )  # fmt: skip
+
+
+def analyze(
+    question: str,
+    grid: Grids = None,
+    *,
+    results: str | Path | None = None,
+    where: str | None = None,
+    scale: str | None = None,
+    metric: str = DEFAULT_METRIC,
+    goal: GoalChoice = "auto",
+    select_by: str | None = None,
+    by: Sequence[str] = (),
+    over: Sequence[str] = (),
+    target: float | None = None,
+    curve: str | None = None,
+    **options: Any,
+) -> Answer:
+    """Answer one ``harness analyze`` question (``best``, ``gap``, ``compare``, ...) about
+    ``grid``'s results: its table and the notes a reader must see with it.
+
+    ``options`` are the question's own (``harness analyze QUESTION --help``), by keyword:
+    ``a``/``b``/``baseline``/``reference`` as ``"K=V[,K=V]"`` strings or selectors, the others
+    as values (``confidence=0.9``, ``tuned_mode="fit"``); an option not given takes its default.
+    A ``target`` question (``targets``, ``profiles``) reads ``target``/``curve`` instead of
+    ``metric``/``goal``/``select_by``/``over``.
+    """
+    from harness.analysis.questions.query import Query
+    from harness.analysis.questions.registry import QUESTIONS
+    from harness.analysis.questions.target_query import TargetQuery
+
+    q = QUESTIONS[question]  # an unknown name lists the known ones
+    rows: dict[str, Any] = {
+        "grid": _grid_args(grid) or None, "results": _results(results), "where": where,
+        "scale": scale,
+    }  # fmt: skip
+    if q.inputs == "target":  # by and over, where the question takes them, are its options
+        given = {
+            **options,
+            **({"by": list(by)} if by else {}),
+            **({"over": list(over)} if over else {}),
+        }
+        kw = q.keywords(given)
+        return q.answerer()(TargetQuery(**rows, target=target, curve=curve), **kw)
+    kw = q.keywords(options)
+    query = Query(**rows, metric=metric, goal=goal, select_by=select_by)
+    return q.answerer()(query, by=list(by), over=list(over), **kw)
+
+
+def _figure_request(
+    grid: Grids, results: str | Path | None, where: str | None, scale: str | None, metric: str,
+    goal: GoalChoice, select_by: str | None, names: Sequence[str], runs: str, x: str | None,
+    baseline: Selector | str | None, reference: Selector | str | None, target: float | None,
+    curve: str | None,
+) -> tuple[Any, Any, list[str], str, Any]:  # fmt: skip
+    from harness.analysis.present.figures.choose import plan_figures
+    from harness.analysis.present.figures.options import FigureOptions
+    from harness.analysis.questions.target_query import TargetQuery, find_target
+    from harness.analysis.rows.load import select
+    from harness.analysis.rows.metric_choice import choose_metric
+    from harness.analysis.rows.selectors import as_selector
+
+    args = _grid_args(grid)
+    sel = select(args, results=results, scale=scale, where=where)
+    choice = choose_metric(sel.frame("runs"), metric, goal, select_by)
+    chosen, why = plan_figures(sel, args, list(names))
+    timed = find_target(TargetQuery(args, target, curve), sel.scale)
+    options = FigureOptions(
+        runs=runs, x=x, baseline=as_selector(baseline, "--baseline"),
+        reference=as_selector(reference, "--reference"), target=timed,
+    )  # fmt: skip
+    return sel, choice, chosen, why, options
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What :func:`figures` drew."""
+
+    rendered: tuple[Rendered, ...]
+    """Per figure: the files written, or why it was skipped."""
+    drawn: tuple[Drawn, ...]
+    """With ``write=False``: the figures in memory (matplotlib), their notes and data."""
+    notes: tuple[str, ...]
+    """The metric's fallback, where the figure names came from, where the files went."""
+
+
+def figures(
+    grid: Grids = None,
+    *,
+    names: Sequence[str] = (),
+    results: str | Path | None = None,
+    where: str | None = None,
+    scale: str | None = None,
+    metric: str = DEFAULT_METRIC,
+    goal: GoalChoice = "auto",
+    select_by: str | None = None,
+    runs: str = "best",
+    x: str | None = None,
+    baseline: Selector | str | None = None,
+    reference: Selector | str | None = None,
+    target: float | None = None,
+    curve: str | None = None,
+    write: bool = True,
+) -> Figures:
+    """Draw ``grid``'s figures (``names``, else those the grid declares, else the defaults for
+    the columns that vary): into ``results/<grid>/figures/`` as PNG, PDF and a sidecar JSON each
+    (``harness figures``), or with ``write=False`` in memory only.
+    """
+    from harness.analysis.present.figures.render import draw_figures, render_figures
+
+    sel, choice, chosen, why, options = _figure_request(
+        grid, results, where, scale, metric, goal, select_by, names, runs, x, baseline,
+        reference, target, curve,
+    )  # fmt: skip
+    notes = (*choice.notes, why)
+    if not write:
+        return Figures((), tuple(draw_figures(sel, chosen, choice, options)), notes)
+    done = render_figures(sel, chosen, choice, options)
+    where_to = f"files in {paths.figures_dir(sel.root, sel.grid)}"
+    return Figures(tuple(done), (), (*notes, where_to))
+
+
+def report(
+    grid: Grids = None,
+    *,
+    output: str | Path | None = None,
+    names: Sequence[str] = (),
+    results: str | Path | None = None,
+    where: str | None = None,
+    scale: str | None = None,
+    metric: str = DEFAULT_METRIC,
+    goal: GoalChoice = "auto",
+    select_by: str | None = None,
+    baseline: Selector | str | None = None,
+    reference: Selector | str | None = None,
+) -> str:
+    """The self-contained HTML report of ``grid`` (``harness report``): figures, toggleable loss
+    curves, the best-per-cell and gap tables, provenance. Written to ``output`` when given
+    (atomically); returned either way."""
+    from harness.analysis.present.figures.options import FigureOptions
+    from harness.analysis.present.report import ReportRequest, build_report
+    from harness.analysis.rows.selectors import as_selector
+    from harness.core.files import atomic_write_text
+
+    req = ReportRequest(
+        grids=tuple(_grid_args(grid)), results=_results(results), where=where, scale=scale,
+        metric=metric, goal=goal, select_by=select_by, figures=tuple(names),
+        options=FigureOptions(runs="all", baseline=as_selector(baseline, "--baseline"),
+                              reference=as_selector(reference, "--reference")),
+    )  # fmt: skip
+    html = build_report(req)
+    if output is not None:
+        atomic_write_text(Path(output), html)
+    return html
+
+
+def text(answer: Answer, fmt: str = "table") -> str:
+    """``answer`` as ``harness analyze`` prints it: an aligned table (``fmt`` ``table``), CSV
+    or JSON, then its notes, one ``note:`` line each."""
+    from harness.analysis.present.table import render
+
+    body, notes = render(answer, fmt)
+    return "\n".join([body, *notes])
+
+
+def import_results(
+    csv: str | Path,
+    *,
+    grid: str,
+    results: str | Path | None = None,
+    source: str | None = None,
+    scale: str = "full",
+    extra: Sequence[str] = (),
+    curves: str | Path | None = None,
+) -> Imported:
+    """Import published or external results (a CSV, one row per run or seed; ``curves``: a CSV
+    of their loss curves) as rows of grid ``grid`` (``harness import``); every command then
+    reads them like trained runs."""
+    from harness.store.importing import import_csv
+
+    return import_csv(
+        csv, grid=grid, root=paths.results_root(results), source=source, scale=scale,
+        extra=extra, curves=curves,
+    )  # fmt: skip
