@@ -271,10 +271,13 @@ def compaction(root: Path, path: Path, points: int) -> tuple[float, float, float
 
 
 def _more_runs(path: Path) -> list[Any]:
-    text = path.read_text().replace("seeds: 5", "seeds: [100, 101, 102, 103, 104, 105, 106]")
+    """:data:`AUTO_COMPACT_FILES` new runs of the grid: sgd at lrs beyond its range."""
+    n = AUTO_COMPACT_FILES // SEEDS + 1
+    lrs = [float(f"{x:.6g}") for x in np.geomspace(1.5, 3.0, n)]
+    text = path.read_text().split("grid:")[0] + f"grid: {{optimizer: {{sgd: {{lr: {lrs}}}}}}}\n"
     other = path.with_name("more.yaml")
-    other.write_text(text)
-    return list(load_grid(other, vocab=lambda name: 1).runs)[-AUTO_COMPACT_FILES:]
+    other.write_text(text + f"seeds: {SEEDS}\n")
+    return list(load_grid(other, vocab=lambda name: 1).runs)[:AUTO_COMPACT_FILES]
 
 
 def main() -> None:
