@@ -48,9 +48,19 @@ cells = []
 for metric in METRICS:
     args = (*ARMS, "--by", "lr", "--metric", metric, "--alternative", "two-sided")
     analyze("compare", EQUAL, *args, "--correction", "none")
-    table = api.analyze("compare", study.grid, scale="local", results=RESULTS, where=EQUAL,
-                        a="optimizer=adamw", b="optimizer=coupled_adam", by=["lr"],
-                        metric=metric, alternative="two-sided", correction="none").table
+    table = api.analyze(
+        "compare",
+        study.grid,
+        scale="local",
+        results=RESULTS,
+        where=EQUAL,
+        a="optimizer=adamw",
+        b="optimizer=coupled_adam",
+        by=["lr"],
+        metric=metric,
+        alternative="two-sided",
+        correction="none",
+    ).table
     cells += [{"metric": metric, **row} for row in table.to_dict(orient="records")]
 p_holm = holm([float(c["p"]) for c in cells])
 study.note("\n# equal lr, Welch two-sided, Holm over the 12 cells (alpha 0.05); "
