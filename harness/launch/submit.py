@@ -23,7 +23,7 @@ from harness.core.result import RESULT_STATUSES, STATUSES, Status
 from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
 from harness.grid.load import Grid, load_grid
-from harness.launch.contract import ExecutionSpec, Launcher, launcher_for
+from harness.launch.contract import ExecutionSpec, Launcher, launcher_for, queued_anywhere
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
 from harness.launch.moved import moved_ids
 from harness.launch.preflight import preflight
@@ -260,12 +260,15 @@ def _launch(
         out.write(f"{grid.name}: wrote {len(recovered)} results kept in spill files\n")
     runner.reconcile(root, grid.name)  # rows for runs whose job died without one
     seen = {r.run_id: file_stamp(paths.run_path(root, grid.name, r.run_id)) for r in grid.runs}
+    # The queue before the rows: a task that ends in between wrote its rows before it left the
+    # queue, so each of its runs is in one set or the other (read the other way round, a run
+    # could be in neither, and be queued twice).
+    queued = queued_anywhere(root, grid.name, [r.run_id for r in grid.runs])
     kept = _done(grid, spec, retry, stale, io.StringIO())  # refuses stale results before any write
     preflight([r for r in grid.runs if r.run_id not in kept], str(grid.path))  # nothing queued yet
     write_manifest(root, grid.name, grid.runs)  # waits for the manifest lock: runs may finish
     done = _done(grid, spec, retry, stale, out)  # so the finished set is read once it is held
-    todo = [r for r in grid.runs if r.run_id not in done]
-    todo = runner.exclude_queued(root, grid.name, todo)
+    todo = [r for r in grid.runs if r.run_id not in done and r.run_id not in queued]
     busy = training_now(root, grid.name, [r.run_id for r in todo])
     if runner.detaches:  # its runs start later, elsewhere: a run being trained is left to it
         todo = [r for r in todo if r.run_id not in busy]
