@@ -9,7 +9,6 @@ states to run again). Every backend is driven through the same contract
 from __future__ import annotations
 
 import dataclasses
-import io
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,12 +262,14 @@ def _launch(
     # The queue before the rows: a task that ends in between wrote its rows before it left the
     # queue, so each of its runs is in one set or the other (read the other way round, a run
     # could be in neither, and be queued twice).
+    # The rows are read once: a run that gets a row after this read was queued or being trained
+    # (its lock held) at the queue's answer, or is trained by a submit that raced this one, and
+    # whoever trains it checks under its lock that its row is still as ``seen`` says.
     queued = queued_anywhere(root, grid.name, [r.run_id for r in grid.runs])
-    kept = _done(grid, spec, retry, stale, io.StringIO())  # refuses stale results before any write
-    preflight([r for r in grid.runs if r.run_id not in kept], str(grid.path))  # nothing queued yet
-    write_manifest(root, grid.name, grid.runs)  # waits for the manifest lock: runs may finish
-    done = _done(grid, spec, retry, stale, out)  # so the finished set is read once it is held
+    done = _done(grid, spec, retry, stale, out)  # refuses stale results before any write
     todo = [r for r in grid.runs if r.run_id not in done and r.run_id not in queued]
+    preflight(todo, str(grid.path))  # nothing queued yet
+    write_manifest(root, grid.name, grid.runs)
     busy = training_now(root, grid.name, [r.run_id for r in todo])
     if runner.detaches:  # its runs start later, elsewhere: a run being trained is left to it
         todo = [r for r in todo if r.run_id not in busy]
