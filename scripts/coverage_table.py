@@ -6,9 +6,11 @@ Usage: python scripts/coverage_table.py [--reps 4000] [--slow-reps 1000]
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from harness.analysis.coverage import LEVEL, coverage
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from coverage_simulation import LEVEL, coverage
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"

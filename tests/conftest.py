@@ -38,6 +38,19 @@ def prepared_data() -> Path:
     return root
 
 
+# --- threads (torch) ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """torch on one thread (as in a job with ``cpus_per_task: 1``, and for bit-stable sums),
+    restored afterwards; use ``pytestmark = pytest.mark.usefixtures("one_thread")`` for a module."""
+    from tests.threads import torch_threads
+
+    with torch_threads(1):
+        yield
+
+
 # --- SLURM (harness.launch.slurm) -------------------------------------------------------------
 
 
@@ -45,8 +58,8 @@ def prepared_data() -> Path:
 def slurm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The cluster is required (fails under CI=true when absent); launcher profiles are read from
     ``tmp_path/launchers``; runs checkpoint every second."""
-    from slurm_cluster import require_cluster
-    from slurm_runs import cancel_leftovers
+    from tests.slurm_cluster import require_cluster
+    from tests.slurm_runs import cancel_leftovers
 
     require_cluster()
     monkeypatch.setenv("HARNESS_LAUNCHERS", str(tmp_path / "launchers"))

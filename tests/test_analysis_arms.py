@@ -1,6 +1,6 @@
 """The commands comparing arms (gap, compare, crossover, speedup) share one start: load the rows,
-label the arms, tune per cell (:func:`harness.analysis.commands.arms_tuned`), written once; each
-``harness analyze`` command is an entry of the question registry answered by its own module."""
+label the arms, tune per cell (:func:`harness.analysis.questions.query.arms_tuned`), written once;
+each ``harness analyze`` command is an entry of the question registry answered by its own module."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import inspect
 
 import pytest
 
-from harness.analysis import commands
-from harness.analysis.questions import QUESTIONS
-from harness.analysis.select import Selector
+from harness.analysis.questions import query
+from harness.analysis.questions.registry import QUESTIONS
+from harness.analysis.rows.selectors import Selector
 
 A = Selector("optimizer=adamw", (("optimizer", "adamw"),))
 B = Selector("optimizer=sgd", (("optimizer", "sgd"),))
@@ -36,9 +36,9 @@ def test_each_arm_command_starts_with_arms_tuned(monkeypatch, name):
         seen.append((sorted(arms), list(by), kw.get("x")))
         raise Started
 
-    monkeypatch.setattr(commands, "arms_tuned", arms_tuned)
+    monkeypatch.setattr(query, "arms_tuned", arms_tuned)
     with pytest.raises(Started):
-        QUESTIONS[name].answerer()(commands.Query(grid="g"), by=["model"], **CALLS[name])
+        QUESTIONS[name].answerer()(query.Query(grid="g"), by=["model"], **CALLS[name])
     x = CALLS[name].get("x") or ("tokens" if name == "speedup" else None)
     assert seen == [(sorted(f"--{k}" for k in CALLS[name] if k != "x"), ["model"], x)]
 
@@ -57,7 +57,7 @@ def _callers(module: object, names: set[str]) -> dict[str, set[str]]:
 
 
 def test_rows_are_loaded_and_labelled_in_one_place():
-    callers = _callers(commands, {"load", "label_arms", "tuned_by"})
+    callers = _callers(query, {"load", "label_arms", "tuned_by"})
     assert callers == {"load": {"arms_tuned"}, "label_arms": {"arms_tuned"},
                        "tuned_by": {"arms_tuned"}}  # fmt: skip
     for name in CALLS:

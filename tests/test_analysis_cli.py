@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis.compare import paper_test
+from harness.analysis.stats.significance import paper_test
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
 
@@ -383,7 +383,7 @@ def test_optimum_fits_the_quadratic_in_log_lr(root):
 
 
 def test_power_from_the_seed_variance(root):
-    from harness.analysis.power import power
+    from harness.analysis.stats.power import power
 
     (row,) = _json(
         root,
@@ -454,7 +454,7 @@ def test_tuned_fit_uses_each_arms_fitted_optimum(tmp_path):
 
 
 def test_every_registered_question_is_a_command():
-    from harness.analysis.questions import QUESTIONS
+    from harness.analysis.questions.registry import QUESTIONS
 
     res = CliRunner().invoke(main, ["analyze", "--help"])
     for name, question in QUESTIONS.items():

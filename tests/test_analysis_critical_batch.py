@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis.critical_batch import OVERHEAD, critical_batch
+from harness.analysis.stats.critical_batch import OVERHEAD, critical_batch
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
 

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from scipy import integrate, stats
 
-from harness.analysis.power import detectable, power, power_table, seeds_needed
-from harness.analysis.select import ARM
-from harness.analysis.values import VALUE
+from harness.analysis.rows.preparation import VALUE
+from harness.analysis.rows.selectors import ARM
+from harness.analysis.stats.power import detectable, power, power_table, seeds_needed
 
 
 def _power_by_integration(delta, se, df, crit, two_sided=False):
@@ -101,6 +101,6 @@ def test_two_sided_power_stays_finite_where_scipys_lower_tail_is_nan():
 )
 def test_the_hypothesis_note_reads_as_a_sentence(alternative, words):
     """``compare`` and ``power`` state H1 with this; "b two-sided than a" is not a sentence."""
-    from harness.analysis.commands import hypothesis
+    from harness.analysis.questions.query import hypothesis
 
     assert hypothesis("a", "b", alternative) == words

@@ -69,9 +69,9 @@ def test_select_by_reaches_the_figures(root):
     side = json.loads((root / "sgd_embeddings" / "figures" / "loss_curves-rho.json").read_text())
     assert side["select_by"] == "val_loss" and side["metric"] == "rho"
     # what every figure's points are: the loss-best factor, drawn by rho
-    from harness.analysis.figures.common import add_methods, tuned_points
-    from harness.analysis.load import select
-    from harness.analysis.values import prepare
+    from harness.analysis.present.figures.common import add_methods, tuned_points
+    from harness.analysis.rows.load import select
+    from harness.analysis.rows.preparation import prepare
 
     frame = select("sgd_embeddings", results=root).frame("runs")
     prep = prepare(frame, "rho", "max", "val_loss", "min")

@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from harness.analysis.compare import compare, paper_test
-from harness.analysis.corrections import bh, holm
-from harness.analysis.crossover import find_crossing
-from harness.analysis.edges import edge_note
-from harness.analysis.gap import closure, gap_closure
-from harness.analysis.select import ARM
-from harness.analysis.speedup import PowerLaw, fit_power_law
-from harness.analysis.tuning import seed_stats, tune
-from harness.analysis.values import VALUE, prepare
+from harness.analysis.rows.edges import edge_note
+from harness.analysis.rows.preparation import VALUE, prepare
+from harness.analysis.rows.selectors import ARM
+from harness.analysis.rows.tuning import seed_stats, tune
+from harness.analysis.stats.baseline_gap import closure, gap_closure
+from harness.analysis.stats.corrections import bh, holm
+from harness.analysis.stats.crossing import find_crossing
+from harness.analysis.stats.power_law import PowerLaw, fit_power_law
+from harness.analysis.stats.significance import compare, paper_test
 from harness.core.errors import UserError
 
 # Talk, Table 1 (val ppl, 160M, 3.2B tokens, mean of 3 seeds).
@@ -171,7 +171,7 @@ def test_find_crossing_interpolates_in_log2_x():
 
 
 def test_crossover_single_seed_has_no_interval():
-    from harness.analysis.crossover import crossover
+    from harness.analysis.stats.crossing import crossover
 
     seeds = _seeds({"a": [1.0]}, bs=8)
     for arm, bs, v in (("b", 8, 2.0), ("a", 16, 2.0), ("b", 16, 1.0)):
@@ -183,7 +183,7 @@ def test_crossover_single_seed_has_no_interval():
 
 def test_crossover_bootstrap_interval_covers_truth():
     """a worsens by 1 per doubling, b by 0.25 from 2 worse: b wins above 2^(3 + 8/3)."""
-    from harness.analysis.crossover import crossover
+    from harness.analysis.stats.crossing import crossover
 
     truth = 2 ** (3 + 8 / 3)
     rng = np.random.default_rng(1)
@@ -312,7 +312,7 @@ def test_power_law_fit_recovers_parameters_and_budget():
 
 def test_speedup_ratio_and_interval_cover_truth():
     """b = adam: 2.4 + 300 D^-0.3; a = signum: 2.5 + 300 D^-0.3, final value at 8e9 tokens."""
-    from harness.analysis.speedup import speedup
+    from harness.analysis.stats.power_law import speedup
 
     truth = ((2.5 + 300 * 8e9**-0.3 - 2.4) / 300) ** (-1 / 0.3) / 8e9  # 0.405
     covered, trials = 0, 20
@@ -333,7 +333,7 @@ def test_speedup_ratio_and_interval_cover_truth():
 
 
 def test_speedup_needs_three_budgets():
-    from harness.analysis.speedup import speedup
+    from harness.analysis.stats.power_law import speedup
 
     rows = [{ARM: a, "tokens": x, "seed": 0, VALUE: 3.0} for a in ("a", "b") for x in (1.0, 2.0)]
     with pytest.raises(UserError, match="at least 3 values of tokens"):
@@ -379,7 +379,7 @@ def test_gap_unbounded_when_the_gap_is_not_significant():
 def test_fitted_optimum_and_its_interval_by_test_inversion():
     """A known quadratic in log lr whose optimum (1.5e-3) lies between grid points; the interval
     matches an independent inversion of the t test of 'the slope is zero at u0'."""
-    from harness.analysis.optimum_fit import optimum_table
+    from harness.analysis.stats.optimum_fit import optimum_table
 
     lr = 1e-3 * 3.0 ** np.arange(-2, 3)
     u = np.log(lr)

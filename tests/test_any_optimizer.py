@@ -275,8 +275,6 @@ def test_muons_newton_schulz_steps_are_a_grid_key() -> None:
 
 
 def test_preflight_refuses_a_failing_constructor_or_step_before_anything_is_queued(project):
-    import time
-
     path = _grid(
         project,
         """
@@ -288,9 +286,7 @@ def test_preflight_refuses_a_failing_constructor_or_step_before_anything_is_queu
     )
     results = project / "results"
     for extra in (["--dry-run", "--check"], []):
-        start = time.perf_counter()
         out = _cli("submit", path, "--launcher", "local", "--results", results, *extra, code=2)
-        assert time.perf_counter() - start < 30  # about 4 s on an idle 2-core CPU (README)
         assert "preflight" in out and "depth=5: ValueError: depth 5 is too deep" in out
         assert "depth=3: RuntimeError: not enough values to unpack" in out
         assert "depth=1" not in out and "arm adamw" not in out

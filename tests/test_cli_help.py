@@ -13,7 +13,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis.goal import NO_DIRECTION
+from harness.analysis.rows.direction import NO_DIRECTION
 from harness.analysis.testing import make_run, write_run
 from harness.cli import COMMANDS, main
 from harness.core.registry import load_object

@@ -1,6 +1,6 @@
 """Every interval the analysis reports covers the truth at its nominal level at 3 seeds.
 
-The simulation (:mod:`harness.analysis.coverage`) runs the analysis's own interval functions on
+The simulation (:mod:`coverage_simulation`) runs the analysis's own interval functions on
 experiments with known true values, normal and heavy-tailed seed noise. The former percentile
 bootstrap is checked to fail the same bar, so the bar is one a wrong method does not pass.
 """
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
-from harness.analysis.coverage import INTERVALS, coverage
+from coverage_simulation import INTERVALS, coverage
 
 #: Nominal 95 % intervals must cover at least this often at n = 3.
 FLOOR_PCT = 93.0

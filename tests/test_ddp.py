@@ -14,13 +14,13 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from runs import tiny_run
 
 from harness.core.catalogue import flat, from_flat
 from harness.launch.worker.distributed import any_rank, rendezvous_port
 from harness.model.architecture import flops_per_token
 from harness.train.device import Placement
 from harness.train.loop import train
+from tests.runs import tiny_run
 
 
 def _free_port() -> int:
@@ -56,14 +56,6 @@ def _worker(rank: int, world: int, port: int, run: dict, data_root: str, out: st
             Path(out).write_text(json.dumps(doc))
     finally:
         dist.destroy_process_group()
-
-
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_two_gloo_processes_match_one_process(tmp_path, prepared_data, one_thread):

@@ -268,12 +268,11 @@ def test_lm_eval_missing_is_one_line_exit_2(
 
 
 def test_runs_without_kept_weights_are_refused(trained: SimpleNamespace, tmp_path: Path) -> None:
-    from runs import tiny_run
-
     from harness.core.provenance import provenance
     from harness.core.result import RunResult
     from harness.store.manifest import write_manifest
     from harness.store.rows import write_result
+    from tests.runs import tiny_run
 
     root = tmp_path / "results"  # a completed run (its row written here) that keeps no weights
     run = tiny_run(trained.data, grid="nokeep")
@@ -304,9 +303,8 @@ def test_runs_without_kept_weights_are_refused(trained: SimpleNamespace, tmp_pat
 @pytest.fixture
 def small_lm(prepared_data: Path) -> Any:
     """An untrained tiny model of context 8 (so that requests get truncated), as an lm-eval LM."""
-    from runs import tiny_run
-
     from harness.downstream.lm import HarnessLM
+    from tests.runs import tiny_run
 
     torch.manual_seed(0)
     run = tiny_run(prepared_data, seq_len=8)
@@ -385,7 +383,7 @@ def test_eval_runs_as_a_slurm_array(
     """The evaluations of a grid's runs as an array on the test cluster (one task per run)."""
     import shutil
 
-    from slurm_runs import write_profile
+    from tests.slurm_runs import write_profile
 
     assert invoke(*eval_args(trained)).exit_code == 0  # local scores (or skipped: done)
     root = slurm_env / "results"

@@ -12,14 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.analysis.edges import edge_note, open_edge
-from harness.analysis.followup import in_place, plan_confirmation, plan_extension
-from harness.analysis.tuning import confirmed, tune
-from harness.analysis.values import VALUE
+from harness.analysis.rows.edges import edge_note, open_edge
+from harness.analysis.rows.preparation import VALUE
+from harness.analysis.rows.tuning import confirmed, tune
 from harness.core.catalogue import flat
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.data.catalogue import vocab_lookup
+from harness.followup.planning import in_place, plan_confirmation, plan_extension
 from harness.grid.followup import ExtendSpec
 from harness.grid.load import Grid, load_grid
 from harness.grid.vary import vary
@@ -379,9 +379,9 @@ def test_confirm_without_confirmation_seeds_is_one_line(tmp_path: Path) -> None:
 def test_extend_with_wait_loops_on_slurm(slurm_env: Path, prepared_data: Path) -> None:
     """On SLURM, submit --extend --wait queues each round once the previous one finished."""
     import yaml
-    from slurm_runs import invoke, rows, steps, write_grid, write_profile
 
     from harness.store.manifest import read_manifest
+    from tests.slurm_runs import invoke, rows, steps, write_grid, write_profile
 
     launcher = write_profile(slurm_env / "launchers", "slurm-ext")
     path = write_grid(slurm_env, "ext", launcher, base={"tokens": steps(6), "warmup_steps": 1},

@@ -12,15 +12,15 @@ from click.testing import CliRunner
 from matplotlib.colors import LogNorm
 from matplotlib.patches import Rectangle
 
-import harness.analysis.figures as figures_package
-from harness.analysis.figures import FIGURES, default_figures
-from harness.analysis.figures.common import FigureData, FigureSkipped, add_methods
-from harness.analysis.figures.options import FigureOptions
-from harness.analysis.figures.render import render_figures, rows_sha256
-from harness.analysis.load import select
-from harness.analysis.select import parse_selector
+import harness.analysis.present.figures as figures_package
+from harness.analysis.present.figures import FIGURES, default_figures
+from harness.analysis.present.figures.common import FigureData, FigureSkipped, add_methods
+from harness.analysis.present.figures.options import FigureOptions
+from harness.analysis.present.figures.render import render_figures, rows_sha256
+from harness.analysis.rows.load import select
+from harness.analysis.rows.preparation import prepare
+from harness.analysis.rows.selectors import parse_selector
 from harness.analysis.testing import make_run, write_run
-from harness.analysis.values import prepare
 from harness.cli import main
 from harness.core.errors import UserError
 
@@ -191,7 +191,7 @@ def _data(root: Path, grid: str, metric: str = "val_ppl") -> FigureData:
 
 
 def test_heatmap_marks_diverged_outlines_best_and_annotates(root):
-    from harness.analysis.figures.beta_heatmap import draw
+    from harness.analysis.present.figures.beta_heatmap import draw
 
     fig = draw(_data(root, "betas"))
     ax = fig.axes[0]
@@ -211,7 +211,7 @@ def test_heatmap_marks_diverged_outlines_best_and_annotates(root):
 
 
 def test_heatmap_log_scale_when_values_span_decades(root, tmp_path):
-    from harness.analysis.figures.beta_heatmap import draw
+    from harness.analysis.present.figures.beta_heatmap import draw
 
     for b1 in (0.9, 0.99):
         for b2 in (0.9, 0.99):
@@ -226,7 +226,7 @@ def test_heatmap_log_scale_when_values_span_decades(root, tmp_path):
 def test_heatmap_of_runs_that_blew_up_but_kept_a_value(root, tmp_path):
     """Trained to the end, a blown-up run has a finite, huge value: annotated short, hatched,
     and the color scale's robust limits keep the others distinguishable (242..978 distinct)."""
-    from harness.analysis.figures.beta_heatmap import draw
+    from harness.analysis.present.figures.beta_heatmap import draw
 
     values = {(0.9, 0.9): 242.0, (0.9, 0.99): 500.0, (0.99, 0.9): 3.05e48, (0.99, 0.99): 978.0}
     for (b1, b2), ppl in values.items():
@@ -247,7 +247,7 @@ def test_heatmap_of_runs_that_blew_up_but_kept_a_value(root, tmp_path):
 
 
 def test_heatmap_title_says_what_and_draws_the_diagonal(root, tmp_path):
-    from harness.analysis.figures.beta_heatmap import draw
+    from harness.analysis.present.figures.beta_heatmap import draw
 
     for b1 in (0.9, 0.95):
         for b2 in (0.9, 0.95, 0.99):
@@ -267,7 +267,7 @@ def test_heatmap_title_says_what_and_draws_the_diagonal(root, tmp_path):
 
 
 def test_batch_size_figure_marks_the_crossover(root):
-    from harness.analysis.figures.batch_size import draw
+    from harness.analysis.present.figures.batch_size import draw
 
     fig = draw(_data(root, "opt"))
     ax = fig.axes[0]
@@ -277,7 +277,7 @@ def test_batch_size_figure_marks_the_crossover(root):
 
 
 def test_gap_closure_figure_bars(root):
-    from harness.analysis.figures.gap_closure import draw
+    from harness.analysis.present.figures.gap_closure import draw
 
     fig = draw(_data(root, "opt"))
     titles = [ax.get_title() for ax in fig.axes]
@@ -304,7 +304,7 @@ def _gap_runs(root: Path, grid: str, confirm: tuple[int, ...], unconfirmed: str 
 def test_figure_subtitle_names_the_seeds_its_bars_use(tmp_path):
     """The bars of a grid with confirmation seeds are means over those (3), not over every seed
     in the rows (6); without them, over the tuning seeds that also selected them."""
-    from harness.analysis.figures.gap_closure import draw
+    from harness.analysis.present.figures.gap_closure import draw
 
     _gap_runs(tmp_path, "conf", confirm=(3, 4, 5))
     title = " ".join(draw(_data(tmp_path, "conf"))._suptitle.get_text().split())
@@ -322,7 +322,7 @@ def test_figure_subtitle_names_the_seeds_its_bars_use(tmp_path):
 
 
 def test_loss_curves_need_curves(root):
-    from harness.analysis.figures.loss_curves import draw
+    from harness.analysis.present.figures.loss_curves import draw
 
     data = _data(root, "betas")
     with pytest.raises(FigureSkipped, match="no loss curves"):
@@ -362,7 +362,7 @@ def test_local_scale_figures_get_their_own_files(tmp_path):
 
 
 def test_embedding_figure_draws_metrics_and_reference_lines(root):
-    from harness.analysis.figures.embedding_scale import draw
+    from harness.analysis.present.figures.embedding_scale import draw
 
     fig = draw(_data(root, "coupled"))
     titles = [ax.get_title() for ax in fig.axes]
@@ -376,7 +376,7 @@ def test_embedding_figure_draws_metrics_and_reference_lines(root):
 
 
 def test_twelve_arms_get_twelve_distinct_colors_and_markers():
-    from harness.analysis.figures import style
+    from harness.analysis.present.figures import style
 
     arms = [(f"my_opt_{k}", f"pkg:Opt{k}") for k in range(10)] + [
         ("adamw", "adamw"),
@@ -399,7 +399,7 @@ def _line_colors(path: Path) -> dict[str, str]:
 def test_same_arm_same_color_in_every_figure_and_failed_arm_named(tmp_path):
     """Eight user arms and AdamW over lr; one arm only failed: every figure of the grid draws
     each arm in one color, and names the failed arm in its title."""
-    from harness.analysis.figures import style
+    from harness.analysis.present.figures import style
 
     arms = [f"./opt.py:Opt{k}" for k in range(8)] + ["adamw"]
     for arm in arms:
@@ -419,13 +419,13 @@ def test_same_arm_same_color_in_every_figure_and_failed_arm_named(tmp_path):
     side = json.loads((out / "lr_sensitivity.json").read_text())
     assert "./opt.py:Opt5: 2 failed" in side["notes"]
     # the drawn lines use those colors, and the title names the failed arm
-    from harness.analysis.figures.lr_sensitivity import draw
-    from harness.analysis.figures.render import every_arm
+    from harness.analysis.present.figures.lr_sensitivity import draw
+    from harness.analysis.present.figures.render import every_arm
 
     sel = select("eight", results=tmp_path)
     every = every_arm(sel)
     prep = prepare(every, "val_ppl", "min")
-    from harness.analysis.figures.common import arm_styles, missing_arms
+    from harness.analysis.present.figures.common import arm_styles, missing_arms
 
     data = FigureData(rows=prep.rows, metric="val_ppl", goal="min", styles=arm_styles(every),
                       missing=tuple(missing_arms(every, prep.rows)))  # fmt: skip
@@ -436,7 +436,7 @@ def test_same_arm_same_color_in_every_figure_and_failed_arm_named(tmp_path):
 
 
 def test_loss_curves_all_runs_and_the_validation_legend(root):
-    from harness.analysis.figures.loss_curves import draw
+    from harness.analysis.present.figures.loss_curves import draw
 
     data = _data(root, "betas")
     every = FigureData(rows=data.rows, metric="val_ppl", goal="min", frames=data.frames,
@@ -455,7 +455,7 @@ def test_loss_curves_all_runs_and_the_validation_legend(root):
 
 def test_metric_vs_an_own_hyperparameter(tmp_path):
     """A user optimizer's own hyperparameter on the x axis; an arm without it is a reference."""
-    from harness.analysis.figures.metric_vs import draw
+    from harness.analysis.present.figures.metric_vs import draw
 
     for gamma in (0.25, 0.5, 0.75):
         for lr in (1e-3, 3e-3):
@@ -506,7 +506,7 @@ def test_figures_baseline_and_reference_flags(root):
     assert res.exit_code == 0, res.output
     side = json.loads((root / "opt" / "figures" / "gap_closure.json").read_text())
     assert side["figure"] == "gap_closure"
-    from harness.analysis.figures.gap_closure import draw
+    from harness.analysis.present.figures.gap_closure import draw
 
     data = _data(root, "opt")
     opts = FigureOptions(baseline=parse_selector("optimizer=signum", "--baseline"))
@@ -540,7 +540,7 @@ def test_an_arm_not_run_yet_is_named_and_keeps_its_color(tmp_path):
 def test_gap_closure_panel_with_only_baseline_and_reference(tmp_path):
     """A condition where only SGD and AdamW ran gets a panel saying so (was a TypeError), and
     a negative closure with an unbounded interval stays inside the axes."""
-    from harness.analysis.figures.gap_closure import draw
+    from harness.analysis.present.figures.gap_closure import draw
 
     for bs, opts in ((8, ("sgd", "adamw")), (64, ("sgd", "adamw", "signum"))):
         for opt in opts:

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import torch
-from optim_runs import make_model, make_run, train_steps
 
 from harness.core.errors import UserError
 from harness.optim.adam import AdamW, CoupledAdam
@@ -20,6 +19,7 @@ from harness.optim.build import build_optimizer
 from harness.optim.composite import CompositeOptimizer
 from harness.optim.registry import OPTIMIZERS, get_spec
 from harness.optim.sgd import SGD
+from tests.optim_runs import make_model, make_run, train_steps
 
 
 def groups_by_name(opt: torch.optim.Optimizer) -> dict[str, dict[str, Any]]:

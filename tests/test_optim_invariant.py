@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from optim_runs import SEQ, VOCAB, make_model, make_run
 
 from harness.optim.build import build_optimizer
+from tests.optim_runs import SEQ, VOCAB, make_model, make_run
 
 STEPS = 8
 

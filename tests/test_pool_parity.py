@@ -11,9 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polling import wait_until
-from runs import tiny_run
-from slurm_runs import rows, write_profile
 
 from harness.core import paths
 from harness.launch.contract import ExecutionSpec
@@ -21,6 +18,9 @@ from harness.launch.local.launcher import LocalLauncher
 from harness.launch.profile import load_profile
 from harness.launch.slurm.launcher import SlurmLauncher
 from harness.store.manifest import write_manifest
+from tests.polling import wait_until
+from tests.runs import tiny_run
+from tests.slurm_runs import rows, write_profile
 
 pytestmark = pytest.mark.slurm
 

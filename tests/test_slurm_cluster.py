@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import submitit
-from slurm_cluster import require_cluster, sacct_states, sbatch, wait_for_state
+
+from tests.slurm_cluster import require_cluster, sacct_states, sbatch, wait_for_state
 
 pytestmark = pytest.mark.slurm
 

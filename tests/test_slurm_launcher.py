@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from polling import wait_until
-from slurm_runs import invoke, rows, steps, write_grid, write_profile
 
 from harness.core import paths
 from harness.data.catalogue import vocab_lookup
@@ -22,6 +20,8 @@ from harness.launch.slurm.limits import ClusterLimits
 from harness.launch.slurm.records import latest_assignments, read_submissions
 from harness.launch.slurm.scheduler import active_tasks, jobs_in_controller
 from harness.store.manifest import write_manifest
+from tests.polling import wait_until
+from tests.slurm_runs import invoke, rows, steps, write_grid, write_profile
 
 pytestmark = pytest.mark.slurm
 

@@ -12,10 +12,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import torch
-from polling import wait_until
-from runs import tiny_run
-from slurm_runs import (
+
+from harness.core import paths
+from harness.data.catalogue import vocab_lookup
+from harness.grid.load import load_grid
+from harness.launch.slurm.records import read_submissions
+from harness.train.loop import train
+from tests.polling import wait_until
+from tests.runs import tiny_run
+from tests.slurm_runs import (
     curve_losses,
     invoke,
     rows,
@@ -24,12 +29,7 @@ from slurm_runs import (
     write_grid,
     write_profile,
 )
-
-from harness.core import paths
-from harness.data.catalogue import vocab_lookup
-from harness.grid.load import load_grid
-from harness.launch.slurm.records import read_submissions
-from harness.train.loop import train
+from tests.threads import torch_threads
 
 pytestmark = pytest.mark.slurm
 
@@ -80,12 +80,8 @@ def test_a_requeued_run_resumes_from_its_checkpoint_with_identical_metrics(
 
 def _steps_lasting(seconds: float, prepared_data: Path) -> int:
     """Steps of the twin runs that take about ``seconds`` of training on this machine now."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in a job with cpus_per_task 1
-    try:
+    with torch_threads(1):  # as in a job with cpus_per_task 1
         probe = train(tiny_run(prepared_data, tokens=steps(30)), data_root=prepared_data, log=None)
-    finally:
-        torch.set_num_threads(before)
     return max(200, min(4000, round(seconds * probe.metrics["tokens_per_s"] / steps(1) / 10) * 10))
 
 
@@ -119,12 +115,8 @@ def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(slurm_env, prep
     assert "--ntasks-per-node=2" in script and "--gpus-per-node=2" in script
     assert "step 10/10" in task_log(root, "ddp", job)  # rank 0 logs
     assert (folder / f"{job}_1_log.err").exists()  # rank 1 ran too
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         single = train(run, data_root=prepared_data, log=None)
-    finally:
-        torch.set_num_threads(before)
     row = rows(root, "ddp")[run.run_id]
     assert row["val_loss"] == pytest.approx(single.metrics["val_loss"], rel=1e-5)
     ddp_curve = curve_losses(root, "ddp", run.run_id)
@@ -177,11 +169,7 @@ def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env
         assert logged == list(range(10, 201, 10))  # resumed where it stopped: no step twice
         assert not paths.checkpoint_path(root, "packed", run.run_id).exists()
     # Packed, interrupted and resumed, each run is the run trained alone in one process.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         alone = train(runs[0], data_root=prepared_data, log=None)
-    finally:
-        torch.set_num_threads(before)
     assert got[runs[0].run_id]["val_loss"] == alone.metrics["val_loss"]
     assert curve_losses(root, "packed", runs[0].run_id) == [p["train_loss"] for p in alone.curve]

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from harness.analysis import profiles as prof
-from harness.analysis.methods import METHOD
-from harness.analysis.targets import reach
+from harness.analysis.rows.arm_labels import METHOD
+from harness.analysis.stats import performance_profiles
+from harness.analysis.stats.to_target import reach
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
 from harness.core.errors import UserError
@@ -79,25 +79,27 @@ RATIOS = {("x", 8): 1.0, ("y", 8): 2.0, ("z", 8): INF, ("x", 64): 2.0, ("y", 64)
 
 def hand_table() -> pd.DataFrame:
     runs = pd.DataFrame(RUNS, columns=[METHOD, "batch_size", "lr", "t"])
-    return prof.ratios(prof.arm_times(runs, ["batch_size"], ["lr"], "t"), ["batch_size"])
+    return performance_profiles.ratios(
+        performance_profiles.arm_times(runs, ["batch_size"], ["lr"], "t"), ["batch_size"]
+    )
 
 
 def test_ratios_take_each_arms_fastest_configuration_by_its_median_over_seeds():
     table = hand_table()
-    got = {(r[METHOD], r["batch_size"]): r[prof.RATIO] for _, r in table.iterrows()}
+    got = {(r[METHOD], r["batch_size"]): r[performance_profiles.RATIO] for _, r in table.iterrows()}
     assert got == RATIOS
 
 
 def test_profile_and_score_match_an_independent_computation():
     table = hand_table()
     taus = [1.0, 1.5, 2.0, 2.9, 3.0, 4.0]
-    got = prof.rho(table, taus).set_index([METHOD, "tau"])["rho"]
+    got = performance_profiles.rho(table, taus).set_index([METHOD, "tau"])["rho"]
     for (arm, tau), value in got.items():  # rho(tau): fraction of the 2 cells with ratio <= tau
         want = sum(RATIOS[(arm, bs)] <= tau for bs in (8, 64)) / 2
         assert value == want, (arm, tau)
     assert got[("x", 1.0)] == 0.5 and got[("z", 2.9)] == 0.0 and got[("z", 3.0)] == 0.5
     # area on [1, 4] / 3, by hand: x, y: ((4 - 1) + (4 - 2)) / 2 / 3 = 5/6; z: (4 - 3) / 2 / 3
-    scores = prof.score(table, 4.0)
+    scores = performance_profiles.score(table, 4.0)
     assert scores.to_dict() == pytest.approx({"x": 5 / 6, "y": 5 / 6, "z": 1 / 6})
     grid = np.linspace(1.0, 4.0, 300_001)  # and by a Riemann sum of rho over a fine grid
     for arm in "xyz":
@@ -110,8 +112,10 @@ def test_an_arm_missing_from_a_cell_and_a_cell_nobody_reaches_are_infinite():
     runs = pd.DataFrame([("x", 8, 1, 100.0), ("y", 64, 1, 50.0), ("x", 64, 1, 100.0),
                          ("x", 16, 1, INF), ("y", 16, 1, INF)],
                         columns=[METHOD, "batch_size", "lr", "t"])  # fmt: skip
-    table = prof.ratios(prof.arm_times(runs, ["batch_size"], [], "t"), ["batch_size"])
-    got = {(r[METHOD], r["batch_size"]): r[prof.RATIO] for _, r in table.iterrows()}
+    table = performance_profiles.ratios(
+        performance_profiles.arm_times(runs, ["batch_size"], [], "t"), ["batch_size"]
+    )
+    got = {(r[METHOD], r["batch_size"]): r[performance_profiles.RATIO] for _, r in table.iterrows()}
     assert got == {("x", 8): 1.0, ("y", 8): INF, ("x", 64): 2.0, ("y", 64): 1.0,
                    ("x", 16): INF, ("y", 16): INF}  # fmt: skip
 

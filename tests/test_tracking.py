@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
 from harness.analysis.testing import make_run, write_run
 from harness.core.errors import UserError
@@ -16,10 +15,7 @@ from harness.store.rows import write_result
 from harness.train.loop import train
 from tests.runs import tiny_run
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 ALL = ["embedding", "head_mu_norm", "head_rho", "buckets"]  # the head's iso: same code, slow

@@ -16,10 +16,7 @@ from harness.train.device import place
 from harness.train.loop import TrainingFailed, TrainingInterrupted, train
 from tests.runs import tiny_run
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 OPTIMIZER_LRS = {"sgd": 0.3, "sgd_cclip": 0.3, "signsgd": 1e-3, "signum": 1e-3, "lion": 3e-4}

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.testing import make_run, write_run
-from harness.analysis.watch import sparkline
 from harness.core import paths
 from harness.core.files import try_locked
 from harness.store.live import append_point
 from harness.store.manifest import write_manifest
+from harness.watch.live_view import sparkline
 from tests.local_submits import REPO
 from tests.polling import wait_until
 

@@ -33,9 +33,7 @@ GD = {"optimizer": "sgd", "momentum": 0.0, "grad_clip": None, "schedule": "const
 """Plain gradient descent: no momentum, no clipping, a constant lr."""
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _run(**point):

@@ -23,7 +23,7 @@ import numpy as np
 from _study import RESULTS, STUDIES, Study
 from scipy import stats
 
-from harness.analysis.intervals import linear_interval, satterthwaite
+from harness.analysis.stats.intervals import linear_interval, satterthwaite
 
 SMALL, LARGE = 4, 64
 """The batch sizes the gap trend and the rare-token figure contrast."""

@@ -26,7 +26,7 @@ from _study import REPO, RESULTS, STUDIES, Study
 from coupled_dilution import measure
 from PIL import Image
 
-from harness.analysis.corrections import holm
+from harness.analysis.stats.corrections import holm
 
 # The study grid lives next to this script (the shipped grid's plan must not change).
 study = Study("coupled_adam", "coupled_adam_tracked", followup=("--confirm",),

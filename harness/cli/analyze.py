@@ -1,5 +1,5 @@
 """``harness analyze``: questions about the results of one or more grids, one command each,
-built from the registry of questions (:data:`harness.analysis.questions.QUESTIONS`).
+built from the registry of questions (:data:`harness.analysis.questions.registry.QUESTIONS`).
 
 Every tuned command tunes each optimizer in each cell first (best configuration by the mean over
 seeds of ``--select-by``, the grid's loss by default), counts diverged runs as worst, and prints a
@@ -14,11 +14,18 @@ from typing import Any
 
 import click
 
-from harness.analysis import commands, target_commands
-from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS
-from harness.analysis.output import FORMATS, Answer, render
-from harness.analysis.questions import BY, OVER, QUESTIONS, Option, Question
-from harness.analysis.select import Selector, parse_columns, parse_selector
+from harness.analysis.present.table import FORMATS, render
+from harness.analysis.questions import query, target_query
+from harness.analysis.questions.answer import Answer
+from harness.analysis.questions.registry import (
+    BY,
+    OVER,
+    QUESTIONS,
+    Option,
+    Question,
+)
+from harness.analysis.rows.direction import DEFAULT_METRIC, GOAL_HELP, GOALS
+from harness.analysis.rows.selectors import Selector, parse_columns, parse_selector
 from harness.cli.options import results_option, scale_option, target_options, where_option
 
 _FORMAT = click.option(
@@ -76,9 +83,9 @@ def _rows(kw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _tuned_query(kw: dict[str, Any]) -> tuple[commands.Query, dict[str, Any]]:
+def _tuned_query(kw: dict[str, Any]) -> tuple[query.Query, dict[str, Any]]:
     """The Query, and ``by`` and ``over``, of a tuned command's options (taken out of ``kw``)."""
-    q = commands.Query(
+    q = query.Query(
         **_rows(kw),
         metric=kw.pop("metric"),
         goal=kw.pop("goal"),
@@ -95,9 +102,9 @@ def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     ])  # fmt: skip
 
 
-def _target_query(kw: dict[str, Any]) -> tuple[target_commands.TargetQuery, dict[str, Any]]:
+def _target_query(kw: dict[str, Any]) -> tuple[target_query.TargetQuery, dict[str, Any]]:
     """The TargetQuery of a target command's options (taken out of ``kw``)."""
-    q = target_commands.TargetQuery(**_rows(kw), target=kw.pop("target"), curve=kw.pop("curve"))
+    q = target_query.TargetQuery(**_rows(kw), target=kw.pop("target"), curve=kw.pop("curve"))
     return q, {}
 
 

@@ -7,16 +7,23 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from harness.analysis.figures import FIGURES
-from harness.analysis.figures.choose import plan_figures
-from harness.analysis.figures.options import CURVE_RUNS, FigureOptions
-from harness.analysis.figures.render import render_figures
-from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS, default_select, metric_goal
-from harness.analysis.load import select
-from harness.analysis.output import FORMATS, Answer, render
-from harness.analysis.select import Selector
-from harness.analysis.target_commands import TargetQuery, find_target
-from harness.analysis.values import resolve_metric
+from harness.analysis.present.figures import FIGURES
+from harness.analysis.present.figures.choose import plan_figures
+from harness.analysis.present.figures.options import CURVE_RUNS, FigureOptions
+from harness.analysis.present.figures.render import render_figures
+from harness.analysis.present.table import FORMATS, render
+from harness.analysis.questions.answer import Answer
+from harness.analysis.questions.target_query import TargetQuery, find_target
+from harness.analysis.rows.direction import (
+    DEFAULT_METRIC,
+    GOAL_HELP,
+    GOALS,
+    default_select,
+    metric_goal,
+)
+from harness.analysis.rows.load import select
+from harness.analysis.rows.preparation import resolve_metric
+from harness.analysis.rows.selectors import Selector
 from harness.cli.options import (
     parse_arm,
     results_option,

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from harness.analysis.importing import import_csv
-from harness.analysis.select import parse_columns
+from harness.analysis.rows.selectors import parse_columns
 from harness.cli.options import resolve_results, results_option
 from harness.core.config import SCALES
+from harness.store.importing import import_csv
 
 
 @click.command(name="import")

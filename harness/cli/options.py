@@ -13,7 +13,7 @@ from harness.core.config import SCALES
 from harness.core.targets import DEFAULT_TARGET_COLUMN, TARGET_COLUMNS
 
 if TYPE_CHECKING:
-    from harness.analysis.select import Selector
+    from harness.analysis.rows.selectors import Selector
 
 
 def results_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -79,6 +79,6 @@ def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def parse_arm(ctx: click.Context, param: click.Parameter, value: str | None) -> Selector | None:
     """Click callback of an arm flag (``--baseline optimizer=sgd``): its selector, or None
     (imports the analysis layer only then: ``submit`` and ``status`` never do)."""
-    from harness.analysis.select import parse_selector
+    from harness.analysis.rows.selectors import parse_selector
 
     return None if value is None else parse_selector(value, f"--{param.name}")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from harness.analysis.figures import FIGURES
-from harness.analysis.figures.options import FigureOptions
-from harness.analysis.goal import DEFAULT_METRIC, GOAL_HELP, GOALS
-from harness.analysis.report import ReportRequest, build_report
-from harness.analysis.select import Selector
+from harness.analysis.present.figures import FIGURES
+from harness.analysis.present.figures.options import FigureOptions
+from harness.analysis.present.report import ReportRequest, build_report
+from harness.analysis.rows.direction import DEFAULT_METRIC, GOAL_HELP, GOALS
+from harness.analysis.rows.selectors import Selector
 from harness.cli.options import parse_arm, results_option
 from harness.core.config import SCALES
 from harness.core.files import atomic_write_text

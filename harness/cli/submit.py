@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.analysis.figures import FIGURES
+from harness.analysis.present.figures import FIGURES
 from harness.cli.options import data_option, resolve_results, results_option
 from harness.data.catalogue import data_root
 from harness.grid.preview import PLAN_FORMATS
@@ -172,7 +172,7 @@ class _Planner:
         self.err = fmt != "table"
 
     def __call__(self, g: Grid) -> tuple[RunConfig, ...]:
-        from harness.analysis.followup import follow_up
+        from harness.followup.planning import follow_up
 
         found = follow_up(g, self.root, extend=self.extend, confirm=self.confirm)
         for line in found.lines:

@@ -25,8 +25,8 @@ def watch(grids: tuple[str, ...], every_s: float, once: bool, results: Path | No
 
     Example: harness watch grids/adam_betas.yaml
     """
-    from harness.analysis.watch import watch as run_watch
     from harness.grid.load import grid_name
+    from harness.watch.live_view import watch as run_watch
 
     root = resolve_results(results)
     names = [grid_name(g) for g in grids]

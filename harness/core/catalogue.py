@@ -67,7 +67,7 @@ RESERVED: frozenset[str] = frozenset(
 )
 """Row columns besides the run fields and the metrics: an optimizer's hyperparameter may not
 take one of these names (nor a run field's or a metric's). Not the columns an imported CSV may
-not set (``harness.analysis.importing.SET_BY_IMPORTER``)."""
+not set (``harness.store.importing.SET_BY_IMPORTER``)."""
 
 
 def names_with(role: Role) -> tuple[str, ...]:

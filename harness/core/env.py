@@ -41,6 +41,16 @@ SPILL = EnvVar(
     "folder for results the results disk refused (written by the next `submit`)",
     "the cache folder's `spill/`, else the temp folder",
 )
+SQL_UNSAFE = EnvVar(
+    "HARNESS_SQL_UNSAFE",
+    "`1`/`true`: SQL over the results (`query`, `--where`, the Python API) runs full DuckDB",
+    "reads only the results folder",
+)
+SQL_MEMORY = EnvVar(
+    "HARNESS_SQL_MEMORY",
+    "DuckDB's memory limit for SQL over the results (`4GB`, `25%`)",
+    "`25%` of the RAM",
+)
 LAUNCHERS = EnvVar(
     "HARNESS_LAUNCHERS", "folder of launcher profiles (`<name>.yaml`)", "`./launchers/` only"
 )
@@ -97,7 +107,8 @@ MASTER_PORT = EnvVar(
 ENV: dict[str, EnvVar] = {
     v.name: v
     for v in (
-        RESULTS, DATA, SPILL, LAUNCHERS, CHECKPOINT_EVERY_S, KEEP_CHECKPOINTS, EARLY_SIGNAL,
+        RESULTS, DATA, SPILL, SQL_UNSAFE, SQL_MEMORY, LAUNCHERS, CHECKPOINT_EVERY_S,
+        KEEP_CHECKPOINTS, EARLY_SIGNAL,
         XDG_CACHE_HOME, XDG_DATA_HOME, CUDA_VISIBLE_DEVICES, SLURM_CONF, SLURM_JOB_ID,
         SLURM_RESTART_COUNT, TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, MASTER_ADDR, MASTER_PORT,
     )

@@ -3,7 +3,7 @@
 Grids declare one (``target: 3.9`` on the training loss, or ``target: {val_loss: 3.9}``, and
 under ``local:`` for laptop scale); ``harness analyze targets|profiles --target`` gives one on the
 command line. Analysis reads the first point where the curve column is at or below the value
-(:mod:`harness.analysis.targets`).
+(:mod:`harness.analysis.stats.to_target`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Edge extension, ``extend:`` (all keys optional)::
 A ``local:`` section may hold its own ``extend:``, merged key by key over this one at local scale.
 
 ``harness submit --extend`` plans the next value beyond each best that sits on an open edge (see
-``harness.analysis.edges``), for that cell and arm only, and repeats after they finish.
+``harness.analysis.rows.edges``), for that cell and arm only, and repeats after they finish.
 """
 
 from __future__ import annotations
@@ -103,9 +103,9 @@ def _bounds(value: Any, file: str) -> tuple[tuple[str, float, float], ...]:
     out = []
     for axis, pair in value.items():
         ok = isinstance(pair, list) and len(pair) == 2 and all(_number(x) for x in pair)
-        if not ok or float(pair[0]) >= float(pair[1]):
-            raise UserError(f"{file}: extend.bounds.{axis}: expected [low, high] with low < high, "
-                            f"got {pair!r}")  # fmt: skip
+        if not ok or not all(math.isfinite(x) for x in pair) or float(pair[0]) >= float(pair[1]):
+            raise UserError(f"{file}: extend.bounds.{axis}: expected [low, high], finite numbers "
+                            f"with low < high, got {pair!r}")  # fmt: skip
         out.append((axis, float(pair[0]), float(pair[1])))
     return tuple(out)
 

@@ -1,5 +1,5 @@
 """A run of a grid with some values changed, resolved as the grid resolves its points: the runs
-``submit --extend`` and ``--confirm`` add (``harness.analysis.followup``)."""
+``submit --extend`` and ``--confirm`` add (``harness.followup.planning``)."""
 
 from __future__ import annotations
 

@@ -67,7 +67,8 @@ def _embedding(name: str, unit: str, goal: Goal | None, label: str) -> tuple[Met
 
 _EMBEDDING = (
     # iso is the paper's convention (comparable with its Tables 1, 3, 4, 7); rows written before
-    # it existed hold iso_sym's value in iso (harness.analysis.values reads them as iso_sym).
+    # it existed hold iso_sym's value in iso (harness.analysis.rows.preparation reads them as
+    # iso_sym).
     _embedding("iso", "", Goal.MAX, "isotropy Iso(E)"),
     _embedding("mu_norm", "", Goal.MIN, "mean embedding norm ||mu||"),
     _embedding("mean_norm", "", None, "mean row norm (1/V) sum ||e_i||"),

@@ -24,6 +24,7 @@ from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.paths import duck_path
 from harness.core.provenance import ATTEMPT
+from harness.store.confine import Confinement, confine
 from harness.store.evals import EVAL_SCHEMA
 from harness.store.integrity import check_grid
 from harness.store.live import curve_rows
@@ -204,13 +205,19 @@ def with_attempt(src: str) -> str:
     return f"(SELECT * FROM {src} UNION ALL BY NAME {none})"
 
 
-def connect(root: Path, grid: str | Sequence[str] | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with views over the results under ``root``.
+def connect(
+    root: Path, grid: str | Sequence[str] | None = None, *,
+    confinement: Confinement | None = None, writable: tuple[Path, ...] = (),
+) -> duckdb.DuckDBPyConnection:  # fmt: skip
+    """An in-memory DuckDB connection with views over the results under ``root``, confined to
+    reading them (:mod:`harness.store.confine`).
 
     Args:
         root: the results root.
         grid: restrict the views to one grid (a name) or to several (a sequence of names);
             None: every grid under ``root``.
+        confinement: what its SQL may do (None: :meth:`Confinement.from_env`).
+        writable: files the caller writes through the connection (``query -o x.parquet``).
 
     Corrupt files of those grids are moved aside first (:mod:`harness.store.integrity`).
 
@@ -233,6 +240,7 @@ def connect(root: Path, grid: str | Sequence[str] | None = None) -> duckdb.DuckD
         if view == "curves":
             sql = _with_live_points(con, root, grids, sql)
         con.execute(f"CREATE VIEW {view} AS {sql}")
+    confine(con, root, confinement or Confinement.from_env(), writable)
     return con
 
 

@@ -9,14 +9,24 @@ A run that resumes from a checkpoint appends from the checkpoint's step again: a
 step is not above the one before it starts a new attempt, and the points it repeats are dropped.
 The file is removed once the run's row is written, so a live file means "no row for this attempt
 yet". Readers only read files: they work wherever the results folder is mounted (SLURM too).
+
+A line is a point only when every field has its type and range (:data:`FIELDS`; any other key,
+a tracked metric, holds a number or null): a JSON line written by something else (a hand edit,
+another program) is skipped with one warning naming the file, the line and the field, once per
+process, and never reaches a reader as a traceback; a line that is not JSON at all (the partial
+line of a writer killed mid-write) is skipped silently, as before. The file is left where it
+is (a reader does not write, and its run may still be appending to it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,22 +58,107 @@ def start_attempt(path: Path) -> None:
             fh.write(b"\n")
 
 
+MAX_COUNT = 2**62
+"""Upper bound (exclusive) of a count (``step``, ``steps``, ``tokens``): fits a Parquet int64."""
+
+
+def _count(value: object, *, least: int) -> int | str:
+    if type(value) is not int:  # a bool is an int to isinstance, not a count
+        return f"expected an integer, got {type(value).__name__} {value!r:.40}"
+    if not least <= value < MAX_COUNT:
+        return f"expected an integer in [{least}, 2**62), got {value!r:.40}"
+    return value
+
+
+def _number(value: object, *, least: float | None = None) -> float | str | None:
+    """A real number (NaN and infinities allowed: a diverged run logs them) or None."""
+    if value is None:
+        return None
+    if type(value) not in (int, float):
+        return f"expected a number or null, got {type(value).__name__} {value!r:.40}"
+    try:
+        number = float(value)  # type: ignore[arg-type]  # int or float, checked above
+    except OverflowError:
+        return f"expected a number that fits a double, got {value!r:.40}"
+    if least is not None and not (math.isnan(number) or number >= least):
+        return f"expected a number >= {least:g} or null, got {value!r:.40}"
+    return number
+
+
+Check = Callable[[object], int | float | str | None]
+"""A field's check: its value (converted) or why it is refused (a ``str``)."""
+
+FIELDS: dict[str, Check] = {
+    "step": lambda v: _count(v, least=0),
+    "tokens": lambda v: None if v is None else _count(v, least=0),
+    "train_loss": _number,
+    "lr": _number,
+    "val_loss": _number,
+    "elapsed_s": lambda v: _number(v, least=0.0),
+    "steps": lambda v: None if v is None else _count(v, least=1),
+    "tokens_per_s": lambda v: _number(v, least=0.0),
+}
+"""Each field of a live line (``CURVE_COLUMNS``, ``steps``, ``tokens_per_s``) and its check;
+only ``step`` is required. Any other key is a tracked metric: a number or null (:func:`_number`)."""
+
+assert set(CURVE_COLUMNS) <= set(FIELDS)
+
+
+TORN = "not JSON"
+"""Why a line that does not parse is refused: most often the partial line of a writer killed
+mid-write, ended by the next attempt (:func:`start_attempt`), so it is skipped without a word."""
+
+
+def parse_point(line: bytes) -> dict[str, Any] | str:
+    """The point of one live line, its values converted (counts ``int``, the others ``float``
+    or None), or why it is not one."""
+    try:
+        point = json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return TORN
+    if not isinstance(point, dict):
+        return "not a JSON object"
+    if "step" not in point:
+        return "no 'step'"
+    out: dict[str, Any] = {}
+    for key, value in point.items():
+        checked = FIELDS.get(key, _number)(value)
+        if isinstance(checked, str):
+            return f"{key!r} {checked}"
+        out[key] = checked
+    return out
+
+
+_WARNED: set[tuple[str, int, int]] = set()
+"""(file, line number, hash of the line) already warned about by this process (a view redrawn
+every second says it once)."""
+
+
+def _warn(path: Path, number: int, line: bytes, why: str) -> None:
+    key = (str(path), number, hash(line))
+    if key not in _WARNED:
+        _WARNED.add(key)
+        sys.stderr.write(f"warning: {path}: line {number}: {why}; line skipped\n")
+
+
 def read_points(path: Path) -> list[dict[str, Any]]:
     """The complete points of a live file, the current attempt's (see the module docstring);
-    [] when there is none."""
+    [] when there is none. A line of JSON that is not a valid point is skipped with a warning."""
     try:
         data = path.read_bytes()
     except OSError:
         return []
     lines = data.split(b"\n")[:-1]  # the last piece is '' or a partial line being written
     points: list[dict[str, Any]] = []
-    for line in lines:
-        with contextlib.suppress(ValueError):
-            point = json.loads(line)
-            if isinstance(point, dict) and isinstance(point.get("step"), int):
-                while points and points[-1]["step"] >= point["step"]:
-                    points.pop()  # a resumed attempt repeats these steps
-                points.append(point)
+    for number, line in enumerate(lines, 1):
+        point = parse_point(line)
+        if isinstance(point, str):
+            if point != TORN:
+                _warn(path, number, line, point)
+            continue
+        while points and points[-1]["step"] >= point["step"]:
+            points.pop()  # a resumed attempt repeats these steps
+        points.append(point)
     return points
 
 
@@ -93,7 +188,8 @@ class Heartbeat:
         """Seconds to its last step at its current throughput (None: not known yet)."""
         if not self.tokens_per_s or self.step <= 0:
             return None
-        return (self.steps - self.step) * self.tokens_per_step / self.tokens_per_s
+        eta = max(0, self.steps - self.step) * self.tokens_per_step / self.tokens_per_s
+        return eta if math.isfinite(eta) else None
 
 
 def live_runs(root: Path, grid: str) -> dict[str, list[dict[str, Any]]]:

@@ -1,0 +1,102 @@
+"""Training loss vs tokens per arm, one panel per condition.
+
+``--runs best`` (the default): each arm's tuned configuration (its best by the final metric in
+the panel's condition, as ``harness analyze best``), the mean over seeds and a 2-sigma band.
+``--runs all``: every run of the cell, each a thin line in its arm's color (spikes and blow-ups
+included: the y axis reaches the loss at the start of training, so a spike above it runs off the
+top), with the tuned configuration's mean drawn thick on top. Validation losses, when logged,
+are drawn as points (the legend says so).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from harness.analysis.present.figures.common import (
+    METHOD,
+    FigureData,
+    FigureSkipped,
+    layout,
+    legend,
+    panel_keys,
+    panel_title,
+    panels,
+    restrict,
+    subtitle,
+    tuned_points,
+)
+
+
+def draw(data: FigureData) -> Figure:
+    """The loss-curve figure (see the module docstring)."""
+    curves = data.frames.get("curves")
+    if curves is None or curves.empty:
+        raise FigureSkipped("no loss curves")
+    rows = data.rows
+    every = data.options.runs == "all"
+    keys = panel_keys(rows)
+    points = tuned_points(rows, [*keys, METHOD], data.goal, data.select_goal)
+    cells = panels(points.table, keys)
+    fig, axes = layout(len(cells))
+    has_val = False
+    for ax, (key, _) in zip(axes, cells, strict=True):
+        best = restrict(points.seeds, key)[["run_id", METHOD]]
+        others = restrict(rows, key)[["run_id", METHOD]] if every else best.iloc[:0]
+        has_val |= _panel(ax, curves.merge(best, on="run_id"), curves.merge(others, on="run_id"),
+                          data)  # fmt: skip
+        ax.set_title(panel_title(key))
+    if has_val:
+        axes[0].add_line(_val_handle())
+    legend(fig, axes)
+    what = "training loss, every run (thin) and each arm's tuned config" if every else (
+        "training loss of each arm's tuned config")  # fmt: skip
+    subtitle(fig, data, points, "thick line" if every else "line", what=what)
+    return fig
+
+
+def _val_handle() -> Line2D:
+    """An invisible artist whose legend entry explains the points."""
+    return Line2D([], [], marker="o", linestyle="none", color="0.3", markersize=3,
+                  label="validation loss (eval points)", visible=False)  # fmt: skip
+
+
+def _panel(ax: Axes, best: pd.DataFrame, every: pd.DataFrame, data: FigureData) -> bool:
+    """Draw; True when validation points were drawn."""
+    for _, part in every.groupby("run_id", sort=True):
+        st = data.style(str(part[METHOD].iloc[0]))
+        ax.plot(part["tokens"], part["train_loss"], color=st.color, linewidth=0.6, alpha=0.45,
+                label="_run")  # fmt: skip
+    has_val = False
+    tops = []
+    for method, part in best.groupby(METHOD, sort=True):
+        st = data.style(str(method))
+        g = part.groupby("tokens")["train_loss"]
+        mean, band = g.mean(), 2 * g.std(ddof=1).fillna(0.0)
+        ax.plot(mean.index, mean, label=str(method), color=st.color, linestyle=st.linestyle,
+                marker=st.marker, markevery=max(1, len(mean) // 6),
+                linewidth=2.0 if len(every) else 1.4)  # fmt: skip
+        ax.fill_between(mean.index, mean - band, mean + band, color=st.color, alpha=0.18, lw=0)
+        val = part.dropna(subset=["val_loss"]).groupby("tokens")["val_loss"].mean()
+        if len(val):
+            has_val = True
+            ax.plot(val.index, val, "o", color=st.color, markersize=3, label="_val")
+        late = mean[mean.index >= 0.1 * mean.index.max()]
+        tops.append(late.max() if len(late) else mean.max())
+    both = pd.concat([best, every])
+    losses = both["train_loss"].replace([np.inf, -np.inf], np.nan)
+    finite = [t for t in tops if np.isfinite(t)]
+    if finite and losses.notna().any():
+        low = float(losses.min())
+        top = max(finite) * 1.02
+        if len(every):  # reach the loss at the start, so spikes show up to the top edge
+            first = every.sort_values("step").groupby("run_id")["train_loss"].first()
+            first = first.replace([np.inf, -np.inf], np.nan).dropna()
+            top = max(top, float(first.median()) * 1.05) if len(first) else top
+        ax.set_ylim(low - 0.05 * (top - low), top)
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("training loss")
+    return has_val

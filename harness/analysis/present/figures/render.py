@@ -1,0 +1,236 @@
+"""Drawing a grid's figures to PNG and PDF, each with a sidecar JSON saying how it was made.
+
+The sidecar holds the figure's SQL, the number and SHA-256 of the rows it drew (so a changed
+result is visible), the code commit, the harness version and the time. Files are written
+through a temporary name and renamed, so a reader never sees half a figure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis.present.figures import FIGURES, FigureSpec
+from harness.analysis.present.figures.options import FigureOptions
+from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
+from harness.analysis.rows.load import Selection
+from harness.analysis.rows.preparation import prepare
+from harness.core import paths
+from harness.core.errors import UserError
+from harness.core.files import atomic_write, atomic_write_text
+from harness.core.provenance import git_commit
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """One figure's outcome."""
+
+    name: str
+    """Figure name."""
+    files: tuple[Path, ...]
+    """PNG, PDF and sidecar JSON written (empty when skipped)."""
+    skipped: str = ""
+    """Why the figure was not drawn (empty when drawn)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """One figure drawn in memory (or why not)."""
+
+    spec: FigureSpec
+    """The kind of figure."""
+    figure: Any | None
+    """The matplotlib figure (None when skipped); the caller closes it."""
+    skipped: str = ""
+    """Why the figure was not drawn."""
+    notes: tuple[str, ...] = ()
+    """Diverged and dropped runs, arms not shown."""
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """The rows it drew, by named statement."""
+    styles: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Arm -> color, marker, line style of the arms drawn."""
+    stem: str = ""
+    """File name without extension."""
+    select_by: str = ""
+    """The metric that picked each point's configuration."""
+
+
+def draw_figures(
+    sel: Selection,
+    names: Sequence[str],
+    metric: str,
+    goal: str,
+    select_by: str | None = None,
+    select_goal: str | None = None,
+    options: FigureOptions | None = None,
+) -> Iterator[Drawn]:
+    """Draw ``names`` from the selection in memory, one at a time.
+
+    Each point is the configuration with the best mean ``select_by`` over seeds (default: the
+    grid's loss, :func:`~harness.analysis.rows.direction.default_select`), drawn by ``metric``. A
+    figure the data cannot make (e.g. no SGD baseline for ``gap_closure``) is skipped with a reason;
+    the others are still drawn. Every figure draws each arm in the same color and marker,
+    assigned over every arm of the selection's rows and planned runs (:func:`every_arm`).
+
+    Raises:
+        UserError: an unknown figure name, or no run has ``select_by``.
+    """
+    from harness.analysis.present.figures.style import apply
+
+    specs = [FIGURES[n] for n in names]  # an unknown name lists the known ones
+    apply()
+    chosen = select_by or default_select(metric)
+    if chosen == metric:
+        select_goal = goal
+    elif select_goal is None:
+        select_goal = metric_goal(chosen, "auto", "--select-by")
+    select = (chosen, select_goal)
+    every = every_arm(sel)
+    opts = options or FigureOptions()
+    for spec in specs:
+        yield _draw(sel, spec, metric, goal, select, every, opts)
+
+
+def render_figures(
+    sel: Selection,
+    names: Sequence[str],
+    metric: str,
+    goal: str,
+    select_by: str | None = None,
+    select_goal: str | None = None,
+    options: FigureOptions | None = None,
+) -> list[Rendered]:
+    """Draw ``names`` (:func:`draw_figures`) into ``<root>/<grid>/figures/``: PNG, PDF and a
+    sidecar JSON each."""
+    out_dir = paths.figures_dir(sel.root, sel.grid)
+    drawn = draw_figures(sel, names, metric, goal, select_by, select_goal, options)
+    return [_write(sel, d, metric, goal, out_dir) for d in drawn]
+
+
+def every_arm(sel: Selection) -> pd.DataFrame:
+    """Every run of the selection, any status, with its ``method`` (arm); without ``--where``
+    also the planned runs that have no row yet (``status`` NaN), so that an arm not run yet is
+    named and every figure of a grid gets the same colors."""
+    from harness.analysis.present.figures.common import add_methods
+
+    runs = sel.frame("runs")
+    if sel.where is None:
+        planned = sel.frame("manifest")
+        planned = planned[~planned["run_id"].isin(set(runs["run_id"]))]
+        if len(planned):
+            runs = pd.concat([runs, planned.assign(status=None)], ignore_index=True)
+    return add_methods(runs)
+
+
+def _draw(
+    sel: Selection,
+    spec: FigureSpec,
+    metric: str,
+    goal: str,
+    select: tuple[str, str],
+    every: pd.DataFrame,
+    options: FigureOptions,
+) -> Drawn:
+    from harness.analysis.present.figures.common import (
+        FigureData,
+        FigureSkipped,
+        arm_styles,
+        missing_arms,
+    )
+
+    stem = spec.name + (f"-{metric}" if metric != DEFAULT_METRIC else "")
+    stem += f"-by-{select[0]}" if select[0] != default_select(metric) else ""
+    stem += "-local" if sel.scale == "local" else ""
+    frames = {q: sel.frame(q) for q in spec.queries}
+    done = every[every["status"].notna()]
+    prep = prepare(done, metric, goal, *select)
+    if prep.rows.empty:
+        return Drawn(spec, None, f"no completed or diverged runs with {metric}", stem=stem,
+                     select_by=select[0])  # fmt: skip
+    missing = missing_arms(every, prep.rows)
+    data = FigureData(rows=prep.rows, metric=metric, goal=goal, frames=frames,
+                      select_goal=prep.select_goal, styles=arm_styles(every),
+                      missing=tuple(missing), options=options)  # fmt: skip
+    try:
+        fig = spec.drawer()(data)
+    except (FigureSkipped, UserError) as e:
+        return Drawn(spec, None, str(e), stem=stem, select_by=select[0])
+    styles = {arm: data.style(arm).line() for arm in sorted(set(prep.rows["method"]))}
+    timed = [f"target: {options.target.describe()}"] if options.target is not None else []
+    notes = (*prep.notes(), *missing, *timed)
+    return Drawn(spec, fig, "", notes, frames, styles, stem, select[0])
+
+
+def _write(sel: Selection, d: Drawn, metric: str, goal: str, out_dir: Path) -> Rendered:
+    import matplotlib.pyplot as plt
+
+    fig = d.figure
+    if fig is None:
+        return Rendered(d.spec.name, (), skipped=d.skipped)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for ext in ("png", "pdf"):
+        path = out_dir / f"{d.stem}.{ext}"
+        atomic_write(path, lambda fh, ext=ext: fig.savefig(fh, format=ext, dpi=200))  # type: ignore[misc]  # ext bound per loop step
+        files.append(path)
+    plt.close(fig)
+    side = sidecar(sel, d.spec, metric, goal, d.frames, d.notes, files)
+    side["styles"] = d.styles
+    side["select_by"] = d.select_by
+    files.append(out_dir / f"{d.stem}.json")
+    atomic_write_text(files[-1], json.dumps(side, indent=1))
+    return Rendered(d.spec.name, tuple(files))
+
+
+def rows_sha256(frames: dict[str, pd.DataFrame]) -> str:
+    """SHA-256 of the rows drawn: each named frame as CSV, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(frames):
+        h.update(name.encode() + b"\n")
+        h.update(frames[name].to_csv(index=False).encode())
+    return h.hexdigest()
+
+
+def sidecar(
+    sel: Selection,
+    spec: FigureSpec,
+    metric: str,
+    goal: str,
+    frames: dict[str, pd.DataFrame],
+    notes: Sequence[str],
+    files: Sequence[Path],
+) -> dict[str, object]:
+    """The provenance record written next to a figure."""
+    return {
+        "figure": spec.name,
+        "description": spec.description,
+        "grid": sel.grid,
+        "grids": list(sel.grids),
+        "scale": sel.scale,
+        "metric": metric,
+        "goal": goal,
+        "where": sel.where,
+        "sql": {q: sel.sql(q) for q in spec.queries},
+        "rows": {q: len(f) for q, f in frames.items()},
+        "rows_sha256": rows_sha256(frames),
+        "notes": list(notes),
+        "code_commit": git_commit(),
+        "harness_version": _version(),
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "files": [p.name for p in files],
+    }
+
+
+def _version() -> str | None:
+    try:
+        return metadata.version("harness")
+    except metadata.PackageNotFoundError:
+        return None

@@ -1,0 +1,231 @@
+"""``harness report``: one self-contained HTML file to share a sweep.
+
+It holds the grid's figures (base64 PNG), loss curves a reader can toggle per arm (inline SVG and
+a few lines of JavaScript), the best-per-cell and gap tables with their intervals and notes, and
+provenance: code commit, versions, the SHA-256 of the rows, the SQL of every table. Every asset is
+inline, nothing is fetched: the file opens offline, from a mail attachment or a laptop.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.present.figures.choose import plan_figures
+from harness.analysis.present.figures.options import FigureOptions
+from harness.analysis.present.figures.render import draw_figures, every_arm, rows_sha256
+from harness.analysis.present.report import page, svg
+from harness.analysis.present.report.tables import tables
+from harness.analysis.questions import query
+from harness.analysis.rows.direction import default_select, metric_goal
+from harness.analysis.rows.load import Selection, select
+from harness.analysis.rows.selectors import Selector
+from harness.core.errors import UserError
+from harness.core.provenance import git_commit
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRequest:
+    """What ``harness report`` was asked."""
+
+    grids: tuple[str, ...]
+    """Grid YAMLs or names (empty: every grid in the results)."""
+    results: str | None = None
+    """Results root."""
+    where: str | None = None
+    """SQL predicate over runs."""
+    scale: str | None = None
+    """``full``, ``local`` or None (the only one present)."""
+    metric: str = "val_ppl"
+    """The analysed metric."""
+    goal: str = "auto"
+    """``min``, ``max`` or ``auto``."""
+    select_by: str | None = None
+    """The metric that picks each cell's configuration (None: the grid's loss)."""
+    figures: tuple[str, ...] = ()
+    """Figures to draw (empty: those the grid declares, else the defaults)."""
+    options: FigureOptions = field(default_factory=FigureOptions)
+    """Figure options; ``baseline``/``reference`` also choose the gap table's arms."""
+
+
+def build_report(req: ReportRequest) -> str:
+    """The report's HTML (see the module docstring).
+
+    Raises:
+        UserError: as ``harness figures`` and ``harness analyze`` (unknown grid, scale, metric).
+    """
+    goal = metric_goal(req.metric, req.goal)
+    chosen = req.select_by or default_select(req.metric)
+    select_goal = goal if chosen == req.metric else metric_goal(chosen, "auto", "--select-by")
+    sel = select(list(req.grids), results=req.results, scale=req.scale, where=req.where)
+    names, _ = plan_figures(sel, list(req.grids), list(req.figures))
+    blocks = list(_figures(sel, names, req, goal, chosen, select_goal))
+    q = query.Query(
+        grid=list(req.grids) or None,
+        results=req.results,
+        where=req.where,
+        scale=sel.scale,
+        metric=req.metric,
+        goal=goal,
+        select_by=req.select_by,
+    )
+    runs = sel.frame("runs")
+    curves = sel.frame("curves")
+    made = tables(q, runs, req.options.baseline, req.options.reference)
+    n_status = runs["status"].value_counts().to_dict()
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(n_status.items()))
+    subtitle = (
+        f"{len(runs)} runs at {sel.scale} scale ({counts}); metric {req.metric} ({goal}), "
+        f"configurations selected by {chosen}"
+    )
+    return page.page(
+        title=f"harness report: {sel.grid}",
+        subtitle=subtitle,
+        figures=blocks,
+        curves=_curves(sel, runs, curves, req, goal, chosen, select_goal),
+        tables=made,
+        provenance=_provenance(sel, runs, curves, names),
+        sql=[("runs (every table and figure)", sel.sql("runs")), ("curves", sel.sql("curves")),
+             *((f"{t.key} table", f"-- {t.command}\n{sel.sql('runs')}") for t in made)],
+    )  # fmt: skip
+
+
+def _figures(
+    sel: Selection,
+    names: Sequence[str],
+    req: ReportRequest,
+    goal: str,
+    chosen: str,
+    select_goal: str,
+):
+    import matplotlib.pyplot as plt
+
+    for d in draw_figures(sel, names, req.metric, goal, chosen, select_goal, req.options):
+        if d.figure is None:
+            yield page.FigureBlock(d.spec.name, d.spec.description, None, (d.skipped,))
+            continue
+        buf = io.BytesIO()
+        d.figure.savefig(buf, format="png", dpi=150)
+        plt.close(d.figure)
+        yield page.FigureBlock(d.spec.name, d.spec.description, buf.getvalue(), d.notes)
+
+
+def _curves(
+    sel: Selection,
+    runs: pd.DataFrame,
+    curves: pd.DataFrame,
+    req: ReportRequest,
+    goal: str,
+    chosen: str,
+    select_goal: str,
+) -> str:
+    """Checkboxes (one per arm) and one chart per condition: every run thin, each arm's tuned
+    configuration (mean over seeds) thick, validation losses as dots."""
+    from harness.analysis.present.figures.common import (
+        METHOD,
+        FigureSkipped,
+        arm_styles,
+        panel_keys,
+        panel_title,
+        panels,
+        restrict,
+        tuned_points,
+    )
+    from harness.analysis.rows.preparation import prepare
+
+    if curves.empty:
+        return "<p>No loss curves.</p>"
+    every = every_arm(sel)
+    styles = arm_styles(every)
+    rows = prepare(every[every["status"].notna()], req.metric, goal, chosen, select_goal).rows
+    if rows.empty:
+        return "<p>No completed or diverged runs.</p>"
+    arms = sorted(styles)
+    index = {a: k for k, a in enumerate(arms)}
+    keys = panel_keys(rows)
+    try:
+        points = tuned_points(rows, [*keys, METHOD], goal, select_goal)
+        cells = panels(points.table, keys)
+    except (FigureSkipped, UserError) as e:  # shown, not raised: the rest of the report stands
+        return f"<p>No loss curves: {e}</p>"
+    boxes = "".join(
+        f'<label><input type="checkbox" checked data-arm="{index[a]}"><span class="swatch" '
+        f'style="background:{styles[a].color}"></span>{page.escape(a)}</label>'
+        for a in arms
+        if a in set(rows[METHOD])
+    )
+    charts = []
+    for n, (key, _) in enumerate(cells):
+        best = restrict(points.seeds, key)[["run_id", METHOD]]
+        cell = restrict(rows, key)[["run_id", METHOD]]
+        lines = []
+        for _, part in curves.merge(cell, on="run_id").groupby("run_id", sort=True):
+            arm = str(part[METHOD].iloc[0])
+            xs, ys = part["tokens"].to_numpy(float), part["train_loss"].to_numpy(float)
+            lines.append(svg.Line(index[arm], xs, ys, styles[arm].color, thin=True))
+        for arm, part in curves.merge(best, on="run_id").groupby(METHOD, sort=True):
+            mean = part.groupby("tokens")["train_loss"].mean()
+            val = part.dropna(subset=["val_loss"]).groupby("tokens")["val_loss"].mean()
+            color = styles[str(arm)].color
+            lines.append(svg.Line(index[str(arm)], mean.index.to_numpy(float),
+                                  mean.to_numpy(float), color))  # fmt: skip
+            if len(val):
+                lines.append(svg.Line(index[str(arm)], val.index.to_numpy(float),
+                                      val.to_numpy(float), color, dots=True))  # fmt: skip
+        title = panel_title(key) or "all runs"
+        charts.append(svg.chart(lines, title, _ylim(lines), len(arms), f"c{n}"))
+    legend = ("<p>Thin: every run of the cell (spikes included); thick: each arm's tuned "
+              "configuration, mean over seeds; dots: validation loss. Untick an arm to hide "
+              "it.</p>")  # fmt: skip
+    return legend + f'<div class="toggles">{boxes}</div>' + "".join(charts)
+
+
+def _ylim(lines: Sequence[svg.Line]) -> tuple[float, float]:
+    """From the lowest loss to the highest start of a run (spikes above run off the top)."""
+    ys = np.concatenate([ln.ys for ln in lines]) if lines else np.array([0.0, 1.0])
+    ys = ys[np.isfinite(ys)]
+    if ys.size == 0:
+        return 0.0, 1.0
+    starts = [ln.ys[np.isfinite(ln.ys)][0] for ln in lines if np.isfinite(ln.ys).any()]
+    lo, hi = float(ys.min()), float(np.median(starts)) * 1.05
+    for ln in lines:  # a tuned configuration is always seen whole
+        ok = ln.ys[np.isfinite(ln.ys)]
+        if not ln.thin and ok.size:
+            hi = max(hi, float(ok.max()))
+    return (lo - 0.03 * (hi - lo), hi) if hi > lo else (lo - 1.0, lo + 1.0)
+
+
+def _provenance(
+    sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, figures: Sequence[str]
+) -> list[tuple[str, str]]:
+    def version(pkg: str) -> str:
+        try:
+            return metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            return "-"
+
+    commits = sorted({str(c) for c in runs.get("git_commit", pd.Series()).dropna()})
+    return [
+        ("grids", ", ".join(sel.grids)),
+        ("results", str(sel.root)),
+        ("scale", sel.scale),
+        ("where", sel.where or "(every run)"),
+        ("rows", f"{len(runs)} runs, {len(curves)} curve points"),
+        ("rows SHA-256", rows_sha256({"runs": runs, "curves": curves})),
+        ("report code commit", git_commit() or "-"),
+        ("commits of the runs", ", ".join(commits) or "-"),
+        ("created", dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
+        ("python", platform.python_version()),
+        *((pkg, version(pkg)) for pkg in ("harness", "duckdb", "pandas", "numpy", "matplotlib")),
+        ("figures", ", ".join(figures) or "-"),
+    ]
+
+
+__all__ = ["ReportRequest", "Selector", "build_report"]

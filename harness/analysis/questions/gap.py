@@ -1,0 +1,71 @@
+"""``harness analyze gap``: every other arm's closure of the baseline-reference gap."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from harness.analysis.questions import query
+from harness.analysis.questions.answer import Answer
+from harness.analysis.questions.query import Query
+from harness.analysis.rows.selectors import ARM, Selector
+from harness.analysis.stats import baseline_gap, significance
+from harness.analysis.stats.bootstrap import CONFIDENCE
+from harness.analysis.stats.cells import iter_cells
+
+
+def answer(
+    q: Query,
+    *,
+    baseline: Selector,
+    reference: Selector,
+    by: Sequence[str] = (),
+    over: Sequence[str] = (),
+    confidence: float = CONFIDENCE,
+    alpha: float = 0.05,
+    correction: str = "holm",
+    tuned_mode: str = "grid",
+    fit_axis: str = "lr",
+) -> Answer:
+    """``analyze gap``: every other arm's closure of the baseline-reference gap."""
+    significance.check_choices("welch", "two-sided", correction, alpha)
+    arms = {"--baseline": baseline, "--reference": reference}
+    t, goal = query.arms_tuned(
+        q, arms, by, over, others=True, tuned_mode=tuned_mode, fit_axis=fit_axis
+    )
+    out = baseline_gap.gap_closure(
+        t.seeds,
+        list(by),
+        baseline.label,
+        reference.label,
+        confidence=confidence,
+        goal=goal,
+        alpha=alpha,
+        correction=correction,
+    )
+    out = out.merge(t.table[[*by, ARM, *t.over]], on=[*by, ARM], how="left")
+    n_tests = int(out[["p_baseline", "p_reference"]].notna().to_numpy().sum())
+    notes = [*t.notes, *baseline_gap.notes(confidence, alpha, correction, n_tests)]
+    return Answer(table=out, notes=notes + beaten_reference(out, by, reference.label, goal))
+
+
+def beaten_reference(
+    table: pd.DataFrame, by: Sequence[str], reference: str, goal: str
+) -> list[str]:
+    """Notes for cells where another arm's mean beats the reference's: the baseline-reference
+    gap is then not the gap between the baseline and the best arm."""
+    out = []
+    for key, cell in iter_cells(table, by):
+        ref = cell[cell[ARM] == reference]["mean"]
+        if ref.empty:
+            continue
+        sign = 1.0 if goal == "min" else -1.0
+        for _, row in cell[sign * (cell["mean"] - ref.iloc[0]) < 0].iterrows():
+            where = ", ".join(f"{k}={v}" for k, v in key.items())
+            out.append(
+                f"{row[ARM]} beats the reference {reference}{f' at {where}' if where else ''} "
+                f"(closure {row['closure_pct']:.4g}%, vs_reference: {row['vs_reference']}): "
+                "the baseline-reference gap is not the gap to the best arm"
+            )
+    return out

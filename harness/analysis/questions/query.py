@@ -1,0 +1,231 @@
+"""One function per ``harness analyze`` command: load the rows, tune, run the statistic.
+
+Each returns an :class:`~harness.analysis.questions.answer.Answer` (a table and notes); the CLI only
+prints it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from harness.analysis.rows import caveats
+from harness.analysis.rows.axes import auto_over, check_cells, check_columns
+from harness.analysis.rows.direction import DEFAULT_METRIC, default_select, metric_goal
+from harness.analysis.rows.gridref import declared_derived_axes
+from harness.analysis.rows.load import select
+from harness.analysis.rows.preparation import Prepared, prepare, require_rows, resolve_metric
+from harness.analysis.rows.selectors import ARM, Selector, broadcast, inapplicable, label_arms
+from harness.analysis.rows.tuning import confirmed
+from harness.analysis.stats.optimum_fit import fitted_seeds
+from harness.core.errors import UserError, unknown_choice
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The options every command shares."""
+
+    grid: str | Sequence[str] | None
+    """A grid YAML path or a grid name, several of them (arms compared across grids), or None
+    (every grid under the results root)."""
+    results: str | None = None
+    """Results root (None: ``$HARNESS_RESULTS`` or ``./results``)."""
+    where: str | None = None
+    """SQL predicate restricting the rows."""
+    scale: str | None = None
+    """``full``, ``local`` or None (the only one present)."""
+    metric: str = DEFAULT_METRIC
+    """The column analysed."""
+    goal: str = "auto"
+    """``min``, ``max`` or ``auto`` (the metric's known direction)."""
+    select_by: str | None = None
+    """The metric whose mean over seeds picks each cell's best configuration (None: the
+    grid's loss, :func:`~harness.analysis.rows.direction.default_select`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tuned:
+    """Tuned results of some cells."""
+
+    table: pd.DataFrame
+    """One row per cell: best configuration and its statistics
+    (:func:`harness.analysis.rows.tuning.tune`)."""
+    seeds: pd.DataFrame
+    """The runs of each cell's best configuration, with ``value``."""
+    over: list[str]
+    """The columns tuned over."""
+    notes: list[str]
+    """Notes on the rows and the tuning."""
+
+
+def load(q: Query) -> tuple[Prepared, str]:
+    """The prepared rows of the query and the metric's goal."""
+    sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
+    frame = sel.frame("runs")
+    metric, said = resolve_metric(frame, q.metric)
+    goal = metric_goal(metric, q.goal)
+    chosen = q.select_by or default_select(metric)
+    select_goal = goal if chosen == metric else metric_goal(chosen, "auto", "--select-by")
+    prep = prepare(frame, metric, goal, chosen, select_goal)
+    require_rows(prep.rows, f"in grid {sel.grid!r} with {metric}")
+    derived = caveats.derived(declared_derived_axes(q.grid), prep.rows)
+    return dataclasses.replace(prep, readings=(*said, *derived)), goal
+
+
+def tuned(prep: Prepared, goal: str, keys: Sequence[str], over: Sequence[str]) -> Tuned:
+    """Tune each cell of ``keys`` over ``over`` (empty: the hyperparameters that vary)."""
+    rows = prep.rows
+    check_columns(rows, [k for k in keys if k != ARM], "--by")
+    check_columns(rows, over, "--over")
+    if overlap := set(keys) & set(over):
+        raise UserError(f"--over and --by share column(s) {', '.join(sorted(overlap))}")
+    over = list(over) or auto_over(rows, keys)
+    check_cells(rows, keys, over)
+    tested = confirmed(rows, keys, over, goal, prep.select_goal)
+    table = tested.table
+    notes = [
+        *prep.notes(),
+        f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}",
+    ]
+    if prep.select and over:
+        notes.append(
+            f"each cell's configuration selected by the mean {prep.select} over seeds "
+            "(column select_mean); the table reports the metric there"
+        )
+    notes += [tested.note] if tested.note else []
+    notes += edge_notes(table, keys, listed=ARM in keys)
+    seeds = tested.seeds
+    notes += caveats.one_seed(table, keys) + caveats.long_horizons(table, seeds)
+    if ARM in keys:  # an arm to which a --by column does not apply joins every cell of it
+        pairs = inapplicable(rows, [k for k in keys if k != ARM])
+        table, seeds = broadcast(table, pairs), broadcast(seeds, pairs)
+        notes += [f"{arm} has no {col}: it joins every {col} cell" for arm, col in pairs]
+    return Tuned(table=table, seeds=seeds, over=over, notes=notes)
+
+
+#: Edge notes listed one by one, at most.
+MAX_EDGE_NOTES = 10
+
+
+def edge_notes(table: pd.DataFrame, keys: Sequence[str], *, listed: bool) -> list[str]:
+    """Notes on best values at the edge of the searched range: a count pointing at the
+    ``edge`` column, or (``listed``, for tables without that column) one line per cell."""
+    edged = table[table["edge"] != ""]
+    if edged.empty:
+        return []
+    if not listed:
+        return [f"{len(edged)} cell(s) have a best value on the edge of the range (column edge)"]
+    lines = [
+        f"edge: {', '.join(f'{k}={r[k]}' for k in keys)}: {r['edge']}"
+        for _, r in edged.head(MAX_EDGE_NOTES).iterrows()
+    ]
+    more = len(edged) - MAX_EDGE_NOTES
+    return lines + ([f"... and {more} more edge(s): see harness analyze best"] if more > 0 else [])
+
+
+#: Values of ``--tuned``: each arm's value at its best grid point, or at its fitted optimum.
+TUNED_MODES = ("grid", "fit")
+
+
+def tuned_by(
+    prep: Prepared,
+    goal: str,
+    keys: Sequence[str],
+    over: Sequence[str],
+    mode: str = "grid",
+    axis: str = "lr",
+) -> Tuned:
+    """:func:`tuned`, then with ``mode`` ``fit`` each seed's value replaced by its value at the
+    cell's fitted optimum of ``axis`` (:func:`harness.analysis.stats.optimum_fit.fitted_seeds`).
+
+    Raises:
+        UserError: an unknown mode, or ``axis`` is not tuned over.
+    """
+    if mode not in TUNED_MODES:
+        raise unknown_choice("--tuned", mode, TUNED_MODES)
+    t = tuned(prep, goal, keys, over)
+    if mode == "grid":
+        return t
+    if axis not in t.over:
+        raise UserError(
+            f"--tuned fit: {axis!r} is not tuned over here (tuned over: "
+            f"{', '.join(t.over) or 'nothing'}); name the axis with --fit-axis"
+        )
+    profile = tuned(prep, goal, [*keys, axis], [o for o in t.over if o != axis])
+    seeds, notes = fitted_seeds(profile.table, profile.seeds, keys, axis, goal)
+    notes.append(
+        f"--tuned fit: each seed's value is its own quadratic in log({axis}) through the "
+        f"points of the cell's fit, at the fitted optimum (see analyze optimum); the {axis} "
+        "shown in tables is the best grid point"
+    )
+    return dataclasses.replace(t, seeds=seeds, notes=[*t.notes, *notes])
+
+
+def resolve_alternative(goal: str, alternative: str) -> str:
+    """``auto`` -> b better than a: ``less`` for a lower-is-better metric, else ``greater``."""
+    if alternative != "auto":
+        return alternative
+    return "less" if goal == "min" else "greater"
+
+
+def hypothesis(a: str, b: str, alternative: str) -> str:
+    """The alternative hypothesis about arm ``b`` against arm ``a``, in words (``alternative``:
+    a resolved one, ``less``, ``greater`` or ``two-sided``)."""
+    if alternative == "two-sided":
+        return f"H1: {b} differs from {a} (two-sided)"
+    return f"H1: {b} {alternative} than {a}"
+
+
+def arms_tuned(
+    q: Query,
+    arms: dict[str, Selector],
+    by: Sequence[str],
+    over: Sequence[str],
+    *,
+    others: bool = False,
+    x: str | None = None,
+    tuned_mode: str = "grid",
+    fit_axis: str = "lr",
+) -> tuple[Tuned, str]:
+    """What every command comparing arms starts with: the query's rows labelled by arm, tuned
+    per cell of ``by`` (then ``x``, then the arm) over ``over`` (:func:`tuned_by`).
+
+    Args:
+        q: the query.
+        arms: option flag -> the rows of that arm (``{"--a": a, "--b": b}``).
+        by: cell columns.
+        over: columns tuned over (empty: what varies).
+        others: the rows of no arm are arms too, one per label (``analyze gap``).
+        x: a column every selected run has a positive number in (crossover's, speedup's).
+        tuned_mode: ``--tuned`` (:data:`TUNED_MODES`).
+        fit_axis: ``--fit-axis``.
+
+    Returns:
+        The tuned cells and the metric's goal.
+
+    Raises:
+        UserError: an arm selects no row, ``x`` is not positive everywhere, or what
+            :func:`tuned_by` refuses.
+    """
+    prep, goal = load(q)
+    rows = label_arms(prep.rows, arms, others=others)
+    if x is not None:
+        _check_positive(rows, x)
+    keys = [*by, *([x] if x is not None else []), ARM]
+    return tuned_by(with_rows(prep, rows), goal, keys, over, tuned_mode, fit_axis), goal
+
+
+def with_rows(prep: Prepared, rows: pd.DataFrame) -> Prepared:
+    """``prep`` restricted to ``rows`` (the arms' rows): diverged runs recounted there."""
+    diverged = int((rows["status"] == "diverged").sum())
+    return dataclasses.replace(prep, rows=rows, diverged=diverged)
+
+
+def _check_positive(rows: pd.DataFrame, x: str) -> None:
+    check_columns(rows, [x], "--x")
+    col = rows[x]
+    if not pd.api.types.is_numeric_dtype(col) or col.isna().any() or (col <= 0).any():
+        raise UserError(f"--x {x!r}: needs a positive number in every selected run")

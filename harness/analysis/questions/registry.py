@@ -1,0 +1,328 @@
+"""Analysis questions by name: one module each, one registry entry each (like figures).
+
+A question's module defines ``answer(q, *, by, over, **options) -> Answer`` (``q`` a
+:class:`~harness.analysis.questions.query.Query`; for questions reading ``target`` inputs, a
+:class:`~harness.analysis.questions.target_query.TargetQuery` and no ``by``/``over`` unless
+declared); its entry declares the options beyond those every command of its inputs takes
+(:class:`Option`, plain data), from which ``harness analyze <name>`` is built
+(``harness/cli/analyze.py``). Every ``harness analyze`` command is an entry here. Adding a question
+is its module and one :class:`Question` below; the CLI does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.analysis.questions.query import TUNED_MODES
+from harness.analysis.stats.bootstrap import CONFIDENCE, N_BOOT
+from harness.analysis.stats.corrections import CORRECTIONS
+from harness.analysis.stats.performance_profiles import TAU_MAX
+from harness.analysis.stats.significance import ALTERNATIVES, TESTS
+from harness.analysis.stats.to_target import MEASURES
+from harness.core.registry import Registry, load_object
+
+#: The kinds of :attr:`Option.kind`.
+OPTION_KINDS = ("text", "float", "int", "selector", "choice", "columns")
+
+#: What a question reads (:attr:`Question.inputs`): ``tuned``: GRID and the options every tuned
+#: command takes (``--metric``, ``--goal``, ``--select-by``, ``--by``, ``--over``, ...), given to
+#: ``answer`` as a ``Query``, ``by`` and ``over``; ``target``: GRID, ``--target``/``--curve`` and
+#: the row options, given as a ``TargetQuery``.
+INPUTS = ("tuned", "target")
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option of a question's command."""
+
+    flag: str
+    """``--axis``."""
+    help: str
+    """One line."""
+    kind: str = "text"
+    """One of :data:`OPTION_KINDS`: ``selector`` is ``K=V[,K=V]``, parsed to a Selector;
+    ``columns`` is comma separated, parsed to a list of columns."""
+    default: object = None
+    """Default value (None: required when ``required``, else absent)."""
+    required: bool = False
+    """Whether the option must be given."""
+    choices: tuple[str, ...] = ()
+    """The valid values of a ``choice``."""
+    dest: str = ""
+    """The keyword of ``answer`` when it is not the flag without dashes, ``-`` as ``_``
+    (``--tuned`` -> ``tuned_mode``)."""
+    hidden: bool = False
+    """Accepted (scripts pass it) but unused by this question: not in the help and not passed
+    to ``answer``."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in OPTION_KINDS:
+            raise ValueError(f"Option {self.flag}: kind {self.kind!r}; valid: {OPTION_KINDS}")
+
+    @property
+    def keyword(self) -> str:
+        """The keyword argument of ``answer``."""
+        return self.dest or self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A kind of ``harness analyze`` question."""
+
+    name: str
+    """Command name (and module name under ``harness.analysis.questions`` unless ``module``)."""
+    summary: str
+    """The command's help (first line: what it answers)."""
+    example: str
+    """One example command line."""
+    options: tuple[Option, ...] = ()
+    """Options beyond the common ones, in help order."""
+    module: str = ""
+    """The module defining ``answer`` (empty: ``harness.analysis.questions.<name>``, ``-`` as
+    ``_``)."""
+    inputs: str = "tuned"
+    """One of :data:`INPUTS`: the common options and the query ``answer`` gets."""
+
+    def __post_init__(self) -> None:
+        if self.inputs not in INPUTS:
+            raise ValueError(f"Question {self.name}: inputs {self.inputs!r}; valid: {INPUTS}")
+
+    def answerer(self) -> Callable[..., Any]:
+        """The module's ``answer`` function (imports it)."""
+        module = self.module or f"harness.analysis.questions.{self.name.replace('-', '_')}"
+        return load_object(f"{module}:answer")
+
+
+def _arm(flag: str, example: str) -> Option:
+    """A required selector of an arm's rows."""
+    return Option(flag, f"Rows of this arm, e.g. {example}.", "selector", None, True)
+
+
+_ALPHA = Option("--alpha", "Significance level.", "float", 0.05)
+_CONFIDENCE = Option("--confidence", "Two-sided level of intervals.", "float", CONFIDENCE)
+_CORRECTION = Option(
+    "--correction",
+    "Multiple-comparison correction over the cells (and arms) of the table.",
+    "choice",
+    "holm",
+    choices=tuple(CORRECTIONS),
+)
+_TUNED = (
+    Option(
+        "--tuned",
+        "Each arm's value: its best grid point, or its fitted optimum of --fit-axis "
+        "(see analyze optimum).",
+        "choice",
+        "grid",
+        choices=TUNED_MODES,
+        dest="tuned_mode",
+    ),
+    Option("--fit-axis", "The axis --tuned fit fits.", "text", "lr"),
+)
+
+
+def _boot(*, hidden: bool = False) -> tuple[Option, ...]:
+    """--n-boot and --seed (``hidden``: accepted, the intervals being closed form)."""
+    return (
+        Option("--n-boot", "Bootstrap resamples (p_boot).", "int", N_BOOT, hidden=hidden),
+        Option("--seed", "Bootstrap random seed.", "int", 0, hidden=hidden),
+    )
+
+
+BY = Option("--by", "Cell columns, comma separated, e.g. batch_size,model.", "columns", "")
+"""``--by COLUMNS`` (a common option of ``tuned`` questions)."""
+OVER = Option(
+    "--over",
+    "Tuned columns, comma separated (default: the hyperparameters that vary).",
+    "columns",
+    "",
+)
+"""``--over COLUMNS`` (a common option of ``tuned`` questions)."""
+
+
+QUESTIONS: Registry[Question] = Registry(
+    "analysis question",
+    {
+        q.name: q
+        for q in (
+            Question(
+                "best",
+                "Each cell's best configuration: mean, std, n and 2-sigma over seeds; edges "
+                "flagged.",
+                "harness analyze best grids/adam_betas.yaml --over lr --by beta1,beta2",
+            ),
+            Question(
+                "gap",
+                "Each other arm's closure of the baseline-reference gap, in percent, with "
+                "Fieller's interval, and Welch tests against the baseline and the reference "
+                "(Holm-corrected).",
+                "harness analyze gap grids/optimizer_gap.yaml --baseline label=SGD "
+                "--reference label=Adam",
+                (
+                    _arm("--baseline", "optimizer=sgd"),
+                    _arm("--reference", "optimizer=adamw"),
+                    _CONFIDENCE,
+                    _ALPHA,
+                    _CORRECTION,
+                    *_TUNED,
+                    *_boot(hidden=True),
+                ),
+            ),
+            Question(
+                "crossover",
+                "The x at which b starts to beat a (interpolated in log2 x), with a "
+                "t-inversion interval.",
+                "harness analyze crossover grids/batch_size_gap.yaml --x batch_size "
+                "--a optimizer=sgd --b optimizer=adamw",
+                (
+                    Option("--x", "Column along which b may start to beat a.", required=True),
+                    _arm("--a", "optimizer=sgd"),
+                    _arm("--b", "optimizer=adamw"),
+                    _CONFIDENCE,
+                    *_TUNED,
+                    *_boot(),
+                ),
+            ),
+            Question(
+                "compare",
+                "Is b better than a in each cell? Means, stds, n, difference, p-value, "
+                "significance.",
+                "harness analyze compare grids/coupled_adam.yaml --a optimizer=adamw "
+                "--b optimizer=coupled_adam --by model,tokens --test paper --metric val_loss",
+                (
+                    _arm("--a", "optimizer=adamw"),
+                    _arm("--b", "optimizer=coupled_adam"),
+                    Option(
+                        "--test",
+                        "paper: App. F of the Coupled Adam paper; the others via scipy.stats.",
+                        "choice",
+                        "welch",
+                        choices=tuple(TESTS),
+                    ),
+                    Option(
+                        "--alternative",
+                        "H1 about b vs a; auto: b better (less for a lower-is-better metric).",
+                        "choice",
+                        "auto",
+                        choices=("auto", *ALTERNATIVES),
+                    ),
+                    _ALPHA,
+                    _CORRECTION,
+                    *_TUNED,
+                ),
+            ),
+            Question(
+                "speedup",
+                "Budget ratio b needs to match a's final value (fit L(D) = E + A D^-alpha to b).",
+                "harness analyze speedup grids/coupled_adam.yaml --a optimizer=adamw "
+                "--b optimizer=coupled_adam --by model",
+                (
+                    _arm("--a", "optimizer=signum"),
+                    _arm("--b", "optimizer=adamw"),
+                    Option("--x", "The budget column.", "text", "tokens"),
+                    _CONFIDENCE,
+                    *_boot(hidden=True),
+                ),
+            ),
+            Question(
+                "targets",
+                "Each run's tokens- and time-to-target, read from its curve; runs that never "
+                "reach the target are censored (inf), not dropped.",
+                "harness analyze targets grids/optimizer_gap.yaml --target 4.5",
+                inputs="target",
+            ),
+            Question(
+                "profiles",
+                "AlgoPerf-style performance profiles: per arm, rho(tau) = the fraction of cells "
+                "where its tokens-to-target is within a factor tau of the best arm's, and the "
+                "area score.",
+                "harness analyze profiles grids/batch_size_gap.yaml --target 5.0 --by batch_size",
+                (
+                    Option(
+                        "--by",
+                        "Cell columns, comma separated (default: what varies).",
+                        "columns",
+                        "",
+                    ),
+                    OVER,
+                    Option(
+                        "--measure",
+                        "tokens- or (wall-clock) time-to-target.",
+                        "choice",
+                        "tokens",
+                        choices=tuple(MEASURES),
+                    ),
+                    Option(
+                        "--tau-max",
+                        "Largest ratio to the best arm the score integrates over.",
+                        "float",
+                        TAU_MAX,
+                    ),
+                ),
+                inputs="target",
+            ),
+            Question(
+                "power",
+                "Seeds needed to detect a difference between b and a, and the smallest "
+                "difference the present seeds detect (noncentral t, measured seed variance).",
+                "harness analyze power grids/coupled_adam.yaml --a optimizer=adamw "
+                "--b optimizer=coupled_adam --metric val_loss --by model",
+                (
+                    _arm("--a", "optimizer=adamw"),
+                    _arm("--b", "optimizer=signum"),
+                    Option(
+                        "--test",
+                        "The t test planned.",
+                        "choice",
+                        "welch",
+                        choices=("welch", "paper"),
+                    ),
+                    Option(
+                        "--alternative",
+                        "H1 about b vs a; auto: b better.",
+                        "choice",
+                        "auto",
+                        choices=("auto", "less", "greater", "two-sided"),
+                    ),
+                    _ALPHA,
+                    Option("--power", "Wanted probability of detecting it.", "float", 0.8),
+                    Option(
+                        "--difference",
+                        "The difference |b - a| to detect (default: the observed one).",
+                        "float",
+                    ),
+                ),
+            ),
+            Question(
+                "optimum",
+                "The fitted optimum of a tuned axis (quadratic in log axis around the best "
+                "points) and the metric there, with intervals over seeds; optima outside the "
+                "searched range flagged.",
+                "harness analyze optimum grids/optimizer_gap.yaml --axis lr --by batch_size",
+                (
+                    Option("--axis", "The tuned axis to fit (values > 0).", "text", "lr"),
+                    _CONFIDENCE,
+                ),
+            ),
+            Question(
+                "critical-batch",
+                "Steps (and tokens) to a target loss at each batch size per optimizer, and the "
+                "critical batch size: 20 % more steps than linear scaling (Zhang et al. 2024), "
+                "with its interval.",
+                "harness analyze critical-batch grids/batch_size_gap.yaml --target 5.5",
+                (
+                    Option("--x", "The batch-size column.", "text", "batch_size"),
+                    Option(
+                        "--target",
+                        "Training loss to reach (default: the highest every tuned run reaches).",
+                        "float",
+                    ),
+                    _CONFIDENCE,
+                ),
+            ),
+        )
+    },
+)
+"""Every ``harness analyze`` question, by name."""

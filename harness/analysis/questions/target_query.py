@@ -1,0 +1,114 @@
+"""``harness analyze targets`` and ``harness analyze profiles``: each run's tokens- and
+time-to-target, and AlgoPerf-style performance profiles of the arms over cells.
+
+The target comes from ``--target`` (on ``--curve``), else from the ``target:`` the grid YAMLs
+declare (their ``local:`` one at local scale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis.rows.arm_labels import METHOD_EXTRAS, add_methods, panel_keys
+from harness.analysis.rows.axes import auto_over, check_cells, check_columns
+from harness.analysis.rows.load import Selection, select
+from harness.analysis.rows.preparation import require_rows
+from harness.analysis.stats import performance_profiles
+from harness.analysis.stats.to_target import CENSORED
+from harness.analysis.stats.to_target import to_target as runs_to_target
+from harness.core.errors import UserError
+from harness.core.result import RESULT_STATUSES
+from harness.core.targets import Target, parse_target
+
+
+@dataclass(frozen=True, slots=True)
+class TargetQuery:
+    """What both commands (and the ``performance_profile`` figure) read."""
+
+    grid: str | Sequence[str] | None
+    """Grid YAML paths or names (None: every grid under the results root)."""
+    target: float | None = None
+    """``--target``: the value (None: the grids' declared ``target:``)."""
+    curve: str | None = None
+    """``--curve``: the curve column of ``--target`` (None: ``train_loss``)."""
+    results: str | None = None
+    """Results root."""
+    where: str | None = None
+    """SQL predicate restricting the rows."""
+    scale: str | None = None
+    """``full``, ``local`` or None (the only one present)."""
+
+
+def find_target(q: TargetQuery, scale: str) -> Target | None:
+    """``--target``, else the one target the grid YAMLs declare at ``scale``, else None.
+
+    Raises:
+        UserError: a bad ``--target``/``--curve``, or grids declaring different targets.
+    """
+    if q.target is not None:
+        return parse_target(q.target, "--target", q.curve)
+    if q.curve is not None:
+        raise UserError("--curve names the column of --target; give --target too")
+    from harness.grid.load import declared_target
+
+    args = [q.grid] if isinstance(q.grid, str) else list(q.grid or [])
+    paths = [Path(a) for a in args if Path(a).suffix in (".yaml", ".yml") and Path(a).is_file()]
+    found = {t for p in paths if (t := declared_target(p, scale == "local")) is not None}
+    if len(found) > 1:
+        named = ", ".join(sorted(t.describe() for t in found))
+        raise UserError(f"the grids declare different targets ({named}); give one with --target")
+    return found.pop() if found else None
+
+
+NO_TARGET = (
+    "no target: give --target VALUE (and --curve train_loss|val_loss), or declare target: in "
+    "the grid YAML and name the YAML as GRID"
+)
+
+
+def runs(q: TargetQuery) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
+    """The result rows with their methods and times to target, the target, and notes."""
+    sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
+    target = find_target(q, sel.scale)
+    if target is None:
+        raise UserError(NO_TARGET)
+    rows = sel.frame("runs")
+    status = rows["status"].astype(str)
+    faults = int((~status.isin(RESULT_STATUSES)).sum())
+    rows = add_methods(rows[status.isin(RESULT_STATUSES)].reset_index(drop=True))
+    require_rows(rows, f"in grid {sel.grid!r}")
+    rows = runs_to_target(rows, sel.frame("curves"), target)
+    notes = [f"target: {target.describe()} (first crossing, linear between logged points)"]
+    notes += [f"{faults} run(s) left out (failed, oom, timeout or cancelled)"] if faults else []
+    if n := int(rows[CENSORED].sum()):
+        notes.append(f"{n} run(s) never reached the target: censored (inf), not dropped")
+    return sel, rows, target, notes
+
+
+def tuned_columns(rows: pd.DataFrame, by: Sequence[str]) -> list[str]:
+    """The hyperparameters that vary within a cell of ``by`` and an arm."""
+    return auto_over(rows, [*by, *_method_columns(rows)])
+
+
+def _method_columns(rows: pd.DataFrame) -> list[str]:
+    """The config columns that tell arms apart (the optimizer and its variants)."""
+    return [c for c in ("optimizer", *METHOD_EXTRAS) if c in rows.columns]
+
+
+def profile_table(
+    rows: pd.DataFrame, by: Sequence[str], over: Sequence[str], measure: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """The per-cell ratios of :func:`harness.analysis.stats.performance_profiles.ratios` of
+    ``rows`` (with methods and times to target), and the cell columns used."""
+    keys = list(by) or panel_keys(rows)
+    check_columns(rows, keys, "--by")
+    check_columns(rows, over, "--over")
+    arms = _method_columns(rows)
+    over = list(over) or tuned_columns(rows, keys)
+    check_cells(rows, [*keys, *arms], over)
+    times = performance_profiles.arm_times(rows, keys, over, measure)
+    return performance_profiles.ratios(times, keys), keys

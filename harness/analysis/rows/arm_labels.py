@@ -1,0 +1,77 @@
+"""Methods (the lines of a figure, the arms of a profile) and conditions (panels, cells).
+
+Methods are the optimizer, plus ``embedding_optimizer``, ``grad_clip`` or ``weight_decay_mode``
+when those vary for it (``sgd (grad_clip=1)``), or the run's ``label``. Conditions are the other
+experiment columns that vary (model, batch size, tokens, ...); everything else that varies is a
+hyperparameter, tuned over.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.rows.axes import experiment_columns, hyperparameters, varying
+from harness.analysis.stats.frame import METHOD
+
+#: Config columns that distinguish variants of one optimizer.
+METHOD_EXTRAS = ("embedding_optimizer", "grad_clip", "weight_decay_mode")
+
+
+def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with a ``method`` label per row: the run's ``label`` when it has one, else the
+    optimizer with the extras that vary for it (see the module docstring)."""
+    extras = [c for c in METHOD_EXTRAS if c in rows.columns]
+    labels = rows["optimizer"].astype(str).to_numpy(dtype=object)
+    for opt, g in rows.groupby("optimizer"):
+        vary = [c for c in extras if g[c].nunique(dropna=False) > 1]
+        if vary:
+            pos = rows.index.get_indexer(g.index)
+            labels[pos] = [
+                f"{opt} ({', '.join(f'{c}={short(v)}' for c, v in zip(vary, vals, strict=True))})"
+                for vals in g[vary].itertuples(index=False)
+            ]
+    if "label" in rows.columns:
+        named = rows["label"].notna().to_numpy()
+        labels[named] = rows["label"].to_numpy(dtype=object)[named]
+    return rows.assign(**{METHOD: labels})
+
+
+def short(v: Any) -> str:
+    """A value as a label shows it: ``none``, ``5B`` tokens, ``0.001``."""
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return "none"
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, int | float) and abs(v) >= 1e4 and float(v).is_integer():
+        for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+            if abs(float(v)) >= size:
+                return f"{v / size:.3g}{unit}"  # 5e9 tokens -> 5B
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+#: Conditions named first in panel titles; columns they determine (a model's n_layer) are
+#: dropped from the titles.
+PANEL_PRIORITY = ("model", "dataset", "tokens", "batch_size", "seq_len")
+
+
+def panel_keys(rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
+    """Conditions that vary: experiment columns except hyperparameters, methods and ``exclude``,
+    minus those determined by the others (``n_layer`` when ``model`` is a key)."""
+    skip = {*hyperparameters(rows), "optimizer", *METHOD_EXTRAS, *exclude}
+    keys = varying(rows, [c for c in experiment_columns(rows) if c not in skip])
+    keys.sort(key=lambda k: PANEL_PRIORITY.index(k) if k in PANEL_PRIORITY else len(PANEL_PRIORITY))
+    n_cells = _n_groups(rows, keys)
+    for k in reversed(list(keys)):
+        rest = [c for c in keys if c != k]
+        if rest and _n_groups(rows, rest) == n_cells:
+            keys = rest
+    return keys
+
+
+def _n_groups(rows: pd.DataFrame, keys: Sequence[str]) -> int:
+    return int(rows.groupby(list(keys), dropna=False).ngroups) if keys else 1

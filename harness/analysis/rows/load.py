@@ -1,0 +1,168 @@
+"""The analysis layer's only door to the database: resolve GRIDs, scale and --where, run SQL.
+
+A selection reads one grid, several (arms compared across grids: the ``grid`` column tells them
+apart, e.g. ``--a grid=sgd_embeddings``), or every grid under the results root.
+
+Scale policy: results may hold ``full`` and ``local`` (``--local``) runs. A command uses the
+scale asked for; without ``--scale`` it uses the only scale present, and refuses to mix them
+when both are (a laptop-scale perplexity is not comparable with a full-scale one).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from harness.analysis.rows import queries
+from harness.analysis.rows.gridref import resolve_grid
+from harness.core import paths
+from harness.core.config import SCALES
+from harness.core.errors import UserError
+from harness.store import db
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The rows a command reads: one or more grids, one scale, an optional predicate."""
+
+    root: Path
+    """The results root."""
+    grids: tuple[str, ...]
+    """The grid names."""
+    scale: str
+    """``full`` or ``local``."""
+    where: str | None
+    """The user's SQL predicate (None: every row)."""
+    con: duckdb.DuckDBPyConnection
+    """Connection with the grid's views."""
+
+    @property
+    def grid(self) -> str:
+        """Name of the selection: the grid's, or ``a+b`` for several (figures go to
+        ``<root>/<name>/figures/``)."""
+        return "+".join(self.grids)
+
+    def sql(self, name: str) -> str:
+        """The rendered text of the named statement
+        (:data:`harness.analysis.rows.queries.NAMED`)."""
+        return queries.render(queries.NAMED[name], self.scale, self.where)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """Run the named statement; a DataFrame with NULLs as NaN/None."""
+        with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
+            warnings.filterwarnings("ignore", message=".*inplace keyword.*")
+            return self.con.execute(self.sql(name)).df()
+
+    def columns(self) -> list[str]:
+        """Columns of the ``runs`` view."""
+        return [d[0] for d in self.con.execute(queries.COLUMNS).description]
+
+
+def select(
+    grid: str | Sequence[str] | None,
+    *,
+    results: str | Path | None = None,
+    scale: str | None = None,
+    where: str | None = None,
+) -> Selection:
+    """Open the results of one or more grids and validate the scale and the predicate.
+
+    Args:
+        grid: a grid YAML path or a grid name, a sequence of them, or None (empty): every grid
+            under the results root.
+        results: the results root (None: ``$HARNESS_RESULTS`` or ``./results``).
+        scale: ``full``, ``local`` or None (the only scale present).
+        where: an SQL predicate over the columns of ``runs``.
+
+    Raises:
+        UserError: unknown grid, scale not present or ambiguous, a bad or empty ``where``.
+    """
+    root = paths.results_root(results)
+    args = [grid] if isinstance(grid, str) else list(grid or [])
+    names = tuple(dict.fromkeys(resolve_grid(g) for g in args)) or tuple(paths.grids_in(root))
+    if not names:
+        raise UserError(f"no results under {root}")
+    name = "+".join(names)
+    con = db.connect(root, list(names))
+    chosen = _scale(con, name, scale)
+    where = where.strip() if where and where.strip() else None
+    try:
+        (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()  # type: ignore[misc]  # COUNT(*): one row
+    except duckdb.Error as e:
+        raise UserError(f"--where {where!r}: {db.error_text(e)}") from None
+    if n == 0:
+        raise UserError(f"--where {where!r} matches no runs of grid {name!r} (scale {chosen})")
+    return Selection(root=root, grids=names, scale=chosen, where=where, con=con)
+
+
+@dataclass(frozen=True, slots=True)
+class BestOfArm:
+    """The best completed run of one optimizer so far (``harness watch``)."""
+
+    optimizer: str
+    """The optimizer, as its rows name it."""
+    run_id: str
+    """Its best run."""
+    lr: float | None
+    """That run's learning rate."""
+    val_loss: float
+    """That run's validation loss."""
+    searched_lrs: tuple[float, ...]
+    """The learning rates the grid's manifest plans for the optimizer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What a grid's rows and live curves say so far, at every scale (``harness watch``)."""
+
+    used_s: float
+    """Wall seconds of the rows written, plus the elapsed seconds of the runs training now."""
+    on_gpu: bool
+    """Whether any row was trained on a GPU."""
+    best: tuple[BestOfArm, ...]
+    """The best completed run per optimizer, best first."""
+    leaders: tuple[tuple[str, tuple[float, ...]], ...]
+    """(run_id, training losses in step order) of the runs lowest at their last point."""
+
+
+def progress(root: Path, grid: str, leaders: int) -> Progress:
+    """``grid``'s progress under ``root``: rows, manifest and live curves (``leaders`` runs)."""
+    con = db.connect(root, grid)
+    used_s, gpu = con.execute(queries.PROGRESS_USED).fetchone() or (0.0, False)
+    (running_s,) = con.execute(queries.PROGRESS_RUNNING).fetchone() or (0.0,)
+    best = tuple(
+        BestOfArm(opt, run_id, lr, float(val), tuple(lrs))
+        for opt, run_id, lr, val, lrs in con.execute(queries.PROGRESS_BEST).fetchall()
+    )
+    lead = con.execute(queries.PROGRESS_LEADERS.format(limit=int(leaders))).fetchall()
+    return Progress(
+        used_s=float(used_s) + float(running_s),
+        on_gpu=bool(gpu),
+        best=best,
+        leaders=tuple((r, tuple(float(x) for x in losses)) for r, losses in lead),
+    )
+
+
+def _scale(con: duckdb.DuckDBPyConnection, grid: str, scale: str | None) -> str:
+    present = [s for s, _ in con.execute(queries.SCALES_PRESENT).fetchall()]
+    if scale is not None and scale not in SCALES:
+        raise UserError(f"unknown --scale {scale!r}; valid choices: {', '.join(SCALES)}")
+    if not present:
+        raise UserError(f"grid {grid!r} has no results yet")
+    if scale is None:
+        if len(present) > 1:
+            raise UserError(
+                f"grid {grid!r} has results at scales {' and '.join(map(str, present))}; "
+                "pick one with --scale full|local"
+            )
+        return str(present[0])
+    if scale not in present:
+        raise UserError(
+            f"grid {grid!r} has no {scale}-scale results; scales present: {', '.join(present)}"
+        )
+    return scale

@@ -1,0 +1,69 @@
+"""Every SQL statement of the analysis layer, by name.
+
+Statements read the views of :func:`harness.store.db.connect` (``runs``, ``curves``). ``{scale}`` is
+filled with a quoted scale literal and ``{where}`` with the user's ``--where`` predicate (``true``
+when none); :func:`render` does both, and the rendered text is what figure sidecars record.
+"""
+
+from __future__ import annotations
+
+#: Scales present in a grid's results, with their run counts.
+SCALES_PRESENT = "SELECT scale, count(*) AS runs FROM runs GROUP BY scale ORDER BY scale"
+
+#: Column names and types of the runs view.
+COLUMNS = "SELECT * FROM runs LIMIT 0"
+
+#: Checks a --where predicate: the number of rows it keeps at the chosen scale.
+COUNT = "SELECT count(*) FROM runs WHERE scale = {scale} AND ({where})"
+
+#: Every run row of the selection (all statuses; the analysis decides what counts).
+RUNS = "SELECT * FROM runs WHERE scale = {scale} AND ({where}) ORDER BY run_id"
+
+#: Loss-curve points of the selected runs: run_id, step, tokens, train_loss, lr, val_loss,
+#: elapsed_s, then the tracked metrics' columns of any curve that has them (NULL elsewhere).
+CURVES = (
+    "SELECT c.* EXCLUDE (grid) "
+    "FROM curves AS c "
+    "WHERE c.run_id IN (SELECT run_id FROM runs WHERE scale = {scale} AND ({where})) "
+    "ORDER BY c.run_id, c.step"
+)
+
+#: Planned runs of the selection's scale (the manifest: every run of the grid, run or not).
+MANIFEST = "SELECT * FROM manifest WHERE scale = {scale} ORDER BY run_id"
+
+#: ``harness watch``: wall seconds of the rows so far, and whether any ran on a GPU.
+PROGRESS_USED = (
+    "SELECT coalesce(sum(wall_s), 0), coalesce(bool_or(device LIKE 'cuda%'), false) FROM runs"
+)
+
+#: ``harness watch``: elapsed seconds of the runs training now (their live curves).
+PROGRESS_RUNNING = (
+    "SELECT coalesce(sum(s), 0) FROM (SELECT max(elapsed_s) AS s FROM curves WHERE running "
+    "GROUP BY run_id)"
+)
+
+#: ``harness watch``: the best completed run per optimizer, with the lrs its manifest searches.
+PROGRESS_BEST = (
+    "SELECT r.optimizer, r.run_id, r.lr, r.val_loss, s.lrs FROM runs r JOIN (SELECT "
+    "optimizer, list(DISTINCT lr) AS lrs FROM manifest GROUP BY optimizer) s USING "
+    "(optimizer) WHERE r.status = 'completed' AND isfinite(r.val_loss) QUALIFY "
+    "row_number() OVER (PARTITION BY r.optimizer ORDER BY r.val_loss) = 1 ORDER BY r.val_loss"
+)
+
+#: ``harness watch``: training losses in step order of the ``{limit}`` runs lowest at their
+#: last point.
+PROGRESS_LEADERS = (
+    "SELECT run_id, list(train_loss ORDER BY step) FROM curves WHERE train_loss IS NOT NULL "
+    "GROUP BY run_id ORDER BY arg_max(train_loss, step) LIMIT {limit}"
+)
+
+#: Named statements a figure may declare.
+NAMED: dict[str, str] = {"runs": RUNS, "curves": CURVES, "manifest": MANIFEST}
+
+
+def render(sql: str, scale: str, where: str | None) -> str:
+    """``sql`` with the scale and predicate filled in."""
+    assert scale in ("full", "local"), scale
+    return sql.format(
+        scale=f"'{scale}'", where=where.strip() if where and where.strip() else "true"
+    )

@@ -1,0 +1,214 @@
+"""The tuning protocol: each cell's best configuration by the selecting metric's mean over seeds.
+
+A configuration is one combination of the ``over`` values inside a cell (one combination of the
+``by`` values). Its seeds give mean, corrected std (ddof 1), n and the 2-sigma half-width. The
+best configuration is the one with the best mean of ``select_value`` when the rows carry it
+(``--select-by``: pick by loss, report the embedding metrics there), else of ``value``. A
+diverged seed makes the configuration's mean the worst value (see
+:mod:`harness.analysis.rows.preparation`), so a configuration that sometimes diverges never wins
+over one that always trains. Ties keep the first configuration in sorted order, so results are
+deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.rows.axes import hyperparameters
+from harness.analysis.rows.edges import edge_note
+from harness.analysis.rows.preparation import SELECT, VALUE
+from harness.analysis.stats.bootstrap import CONFIDENCE
+from harness.analysis.stats.cells import groups
+from harness.analysis.stats.intervals import t_quantile
+
+#: Statistics columns of :func:`seed_stats`, in order.
+STATS = ("mean", "std", "n", "two_sigma", "ci_low", "ci_high", "n_diverged")
+
+
+def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Statistics over seeds of ``value`` for each combination of ``keys``.
+
+    Returns:
+        One row per combination: the ``keys`` columns, then mean, std (corrected; NaN for one
+        seed or a diverged seed), n, two_sigma (2 * std, the talk's spread), ci_low and ci_high
+        (the Student t interval of the mean at :data:`~harness.analysis.stats.bootstrap.CONFIDENCE`;
+        NaN for one seed) and n_diverged (non-finite values).
+    """
+    g = groups(rows, keys)[VALUE]
+    out = pd.DataFrame(
+        {
+            "mean": g.mean(),
+            "std": g.std(ddof=1),
+            "n": g.size(),
+            "n_diverged": g.apply(lambda v: int((~np.isfinite(v.to_numpy())).sum())),
+        }
+    )
+    # a mean of finite and infinite values is infinite; the std of it is undefined
+    out.loc[out["n_diverged"] > 0, "std"] = np.nan
+    out["two_sigma"] = 2 * out["std"]
+    half = t_quantile(CONFIDENCE, out["n"] - 1.0) * out["std"] / np.sqrt(out["n"])
+    out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
+    out = out.reset_index(drop=not keys)
+    return out[[*keys, *STATS]]
+
+
+def tune(
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    over: Sequence[str],
+    goal: str,
+    select_goal: str | None = None,
+) -> pd.DataFrame:
+    """Each cell's best configuration over ``over`` by the mean over seeds.
+
+    Args:
+        rows: prepared rows (with ``value``, and ``select_value`` when another metric selects),
+            one per run.
+        by: columns defining a cell.
+        over: tuned columns (may be empty: one configuration per cell).
+        goal: ``min`` or ``max`` for ``value``.
+        select_goal: ``min`` or ``max`` for ``select_value`` (default: ``goal``).
+
+    Returns:
+        One row per cell: ``by`` columns, the best ``over`` values, mean, std, n, two_sigma,
+        n_diverged (of the best configuration's ``value``), select_mean (its mean
+        ``select_value``, only when the rows carry one), configs (tried in the cell), runs and
+        diverged (in the cell) and edge (notes for best values on the edge of the searched
+        range, ``;`` separated, empty when none).
+    """
+    by, over = list(by), list(over)
+    stats = seed_stats(rows, by + over)
+    key, ascending = "mean", goal == "min"
+    if SELECT in rows.columns:
+        stats["select_mean"] = groups(rows, by + over)[SELECT].mean().to_numpy()
+        key, ascending = "select_mean", (select_goal or goal) == "min"
+    ordered = stats.sort_values(key, ascending=ascending, kind="stable")
+    best = ordered.groupby(by, dropna=False, sort=True).head(1) if by else ordered.head(1)
+    cells = groups(rows, by)
+    extra = pd.DataFrame(
+        {
+            "configs": groups(stats, by).size(),
+            "runs": cells.size(),
+            "diverged": cells[VALUE].apply(lambda v: int((~np.isfinite(v.to_numpy())).sum())),
+        }
+    ).reset_index(drop=not by)
+    best = best.merge(extra, on=by, how="left") if by else best.assign(**extra.iloc[0].to_dict())
+    best["edge"] = [_edges(rows, by, over, b) for _, b in best.iterrows()]
+    return best.sort_values(by, kind="stable").reset_index(drop=True) if by else best
+
+
+def _edges(rows: pd.DataFrame, by: list[str], over: list[str], best: pd.Series) -> str:
+    cell = rows
+    for k in by:
+        cell = cell[cell[k].isna()] if pd.isna(best[k]) else cell[cell[k] == best[k]]
+    notes = [edge_note(a, line_values(cell, best, over, a), best[a]) for a in over]
+    return "; ".join(n for n in notes if n)
+
+
+def line_values(cell: pd.DataFrame, best: pd.Series, over: Sequence[str], axis: str) -> list:
+    """The values of ``axis`` tried on the line through ``best``: the rows of ``cell`` (diverged
+    ones included) whose other tuned columns ``over`` equal the best's (NULL matches NULL).
+
+    An edge is judged along this line: an lr tried only at another weight decay says nothing
+    about the lrs beyond the best at the best's weight decay. A column that moves with ``axis``
+    (one value per value of ``axis`` in the cell: ``lr_min: "0.1 * lr"``, a zip) is part of the
+    line, not held."""
+    mask = pd.Series(True, index=cell.index)
+    for c in over:
+        if c == axis or _follows(cell, c, axis):
+            continue
+        mask &= cell[c].isna() if pd.isna(best[c]) else cell[c] == best[c]
+    return list(cell.loc[mask, axis].dropna().unique())
+
+
+def _follows(cell: pd.DataFrame, column: str, axis: str) -> bool:
+    """Whether ``column`` takes one value per value of ``axis`` in ``cell``."""
+    return bool((cell.groupby(axis, dropna=False)[column].nunique(dropna=False) <= 1).all())
+
+
+def best_runs(rows: pd.DataFrame, tuned: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """The rows (one per seed) of the configurations in ``tuned``, matched on ``keys``.
+
+    NULL keys match NULL keys (an optimizer without ``beta1`` keeps its runs).
+    """
+    if not keys:  # one cell, one configuration: every row
+        return rows.copy()
+    return rows.merge(tuned[list(keys)].drop_duplicates(), on=list(keys), how="inner")
+
+
+CONFIRM = "confirm"
+"""The row column marking confirmation runs (``harness.core.config.RunConfig.confirm``)."""
+SAME_SEEDS = "selected and tested on the same seeds (declare seeds: {tune: N, confirm: M} and "
+"""The note of a table whose values come from the seeds that selected them."""
+SAME_SEEDS += "run harness submit --confirm to test on fresh ones)"
+
+
+@dataclass(frozen=True, slots=True)
+class Tested:
+    """Each cell's selected configuration and the values it is reported with."""
+
+    table: pd.DataFrame
+    """:func:`tune`'s table; where confirmation runs exist, mean, std, n, two_sigma and
+    n_diverged are over them, and ``tune_mean`` is the mean over the tuning seeds."""
+    seeds: pd.DataFrame
+    """The runs each cell is reported with: its confirmation runs, else its tuning runs."""
+    note: str
+    """Which seeds selected and which tested (for the output's notes)."""
+
+
+def confirmed(
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    over: Sequence[str],
+    goal: str,
+    select_goal: str | None = None,
+) -> Tested:
+    """Tune on the tuning runs and report on the confirmation runs when there are some.
+
+    Confirmation runs (column ``confirm`` true) never select: each cell's best configuration is
+    chosen on the other runs (:func:`tune`); its confirmation runs, when present, are the values
+    every statistic is then computed from, so that no value is tested on the seeds that picked
+    it (the winner's curse). A cell without them keeps its tuning runs, and the note says so.
+    Cells that are points of a sweep (``by`` holds a tuned axis: an lr-sensitivity curve) all
+    keep their tuning runs, so that one point is not measured on other seeds than the rest.
+    """
+    keys = [*by, *over]
+    fresh_mask = is_confirmation(rows)
+    tuning, fresh = rows[~fresh_mask], rows[fresh_mask]
+    table = tune(tuning, by, over, goal, select_goal)
+    chosen = best_runs(tuning, table, keys)
+    swept = [k for k in by if k in hyperparameters(rows)]
+    if swept and not fresh.empty:  # one point per value of a tuned axis: a sweep, not a verdict
+        note = f"a sweep over {', '.join(swept)}: every point on the tuning seeds"
+        return Tested(table, chosen, note)
+    tested = best_runs(fresh, table, keys) if not fresh.empty else fresh
+    if tested.empty:
+        return Tested(table, chosen, SAME_SEEDS if over else "")
+    stats = seed_stats(tested, keys)
+    table = table.assign(tune_mean=table["mean"])
+    merged = table.drop(columns=list(STATS)).merge(stats, on=keys, how="left", indicator=True)
+    has = merged["_merge"] == "both"
+    for c in STATS:
+        merged[c] = merged[c].where(has, table[c].to_numpy())
+    table = merged.drop(columns="_merge")[[*table.columns]]
+    untested = table.loc[~has.to_numpy(), keys]
+    seeds = pd.concat([tested, best_runs(chosen, untested, keys)], ignore_index=True)
+    n = int(has.sum())
+    note = (
+        f"selected on the tuning seeds, confirmed on fresh seeds: {n} of {len(table)} cell(s) "
+        "report their confirmation runs (column tune_mean: the tuning mean)"
+    )
+    if n < len(table):
+        note += f"; the other {len(table) - n} are {SAME_SEEDS}"
+    return Tested(table, seeds, note)
+
+
+def is_confirmation(rows: pd.DataFrame) -> pd.Series:
+    """Which of ``rows`` are confirmation runs (column ``confirm`` true; NULL or absent: not)."""
+    if CONFIRM not in rows.columns:
+        return pd.Series(False, rows.index)
+    return rows[CONFIRM].astype("boolean").fillna(False).astype(bool)

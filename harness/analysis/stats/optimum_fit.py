@@ -1,0 +1,175 @@
+"""The fitted optimum of a tuned axis (learning rate), with intervals over seeds: the statistics
+behind ``analyze optimum`` (:mod:`harness.analysis.questions.optimum`) and ``--tuned fit``.
+
+In each cell (``--by``, and each optimizer when several are present) the other tuned
+hyperparameters are set to their best at every value of the axis (as in the ``lr_sensitivity``
+figure). Around the best grid point (it and up to :data:`WINDOW` finite neighbours on each side),
+the seed means are fitted by least squares with a quadratic in u = log(axis):
+m(u) = c0 + c1 (u - u_bar) + c2 (u - u_bar)^2. The fitted optimum is u* = u_bar - c1 / (2 c2),
+and the metric there m* = m(u*).
+
+Both are linear in the points' means, or a ratio of such: u* - u_bar is the ratio -c1 / (2 c2),
+whose interval is Fieller's (:func:`harness.analysis.stats.intervals.ratio_interval`); m* moves with
+the means as c0 + d c1 + d^2 c2 at d = u* - u_bar (the derivative in u vanishes at the optimum),
+whose interval is Welch's (t quantiles, Welch-Satterthwaite df). A fit without a minimum (a
+maximum for a higher-is-better metric) has no optimum; an optimum outside the searched values is
+flagged, as is an interval that reaches beyond them.
+
+:func:`fitted_seeds` gives each seed's value at the fitted optimum (the seed's own quadratic
+through the same points, evaluated at u*): the values ``--tuned fit`` hands to ``gap``,
+``compare`` and ``crossover``. Their mean is m*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.stats.bootstrap import CONFIDENCE
+from harness.analysis.stats.cells import groups, iter_cells
+from harness.analysis.stats.frame import VALUE
+from harness.analysis.stats.intervals import linear_interval, ratio_interval
+
+#: Finite neighbours of the best grid point on each side used by the fit.
+WINDOW = 2
+#: Output columns after the cell columns.
+COLUMNS = (
+    "grid_best", "grid_mean", "optimum", "ci_low", "ci_high", "metric", "metric_ci_low",
+    "metric_ci_high", "points", "searched", "note",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A quadratic fit around the best point of one cell."""
+
+    u: np.ndarray
+    """log(axis) of the fitted points."""
+    weights: np.ndarray
+    """(3, k): the coefficients (c0, c1, c2) as linear maps of the points' means."""
+    u_bar: float
+    """The centre of the fitted u."""
+    coef: np.ndarray
+    """(c0, c1, c2)."""
+
+    @property
+    def convex(self) -> bool:
+        """Whether the fit has a minimum (c2 > 0)."""
+        return bool(self.coef[2] > 0)
+
+    @property
+    def d(self) -> float:
+        """u* - u_bar."""
+        return float(-self.coef[1] / (2 * self.coef[2]))
+
+    def at_optimum(self) -> np.ndarray:
+        """(k,): the weights of the points' means in m*."""
+        d = self.d
+        return self.weights[0] + d * self.weights[1] + d * d * self.weights[2]
+
+
+def fit(u: np.ndarray, means: np.ndarray, sign: float) -> Fit:
+    """Least-squares quadratic in u of ``sign * means`` (sign -1 turns a maximum into a
+    minimum)."""
+    u_bar = float(u.mean())
+    x = np.stack([np.ones_like(u), u - u_bar, (u - u_bar) ** 2], axis=1)
+    weights = np.linalg.pinv(x)
+    return Fit(u=u, weights=weights, u_bar=u_bar, coef=weights @ (sign * means))
+
+
+def window(means: np.ndarray, sign: float) -> np.ndarray:
+    """Indices of the best finite point and up to :data:`WINDOW` finite neighbours each side."""
+    finite = np.flatnonzero(np.isfinite(means))
+    if finite.size == 0:
+        return finite
+    best = int(np.argmin(sign * means[finite]))
+    return finite[max(0, best - WINDOW) : best + WINDOW + 1]
+
+
+def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, object]:
+    """``pts``: (k, 4) rows of (axis value, mean, std, n), sorted by the axis."""
+    sign = 1.0 if goal == "min" else -1.0
+    values, means = pts[:, 0], pts[:, 1]
+    row: dict[str, object] = dict.fromkeys(COLUMNS, np.nan)
+    best = int(np.nanargmin(np.where(np.isfinite(means), sign * means, np.inf)))
+    row |= {"grid_best": values[best], "grid_mean": means[best], "note": ""}
+    row["searched"] = f"{values.min():g}..{values.max():g}"
+    idx = window(means, sign)
+    row["points"] = idx.size
+    if idx.size < 3:
+        return row | {"note": f"fewer than 3 finite values of {axis}: no fit"}
+    f = fit(np.log(values[idx]), means[idx], sign)
+    if not f.convex:
+        return row | {"note": "the fit has no interior optimum (not curved toward one)"}
+    u_star = f.u_bar + f.d
+    metric = float(sign * (f.coef @ [1, f.d, f.d**2]))
+    row |= {"optimum": float(np.exp(u_star)), "metric": metric}
+    notes = []
+    if not np.log(values.min()) <= u_star <= np.log(values.max()):
+        notes.append(f"fitted optimum outside the searched {axis} {row['searched']}")
+    std, n = pts[idx, 2], pts[idx, 3]
+    if n.min() < 2 or not np.isfinite(std).all():
+        return row | {"note": "; ".join([*notes, "n = 1 (or a diverged seed): no interval"])}
+    var = std**2 / n
+    parts = [(-f.weights[1, j], 2 * f.weights[2, j], var[j], n[j] - 1) for j in range(idx.size)]
+    lo, hi = ratio_interval(-f.coef[1], 2 * f.coef[2], parts, conf)
+    row |= {"ci_low": float(np.exp(f.u_bar + lo)), "ci_high": float(np.exp(f.u_bar + hi))}
+    if not (np.log(values.min()) <= f.u_bar + lo and f.u_bar + hi <= np.log(values.max())):
+        notes.append(f"optimum interval reaches beyond the searched {axis}")
+    w = f.at_optimum()
+    m_lo, m_hi = linear_interval(metric, list(w**2 * var), list(n - 1.0), conf)
+    row |= {"metric_ci_low": float(m_lo), "metric_ci_high": float(m_hi), "note": "; ".join(notes)}
+    return row
+
+
+def optimum_table(
+    table: pd.DataFrame, cells: Sequence[str], axis: str, goal: str, confidence: float = CONFIDENCE
+) -> pd.DataFrame:
+    """One row per cell of the profile ``table`` (one row per cell and axis value, with mean,
+    std, n: :func:`harness.analysis.rows.tuning.tune` by ``[*cells, axis]``)."""
+    ordered = table.sort_values([*cells, axis], kind="stable").reset_index(drop=True)
+    arr = ordered[[axis, "mean", "std", "n"]].to_numpy(float)
+    rows = []
+    for key, pos in groups(ordered, cells).indices.items():
+        values = key if isinstance(key, tuple) else (key,)
+        head = dict(zip(cells, values, strict=False))
+        rows.append(head | _cell_fit(arr[np.sort(pos)], axis, goal, confidence))
+    return pd.DataFrame(rows)[[*cells, *COLUMNS]]
+
+
+def fitted_seeds(
+    table: pd.DataFrame, seeds: pd.DataFrame, cells: Sequence[str], axis: str, goal: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """Each seed's value at its cell's fitted optimum (see the module docstring): one row per
+    (cell, seed) with ``value``; cells without a fit keep their best grid point's seeds.
+
+    Returns:
+        (rows, notes): the notes name the cells that fell back to the grid.
+    """
+    sign = 1.0 if goal == "min" else -1.0
+    out, notes = [], []
+    for key, cell in iter_cells(table, cells):
+        pts = cell.sort_values(axis)
+        values, means = pts[axis].to_numpy(float), pts["mean"].to_numpy(float)
+        mine = seeds
+        for k, v in key.items():
+            mine = mine[mine[k].isna()] if pd.isna(v) else mine[mine[k] == v]
+        idx = window(means, sign)
+        f = fit(np.log(values[idx]), means[idx], sign) if idx.size >= 3 else None
+        by_seed = mine.pivot_table(index="seed", columns=axis, values=VALUE, aggfunc="first")
+        cols = [v for v in values[idx] if v in by_seed.columns]
+        matched = by_seed[cols].dropna() if f is not None and len(cols) == idx.size else None
+        if f is None or not f.convex or matched is None or matched.empty:
+            best = values[int(np.nanargmin(np.where(np.isfinite(means), sign * means, np.inf)))]
+            out.append(mine[mine[axis] == best])
+            where = ", ".join(f"{k}={v}" for k, v in key.items()) or "the cell"
+            notes.append(f"--tuned fit: {where} has no fitted optimum: its best grid point used")
+            continue
+        fitted = matched.to_numpy(float) @ f.at_optimum()
+        first = mine[mine[axis] == values[idx[0]]].drop_duplicates("seed").set_index("seed")
+        rows = first.loc[matched.index].reset_index()
+        out.append(rows.assign(**{VALUE: fitted, axis: float(np.exp(f.u_bar + f.d))}))
+    return pd.concat(out, ignore_index=True), notes

@@ -1,0 +1,248 @@
+"""Is arm b better than arm a? Per cell: means, stds, n, difference, test, significance.
+
+The difference is d = mean_b - mean_a. ``alternative`` states the hypothesis about b: ``less``
+(b is lower, e.g. a better perplexity), ``greater``, or ``two-sided``.
+
+``paper`` is App. F of the Coupled Adam paper exactly: S seeds per arm, sigma_d =
+sqrt(s_a^2 + s_b^2) (corrected stds), threshold t_(alpha, S-1) * sigma_d / sqrt(S) with the
+one-sided t quantile, significant if d < -threshold (``less``) or d > threshold (``greater``).
+Its p-value is that of the statistic d / (sigma_d / sqrt(S)) under t with S - 1 degrees of
+freedom, so ``p < alpha`` is the same decision as the threshold. The other tests are scipy.stats:
+``welch`` (ttest_ind, unequal variances), ``student`` (pooled), ``paired`` (ttest_rel over the
+seeds both arms ran) and ``mannwhitney`` (mannwhitneyu). Corrections adjust the p-values over all
+cells of one call (Holm by default); significance is ``p_adj < alpha``.
+
+``ci_low``/``ci_high`` bound the difference: Welch's t interval (paired: the t interval of the
+per-seed differences), at the two-sided level 1 - alpha.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from harness.analysis.stats.cells import iter_cells
+from harness.analysis.stats.corrections import CORRECTIONS
+from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
+from harness.analysis.stats.intervals import mean_interval, welch_interval
+from harness.core.errors import UserError, unknown_choice
+
+ALTERNATIVES = ("less", "greater", "two-sided")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of one test in one cell."""
+
+    statistic: float
+    """Test statistic (t, or U for Mann-Whitney)."""
+    p: float
+    """p-value under the chosen alternative."""
+    threshold: float = float("nan")
+    """``paper`` only: the one-sided significance threshold d_significance."""
+
+
+def paper_test(a: np.ndarray, b: np.ndarray, alternative: str, alpha: float) -> Outcome:
+    """App. F of the Coupled Adam paper (see the module docstring); len(a) == len(b) == S."""
+    s = a.size
+    assert s == b.size and s >= 2
+    d = b.mean() - a.mean()
+    sigma_d = np.sqrt(a.var(ddof=1) + b.var(ddof=1))
+    threshold = stats.t.ppf(1 - alpha, s - 1) * sigma_d / np.sqrt(s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = d / (sigma_d / np.sqrt(s))
+    p = stats.t.cdf(t, s - 1) if alternative == "less" else stats.t.sf(t, s - 1)
+    return Outcome(statistic=float(t), p=float(p), threshold=float(threshold))
+
+
+def _welch(a, b, alt, alpha) -> Outcome:
+    r = stats.ttest_ind(b, a, equal_var=False, alternative=alt)
+    return Outcome(statistic=float(r.statistic), p=float(r.pvalue))
+
+
+def _student(a, b, alt, alpha) -> Outcome:
+    r = stats.ttest_ind(b, a, equal_var=True, alternative=alt)
+    return Outcome(statistic=float(r.statistic), p=float(r.pvalue))
+
+
+def _paired(a, b, alt, alpha) -> Outcome:
+    r = stats.ttest_rel(b, a, alternative=alt)
+    return Outcome(statistic=float(r.statistic), p=float(r.pvalue))
+
+
+def _mannwhitney(a, b, alt, alpha) -> Outcome:
+    r = stats.mannwhitneyu(b, a, alternative=alt)
+    return Outcome(statistic=float(r.statistic), p=float(r.pvalue))
+
+
+@dataclass(frozen=True, slots=True)
+class SignificanceTest:
+    """A registered test."""
+
+    run: Callable[[np.ndarray, np.ndarray, str, float], Outcome]
+    """(a values, b values, alternative, alpha) -> outcome."""
+    paired: bool = False
+    """Pairs a and b by seed."""
+    finite_only: bool = True
+    """Undefined with an infinite (diverged) value; rank tests are not."""
+    one_sided_only: bool = False
+    """Only ``less`` and ``greater`` make sense."""
+
+
+#: ``--test`` name -> test.
+TESTS: dict[str, SignificanceTest] = {
+    "paper": SignificanceTest(run=paper_test, one_sided_only=True),
+    "welch": SignificanceTest(run=_welch),
+    "student": SignificanceTest(run=_student),
+    "paired": SignificanceTest(run=_paired, paired=True),
+    "mannwhitney": SignificanceTest(run=_mannwhitney, finite_only=False),
+}
+
+#: Fewest seeds per arm (pairs for ``paired``) any test accepts.
+MIN_SEEDS = 2
+
+
+def check_choices(test: str, alternative: str, correction: str, alpha: float) -> None:
+    """Validate the test options.
+
+    Raises:
+        UserError: an unknown choice, alpha outside (0, 1), or a two-sided ``paper`` test.
+    """
+    if test not in TESTS:
+        raise unknown_choice("--test", test, TESTS)
+    if alternative not in ALTERNATIVES:
+        raise unknown_choice("--alternative", alternative, ALTERNATIVES)
+    if correction not in CORRECTIONS:
+        raise unknown_choice("--correction", correction, CORRECTIONS)
+    if not 0 < alpha < 1:
+        raise UserError(f"--alpha must be in (0, 1), got {alpha}")
+    if TESTS[test].one_sided_only and alternative == "two-sided":
+        raise UserError("--test paper is one-sided: use --alternative less or greater")
+
+
+def compare(
+    seeds: pd.DataFrame,
+    by: Sequence[str],
+    a: str,
+    b: str,
+    *,
+    test: str = "welch",
+    alternative: str = "less",
+    alpha: float = 0.05,
+    correction: str = "holm",
+) -> pd.DataFrame:
+    """Test b against a in each cell.
+
+    Args:
+        seeds: one row per seed of each cell's tuned configuration: ``by``, ``arm``, ``seed``,
+            ``value``.
+        by: cell columns.
+        a: label of arm a.
+        b: label of arm b.
+        test: a name in :data:`TESTS`.
+        alternative: ``less``, ``greater`` or ``two-sided`` (about b relative to a).
+        alpha: significance level.
+        correction: a name in :data:`~harness.analysis.stats.corrections.CORRECTIONS`.
+
+    Returns:
+        One row per cell: ``by``, mean_a, std_a, n_a, mean_b, std_b, n_b, diff (b - a),
+        ci_low, ci_high (of diff), statistic, p, threshold (``paper``), p_adj, significant
+        (yes/no/n/a), note.
+
+    Raises:
+        UserError: an arm has fewer than 2 seeds in a cell (or fewer than 2 shared seeds for
+            ``paired``), or ``paper`` gets unequal seed counts.
+    """
+    check_choices(test, alternative, correction, alpha)
+    spec = TESTS[test]
+    rows = [
+        _cell(cell, key, a, b, test, spec, alternative, alpha)
+        for key, cell in iter_cells(seeds, by)
+    ]
+    out = pd.DataFrame(rows)
+    out["p_adj"] = CORRECTIONS[correction](out["p"].to_numpy(float))
+    out["significant"] = [
+        "n/a" if np.isnan(p) else ("yes" if p < alpha else "no") for p in out["p_adj"]
+    ]
+    cols = ["mean_a", "std_a", "n_a", "mean_b", "std_b", "n_b", "diff", "ci_low", "ci_high"]
+    cols += ["statistic", "p"]
+    return out[[*by, *cols, "threshold", "p_adj", "significant", "note"]]
+
+
+def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
+    return {
+        "mean_a": _mean(va),
+        "std_a": std_or_nan(va),
+        "n_a": va.size,
+        "mean_b": _mean(vb),
+        "std_b": std_or_nan(vb),
+        "n_b": vb.size,
+        "diff": _mean(vb) - _mean(va),
+        "ci_low": np.nan,
+        "ci_high": np.nan,
+        "statistic": np.nan,
+        "p": np.nan,
+        "threshold": np.nan,
+        "note": note,
+    }
+
+
+def _check_seeds(
+    test: str, spec: SignificanceTest, arms: dict[str, np.ndarray], where: str
+) -> None:
+    what = "shared seeds" if spec.paired else "seeds"
+    for label, v in arms.items():
+        if v.size < MIN_SEEDS:
+            raise UserError(
+                f"--test {test} needs at least {MIN_SEEDS} {what} per arm; "
+                f"{label}{where} has {v.size}"
+            )
+    sizes = {v.size for v in arms.values()}
+    if test == "paper" and len(sizes) > 1:
+        counts = ", ".join(f"{k}: {v.size}" for k, v in arms.items())
+        raise UserError(
+            "--test paper needs the same number of seeds in both arms; "
+            f"{where.strip(' ()') or 'the cell'} has {counts} (use --test welch)"
+        )
+
+
+def _cell(cell, key, a, b, test, spec, alternative, alpha) -> dict[str, object]:
+    va, vb, note = _arm_values(cell, key, a, b, spec.paired)
+    absent = [label for label in (a, b) if not (cell[ARM] == label).any()]
+    if absent:
+        return dict(key) | _summary(va, vb, f"no runs of {' or '.join(absent)} in this cell")
+    _check_seeds(test, spec, {a: va, b: vb}, _describe(key))
+    row = dict(key) | _summary(va, vb, note)
+    lo, hi = mean_interval(vb - va, 1 - alpha) if spec.paired else welch_interval(va, vb, 1 - alpha)
+    row |= {"ci_low": lo, "ci_high": hi}
+    if spec.finite_only and not (np.isfinite(va).all() and np.isfinite(vb).all()):
+        return row | {"note": "diverged seed(s): test undefined (try --test mannwhitney)"}
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = spec.run(va, vb, alternative, alpha)
+    return row | {"statistic": res.statistic, "p": res.p, "threshold": res.threshold}
+
+
+def _arm_values(cell, key, a, b, paired: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    va = cell[cell[ARM] == a]
+    vb = cell[cell[ARM] == b]
+    if not paired:
+        return va[VALUE].to_numpy(float), vb[VALUE].to_numpy(float), ""
+    both = va[["seed", VALUE]].merge(vb[["seed", VALUE]], on="seed", suffixes=("_a", "_b"))
+    both = both.sort_values("seed")
+    lost = len(va) + len(vb) - 2 * len(both)
+    note = f"{lost} unpaired run(s) left out" if lost else ""
+    return both[f"{VALUE}_a"].to_numpy(float), both[f"{VALUE}_b"].to_numpy(float), note
+
+
+def _mean(v: np.ndarray) -> float:
+    return float(v.mean()) if v.size else float("nan")
+
+
+def _describe(key: dict[str, object]) -> str:
+    return f" ({', '.join(f'{k}={v}' for k, v in key.items())})" if key else ""

@@ -1,0 +1,211 @@
+"""External or published results (a CSV) as rows of ``runs``.
+
+Each CSV row is one run (or one seed of a published configuration): config columns (any
+:class:`~harness.core.config.RunConfig` field) and result columns (``val_ppl``, ``val_loss``, the
+metric columns, and columns declared with ``extra``). Missing config fields are NULL, ``status``
+is ``completed`` unless the file says otherwise, ``source`` names where the numbers came from,
+and ``val_ppl``/``val_loss`` are derived from each other when only one is given. The rows land in
+one Parquet file in the grid's ``runs/`` folder, so every analysis command and figure reads them
+like trained runs; re-importing the same file replaces its rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from harness.core import paths
+from harness.core.catalogue import FIELD_NAMES
+from harness.core.config import SCALES
+from harness.core.errors import UserError
+from harness.core.fields import content_hash
+from harness.core.provenance import IMPORTED_PROVENANCE
+from harness.core.result import STATUSES, Status
+from harness.metrics.catalogue import METRICS
+from harness.store.rows import write_imported
+from harness.store.schema import OUTCOME_COLUMNS, row_schema
+
+#: Text values read as NULL.
+NULLS = ("", "null", "none", "na", "nan", "n/a")
+#: Columns a CSV may not set: the importer does (not the row columns a hyperparameter may not
+#: be named after, :data:`harness.core.catalogue.RESERVED`).
+SET_BY_IMPORTER = ("run_id", "grid", "created_at")
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """What an import wrote."""
+
+    path: Path
+    """The Parquet file holding the rows."""
+    rows: int
+    """Rows written."""
+    columns: tuple[str, ...]
+    """The CSV's columns, all recognised."""
+    derived: tuple[str, ...]
+    """Columns filled from others (val_ppl from val_loss, ...)."""
+
+
+def allowed_columns(extra: Sequence[str] = ()) -> list[str]:
+    """Columns a CSV may have."""
+    results = [c for c in OUTCOME_COLUMNS if c != "status"]
+    return [*FIELD_NAMES, "status", *results, *METRICS, *extra, *IMPORTED_PROVENANCE]
+
+
+def _check_columns(cols: Sequence[str], extra: Sequence[str], file: str) -> None:
+    valid = set(allowed_columns(extra)) - set(SET_BY_IMPORTER)
+    for c in cols:
+        if c in SET_BY_IMPORTER:
+            raise UserError(f"{file}: column {c!r} is set by the importer; remove it")
+        if c not in valid:
+            raise UserError(
+                f"{file}: unknown column {c!r}; valid: config fields, status, result and metric "
+                f"columns ({', '.join(sorted(valid))}); declare new metrics with --extra {c}"
+            )
+    if not set(cols) & {*OUTCOME_COLUMNS, *METRICS, *extra} - {"status", "error"}:
+        raise UserError(f"{file}: no result column (e.g. val_ppl, val_loss)")
+
+
+def _convert(text: str, typ: pa.DataType, column: str, line: int, file: str) -> object:
+    t = text.strip()
+    if t.lower() in NULLS:
+        return None
+    try:
+        if pa.types.is_integer(typ):
+            v = float(t)  # "3.2e9" is a valid token count
+            if not v.is_integer():
+                raise ValueError
+            return int(v)
+        if pa.types.is_floating(typ):
+            return float(t)
+        if pa.types.is_boolean(typ):
+            return {"true": True, "false": False, "1": True, "0": False}[t.lower()]
+    except (ValueError, KeyError):
+        kind = {True: "an integer"}.get(pa.types.is_integer(typ)) or str(typ)
+        raise UserError(f"{file}:{line}: column {column}: expected {kind}, got {t!r}") from None
+    return t
+
+
+def rows_table(
+    frame: pd.DataFrame,
+    *,
+    grid: str,
+    source: str,
+    scale: str = "full",
+    extra: Sequence[str] = (),
+    file: str = "<csv>",
+) -> tuple[pa.Table, tuple[str, ...]]:
+    """Result rows (Arrow, :func:`harness.store.rows.row_schema`) from a CSV read as text.
+
+    Args:
+        frame: the CSV with every value as a string (``dtype=str``, no NA conversion).
+        grid: the grid the rows belong to.
+        source: provenance of rows without a ``source`` value.
+        scale: ``full`` or ``local`` for rows without a ``scale`` value.
+        extra: further metric columns the CSV may hold.
+        file: the file name for error messages.
+
+    Returns:
+        (table, names of columns derived from others).
+
+    Raises:
+        UserError: unknown columns, unconvertible values (naming file, line and column),
+            unknown statuses, or two rows with the same configuration.
+    """
+    _check_columns(list(frame.columns), extra, file)
+    schema = row_schema(extra_metrics=extra)
+    rows: list[dict[str, Any]] = []
+    derived: set[str] = set()
+    for i, rec in enumerate(frame.to_dict(orient="records")):
+        line = i + 2  # 1-based, after the header
+        row: dict[str, Any] = {f.name: None for f in schema}
+        for c, text in rec.items():
+            row[c] = _convert(str(text), schema.field(c).type, c, line, file)
+        derived |= _fill(row, grid, source, scale, line, file)
+        rows.append(row)
+    _check_unique(rows, file)
+    return pa.Table.from_pylist(rows, schema=schema), tuple(sorted(derived))
+
+
+def _fill(
+    row: dict[str, Any], grid: str, source: str, scale: str, line: int, file: str
+) -> set[str]:
+    row["grid"] = grid
+    row["scale"] = row["scale"] or scale
+    row["source"] = row["source"] or source
+    row["status"] = row["status"] or Status.COMPLETED.value
+    row["created_at"] = dt.datetime.now(dt.UTC)
+    if row["status"] not in STATUSES:
+        raise UserError(
+            f"{file}:{line}: unknown status {row['status']!r}; valid: {', '.join(STATUSES)}"
+        )
+    if row["scale"] not in SCALES:
+        raise UserError(
+            f"{file}:{line}: unknown scale {row['scale']!r}; valid: {', '.join(SCALES)}"
+        )
+    derived = set()
+    if row["val_ppl"] is None and row["val_loss"] is not None:
+        row["val_ppl"], derived = math.exp(row["val_loss"]), {"val_ppl"}
+    elif row["val_loss"] is None and row["val_ppl"] is not None and row["val_ppl"] > 0:
+        row["val_loss"], derived = math.log(row["val_ppl"]), {"val_loss"}
+    row["run_id"] = _run_id(row)
+    return derived
+
+
+def _run_id(row: dict[str, Any]) -> str:
+    """Content hash of the row's config values and source (16 hex digits)."""
+    return content_hash({k: row[k] for k in (*FIELD_NAMES, "source") if k not in ("grid", "scale")})
+
+
+def _check_unique(rows: list[dict[str, Any]], file: str) -> None:
+    seen: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        line = i + 2
+        if row["run_id"] in seen:
+            raise UserError(
+                f"{file}: lines {seen[row['run_id']]} and {line} have the same configuration; "
+                "add a column that tells them apart (e.g. seed)"
+            )
+        seen[row["run_id"]] = line
+
+
+def import_csv(
+    path: str | Path,
+    *,
+    grid: str,
+    root: Path,
+    source: str | None = None,
+    scale: str = "full",
+    extra: Sequence[str] = (),
+) -> Imported:
+    """Import a CSV of results into ``<root>/<grid>/runs/``.
+
+    Raises:
+        UserError: a missing or empty file, or anything :func:`rows_table` refuses.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    paths.check_grid_name(grid, "--grid")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
+    if frame.empty:
+        raise UserError(f"{path}: no rows")
+    frame.columns = [c.strip() for c in frame.columns]
+    source = source or f"import:{path.name}"
+    table, derived = rows_table(
+        frame, grid=grid, source=source, scale=scale, extra=extra, file=str(path)
+    )
+    digest = hashlib.sha256(path.read_bytes() + f"|{grid}|{source}|{scale}".encode()).hexdigest()
+    out = write_imported(root, grid, table, digest[:12])
+    return Imported(path=out, rows=table.num_rows, columns=tuple(frame.columns), derived=derived)

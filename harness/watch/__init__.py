@@ -1,0 +1,1 @@
+"""``harness watch``: the live terminal view of grids being trained (``live_view``)."""

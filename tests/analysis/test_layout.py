@@ -1,0 +1,62 @@
+"""The analysis layer's layout is kept by a machine: statistics import no rows, store or DuckDB;
+the database has one door; the statistics facade is cheap to import and unambiguous."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.analysis import stats
+from tests import test_architecture
+from tests.test_architecture import _lint_imports
+
+
+@pytest.fixture(scope="module")
+def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the package and its contracts (``tests/test_architecture.py``'s)."""
+    return test_architecture.tree_copy.__wrapped__(tmp_path_factory)
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        ("analysis/stats/intervals.py", "from harness.analysis.rows.load import select",
+         "Statistics are numbers in, numbers out"),
+        ("analysis/stats/corrections.py", "import duckdb", "Statistics are numbers in"),
+        ("analysis/rows/tuning.py", "from harness.store.db import connect", "One door"),
+        ("watch/live_view.py", "import duckdb", "One door"),
+        ("analysis/rows/axes.py", "from harness.analysis.questions import query",
+         "present > questions > rows > stats"),
+    ],
+)  # fmt: skip
+def test_a_forbidden_import_breaks_the_analysis_contracts(
+    tree_copy: Path, module: str, line: str, contract: str
+) -> None:
+    path = tree_copy / "harness" / module
+    original = path.read_text()
+    path.write_text(original + f"\n{line}  # noqa\n")
+    try:
+        broken = _lint_imports(tree_copy)
+    finally:
+        path.write_text(original)
+    assert broken.returncode != 0
+    assert contract in broken.stdout.replace("\n", " ") and "BROKEN" in broken.stdout
+
+
+def test_the_stats_facade_exports_every_name_without_importing_scipy() -> None:
+    code = (
+        "import sys; from harness.analysis import stats; "
+        "assert 'scipy' not in sys.modules, 'facade imported scipy'; "
+        "stats.holm; assert 'scipy' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    modules = {m.name for m in pkgutil.iter_modules(stats.__path__)}
+    assert not set(stats.__all__) & modules, "a public name shadows a module of the package"
+    for name in stats.__all__:
+        assert getattr(stats, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        stats.nope  # noqa: B018
