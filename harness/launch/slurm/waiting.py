@@ -8,12 +8,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import duckdb
+
 from harness.launch.progress import Progress, val_loss_of
 from harness.launch.slurm.arrays import TaskPlan
 from harness.launch.slurm.reconcile import reconcile
 from harness.launch.slurm.records import Assignment, Submission, latest_assignments
 from harness.launch.slurm.scheduler import SchedulerError, active_tasks
-from harness.store.db import newest_values
+from harness.store.db import error_text, newest_values
 
 GONE_GRACE_S = 30.0
 """Seconds a task may be out of the queue without its rows (sacct lags) before waiting stops."""
@@ -27,7 +29,11 @@ def _collect(
     out: dict[str, str] = {}
     if not pending:
         return out
-    rows = newest_values(root, grid, ["job_id", "status"])
+    try:
+        rows = newest_values(root, grid, ["job_id", "status"])
+    except duckdb.Error as e:  # a row file replaced while it was read: the next poll reads it
+        print(f"reading the rows of {grid!r}: {error_text(e)}; still waiting")
+        return out
     for run_id, p in list(pending.items()):
         row = rows.get(run_id)
         if row is not None and row[0] == p.task:
