@@ -127,8 +127,8 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
     sql = "SELECT status, count(*) FROM runs GROUP BY 1"
     loops = [
         _loop(stop, 0.5, versions.scan),
-        _loop(stop, 1.0, lambda: harness("status", "sweep", "--results", root)),
-        _loop(stop, 1.0, lambda: harness("query", sql, "--results", root)),
+        _loop(stop, 2.0, lambda: harness("status", "sweep", "--results", root)),
+        _loop(stop, 2.0, lambda: harness("query", sql, "--results", root)),
     ]
     try:
         # three re-submits while the array runs: each finds every run done or queued
@@ -150,7 +150,7 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
         killed = wait_until(running_with_rows, 300, "a running task with rows", every=0.5)
         subprocess.run(["scancel", killed], check=True)
         wait_until(lambda: not active_tasks({sub.job_id}), 400, "the array to end", every=1.0)
-        last = harness("submit", grid, *common, "--wait", "--retry", "cancelled", timeout=400)
+        last = harness("submit", grid, *common, "--wait", "--retry", "cancelled", timeout=600)
         assert last.returncode == 0, last.stdout + last.stderr
     finally:
         stop.set()
