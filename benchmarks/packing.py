@@ -11,6 +11,8 @@ first mode. Each mode starts from an empty results folder and is repeated
   (process start-up and evaluation included: what a packed task really delivers).
 - ``per-run tok/s``: the median of the runs' own ``tokens_per_s`` (their training steps).
 - ``steady tok/s``: per-run tok/s * runs at once, the device's throughput while all are training.
+- ``GPU util``: on CUDA, the mean of NVML's ``utilization.gpu`` of the device (percent of time a
+  kernel ran), sampled every 0.2 s from the first process start to the last exit.
 
 Example:
     python benchmarks/packing.py --device cpu --runs 4 --packs 2,4
@@ -22,11 +24,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import torch
 from common import (  # benchmarks/common.py
     bench_run,
@@ -36,11 +40,11 @@ from common import (  # benchmarks/common.py
     synthetic_dataset,
 )
 
-from harness.core import paths
 from harness.launch.contract import ExecutionSpec
 from harness.launch.local.slots import available_cores
 from harness.launch.profile import load_profile
 from harness.launch.worker.packing import run_packed
+from harness.store.db import connect
 from harness.store.manifest import write_manifest
 
 
@@ -61,13 +65,74 @@ def one_mode(
     start = time.perf_counter()
     spec = ExecutionSpec.build(load_profile("local"), root, "packing", data_dir.parent)
     ids = [r.run_id for r in runs]
-    statuses = run_packed(spec.with_threads(threads), ids, per_device=per_device)
+    with Utilisation(args.device == "cuda") as util:
+        statuses = run_packed(spec.with_threads(threads), ids, per_device=per_device)
     wall = time.perf_counter() - start
     assert set(statuses.values()) == {"completed"}, statuses
-    rows = pq.read_table(paths.runs_dir(root, "packing")).to_pylist()
+    rows = connect(root, "packing").sql("SELECT * FROM runs").to_arrow_table().to_pylist()
     per_run = statistics.median(r["tokens_per_s"] for r in rows)
     tokens = sum(r["tokens_seen"] for r in rows)
-    return {"total": tokens / wall, "per_run": per_run, "steady": per_run * per_device}
+    return {"total": tokens / wall, "per_run": per_run, "steady": per_run * per_device,
+            "util": util.mean()}  # fmt: skip
+
+
+class Utilisation:
+    """Samples the GPU's utilisation (NVML's ``utilization.gpu``, percent) every ``every_s`` in a
+    thread while the ``with`` block runs; :meth:`mean` is None on the CPU or without NVML."""
+
+    def __init__(self, on_gpu: bool, every_s: float = 0.2) -> None:
+        self.read = _nvml_reader() if on_gpu else None
+        self.every_s = every_s
+        self.samples: list[float] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> Utilisation:
+        if self.read is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _sample(self) -> None:
+        assert self.read is not None
+        while not self._done.wait(self.every_s):
+            value = self.read()
+            if value is not None:
+                self.samples.append(value)
+
+    def mean(self) -> float | None:
+        return statistics.fmean(self.samples) if self.samples else None
+
+
+def _nvml_reader() -> Callable[[], float | None] | None:
+    """A function reading GPU 0's utilisation (percent): NVML through ``pynvml`` (the
+    ``nvidia-ml-py`` package), else ``nvidia-smi``; None when neither works. GPU 0 is the
+    first of ``CUDA_VISIBLE_DEVICES`` for the run processes, and NVML's index 0 when that is
+    unset (the benchmark's case)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return lambda: float(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    except Exception:  # no pynvml, or NVML refused: try the command line tool
+        pass
+
+    def smi() -> float | None:
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                 "--id=0"], capture_output=True, text=True, timeout=5, check=True,
+            ).stdout  # fmt: skip
+            return float(out.split()[0])
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            return None
+
+    return smi if smi() is not None else None
 
 
 def parse_args() -> argparse.Namespace:
@@ -110,7 +175,7 @@ def main() -> None:
                 measured[mode].append(one_mode(args, data, *mode, Path(tmp)))
                 m = measured[mode][-1]
                 print(f"  {_label(mode)}: total {m['total']:,.0f} tok/s, per run "
-                      f"{m['per_run']:,.0f} tok/s", flush=True)  # fmt: skip
+                      f"{m['per_run']:,.0f} tok/s, GPU util {_util([m])}", flush=True)  # fmt: skip
     tokens = args.batch_size * args.seq_len * args.steps
     print(f"{args.runs} runs of {args.preset}, {args.steps} steps of {args.batch_size} x "
           f"{args.seq_len} ({tokens:,} tokens each), pid {os.getpid()}")  # fmt: skip
@@ -120,7 +185,13 @@ def main() -> None:
         ratio = statistics.median(m["total"] for m in ms) / base
         print(f"  {_label(mode)}: total tok/s {summary([m['total'] for m in ms])} ({ratio:.2f}x)  "
               f"per-run {summary([m['per_run'] for m in ms])}  "
-              f"steady {summary([m['steady'] for m in ms])}")  # fmt: skip
+              f"steady {summary([m['steady'] for m in ms])}  GPU util {_util(ms)}")  # fmt: skip
+
+
+def _util(measured: list[dict]) -> str:
+    """The median of the modes' mean GPU utilisation, 'n/a' on the CPU or without NVML."""
+    values = [m["util"] for m in measured if m["util"] is not None]
+    return f"{statistics.median(values):.0f}%" if values else "n/a"
 
 
 def _label(mode: tuple[int, int | None]) -> str:

@@ -213,12 +213,14 @@ def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> None:
     fpt = flops_per_token(run.arch, run.data.seq_len)
     peak = peak_flops(torch.device("cuda")) if torch.cuda.is_available() else None
     mfu = (lambda r: f"{r * fpt / peak:.1%}") if peak else (lambda r: "n/a")
+    used = f"{peak / 1e12:,.0f} TFLOP/s (bf16 dense, {machine().split(';')[0]})" if peak else "none"
     hr, br = (statistics.median(m.tokens_per_s for m in ms) for ms in (h, b))
     wall = [statistics.median(m.wall_s for m in ms) for ms in (h, b)]
     print(
         f"{run.arch.model} seq {run.data.seq_len} batch {run.data.batch_size} "
         f"(micro {run.data.micro_batch_size}), "
-        f"{run.data.steps - run.optim.warmup_steps} timed steps, compile {run.execution.compile}\n"
+        f"{run.data.steps - run.optim.warmup_steps} timed steps, compile {run.execution.compile}, "
+        f"precision {run.execution.precision}; MFU: {fpt / 1e9:.3f} GFLOP/token over peak {used}\n"
         f"  harness tokens/s {summary([m.tokens_per_s for m in h])}  MFU {mfu(hr)}  "
         f"(harness-reported {summary([m.reported_tokens_per_s for m in h])}; "
         f"per CPU-s {summary([m.tokens_per_cpu_s for m in h])})\n"

@@ -16,6 +16,7 @@ should: with its default threads OpenBLAS's eigensolver behind ``iso`` is 10x sl
 Example:
     python benchmarks/tracking.py                       # 200 steps, eval every 50, 3 repeats
     python benchmarks/tracking.py --steps 100 --repeats 1
+    python benchmarks/tracking.py --quick               # seconds: checks it runs (the suite)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import bench_run, machine, synthetic_dataset
+from common import bench_run, machine, parse_args_quick, synthetic_dataset
 
 from harness.data.batches import TokenData
 from harness.data.catalogue import resolve_dataset
@@ -57,10 +58,13 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--eval-tokens", type=int, default=2**16)
     ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
+    ap.add_argument("--val-tokens", type=int, default=2**17, help="held-out tokens made")
+    args = parse_args_quick(
+        ap, {"steps": 4, "eval_every": 2, "eval_tokens": 2**10, "repeats": 1, "val_tokens": 2**12}
+    )
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
-        data = synthetic_dataset(Path(tmp) / "synthetic", 8192, 2_000_000, 2**17)
+        data = synthetic_dataset(Path(tmp) / "synthetic", 8192, 2_000_000, args.val_tokens)
         point = {"model": "tiny", "vocab_size": 8192, "seq_len": 64, "batch_size": 8,
                  "steps": args.steps,
                  "eval_every": args.eval_every, "eval_tokens": args.eval_tokens,

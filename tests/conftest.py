@@ -66,3 +66,18 @@ def slurm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv("HARNESS_CHECKPOINT_EVERY_S", "1")
     yield tmp_path
     cancel_leftovers(tmp_path / "results")
+
+
+# --- the device (harness.train.device) --------------------------------------------------------
+
+
+@pytest.fixture
+def on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs train on the CPU even on a GPU machine (``torch.cuda.is_available()`` is False for
+    this process; processes it starts see no GPU): for tests of exact float32 arithmetic, which
+    a GPU's bf16 autocast, TF32 and kernels (SDPA's backward) do not reproduce bit for bit.
+    ``tests/test_gpu.py`` checks the GPU path with its tolerances."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +45,28 @@ def launch_and_wait(
     """What ``submit`` does with a backend once the manifest is written: launch, then wait."""
     spec = ExecutionSpec.build(launcher.profile, root, runs[0].grid, data_root)
     return launcher.wait(launcher.launch(runs, spec), spec, show_progress=False)
+
+
+def interrupt_then_resume(
+    run: RunConfig,
+    data_root: Path,
+    checkpoint: Any,
+    *,
+    after: int,
+    log: Callable[[str], None] | None = None,
+) -> Any:
+    """Train ``run`` until ``after`` steps are done (it checkpoints to ``checkpoint``, a
+    ``Checkpointing``, and stops), then resume it from there to the end in another RNG state, as
+    a new process would; returns the resumed run's ``RunResult`` (``log`` gets its lines)."""
+    import pytest
+    import torch
+
+    from harness.train.loop import TrainingInterrupted, train
+
+    polls = iter(range(1, 1_000_000))  # should_stop is polled before each step
+    with pytest.raises(TrainingInterrupted):
+        train(run, data_root=data_root, checkpoint=checkpoint, log=None,
+              should_stop=lambda: next(polls) == after + 1)  # fmt: skip
+    assert checkpoint.path.exists()
+    torch.manual_seed(1234)  # a resumed process starts with other RNG state
+    return train(run, data_root=data_root, checkpoint=checkpoint, log=log)

@@ -16,6 +16,7 @@ from harness.cli import main
 from harness.core import paths
 from harness.launch.slurm.records import read_submissions
 from harness.launch.slurm.scheduler import SchedulerError, cancel
+from harness.store.rows import newest_curve_file
 
 #: The test cluster's profile (``launchers/slurm-test.yaml``) as a dict; tests derive variants.
 TEST_PROFILE: dict[str, Any] = yaml.safe_load(
@@ -69,18 +70,20 @@ def invoke(*args: str) -> click.testing.Result:
 
 
 def rows(root: Path, grid: str) -> dict[str, dict[str, Any]]:
-    """run_id -> result row of every run of ``grid`` with a row."""
+    """run_id -> newest result row of every run of ``grid`` with a per-run row file."""
     folder = paths.runs_dir(root, grid)
     out = {}
-    for p in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():
+    for p in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():  # oldest first
         row = pq.read_table(p).to_pylist()[0]
         out[row["run_id"]] = row
     return out
 
 
 def curve_losses(root: Path, grid: str, run_id: str) -> list[float]:
-    """The training losses of a run's loss curve."""
-    return pq.read_table(paths.curve_path(root, grid, run_id)).column("train_loss").to_pylist()
+    """The training losses of a run's newest loss curve."""
+    path = newest_curve_file(root, grid, run_id)
+    assert path is not None, f"no curve of run {run_id}"
+    return pq.read_table(path).column("train_loss").to_pylist()
 
 
 def task_log(root: Path, grid: str, task: str) -> str:

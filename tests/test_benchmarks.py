@@ -68,7 +68,28 @@ def test_overhead_quick_expands_writes_compacts_and_queries() -> None:
     assert all(float(ms) > 0 and int(rows) > 0 for ms, rows in compacted), out
 
 
+@pytest.mark.slow
+def test_scale_quick_builds_a_store_through_the_write_path_and_measures_commands() -> None:
+    out = _quick("scale")
+    assert "150 runs x 20 points: wrote 150 runs through write_or_spill" in out, out
+    measured = re.findall(rf"^  (query runs|status|analyze best)\s+{NUMBER}\s+{NUMBER}\s", out,
+                          re.MULTILINE)  # fmt: skip
+    assert {name for name, _, _ in measured} == {"query runs", "status", "analyze best"}, out
+    assert all(float(cpu) > 0 and float(mb) > 0 for _, cpu, mb in measured), out
+    assert "(exit" not in out, out
+
+
 def test_resubmit_quick_times_a_no_op_resubmit_of_finished_runs() -> None:
     out = _quick("resubmit")  # it asserts that the re-submit skipped every run and launched none
     cpus = _numbers(rf"no-op re-submit CPU {NUMBER} s \[", out)
     assert len(cpus) == 2 and all(c > 0 for c in cpus), out  # per-run files, then compacted
+
+
+def test_tracking_quick_times_every_track_setting() -> None:
+    out = _quick("tracking")
+    rows = re.findall(r"^\| (.+?) \| ([\d.]+) \[[\d.]+, [\d.]+\] \| [+-][\d.]+% \| ([\d.]+) \|",
+                      out, re.MULTILINE)  # fmt: skip
+    assert [r[0] for r in rows] == ["nothing (default)", "buckets", "mu_norm, rho", "embedding",
+                                    "embedding, head, buckets"], out  # fmt: skip
+    assert all(float(cpu) > 0 for _, cpu, _ in rows), out
+    assert "4 steps of 64 x 8 tokens, eval every 2 steps" in out, out

@@ -53,7 +53,7 @@ def test_a_retry_on_a_host_an_hour_behind_is_the_newest_row(tmp_path, prepared_d
     assert done.returncode == 0 and "launching 1" in done.stdout, done.stdout + done.stderr
 
     (failed_at,) = _created(paths.compact_dir(root, "skew") / "runs-000001.parquet")
-    (completed_at,) = _created(paths.run_path(root, "skew", run_id))
+    (completed_at,) = _created(paths.run_path(root, "skew", run_id, "000002"))
     assert completed_at < failed_at  # the clocks disagree with the order of the attempts
     assert newest_values(root, "skew", ["status", "attempt"]) == {run_id: ("completed", 2)}
     code, out = cli("status", "skew", "--results", root)
@@ -88,11 +88,13 @@ def test_a_row_written_before_attempts_were_recorded_is_older_than_every_numbere
     write_manifest(root, "old", [run])
     future = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
     write_result(root, run, RunResult(status="failed"), provenance() | {"created_at": future})
-    legacy = pq.read_table(paths.run_path(root, "old", run.run_id)).drop_columns(["attempt"])
+    first = paths.run_path(root, "old", run.run_id, "000001")
+    legacy = pq.read_table(first).drop_columns(["attempt"])
     compacted = paths.compact_dir(root, "old") / "runs-000001.parquet"
     compacted.parent.mkdir(parents=True)
     pq.write_table(legacy, compacted)  # an earlier version's consolidated row
-    paths.run_path(root, "old", run.run_id).unlink()
+    first.unlink()
+    paths.curve_path(root, "old", run.run_id, "000001").unlink()  # named otherwise then
     assert next_attempt(root, "old", run.run_id) == 1
 
     write_result(root, run, RunResult(status="completed", steps_done=6), provenance())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from harness.core import paths
 from harness.store.manifest import write_manifest
@@ -21,6 +22,9 @@ from harness.store.rows import read_row
 from tests.runs import tiny_run
 
 GRID = "compiled"
+# On a GPU the runs compute in bf16 (precision auto), where compiled and eager kernels round
+# differently; on the CPU, in float32, they agree to rounding.
+REL = 2e-2 if torch.cuda.is_available() else 1e-5
 SMALL = {"n_layer": 1, "n_head": 2, "d_model": 32, "tokens": 8 * 32 * 4, "log_every": 2}
 
 
@@ -49,20 +53,21 @@ def test_compiled_and_eager_agree_and_later_runs_reuse_the_compile_cache(tmp_pat
     write_manifest(tmp_path, GRID, [eager, first, second])
     for run in (eager, first, second):
         _run_job(tmp_path, prepared_data, run.run_id)
-    rows = {r.run_id: read_row(paths.run_path(tmp_path, GRID, r.run_id)) for r in (eager, first)}
+    rows = {r.run_id: read_row(paths.run_path(tmp_path, GRID, r.run_id, "000001"))
+            for r in (eager, first)}  # fmt: skip
 
     # Same losses, eager and compiled: every logged training loss and the validation loss.
-    curves = [pq.read_table(paths.curve_path(tmp_path, GRID, r.run_id)).to_pylist()
+    curves = [pq.read_table(paths.curve_path(tmp_path, GRID, r.run_id, "000001")).to_pylist()
               for r in (eager, first)]  # fmt: skip
     assert [p["step"] for p in curves[0]] == [p["step"] for p in curves[1]] == [2, 4]
     for a, b in zip(*curves, strict=True):
-        assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-5, abs=1e-6)
-    assert rows[first.run_id]["val_loss"] == pytest.approx(rows[eager.run_id]["val_loss"], rel=1e-5)
+        assert b["train_loss"] == pytest.approx(a["train_loss"], rel=REL, abs=1e-6)
+    assert rows[first.run_id]["val_loss"] == pytest.approx(rows[eager.run_id]["val_loss"], rel=REL)
     assert rows[eager.run_id]["compile_s"] is None  # eager really ran eagerly ...
     assert rows[first.run_id]["compile_s"] > 0  # ... and the other one compiled
 
     # The second compiled run found the first one's kernels in the grid's cache.
     cache = paths.compile_cache_dir(tmp_path, GRID)
     assert (cache / "fxgraph").is_dir() and any(cache.rglob("*.so"))
-    later = read_row(paths.run_path(tmp_path, GRID, second.run_id))["compile_s"]
+    later = read_row(paths.run_path(tmp_path, GRID, second.run_id, "000001"))["compile_s"]
     assert later < rows[first.run_id]["compile_s"] / 2, (later, rows[first.run_id]["compile_s"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -17,7 +18,9 @@ from harness.core import paths
 from harness.data.catalogue import vocab_lookup
 from harness.grid.load import load_grid
 from harness.launch.slurm.records import read_submissions
+from harness.store.layout import GRACE_S, remove_due
 from harness.store.manifest import write_manifest
+from harness.store.rows import newest_curve_file, newest_row_file
 
 GRID = """
 name: cg
@@ -52,6 +55,18 @@ def _truncate(path: Path) -> None:
     path.write_bytes(data[: len(data) // 2])
 
 
+def _row(root: Path, run_id: str) -> Path:
+    found = newest_row_file(root, "cg", run_id)
+    assert found is not None
+    return found
+
+
+def _curve(root: Path, run_id: str) -> Path:
+    found = newest_curve_file(root, "cg", run_id)
+    assert found is not None
+    return found
+
+
 def _status_counts(out: str) -> list[str]:
     return next(ln for ln in out.splitlines() if ln.startswith("local")).split()[1:]
 
@@ -68,8 +83,9 @@ COMMANDS = {
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_moves_a_truncated_row_and_curve_aside(results, command):
     root, _, ids = results
-    _truncate(paths.run_path(root, "cg", ids[0]))
-    _truncate(paths.curve_path(root, "cg", ids[1]))
+    row0, curve1, row1 = _row(root, ids[0]), _curve(root, ids[1]), _row(root, ids[1])
+    _truncate(row0)
+    _truncate(curve1)
 
     code, out = cli(*COMMANDS[command], "--results", root)
 
@@ -80,15 +96,15 @@ def test_every_command_moves_a_truncated_row_and_curve_aside(results, command):
     assert all("moved to" in w and "quarantine" in w for w in warnings)
     moved = sorted(p.relative_to(paths.quarantine_dir(root, "cg")).as_posix()
                    for p in paths.quarantine_dir(root, "cg").rglob("*.parquet"))  # fmt: skip
-    assert moved == sorted([f"runs/{ids[0]}.parquet", f"curves/{ids[1]}.parquet",
-                            f"runs/{ids[1]}.parquet"])  # fmt: skip
+    folder = paths.grid_dir(root, "cg")
+    assert moved == sorted(p.relative_to(folder).as_posix() for p in (row0, curve1, row1))
     code, out = cli("status", "cg", "--results", root)
     assert _status_counts(out) == ["2", "0", "0", "0", "0", "0", "2", "4"]  # 2 missing, 4 in all
 
 
 def test_submit_runs_a_run_with_a_corrupt_curve_again(results, prepared_data):
     root, grid_file, ids = results
-    _truncate(paths.curve_path(root, "cg", ids[2]))
+    _truncate(_curve(root, ids[2]))
 
     code, out = cli("submit", grid_file, "--local", "--results", root, "--data", prepared_data)
 
@@ -158,18 +174,19 @@ def _garble(path: Path, where: str) -> None:
 
 
 def _compacted(root: Path, ids: list[str], kind: str) -> Path:
-    """Compact the rows and curves of ``ids[:2]`` (the others stay per-run files); returns the
-    consolidated ``kind`` file."""
+    """Compact the rows and curves of ``ids[:2]`` (the others stay per-run files) and remove the
+    per-run files it covered (as once readers had their grace); returns the consolidated
+    ``kind`` file."""
     held = tmp = root.parent / "held"
     tmp.mkdir()
-    for run_id in ids[2:]:
-        for p in (paths.run_path(root, "cg", run_id), paths.curve_path(root, "cg", run_id)):
-            p.rename(held / f"{p.parent.name}-{p.name}")
+    others = [p for run_id in ids[2:] for p in (_row(root, run_id), _curve(root, run_id))]
+    for p in others:
+        p.rename(held / f"{p.parent.name}-{p.name}")
     code, out = cli("compact", "cg", "--results", root)
     assert code == 0, out
-    for run_id in ids[2:]:
-        for p in (paths.run_path(root, "cg", run_id), paths.curve_path(root, "cg", run_id)):
-            (held / f"{p.parent.name}-{p.name}").rename(p)
+    remove_due(root, "cg", now=time.time() + GRACE_S)  # later: the generation is all there is
+    for p in others:
+        (held / f"{p.parent.name}-{p.name}").rename(p)
     return paths.compact_dir(root, "cg") / f"{kind}-000001.parquet"
 
 
@@ -182,8 +199,8 @@ MISSING_AFTER = {"row": 1, "curve": 1, "manifest": 0, "compacted rows": 2, "comp
 def test_a_file_garbled_in_the_middle_is_moved_aside_like_a_truncated_one(results, target, where):
     root, _, ids = results
     path = {
-        "row": lambda: paths.run_path(root, "cg", ids[0]),
-        "curve": lambda: paths.curve_path(root, "cg", ids[0]),
+        "row": lambda: _row(root, ids[0]),
+        "curve": lambda: _curve(root, ids[0]),
         "manifest": lambda: paths.manifest_path(root, "cg"),
         "compacted rows": lambda: _compacted(root, ids, "runs"),
         "compacted curves": lambda: _compacted(root, ids, "curves"),

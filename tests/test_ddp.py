@@ -22,6 +22,9 @@ from harness.train.device import Placement
 from harness.train.loop import train
 from tests.runs import tiny_run
 
+# DDP on CPU over gloo, in exact float32 (tests/test_gpu.py checks the GPU path).
+pytestmark = pytest.mark.usefixtures("on_the_cpu")
+
 
 def _free_port() -> int:
     with socket.socket() as s:

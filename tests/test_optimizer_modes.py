@@ -14,6 +14,9 @@ from harness.train.checkpoint import Checkpointing
 from harness.train.loop import TrainingInterrupted, _Trainer, train
 from tests.runs import tiny_run
 
+# Exact float32 arithmetic of the CPU (tests/test_gpu.py checks the GPU path, with tolerances).
+pytestmark = pytest.mark.usefixtures("on_the_cpu")
+
 HERE = Path(__file__).resolve().parent
 SCHEDULE_FREE = "schedulefree:AdamWScheduleFree"
 SAM = f"{HERE / 'user_optimizers.py'}:TwoPassSAM"

@@ -94,7 +94,7 @@ def test_b13_a_run_killed_by_the_kernel_keeps_its_steps_and_curve(tmp_path, prep
     ).values()
     assert status == "failed" and "SIGKILL" in error
     assert 20 <= steps <= reached
-    curve = pq.read_table(paths.curves_dir(root, "oom") / f"{run_id}.parquet").to_pylist()
+    curve = pq.read_table(paths.curve_path(root, "oom", run_id, "000001")).to_pylist()
     assert [p["step"] for p in curve] == list(range(2, steps + 1, 2))
 
 

@@ -10,6 +10,7 @@ import time
 
 import pyarrow.parquet as pq
 
+from harness.core import paths
 from harness.core.provenance import provenance
 from harness.core.result import RunResult
 from harness.store.rows import read_row, row_schema, write_result
@@ -60,7 +61,7 @@ def test_row_has_every_required_column_and_nulls(tmp_path):
     assert row["momentum"] is None  # does not apply to adamw: NULL
     assert row["val_loss"] == 2.0 and row["status"] == "completed" and row["device"] == "cpu"
     assert pq.read_schema(path).equals(row_schema(), check_metadata=False)
-    curve = pq.read_table(tmp_path / "t" / "curves" / f"{run.run_id}.parquet").to_pylist()
+    curve = pq.read_table(paths.curve_path(tmp_path, "t", run.run_id, "000001")).to_pylist()
     point = {"step": 1, "tokens": 256, "train_loss": 3.0, "lr": 1e-3, "val_loss": None}
     assert curve == [{"grid": "t", "run_id": run.run_id, **point, "elapsed_s": 0.1}]
 

@@ -8,15 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.core import paths
-from harness.core.files import file_stamp
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
 from harness.launch.slurm.task import RunTask
 from harness.launch.worker.job import done_by_job
 from harness.store.db import newest_values
 from harness.store.manifest import write_manifest
-from harness.store.rows import write_result
+from harness.store.rows import newest_row_file, row_mark, write_result
 from tests.runs import spec_for, tiny_run
 
 GRID = "task"
@@ -43,7 +41,7 @@ def test_a_task_leaves_alone_a_run_another_job_finished_since_submit(
     runs = [tiny_run(prepared_data, grid=GRID, seed=s) for s in range(2)]
     ids = [r.run_id for r in runs]
     write_manifest(tmp_path, GRID, runs)
-    seen = {r: file_stamp(paths.run_path(tmp_path, GRID, r)) for r in ids}  # submit: no rows
+    seen = {r: row_mark(tmp_path, GRID, r) for r in ids}  # submit: no rows
     _finished_elsewhere(tmp_path, runs[0], "41_3")  # a task of an earlier submit, meanwhile
     task = RunTask(spec_for(tmp_path, GRID, prepared_data, threads=1), ids, per_device, seen)
 
@@ -63,7 +61,7 @@ def test_a_restarted_task_skips_what_it_finished_and_resumes_what_it_recorded_ca
     runs = [tiny_run(prepared_data, grid=GRID, seed=s) for s in range(3)]
     ids = [r.run_id for r in runs]
     write_manifest(tmp_path, GRID, runs)
-    seen = {r: file_stamp(paths.run_path(tmp_path, GRID, r)) for r in ids}
+    seen = {r: row_mark(tmp_path, GRID, r) for r in ids}
     _finished_elsewhere(tmp_path, runs[0], "77_0")  # this job, before its requeue
     cancelled = RunResult(status=Status.CANCELLED, error="a requeue that looked like scancel")
     write_result(tmp_path, runs[1], cancelled, provenance("77_0"))
@@ -82,7 +80,7 @@ def test_a_task_start_up_reads_only_its_own_runs_rows(tmp_path, prepared_data):
     write_manifest(tmp_path, GRID, runs)
     for run in runs:
         _finished_elsewhere(tmp_path, run, "5_0" if run is runs[0] else "9_1")
-    others = [paths.run_path(tmp_path, GRID, r) for r in ids[2:]]
+    others = [newest_row_file(tmp_path, GRID, r) for r in ids[2:]]
     for path in others:  # unreadable: a reader that opens them fails, or moves them aside
         path.write_bytes(b"PAR1 not a row of this task's")
 

@@ -102,10 +102,11 @@ def test_a_failed_run_records_its_steps_and_curve(tmp_path, prepared_data):
 
     status = run_job(spec, run_id, should_stop=_stop_after(7, RuntimeError("the controller fell")))
 
-    row = read_row(paths.run_path(tmp_path, "small", run_id))
+    row = read_row(paths.run_path(tmp_path, "small", run_id, "000001"))
     assert status == row["status"] == "failed" and "the controller fell" in row["error"]
     assert row["steps_done"] == 7 and row["tokens_seen"] == 7 * 8 * 32
-    curve = pq.read_table(paths.curve_path(tmp_path, "small", run_id)).column("step").to_pylist()
+    curve = paths.curve_path(tmp_path, "small", run_id, "000001")
+    curve = pq.read_table(curve).column("step").to_pylist()
     assert curve == [2, 4, 6]
 
 
@@ -114,12 +115,12 @@ def test_cancelled_and_timed_out_rows_record_their_steps_and_curve(tmp_path, pre
     spec = spec_for(tmp_path, "small", prepared_data, threads=1)
     with contextlib.suppress(TrainingInterrupted):  # checkpointed at step 9, as a SLURM signal
         run_job(spec, run_id, should_stop=_stop_after(9))  # or the local time limit stops it
-    for status in ("cancelled", "timeout"):
+    for attempt, status in enumerate(("cancelled", "timeout"), start=1):
         write_status(tmp_path, "small", run_id, status, f"{status} by the test", "7")
 
-        row = read_row(paths.run_path(tmp_path, "small", run_id))
+        row = read_row(paths.run_path(tmp_path, "small", run_id, f"{attempt:06d}"))
         assert (row["status"], row["steps_done"], row["job_id"]) == (status, 9, "7")
-        path = paths.curve_path(tmp_path, "small", run_id)
+        path = paths.curve_path(tmp_path, "small", run_id, f"{attempt:06d}")
         assert pq.read_table(path).column("step").to_pylist() == [2, 4, 6, 8]
 
 

@@ -15,7 +15,8 @@ from harness.store.rows import write_result
 from harness.train.loop import train
 from tests.runs import tiny_run
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+# Exact float32 arithmetic of the CPU (tests/test_gpu.py checks the GPU path, with tolerances).
+pytestmark = pytest.mark.usefixtures("on_the_cpu", "one_thread")
 
 
 ALL = ["embedding", "head_mu_norm", "head_rho", "buckets"]  # the head's iso: same code, slow

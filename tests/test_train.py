@@ -7,14 +7,13 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from harness.model.architecture import flops_per_token
 from harness.optim.registry import OPTIMIZERS
 from harness.train.checkpoint import Checkpointing
 from harness.train.device import place
-from harness.train.loop import TrainingFailed, TrainingInterrupted, train
-from tests.runs import tiny_run
+from harness.train.loop import TrainingFailed, train
+from tests.runs import interrupt_then_resume, tiny_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -78,7 +77,7 @@ def test_divergence_is_a_result(prepared_data):
     assert result.metric("val_loss") is None and result.curve
 
 
-def test_deterministic_given_seed(prepared_data):
+def test_deterministic_given_seed(prepared_data, on_the_cpu):
     run = tiny_run(prepared_data)
     a = train(run, data_root=prepared_data, log=None)
     b = train(run, data_root=prepared_data, log=None)
@@ -89,28 +88,19 @@ def test_deterministic_given_seed(prepared_data):
 
 
 @pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
-def test_resume_from_checkpoint_is_bitwise_identical(prepared_data, tmp_path, optimizer):
+def test_resume_from_checkpoint_is_bitwise_identical(
+    prepared_data, on_the_cpu, tmp_path, optimizer
+):
     run = tiny_run(prepared_data, optimizer=optimizer, lr=0.1 if optimizer == "sgd" else 3e-3)
     whole = train(run, data_root=prepared_data, log=None)
     ckpt = Checkpointing(tmp_path / "run.pt", every_s=600.0)
-    calls = {"n": 0}
-
-    def stop_after_three() -> bool:
-        calls["n"] += 1
-        return calls["n"] == 4  # polled before step 4: three steps done
-
-    with pytest.raises(TrainingInterrupted):
-        train(run, data_root=prepared_data, checkpoint=ckpt, should_stop=stop_after_three,
-              log=None)  # fmt: skip
-    assert ckpt.path.exists()
-    torch.manual_seed(1234)  # a resumed process starts with other RNG state
-    resumed = train(run, data_root=prepared_data, checkpoint=ckpt, log=None)
+    resumed = interrupt_then_resume(run, prepared_data, ckpt, after=3)
     assert resumed.metrics["val_loss"] == whole.metrics["val_loss"]
     assert [p["train_loss"] for p in resumed.curve] == [p["train_loss"] for p in whole.curve]
     assert resumed.steps_done == whole.steps_done
 
 
-def test_gradient_accumulation_matches_full_batch(prepared_data):
+def test_gradient_accumulation_matches_full_batch(prepared_data, on_the_cpu):
     full = train(tiny_run(prepared_data), data_root=prepared_data, log=None)
     accum = train(tiny_run(prepared_data, micro_batch_size=2), data_root=prepared_data, log=None)
     assert accum.metrics["val_loss"] == pytest.approx(full.metrics["val_loss"], rel=1e-4)

@@ -28,6 +28,7 @@ COMMANDS: Registry[str] = Registry(
         "cancel": "harness.cli.cancel:cancel",
         "query": "harness.cli.query:query",
         "compact": "harness.cli.compact:compact",
+        "clean": "harness.cli.clean:clean",
         "data": "harness.cli.data:data",
         "analyze": "harness.cli.analyze:analyze",
         "figures": "harness.cli.figures:figures",
@@ -35,6 +36,7 @@ COMMANDS: Registry[str] = Registry(
         "import": "harness.cli.importer:import_",
         "watch": "harness.cli.watch:watch",
         "eval": "harness.cli.evaluate:evaluate",
+        "bench": "harness.cli.bench:bench",
     },
 )
 """Command name -> ``module:attribute`` of its click command."""

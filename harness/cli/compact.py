@@ -21,7 +21,8 @@ def compact(grid: str, results: Path | None) -> None:
     Example: harness compact grids/adam_betas.yaml
     """
     name = grid_name(grid)
-    report = compact_grid(resolve_results(results), name)
+    report = compact_grid(resolve_results(results), name)  # waits for another compaction
+    assert report is not None  # None only without waiting (wait=False)
     if report.generation is None:
         click.echo(f"{name}: nothing to compact")
         return

@@ -26,14 +26,29 @@ from harness.store.importing import import_csv
     help="Scale of rows without a scale column.",
 )
 @click.option("--extra", default="", help="Further metric columns in the file, comma separated.")
+@click.option(
+    "--curves",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="CSV of the runs' loss curves: key columns naming a run of FILE (e.g. "
+    "model,batch_size,seed), step, and tokens/train_loss/val_loss/lr/elapsed_s.",
+)
 @results_option
 def import_(
-    file: Path, grid: str, source: str | None, scale: str, extra: str, results: Path | None
+    file: Path,
+    grid: str,
+    source: str | None,
+    scale: str,
+    extra: str,
+    curves: Path | None,
+    results: Path | None,
 ) -> None:
-    """Import a CSV of results (one row per run or seed: config and metric columns).
+    """Import a CSV of results (one row per run or seed: config and metric columns), and with
+    --curves their loss curves (one row per logged point).
 
     Rows get status completed (unless a status column says otherwise) and a source, and are then
-    analysed and plotted like trained runs.
+    analysed and plotted like trained runs; curves are read by critical-batch, speedup and the
+    curve figures.
 
     Example: harness import harness.analysis/published/talk_table1.csv --grid talk_table1
     """
@@ -44,6 +59,9 @@ def import_(
         source=source,
         scale=scale,
         extra=parse_columns(extra),
+        curves=curves,
     )
     derived = f" (derived: {', '.join(done.derived)})" if done.derived else ""
     click.echo(f"imported {done.rows} row(s) into grid {grid!r}: {done.path}{derived}")
+    if curves is not None:
+        click.echo(f"imported the loss curves of {done.curves} run(s) from {curves}")

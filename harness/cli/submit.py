@@ -133,10 +133,16 @@ def submit(
         report = once()
         faults += _finished(report)
         # --extend/--confirm: plan again once the runs have finished, until nothing is added
-        while planner is not None and not dry_run and report.launched and report.statuses:
+        # (runs another process trained meanwhile have ended too: this submit joins its rounds;
+        # a round whose runs all ended without a row ends the loop)
+        while (planner is not None and not dry_run and report.launched and report.waited
+               and (report.statuses or not report.lost)):  # fmt: skip
+            if not report.statuses:
+                click.echo(f"{report.grid}: another process trained this round's runs; "
+                           "planning the next round")  # fmt: skip
             report = once()
             faults += _finished(report)
-        if planner is not None and not dry_run and report.launched and not report.statuses:
+        if planner is not None and not dry_run and report.launched and not report.waited:
             click.echo("queued: run the same command again once they finish (or add --wait)")
     except Stopped as e:
         again = ["harness", "submit", str(grid), *(["--local"] if local else [])]

@@ -64,14 +64,29 @@ KEEP_CHECKPOINTS = EnvVar(
     "`1`/`true`: keep a completed run's checkpoint (`0`/`false`: delete it)",
     "the profile's `keep_checkpoints`",
 )
+PREFLIGHT_TIMEOUT_S = EnvVar(
+    "HARNESS_PREFLIGHT_TIMEOUT_S",
+    "seconds the preflight gives each optimizer configuration (build and one step, in a child "
+    "process)",
+    "60",
+)
+PREFLIGHT_MEMORY_GB = EnvVar(
+    "HARNESS_PREFLIGHT_MEMORY_GB",
+    "address space of the preflight's child process, GiB",
+    "half the machine's memory",
+)
 EARLY_SIGNAL = EnvVar(
     "HARNESS_EARLY_SIGNAL",
     "internal: a SLURM signal that arrived before a task's handlers (set by the task's boot)",
     "none arrived",
 )
-XDG_CACHE_HOME = EnvVar("XDG_CACHE_HOME", "base of the cache folder (`<it>/harness`)", "`~/.cache`")
+XDG_CACHE_HOME = EnvVar(
+    "XDG_CACHE_HOME", "base of the cache folder (`<it>/harness`)", "`~/.cache` (also when relative)"
+)
 XDG_DATA_HOME = EnvVar(
-    "XDG_DATA_HOME", "base of the default data root (`<it>/harness/data`)", "`~/.local/share`"
+    "XDG_DATA_HOME",
+    "base of the default data root (`<it>/harness/data`)",
+    "`~/.local/share` (also when relative)",
 )
 CUDA_VISIBLE_DEVICES = EnvVar(
     "CUDA_VISIBLE_DEVICES",
@@ -108,7 +123,7 @@ ENV: dict[str, EnvVar] = {
     v.name: v
     for v in (
         RESULTS, DATA, SPILL, SQL_UNSAFE, SQL_MEMORY, LAUNCHERS, CHECKPOINT_EVERY_S,
-        KEEP_CHECKPOINTS, EARLY_SIGNAL,
+        KEEP_CHECKPOINTS, PREFLIGHT_TIMEOUT_S, PREFLIGHT_MEMORY_GB, EARLY_SIGNAL,
         XDG_CACHE_HOME, XDG_DATA_HOME, CUDA_VISIBLE_DEVICES, SLURM_CONF, SLURM_JOB_ID,
         SLURM_RESTART_COUNT, TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, MASTER_ADDR, MASTER_PORT,
     )
@@ -118,13 +133,21 @@ ENV: dict[str, EnvVar] = {
 
 def cache_dir() -> Path:
     """The harness's cache folder: ``$XDG_CACHE_HOME/harness``, else ``~/.cache/harness``."""
-    return Path(XDG_CACHE_HOME.get() or Path.home() / ".cache") / "harness"
+    return xdg_base(XDG_CACHE_HOME, Path.home() / ".cache") / "harness"
 
 
 def data_home() -> Path:
     """The default data root, one per user: ``$XDG_DATA_HOME/harness/data``, else
     ``~/.local/share/harness/data``."""
-    return Path(XDG_DATA_HOME.get() or Path.home() / ".local" / "share") / "harness" / "data"
+    return xdg_base(XDG_DATA_HOME, Path.home() / ".local" / "share") / "harness" / "data"
+
+
+def xdg_base(var: EnvVar, fallback: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """An XDG base folder: ``var``'s value when it is an absolute path, else ``fallback``. The
+    XDG spec has a relative value ignored: it would name another folder from every working
+    directory (a dataset prepared again per folder, a cache per folder)."""
+    given = var.get(environ)
+    return Path(given) if given and Path(given).is_absolute() else fallback
 
 
 def readme_table() -> str:

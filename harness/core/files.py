@@ -162,39 +162,83 @@ def try_locked(path: Path, wait_s: float = 2.0) -> Iterator[bool]:
     """Try to hold an exclusive ``flock`` on ``path`` (created if missing) for the ``with``
     block; yields whether it is held. Another process holding it for ``wait_s`` seconds (a
     probe, :func:`is_locked`, holds it for microseconds) means no. The kernel releases the lock
-    when its process dies, however it dies, so a dead process never holds one."""
+    when its process dies, however it dies, so a dead process never holds one. A lock file
+    removed while it was being locked (:func:`remove_unheld_lock`) is created and locked
+    afresh, so two processes never both hold a run's lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        deadline = time.monotonic() + wait_s
-        while True:
+    deadline = time.monotonic() + wait_s
+    while True:
+        with open(path, "a") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     yield False
                     return
                 time.sleep(0.05)
-        try:
-            yield True
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+                continue
+            if not _still_named(f, path):
+                fcntl.flock(f, fcntl.LOCK_UN)
+                continue  # removed (or replaced) between open and lock: lock the file there now
+            try:
+                yield True
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+            return
+
+
+def _still_named(f: IO[str], path: Path) -> bool:
+    """Whether the open file ``f`` is still the file at ``path``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(f.fileno())
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def remove_unheld_lock(path: Path) -> bool:
+    """Remove the lock file ``path`` if no process holds it (:func:`try_locked`); returns whether
+    it was removed. It is removed while this process holds it, so a process that opened it
+    meanwhile finds it gone once it gets the lock, and locks a new file (:func:`try_locked`)."""
+    try:
+        with _flocked(path, fcntl.LOCK_EX) as f:
+            if f is None or not _still_named(f, path):
+                return False
+            path.unlink()
+            return True
+    except FileNotFoundError:
+        return False
 
 
 def is_locked(path: Path) -> bool:
     """Whether a live process holds ``path``'s lock (:func:`try_locked`); False when there is no
     such file."""
     try:
-        f = open(path)  # noqa: SIM115 (closed below)
+        with _flocked(path, fcntl.LOCK_SH) as f:
+            return f is None
     except FileNotFoundError:
         return False
-    with f:
+
+
+@contextmanager
+def _flocked(path: Path, op: int) -> Iterator[IO[str] | None]:
+    """``path`` opened and ``flock``-ed with ``op`` (without waiting) for the ``with`` block;
+    None when another process holds a conflicting lock.
+
+    Raises:
+        FileNotFoundError: there is no such file.
+    """
+    with open(path) as f:
         try:
-            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(f, op | fcntl.LOCK_NB)
         except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
-        return False
+            yield None
+            return
+        try:
+            yield f
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def quarantine(path: Path, dest: Path, cause: str) -> Path:

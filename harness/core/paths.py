@@ -3,15 +3,18 @@
 Layout under the results root (``results/`` in the working directory by default)::
 
     <root>/<grid>/manifest.parquet      planned runs (one row per run_id, every config column)
-    <root>/<grid>/runs/<run_id>.parquet one result row per finished run
-    <root>/<grid>/curves/<run_id>.parquet its loss curve
+    <root>/<grid>/runs/<run_id>.<version>.parquet  one result row per write, never replaced
+                                        (earlier versions wrote ``runs/<run_id>.parquet``)
+    <root>/<grid>/curves/<run_id>.<version>.parquet its loss curve, written with that row
     <root>/<grid>/compact/              consolidated rows and curves (``harness compact``):
         runs-<gen>.parquet, curves-<gen>.parquet   one generation each (zero-padded numbers)
+        covered-<gen>.json                 the per-run files it holds; written last
     <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
     <root>/<grid>/weights/<run_id>.pt   final weights of a run whose grid keeps them (keep_weights)
     <root>/<grid>/evals/<run_id>.<task>.parquet  its downstream scores on one task (harness eval)
     <root>/<grid>/live/<run_id>.jsonl   curve points of a run being trained, one line each
+    <root>/<grid>/bench/<candidate>.yaml  the grid ``harness bench`` derived for one candidate
     <root>/<grid>/submissions/          launcher records (job ids) and logs of runs:
         records/<job id>.json              one per accepted SLURM array (``harness.launch.slurm``)
         slurm/                             submitit's folder: scripts and logs of SLURM tasks
@@ -95,8 +98,40 @@ def results_root(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 PER_RUN_FILES = "*.parquet"
-"""Glob of the per-run files in :func:`runs_dir` and :func:`curves_dir` (one per run_id, named
-by it; an import's file too)."""
+"""Glob of the per-run files in :func:`runs_dir` and :func:`curves_dir` (named by run_id and
+version, :func:`run_path`; an import's file too)."""
+
+LEGACY_VERSION = ""
+"""The version of a per-run file written by an earlier harness, in place (``<run_id>.parquet``):
+older than every versioned one."""
+
+
+def version_name(attempt: int) -> str:
+    """The per-run file version of a row of ``attempt``: the zero-padded attempt, so versions
+    sort by attempt (a writer creates the file only if no file has the name,
+    :mod:`harness.store.rows`)."""
+    return f"{attempt:06d}"
+
+
+def is_per_run_file(name: str) -> bool:
+    """Whether a file name in :func:`runs_dir` or :func:`curves_dir` is a per-run file (matches
+    :data:`PER_RUN_FILES`; a writer's hidden temporary file never does)."""
+    return name.endswith(".parquet") and not name.startswith(".")
+
+
+def per_run_name(path: Path) -> tuple[str, str]:
+    """(run_id, version) of a per-run file's name (:func:`run_path`); the version of a file
+    written in place by an earlier harness is :data:`LEGACY_VERSION`."""
+    stem = path.name.removesuffix(".parquet")
+    run_id, _, version = stem.partition(".")
+    return run_id, version
+
+
+def version_attempt(version: str) -> int | None:
+    """The attempt a per-run file's version names; None for :data:`LEGACY_VERSION` (read the
+    file's ``attempt`` column)."""
+    return int(version) if version.isdigit() else None
+
 
 GENERATION_KINDS = ("runs", "curves")
 """What a consolidated generation holds: result rows or loss curves."""
@@ -109,6 +144,12 @@ def grid_dir(root: Path, grid: str) -> Path:
     return root / grid
 
 
+def bench_grid_path(root: Path, grid: str, candidate: str) -> Path:
+    """The grid file ``harness bench`` derives for one candidate under a protocol whose grid is
+    ``grid`` (``<root>/<grid>/bench/<candidate>.yaml``; ``candidate`` a file-name-safe slug)."""
+    return grid_dir(root, grid) / "bench" / f"{candidate}.yaml"
+
+
 def manifest_path(root: Path, grid: str) -> Path:
     """The grid's manifest of planned runs."""
     return grid_dir(root, grid) / "manifest.parquet"
@@ -119,9 +160,14 @@ def runs_dir(root: Path, grid: str) -> Path:
     return grid_dir(root, grid) / "runs"
 
 
-def run_path(root: Path, grid: str, run_id: str) -> Path:
-    """One run's result row."""
-    return runs_dir(root, grid) / f"{run_id}.parquet"
+def _versioned(folder: Path, run_id: str, version: str) -> Path:
+    return folder / (f"{run_id}.{version}.parquet" if version else f"{run_id}.parquet")
+
+
+def run_path(root: Path, grid: str, run_id: str, version: str) -> Path:
+    """One version of a run's result row (:func:`version_name`; written once, never replaced);
+    :data:`LEGACY_VERSION`: the file an earlier harness wrote in place."""
+    return _versioned(runs_dir(root, grid), run_id, version)
 
 
 def curves_dir(root: Path, grid: str) -> Path:
@@ -129,9 +175,9 @@ def curves_dir(root: Path, grid: str) -> Path:
     return grid_dir(root, grid) / "curves"
 
 
-def curve_path(root: Path, grid: str, run_id: str) -> Path:
-    """One run's loss curve."""
-    return curves_dir(root, grid) / f"{run_id}.parquet"
+def curve_path(root: Path, grid: str, run_id: str, version: str) -> Path:
+    """The loss curve written with the row of the same version (:func:`run_path`)."""
+    return _versioned(curves_dir(root, grid), run_id, version)
 
 
 def compact_dir(root: Path, grid: str) -> Path:
@@ -154,6 +200,13 @@ def generations(root: Path, grid: str, kind: str) -> list[Path]:
     """The grid's consolidated generations of ``kind``, oldest first (by name)."""
     folder = compact_dir(root, grid)
     return sorted(folder.glob(generation_glob(kind))) if folder.is_dir() else []
+
+
+def covered_path(root: Path, grid: str, generation: int) -> Path:
+    """The list of the per-run files (and older generations) a generation holds, written after
+    the generation itself: its presence says the generation is complete
+    (:mod:`harness.store.layout`)."""
+    return compact_dir(root, grid) / f"covered-{generation:06d}.json"
 
 
 def generation_of(path: Path) -> tuple[str, int] | None:
@@ -185,7 +238,7 @@ def weights_path(root: Path, grid: str, run_id: str) -> Path:
 
 def eval_lock_path(root: Path, grid: str, run_id: str) -> Path:
     """The lock the process evaluating a run's weights holds (never evaluated twice at once)."""
-    return grid_dir(root, grid) / "locks" / f"{run_id}.eval.lock"
+    return locks_dir(root, grid) / f"{run_id}.eval.lock"
 
 
 def evals_dir(root: Path, grid: str) -> Path:
@@ -243,9 +296,27 @@ def local_logs_dir(root: Path, grid: str) -> Path:
     return submissions_dir(root, grid) / "local"
 
 
+def locks_dir(root: Path, grid: str) -> Path:
+    """Folder of a grid's run and evaluation locks."""
+    return grid_dir(root, grid) / "locks"
+
+
 def run_lock_path(root: Path, grid: str, run_id: str) -> Path:
     """The lock the process training a run holds (a run is never trained twice at once)."""
-    return grid_dir(root, grid) / "locks" / f"{run_id}.lock"
+    return locks_dir(root, grid) / f"{run_id}.lock"
+
+
+def lock_run_id(path: Path) -> str | None:
+    """The run_id of a lock file of :func:`locks_dir` (a run's or an evaluation's); None for
+    any other file."""
+    if not path.name.endswith(".lock") or path.name.startswith("."):
+        return None
+    return path.name.split(".", 1)[0]
+
+
+def local_log_path(root: Path, grid: str, run_id: str) -> Path:
+    """The log of a run the local launcher trains (:func:`local_logs_dir`)."""
+    return local_logs_dir(root, grid) / f"{run_id}.log"
 
 
 def quarantine_dir(root: Path, grid: str) -> Path:

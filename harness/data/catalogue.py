@@ -109,9 +109,11 @@ DEFAULT_DATASET: str = default("dataset")
 def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The data root: ``explicit`` > ``$HARNESS_DATA`` > the user's data home
     (:func:`harness.core.env.data_home`, one per user: the same from every folder)."""
-    if explicit:
-        return Path(explicit)
-    return Path(env.DATA.get() or env.data_home())
+    root = Path(explicit) if explicit else Path(env.DATA.get() or env.data_home())
+    if root.exists() and not root.is_dir():
+        given = "--data" if explicit else env.DATA.name if env.DATA.get() else "the data home"
+        raise UserError(f"{given}: {root} is not a folder; give a folder for prepared datasets")
+    return root
 
 
 def get_dataset(name: str) -> DatasetSpec:

@@ -26,6 +26,7 @@ from harness.grid.followup import ExtendSpec
 from harness.grid.grammar import Point
 from harness.grid.resolve import SCHEDULE_KEYS, Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
+from harness.optim.hooks import unwired
 from harness.optim.registry import canonical_name
 from harness.optim.schedule import SCHEDULE_FIELDS
 from harness.optim.spec import NAMESPACE, OptimizerSpec
@@ -148,18 +149,24 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
     named |= grammar.values_of("embedding_optimizer", sections)
     problems: list[str] = []
     specs = optimizer_specs(sorted(named), path.parent, problems)
+    unloaded = {n for n in named if _canonical(n, path.parent) not in specs}
+    imports = len(problems)  # an optimizer that cannot be loaded: the rest is still checked
     own = {h.name for spec in specs.values() for h in spec.hyperparameters}
     own |= workload_keys(grammar.values_of("workload", sections), path.parent, problems)
+    theirs = {k for k, _, arm in _set_keys(sections) if arm in unloaded} - GRID_KEYS - own
     _check_names(specs, problems)
-    _check_keys(sections, specs, GRID_KEYS | own, problems)
+    _check_keys(sections, specs, GRID_KEYS | own | theirs, problems)
     _check_read(sections, specs, problems)
     _check_arms(sections, specs, path.parent, problems)
-    _raise(file, problems)
+    if len(problems) > imports:
+        _raise(file, problems)
     _check_schedule_read(sections, file)
-    points = grammar.expand(sections, GRID_KEYS | own, file)
+    points = grammar.expand(sections, GRID_KEYS | own | theirs, file)
+    points = [p for p in points if not {p.values.get("optimizer"), p.values.get(
+        "embedding_optimizer")} & unloaded]  # fmt: skip
     scale = "local" if local else "full"
     resolver = Resolver(name, scale, vocab, file, path.parent)
-    runs = _resolve_all(resolver, points, file)
+    runs = _resolve_all(resolver, points, file, problems)
     _check_duplicates(runs, points, path)
     return Grid(
         name=name,
@@ -169,12 +176,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         runs=runs,
         figures=_figures(doc, path),
         axes=_varying(runs),
-        notes=tuple(
-            f"optimizer {spec.name}: argument {arg!r} ({why}) is left at its default; "
-            "no grid can set it"
-            for spec in specs.values()
-            for arg, why in spec.left_at_default.items()
-        ),
+        notes=_notes(specs),
         confirm_seeds=followup.confirm_seeds(
             sections["seeds"], grammar.seed_list(sections["seeds"], file), file
         ),
@@ -183,6 +185,32 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         resolver=resolver,
         target=grid_target(sections, file),
     )
+
+
+def _notes(specs: dict[str, OptimizerSpec]) -> tuple[str, ...]:
+    """What the dry run says of the grid's optimizers: arguments left at their defaults, and
+    known hooks their declarations do not wire (:mod:`harness.optim.hooks`)."""
+    notes = [
+        f"optimizer {spec.name}: argument {arg!r} ({why}) is left at its default; "
+        "no grid can set it"
+        for spec in specs.values()
+        for arg, why in spec.left_at_default.items()
+    ]
+    notes += [
+        f"optimizer {spec.name}: argument {arg!r} ({why}) is not passed unless the grid sets it, "
+        "so the constructor's own default applies"
+        for spec in specs.values()
+        for arg, why in spec.kept_defaults.items()
+    ]
+    return tuple(notes + [line for spec in specs.values() for line in unwired(spec)])
+
+
+def _canonical(name: str, base: Path) -> str | None:
+    """How runs record optimizer ``name`` (None: a reference that cannot be made canonical)."""
+    try:
+        return canonical_name(name, base)
+    except UserError:
+        return None
 
 
 def workload_keys(names: Collection[str], base: Path, problems: list[str]) -> set[str]:
@@ -233,17 +261,20 @@ def check_derived_axes(doc: dict[str, Any], path: Path) -> None:
         )
 
 
-def _resolve_all(resolver: Resolver, points: Sequence[Point], file: str) -> tuple[RunConfig, ...]:
+def _resolve_all(
+    resolver: Resolver, points: Sequence[Point], file: str, earlier: Sequence[str] = ()
+) -> tuple[RunConfig, ...]:
     """Each point's run. Points that differ only in their seed are resolved once and the seed
     set on a copy (a grid of 10 seeds resolves a tenth of its points), unless one of their
     values is a string that may read the seed (an expression naming it).
 
     Raises:
-        UserError: every distinct problem of every point, at once.
+        GridRefused: every distinct problem of every point, after the ``earlier`` ones (the
+            optimizers that could not be loaded), at once, with the runs that did resolve.
     """
     done: dict[str, RunConfig | None] = {}
     out = []
-    problems: list[str] = []
+    problems: list[str] = list(earlier)
     for p in points:
         rest = {k: v for k, v in p.values.items() if k != "seed"}
         key = repr(sorted(rest.items(), key=lambda kv: kv[0]))
@@ -262,7 +293,7 @@ def _resolve_all(resolver: Resolver, points: Sequence[Point], file: str) -> tupl
             run = dataclasses.replace(first, execution=execution)
         if run is not None:
             out.append(run)
-    _raise(file, problems)
+    _raise(file, problems, tuple(out))
     return tuple(out)
 
 
@@ -270,16 +301,30 @@ MAX_PROBLEMS = 20
 """Most problems one refusal lists (the rest are counted)."""
 
 
-def _raise(file: str, problems: list[str]) -> None:
-    """One UserError listing every problem (one line when there is one)."""
-    problems = _merge_runs(problems)
-    if len(problems) == 1:
-        raise UserError(f"{file}: {problems[0]}")
-    if problems:
+class GridRefused(UserError):
+    """A grid's refusal: every problem found (imports, keys, types), and the runs that resolved
+    despite them, so that a caller can add what its own checks of those runs find (the
+    preflight) to the one refusal (:meth:`adding`)."""
+
+    def __init__(self, file: str, problems: Sequence[str], runs: tuple[RunConfig, ...]) -> None:
+        self.file, self.problems, self.runs = file, tuple(problems), runs
+        if len(problems) == 1:
+            super().__init__(f"{file}: {problems[0]}")
+            return
         shown = [f"  - {p}" for p in problems[:MAX_PROBLEMS]]
         if len(problems) > MAX_PROBLEMS:
             shown.append(f"  ... and {len(problems) - MAX_PROBLEMS} more")
-        raise UserError(f"{file}: {len(problems)} problems:\n" + "\n".join(shown))
+        super().__init__(f"{file}: {len(problems)} problems:\n" + "\n".join(shown))
+
+    def adding(self, more: Sequence[str]) -> GridRefused:
+        """The same refusal with ``more`` problems (of the runs that resolved)."""
+        return GridRefused(self.file, [*self.problems, *more], ())
+
+
+def _raise(file: str, problems: list[str], runs: tuple[RunConfig, ...] = ()) -> None:
+    """One UserError listing every problem (one line when there is one)."""
+    if problems:
+        raise GridRefused(file, _merge_runs(problems), runs)
 
 
 def _check_names(specs: dict[str, OptimizerSpec], problems: list[str]) -> None:

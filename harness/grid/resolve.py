@@ -92,7 +92,8 @@ def _finite(default: Any) -> bool:
 def _optimizers(specs: dict[str, OptimizerSpec]) -> _Optimizers:
     own = {h.name: h for spec in specs.values() for h in spec.hyperparameters}
     types = _FIELD_TYPES | {
-        k: _Type(h.type, h.default is None, h.choices, _finite(h.default)) for k, h in own.items()
+        k: _Type(h.type, h.default is None or h.nullable, h.choices, _finite(h.default))
+        for k, h in own.items()
     }
     defaults: dict[str, Any] = {}
     readers: dict[str, str] = {}

@@ -30,7 +30,6 @@ from typing import Any, Protocol
 from harness.core import env
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.core.files import FileStamp
 from harness.core.registry import load_object
 from harness.launch.profile import LauncherProfile, backend
 from harness.launch.registry import LAUNCHERS
@@ -143,12 +142,13 @@ class Launcher(Protocol):
         self,
         runs: Sequence[RunConfig],
         spec: ExecutionSpec,
-        seen: Mapping[str, FileStamp | None] | None = None,
+        seen: Mapping[str, int | None] | None = None,
     ) -> Launched:
         """Hand ``runs`` (of ``spec.grid``, in its manifest) to the backend. ``seen``: each run's
-        row file as ``submit`` saw it before deciding to train it; a backend that trains a run
-        whose row changed since (another process or job finished it) trains it twice, so it
-        checks, under the run lock, just before training (the local pool and SLURM tasks do)."""
+        rows as ``submit`` saw them before deciding to train it
+        (:func:`~harness.store.rows.row_mark`); a backend that trains a run whose rows changed
+        since (another process or job finished it) trains it twice, so it checks, under the run
+        lock, just before training (the local pool and SLURM tasks do)."""
         ...
 
     def wait(

@@ -3,6 +3,13 @@ on its run's model, on the CPU, and takes one step on a tiny batch, so that a co
 step that fails (a tuple cut short, a wrong type) is one line at submit time, not a failed run
 per configuration after each run's start-up.
 
+The user's code runs in a child process (:mod:`harness.launch.sandbox`) with a time limit per
+configuration (``HARNESS_PREFLIGHT_TIMEOUT_S``, a minute) and a memory limit: an exit, a signal,
+a hang, a ``KeyboardInterrupt`` or ``SystemExit`` raised by the user's code, or a memory
+blow-up is one line for its configuration, and Ctrl-C stops ``submit`` at once. The step is the
+training loop's (closures, hooks: :mod:`harness.launch.preflight_step`), and a step that changes
+a learning rate the harness set (an optimizer with its own warmup, Ranger21) is refused.
+
 A configuration is what the optimizer's construction depends on: the optimizer(s), every
 optimizer field but the schedule (``lr`` and the schedule fields do not change what is built),
 its own hyperparameters, and the model. The model is the run's real one, every layer, when it
@@ -16,16 +23,15 @@ state would not fit a login node's memory), and the preflight's line says so. A 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from harness.core.catalogue import PER_OPTIMIZER
 from harness.core.config import Architecture, RunConfig
 from harness.core.errors import UserError
 from harness.core.registry import is_reference
+from harness.launch.sandbox import Limits, run_isolated
 from harness.model.architecture import param_count
-from harness.workloads.compat import problem
-from harness.workloads.registry import get_workload
 
 REAL_MODEL_BUDGET = 400_000_000
 """Most parameters of a model the preflight builds whole; a larger preset gets one block."""
@@ -51,7 +57,7 @@ def describe(run: RunConfig) -> str:
     return f"arm {arm}: " + (", ".join(f"{k}={v}" for k, v in values.items()) or "defaults")
 
 
-def _model_to_build(run: RunConfig) -> tuple[Architecture, str | None]:
+def model_to_build(run: RunConfig) -> tuple[Architecture, str | None]:
     """The architecture the preflight builds for ``run``, and why it is not the real one (None
     when it is)."""
     arch = run.arch
@@ -69,105 +75,56 @@ def _model_to_build(run: RunConfig) -> tuple[Architecture, str | None]:
     return dataclasses.replace(arch, n_layer=1), why
 
 
-def _workload_step(run: RunConfig) -> tuple[Any, Callable[[], Any], Any]:
-    """A workload run's model, the closure computing its first batch's loss and gradients, and
-    its optimizer (:mod:`harness.workloads`).
-
-    Raises:
-        UserError: the run's optimizer cannot train the workload's model
-            (:func:`harness.workloads.compat.problem`).
-    """
-    from harness.optim.build import build_optimizer
-    from harness.optim.modes import to_train_mode
-    from harness.optim.routing import split_parameters
-
-    workload = get_workload(str(run.arch.workload)).build(run.optim.hyperparameters.as_dict())
-    model = workload.model(run.execution.seed)
-    why = problem(run, [g for g, ps in split_parameters(model).items() if ps])
-    if why is not None:
-        raise UserError(why)
-    opt = build_optimizer(model, run)
-    to_train_mode(opt)
-    batch = workload.batch(run.execution.seed, 0, run.data.batch_size)
-
-    def loss_of() -> Any:
-        opt.zero_grad(set_to_none=True)
-        loss = workload.loss(model, batch)
-        loss.backward()
-        return loss.detach()
-
-    return model, loss_of, opt
-
-
-def preflight(runs: Iterable[RunConfig], where: str) -> str:
-    """Build and step each distinct optimizer configuration of ``runs`` once.
+def preflight(runs: Iterable[RunConfig], where: str, limits: Limits | None = None) -> str:
+    """Build and step each distinct optimizer configuration of ``runs`` once, in a child
+    process (:mod:`harness.launch.sandbox`; ``limits``: default :meth:`Limits.from_env`).
 
     Returns:
         What was checked, in a line (``2 optimizer configuration(s) built and stepped on the
         CPU on the runs' models``, naming any model built with one block).
 
     Raises:
-        UserError: every configuration that failed, one line each (arm, configuration,
-            exception).
+        UserError: every configuration that failed, one line each (:func:`problems`).
+        KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
     """
-    import torch
-    import torch.nn.functional as F
+    found, said = problems(runs, where, limits)
+    if found:
+        head = f"{where}: {HEAD}"
+        raise UserError(head + ":\n" + "\n".join(f"  - {p}" for p in found))
+    return said
 
-    from harness.model.build import build_model
-    from harness.optim.build import build_optimizer
-    from harness.optim.modes import needs_closure, to_train_mode
 
+HEAD = "preflight (one step of each optimizer configuration on the CPU) failed"
+"""How a preflight's refusal starts."""
+
+
+def problems(
+    runs: Iterable[RunConfig], where: str, limits: Limits | None = None
+) -> tuple[list[str], str]:
+    """The preflight's problems, a line per configuration that failed (arm, configuration,
+    what failed: an exception, an exit, a signal, a time limit, an optimizer scheduling its own
+    learning rate), and the line saying what was checked.
+
+    Raises:
+        UserError: a limit set in the environment that is not a positive number.
+        KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
+    """
     configurations: dict[tuple[Any, ...], RunConfig] = {}
     for run in runs:
         configurations.setdefault(_configuration(run), run)
-    problems = []
-    gen = torch.Generator().manual_seed(0)
-    models: dict[tuple[Any, int], torch.nn.Module] = {}
-    reduced = set()
-    for run in configurations.values():
-        arch, why = _model_to_build(run)
-        if why is not None:
-            reduced.add(why)
-        try:
-            if run.arch.workload is not None:
-                model, loss_of, opt = _workload_step(run)
-            else:
-                key = (arch, run.data.seq_len)
-                if key not in models:  # one model per architecture; its weights do not matter
-                    models[key] = build_model(arch, run.data.seq_len)
-                model = models[key]
-                model.zero_grad(set_to_none=True)
-                opt = build_optimizer(model, run)
-                to_train_mode(opt)
-                x = torch.randint(0, arch.vocab_size, (1, min(8, run.data.seq_len)), generator=gen)
-
-                def loss_of(
-                    model: torch.nn.Module = model,
-                    x: torch.Tensor = x,
-                    opt: torch.optim.Optimizer = opt,
-                ) -> torch.Tensor:  # the loss and gradients of the tiny batch (also the closure)
-                    opt.zero_grad(set_to_none=True)
-                    logits = model(x).float()
-                    loss = F.cross_entropy(logits.view(-1, logits.size(-1)), x.view(-1))
-                    loss.backward()  # type: ignore[no-untyped-call]
-                    return loss.detach()
-
-            loss_of()
-            if needs_closure(opt):
-                opt.step(loss_of)
-            else:
-                opt.step()
-        except UserError as e:  # an optimizer that refuses the run's workload
-            problems.append(f"{describe(run)}: {e}")
-        except Exception as e:  # the user's optimizer failed: say which configuration
-            problems.append(f"{describe(run)}: {type(e).__name__}: {e}".replace("\n", " "))
-    if problems:
-        head = f"{where}: preflight (one step of each optimizer configuration on the CPU) failed"
-        raise UserError(head + ":\n" + "\n".join(f"  - {p}" for p in problems))
+    chosen = list(configurations.values())
+    try:
+        limits = limits or Limits.from_env()
+    except ValueError as e:
+        raise UserError(f"{where}: preflight: {e}") from None
+    answers = run_isolated("harness.launch.preflight_step:check", chosen, limits) if chosen else []
+    found = [f"{describe(r)}: {a}" for r, a in zip(chosen, answers, strict=True) if a]
+    reduced = {why for r in chosen if (why := model_to_build(r)[1]) is not None}
     models_said = "real models"
     if reduced:
         models_said += f" (one block of {'; '.join(sorted(reduced))})"
-    return (
+    said = (
         f"{len(configurations)} optimizer configuration(s) built and stepped on the CPU "
         f"on the runs' {models_said}"
     )
+    return found, said

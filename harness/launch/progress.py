@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
-from harness.core import paths
 from harness.core.result import Status
 from harness.store.live import duration
 
@@ -86,10 +85,11 @@ class Progress:
 
 def val_loss_of(root: Path, grid: str, run_id: str) -> float | None:
     """The validation loss in a run's row file (None: none, or unreadable)."""
-    from harness.store.rows import read_row  # Arrow: only once runs finish, never in a dry run
+    from harness.store.rows import newest_row_file, read_row  # Arrow: only once runs finish
 
+    path = newest_row_file(root, grid, run_id)
     try:
-        value = read_row(paths.run_path(root, grid, run_id)).get("val_loss")
+        value = read_row(path).get("val_loss") if path is not None else None
     except (OSError, ValueError, IndexError):
         return None
     return float(value) if isinstance(value, int | float) else None

@@ -17,15 +17,16 @@ from typing import Any, TextIO
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError, unknown_choice
-from harness.core.files import file_stamp, remove_stale_temps
+from harness.core.files import remove_stale_temps
 from harness.core.result import RESULT_STATUSES, STATUSES, Status
 from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
-from harness.grid.load import Grid, load_grid
+from harness.grid.load import Grid, GridRefused, load_grid
 from harness.launch.contract import ExecutionSpec, Launcher, launcher_for, queued_anywhere
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
 from harness.launch.moved import moved_ids
 from harness.launch.preflight import preflight
+from harness.launch.preflight import problems as preflight_problems
 from harness.launch.profile import LauncherProfile, load_profile
 from harness.launch.sizes import count_params
 
@@ -46,6 +47,9 @@ class SubmitReport:
     """run_id -> status of runs that finished while submit waited."""
     lost: tuple[str, ...] = ()
     """Runs submit waited for that ended without a row (their process or job vanished)."""
+    waited: bool = False
+    """Whether submit waited for the launched runs to end (trained here, or by another process
+    that held their run locks: then they are not in ``statuses``)."""
 
     @property
     def faults(self) -> int:
@@ -185,7 +189,13 @@ def submit(
         raise UserError(f"--retry: unknown state(s) {sorted(bad)}; valid: {', '.join(STATUSES)}")
     if Status.COMPLETED in retry:
         raise UserError("--retry completed: completed runs are never run again")
-    grid = load_grid(grid_path, vocab=vocab_lookup(data_root), local=local)
+    try:
+        grid = load_grid(grid_path, vocab=vocab_lookup(data_root), local=local)
+    except GridRefused as refused:  # the runs that resolved are preflighted too: one refusal
+        if not refused.runs or (dry_run and not check):
+            raise
+        found, _ = preflight_problems(refused.runs, str(grid_path))
+        raise refused.adding([f"preflight: {p}" for p in found]) from None
     if figure_names is not None:
         check_figures(grid, figure_names)
     profile = choose_profile(grid, local, launcher)
@@ -247,6 +257,7 @@ def _launch(
 ) -> SubmitReport:
     from harness.store.integrity import check_grid  # DuckDB and Arrow: not for a dry run
     from harness.store.manifest import load_run, write_manifest
+    from harness.store.rows import row_marks
     from harness.store.spill import recover
     from harness.store.status import training_now
 
@@ -258,13 +269,14 @@ def _launch(
     if recovered:  # results of earlier submits the disk refused (their runs are in the manifest)
         out.write(f"{grid.name}: wrote {len(recovered)} results kept in spill files\n")
     runner.reconcile(root, grid.name)  # rows for runs whose job died without one
-    seen = {r.run_id: file_stamp(paths.run_path(root, grid.name, r.run_id)) for r in grid.runs}
+    marks = row_marks(root, grid.name)
+    seen = {r.run_id: marks.get(r.run_id) for r in grid.runs}
     # The queue before the rows: a task that ends in between wrote its rows before it left the
     # queue, so each of its runs is in one set or the other (read the other way round, a run
-    # could be in neither, and be queued twice).
-    # The rows are read once: a run that gets a row after this read was queued or being trained
-    # (its lock held) at the queue's answer, or is trained by a submit that raced this one, and
-    # whoever trains it checks under its lock that its row is still as ``seen`` says.
+    # could be in neither, and be queued twice). The rows are read once: a run that gets a row
+    # after this read was queued or being trained (its lock held) at the queue's answer, or is
+    # trained by a submit that raced this one, and whoever trains it checks under its lock that
+    # its rows are still as ``seen`` says.
     queued = queued_anywhere(root, grid.name, [r.run_id for r in grid.runs])
     done = _done(grid, spec, retry, stale, out)  # refuses stale results before any write
     todo = [r for r in grid.runs if r.run_id not in done and r.run_id not in queued]
@@ -291,11 +303,11 @@ def _launch(
     launched = runner.launch(todo, spec, seen)  # a run whose row changed since is not trained
     if wait if wait is not None else not runner.detaches:
         report = runner.wait(launched, spec)
+        marks = row_marks(root, grid.name)
         lost = tuple(r.run_id for r in todo if r.run_id not in report.statuses
-                     and file_stamp(paths.run_path(root, grid.name, r.run_id)) == seen[r.run_id]
-                     )  # fmt: skip
+                     and marks.get(r.run_id) == seen[r.run_id])  # fmt: skip
         return SubmitReport(
-            grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost
+            grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost, waited=True
         )
     out.write(f"follow with 'harness status {grid.name}'; stop with 'harness cancel {grid.name}'\n")
     return SubmitReport(grid.name, len(grid.runs), skipped, launched.runs, {})

@@ -11,7 +11,7 @@ from harness.core.config import RunConfig
 from harness.optim.composite import CompositeOptimizer
 from harness.optim.registry import get_spec
 from harness.optim.routing import param_groups
-from harness.optim.spec import OptimizerSpec
+from harness.optim.spec import Hooks, OptimizerSpec
 
 FALLBACK = "adamw"
 """The optimizer of the groups a spec does not take (``OptimizerSpec.takes``)."""
@@ -57,11 +57,12 @@ def build_optimizer(model: nn.Module, run: RunConfig) -> torch.optim.Optimizer:
         else:
             part, part_spec = "main", spec
         parts.setdefault(part, (part_spec, []))[1].append(g)
+    names = {id(p): n for n, p in model.named_parameters()}
     if list(parts) == ["main"]:
-        return _construct(spec, groups, run)
+        return _construct(spec, groups, run, names)
     order = [p for p in ("main", "embedding", "fallback") if p in parts]
     return CompositeOptimizer(
-        {p: _construct(*parts[p], run, fill_defaults=p != "main") for p in order}
+        {p: _construct(*parts[p], run, names, fill_defaults=p != "main") for p in order}
     )
 
 
@@ -69,9 +70,22 @@ def _construct(
     spec: OptimizerSpec,
     groups: list[dict[str, Any]],
     run: RunConfig,
+    names: dict[int, str],
     *,
     fill_defaults: bool = False,
 ) -> torch.optim.Optimizer:
+    kwargs = spec.kwargs(run, fill_defaults=fill_defaults)
+    if spec.hooks.named_parameters:  # Adam-mini: (name, parameter) pairs, its own groups
+        named = [(names[id(p)], p) for g in groups for p in g["params"]]
+        opt = spec.load()(named, lr=run.optim.lr, weight_decay=run.optim.weight_decay, **kwargs)
+        for g in opt.param_groups:
+            g.setdefault("lr_scale", 1.0)
+        return opt
     for g in groups:
         g.update(spec.group_options.get(g["name"], {}))
-    return spec.load()(groups, lr=run.optim.lr, **spec.kwargs(run, fill_defaults=fill_defaults))
+    return spec.load()(groups, lr=run.optim.lr, **kwargs)
+
+
+def hooks_of(run: RunConfig) -> Hooks:
+    """What the run's (main) optimizer needs from the loop beyond ``step()``."""
+    return get_spec(run.optim.optimizer).hooks

@@ -9,6 +9,7 @@ when a grid names it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from importlib import metadata
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from harness.core.registry import Registry, canonical_reference, is_reference, load_object
 from harness.optim import static
 from harness.optim.builtin import BUILTIN, Builtin
+from harness.optim.hooks import detected
 from harness.optim.signature import spec_from_class, spec_from_constructor
 from harness.optim.spec import OptimizerSpec
 
@@ -25,8 +27,12 @@ ENTRY_POINTS = "harness.optimizers"
 
 
 def _as_spec(obj: object, ref: str) -> OptimizerSpec:
-    """A declaration from an ``OptimizerSpec`` or an optimizer class (found at ``ref``)."""
-    return obj if isinstance(obj, OptimizerSpec) else spec_from_class(obj, ref)  # type: ignore[arg-type]  # a class, else spec_from_class says
+    """A declaration from an ``OptimizerSpec`` or an optimizer class (found at ``ref``), with
+    the known hooks its class shows (:func:`harness.optim.hooks.detected`)."""
+    if isinstance(obj, OptimizerSpec):
+        return obj
+    spec = spec_from_class(obj, ref)  # type: ignore[arg-type]  # a class, else spec_from_class says
+    return dataclasses.replace(spec, detected=detected(obj))  # type: ignore[arg-type]  # a class: spec_from_class checked
 
 
 def _entry_points() -> dict[str, OptimizerSpec]:

@@ -22,7 +22,14 @@ Each argument of ``cls.__init__`` after the parameters is, by name and signature
   default, like SAM's ``base_optimizer``): a ``str`` key whose value is a reference
   (``torch.optim:AdamW``), imported when the optimizer is built;
 - anything else with a default (a list, a tensor, an object): left at its default, never passed;
-  the dry run says so, and a grid that sets it is refused.
+  the dry run says so, and a grid that sets it is refused;
+- a scalar whose default is not a value of its annotation (heavyball's ``palm: bool =
+  use_default``, an ``object()`` sentinel): a grid key of the annotation's type; unset, it is
+  not passed (the constructor's sentinel applies), and the dry run says so.
+
+An annotation that admits None (``float | None``) accepts ``null`` in a grid. A constructor whose
+parameters argument is named ``named_parameters`` (Adam-mini) is given ``(name, parameter)``
+pairs (:class:`~harness.optim.spec.Hooks`).
 
 An own key whose name is a run field the optimizer does not read (``warmup_steps``, ``steps``,
 ``seed``) or a result column is namespaced: the grid key and column ``opt_<name>``
@@ -41,12 +48,13 @@ import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import UnionType
 from typing import Any
 
 from harness.core.catalogue import FIELDS, PER_OPTIMIZER, RESERVED
 from harness.core.errors import UserError
 from harness.core.registry import USER_MODULE_PREFIX
-from harness.optim.spec import ANY, NAMESPACE, REQUIRED, Hyperparameter, OptimizerSpec
+from harness.optim.spec import ANY, NAMESPACE, REQUIRED, Hooks, Hyperparameter, OptimizerSpec
 
 PASSED_BY_HARNESS = ("lr", "weight_decay")
 """Constructor keywords the harness always fills itself."""
@@ -142,6 +150,7 @@ def spec_from_constructor(
     packed: dict[str, tuple[str, ...]] = {}
     renamed: dict[str, str] = {}
     left: dict[str, str] = {}
+    kept: dict[str, str] = {}
 
     def key(name: str) -> str:  # the grid key of an own value: namespaced where taken
         taken = name in FIELDS or name in RESERVED or any(h.name == name for h in own)
@@ -186,8 +195,18 @@ def spec_from_constructor(
                 value = default if default in (REQUIRED, None) else reference_of(default)
                 own.append(Hyperparameter(name=name, type=str, default=value, reference=True))
             else:
+                sentinel = default not in (REQUIRED, None) and not _fits(default, kind)
+                if sentinel:
+                    kept[p.name] = f"its default {_short(default)} is not a {kind.type.__name__}"
                 own.append(
-                    Hyperparameter(name=name, type=kind.type, default=default, choices=kind.choices)
+                    Hyperparameter(
+                        name=name,
+                        type=kind.type,
+                        default=None if sentinel else default,
+                        choices=kind.choices,
+                        nullable=_allows_none(hints.get(p.name)),
+                        omit_unset=sentinel,
+                    )
                 )
     if problems:
         raise UserError(_problems(f"optimizer {ref!r}", problems))
@@ -198,9 +217,38 @@ def spec_from_constructor(
         renamed=renamed,
         packed=packed,
         left_at_default=left,
+        kept_defaults=kept,
         group_options=group_options or {},
         takes=takes,
+        hooks=Hooks(named_parameters=_params_name(init) == "named_parameters"),
     )
+
+
+def _params_name(init: Callable[..., None]) -> str | None:
+    """The name of the constructor's parameters argument (after ``self``)."""
+    names = list(inspect.signature(init).parameters)
+    return names[1] if len(names) > 1 else None
+
+
+def _fits(value: Any, kind: _Scalar) -> bool:
+    """Whether a default is a value of its kind (not a sentinel object standing for one)."""
+    if kind.choices is not None:
+        return any(value == c and type(value) is type(c) for c in kind.choices)
+    if kind.type is ANY:
+        return type(value) in _SCALARS
+    if kind.type is float:
+        return type(value) in (int, float)
+    return type(value) is kind.type
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return f"<{type(value).__name__}>" if " at 0x" in text or len(text) > 40 else text
+
+
+def _allows_none(hint: Any) -> bool:
+    """Whether an annotation admits None (``float | None``, ``Optional[bool]``)."""
+    return hint is type(None) or type(None) in typing.get_args(hint)
 
 
 def _problems(what: str, problems: list[str]) -> str:
@@ -270,7 +318,7 @@ def _from_hint(hint: Any, default: Any) -> _Kind | None:
         return _from_default(default) if isinstance(default, tuple) else None
     if origin is type or origin is collections.abc.Callable or hint is collections.abc.Callable:
         return _Reference()
-    if args and origin is not None:  # a union: float | None, float | Tensor, tuple | tuple
+    if origin in (typing.Union, UnionType):  # float | None, float | Tensor, tuple | tuple
         if isinstance(default, tuple):
             return _from_default(default)
         members = [a for a in args if a is not type(None)]

@@ -61,6 +61,11 @@ class Hyperparameter:
     """Value when a grid sets none (None: absent), or ``REQUIRED``."""
     choices: tuple[Any, ...] | None = None
     """The values it may take (a ``Literal[...]`` annotation); None: any of its type."""
+    nullable: bool = False
+    """A grid may set it to null (its annotation allows None), whatever its default."""
+    omit_unset: bool = False
+    """Unset (None), it is not passed, so the constructor's own default applies: a default no
+    grid value can write (a sentinel object, heavyball's ``use_default``)."""
     reference: bool = False
     """Its value names a class or a function (``torch.optim:AdamW``, ``path/to/file.py:f``),
     imported when the optimizer is built and passed as the object (SAM's ``base_optimizer``)."""
@@ -68,6 +73,26 @@ class Hyperparameter:
     """Unit of the value."""
     scale: Scale = Scale.LINEAR
     """How its values are spaced when swept."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hooks:
+    """What an optimizer needs from the loop beyond ``step()`` that its constructor cannot say,
+    declared (:func:`harness.optim.hooks.declare`), never guessed; the loop and the preflight
+    act on it (:mod:`harness.optim.hooks`)."""
+
+    named_parameters: bool = False
+    """The constructor takes ``(name, parameter)`` pairs, not parameter groups (Adam-mini): the
+    parameters of the groups it takes are passed with their names, with the run's
+    ``weight_decay`` as a keyword; its own grouping and decay rules apply. Set by itself for a
+    constructor whose parameters argument is named ``named_parameters``."""
+    create_graph: bool = False
+    """The backward pass keeps its graph (``loss.backward(create_graph=True)``): the optimizer
+    takes Hessian-vector products of the gradients (AdaHessian, SophiaH)."""
+    every: Mapping[str, int] = field(default_factory=dict)
+    """Method name -> period, in optimizer steps: the loop calls ``optimizer.<method>()`` after
+    every so many steps (after ``step()``, with that step's gradients still in place), as
+    Sophia's ``update_hessian`` wants."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,6 +119,10 @@ class OptimizerSpec:
     left_at_default: Mapping[str, str] = field(default_factory=dict)
     """Constructor argument -> why a grid cannot set it (a list, a tensor, an object): it is
     never passed, so the constructor's default applies; the dry run says so."""
+    kept_defaults: Mapping[str, str] = field(default_factory=dict)
+    """Constructor argument -> its default, which is not a value of its type (a sentinel
+    object): a grid may set it; unset, it is not passed (:attr:`Hyperparameter.omit_unset`), and
+    the dry run says so."""
     group_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Routed group name (``embedding``, ``head``, ``matrix``, ``vector``) -> extra param-group
     keys this optimizer needs, e.g. ``{"embedding": {"coupled": True}}`` for Coupled Adam."""
@@ -101,6 +130,11 @@ class OptimizerSpec:
     """The routed groups this optimizer updates (None: all); the other groups are updated by
     AdamW with the run's ``lr`` and the harness's Adam defaults (an optimizer defined for
     matrices only, as Muon is)."""
+    hooks: Hooks = Hooks()
+    """What it needs from the loop beyond ``step()``."""
+    detected: tuple[str, ...] = ()
+    """The known hooks its class shows signs of needing (:data:`harness.optim.hooks.KNOWN`):
+    the dry run names each one its ``hooks`` do not wire."""
 
     @property
     def name(self) -> str:
@@ -116,6 +150,12 @@ class OptimizerSpec:
             raise ValueError(
                 f"optimizer {name!r} reads unknown run fields {sorted(unknown)}; run fields an "
                 f"optimizer may read: {', '.join(PER_OPTIMIZER)}"
+            )
+        bad_every = {k: v for k, v in self.hooks.every.items() if type(v) is not int or v < 1}
+        if bad_every:
+            raise ValueError(
+                f"optimizer {name!r}: every={bad_every}: each period is a whole number of "
+                "steps >= 1"
             )
         bad = set(self.takes or ()) - set(GROUPS)
         if bad:
@@ -158,7 +198,7 @@ class OptimizerSpec:
         v = {n: self._value(getattr(run.optim, n), n, fill_defaults) for n in self.fields}
         for h in self.hyperparameters:  # a grid may have namespaced it (named like a metric)
             value = self._value(own.get(h.name, own.get(NAMESPACE + h.name)), h.name, fill_defaults)
-            if h.reference and value == h.default:
+            if (h.reference and value == h.default) or (h.omit_unset and value is None):
                 continue  # the constructor's own default object
             v[h.name] = load_object(value) if h.reference and value is not None else value
         out: dict[str, Any] = {}

@@ -1,12 +1,14 @@
 """DuckDB over the results folder: SQL views ``runs``, ``curves``, ``manifest`` and ``evals``
 (downstream scores, :mod:`harness.store.evals`; they join ``runs`` by ``run_id``).
 
-Views read the Parquet files directly, so a query always sees every row written so far: the
-per-run files of running grids and the consolidated files of ``harness compact`` alike. A run
-that appears more than once (a retried run whose old row was consolidated, or a compaction
-stopped between writing its file and removing what it covered) shows its newest row in ``runs``;
-in ``curves`` it shows the points of its per-run curve file when there is one, else those of the
-newest consolidated generation that holds it (see :func:`curves_select`). ``curves`` also shows
+``runs`` and ``curves`` read the Parquet files that hold the grid's results when the connection
+is made (:func:`harness.store.layout.grid_files`: the newest complete generation and the per-run
+files it does not cover); every file is written once and never replaced, and a file a compaction
+covers stays :data:`harness.store.layout.GRACE_S` seconds after, so no query meets a file half
+replaced or gone. Connect again to see rows written since. A run that appears more than once (a
+retried run, a per-run file beside a generation that holds it) shows its newest row in ``runs``;
+in ``curves`` it shows the points of its newest per-run curve file when there is one, else those
+of the generation (see :func:`curves_select`). ``curves`` also shows
 the points logged so far by runs being trained (live files, :mod:`harness.store.live`), with
 ``running`` true while a process trains them; stored points have ``running`` false.
 """
@@ -24,24 +26,16 @@ from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.paths import duck_path
 from harness.core.provenance import ATTEMPT
+from harness.core.result import RESULT_STATUSES
 from harness.store.confine import Confinement, confine
 from harness.store.evals import EVAL_SCHEMA
 from harness.store.integrity import check_grid
+from harness.store.layout import GridFiles, grid_files
 from harness.store.live import curve_rows
 from harness.store.schema import CURVE_SCHEMA, NEWEST_KEY, config_schema, row_schema
 
 Sources = list[tuple[Path, str]]
 """(folder, file name or glob) pairs: one grid's files behind a view (:mod:`harness.core.paths`)."""
-
-
-def _compacted(per_run: Callable[[Path, str], Path], kind: str) -> Callable[[Path, str], Sources]:
-    def sources(root: Path, grid: str) -> Sources:
-        return [
-            (per_run(root, grid), paths.PER_RUN_FILES),
-            (paths.compact_dir(root, grid), paths.generation_glob(kind)),
-        ]
-
-    return sources
 
 
 def _manifest(root: Path, grid: str) -> Sources:
@@ -50,12 +44,13 @@ def _manifest(root: Path, grid: str) -> Sources:
 
 
 _SOURCES: dict[str, Callable[[Path, str], Sources]] = {
-    "runs": _compacted(paths.runs_dir, "runs"),
-    "curves": _compacted(paths.curves_dir, "curves"),
     "manifest": _manifest,
     "evals": lambda root, grid: [(paths.evals_dir(root, grid), paths.PER_RUN_FILES)],
 }
-"""View name -> the files of one grid it reads."""
+"""View name -> the files of one grid it reads (``runs`` and ``curves``: :func:`_stored_sql`)."""
+
+VIEWS = ("runs", "curves", "manifest", "evals")
+"""The views of :func:`connect`."""
 
 
 def files_sql(folder: Path, pattern: str) -> list[str]:
@@ -115,87 +110,55 @@ def sql_list(items: list[str]) -> str:
     return "[" + ", ".join(sql_string(i) for i in items) + "]"
 
 
-def curves_select(per_run: str | list[str] | None, compacted: list[str]) -> str:
-    """SELECT of one grid's curve points from per-run files and consolidated generations.
+def curves_select(per_run: Sequence[Path], generation: Path | None) -> str:
+    """SELECT of one grid's curve points from per-run files and a consolidated generation.
 
-    A run's points come from its per-run file when one exists (even an empty one), else from the
-    newest generation holding the run, so a run present in several places is never counted twice.
-
-    Args:
-        per_run: the grid's per-run curve files: a glob (its folder escaped, :func:`duck_path`),
-            an explicit list of paths, or None (none).
-        compacted: the grid's ``compact/curves-<gen>.parquet`` files (zero-padded generations).
+    A run's points come from its per-run file when one is given (the newest version of its
+    file, :func:`harness.store.layout.grid_files`), else from the generation, so a run present
+    in both is never counted twice.
     """
     parts = []
     if per_run:
-        parts.append(f"SELECT * FROM read_parquet({_files_sql(per_run)}, union_by_name = true)")
-    if compacted:
-        escaped = [duck_path(p) for p in compacted]
-        src = f"read_parquet({sql_list(escaped)}, union_by_name = true, filename = true)"
-        sql = f"SELECT * EXCLUDE (filename) FROM {src}"
-        if per_run:
-            files = (
-                f"SELECT file FROM glob({sql_string(per_run)})"
-                if isinstance(per_run, str)
-                else f"SELECT unnest({sql_list(per_run)}) AS file"
-            )
-            sql += f" WHERE run_id NOT IN (SELECT parse_filename(file, true) FROM ({files}))"
-        if len(compacted) > 1:  # a run in several generations: the newest (names sort by gen)
-            sql += " QUALIFY filename = max(filename) OVER (PARTITION BY grid, run_id)"
+        parts.append(f"SELECT * FROM read_parquet({_paths_sql(per_run)}, union_by_name = true)")
+    if generation is not None:
+        sql = f"SELECT * FROM read_parquet({_paths_sql([generation])})"
+        ids = sorted({paths.per_run_name(p)[0] for p in per_run})
+        if ids:
+            sql += f" WHERE run_id NOT IN (SELECT unnest({sql_list(ids)}))"
         parts.append(sql)
     if not parts:
         return _empty_select("curves")
     return " UNION ALL BY NAME ".join(f"({p})" for p in parts)
 
 
-def _files_sql(files: str | list[str]) -> str:
-    return sql_string(files) if isinstance(files, str) else sql_list([duck_path(f) for f in files])
+def _paths_sql(files: Sequence[Path]) -> str:
+    return sql_list([duck_path(f) for f in files])
 
 
-def _curves_sql(root: Path, grids: list[str]) -> str:
-    """The ``curves`` view: one plain scan over the grids whose points live in one place (only
-    per-run files, or one consolidated generation), a deduplicating SELECT for the others."""
-    plain: list[str] = []
-    mixed: list[str] = []
-    for g in grids:
-        per_run = _one_source(files_sql(paths.curves_dir(root, g), paths.PER_RUN_FILES))
-        compacted = [str(p) for p in paths.generations(root, g, "curves")]
-        if per_run and not compacted:
-            plain += [per_run] if isinstance(per_run, str) else [duck_path(p) for p in per_run]
-        elif compacted and not per_run and len(compacted) == 1:
-            plain.append(duck_path(compacted[0]))
-        elif per_run or compacted:
-            mixed.append(curves_select(per_run, compacted))
-    if plain:
-        mixed.insert(0, f"SELECT * FROM read_parquet({sql_list(plain)}, union_by_name = true)")
-    if not mixed:
-        return _empty_select("curves")
-    return " UNION ALL BY NAME ".join(f"({p})" for p in mixed)
-
-
-def _one_source(sources: list[str]) -> str | list[str] | None:
-    """:func:`files_sql`'s answer as :func:`curves_select` takes it: one glob, or a list of
-    (unescaped) files."""
-    if not sources:
-        return None
-    if len(sources) == 1 and sources[0].endswith("/" + paths.PER_RUN_FILES):
-        return sources[0]
-    return sources  # listed files: a backslash in the path, so no glob character to escape
+def _stored_sql(view: str, found: Sequence[GridFiles]) -> str:
+    """The ``runs`` or ``curves`` view over the files readers read now of some grids: the
+    newest row of each run; each run's points from one place (:func:`curves_select`)."""
+    if view == "curves":
+        parts = [curves_select(f.curves, f.curve_generation) for f in found
+                 if f.curves or f.curve_generation]  # fmt: skip
+        if not parts:
+            return _empty_select("curves")
+        return " UNION ALL BY NAME ".join(f"({p})" for p in parts)
+    files = [p for f in found for p in f.all_rows]
+    if not files:
+        return _empty_select("runs")
+    src = f"read_parquet({_paths_sql(files)}, union_by_name = true)"
+    return (
+        f"SELECT * FROM {with_attempt(src)} QUALIFY row_number() OVER "
+        f"(PARTITION BY grid, run_id ORDER BY {NEWEST_KEY} DESC) = 1"
+    )
 
 
 def _view_sql(root: Path, grids: list[str], view: str) -> str:
-    if view == "curves":
-        return _curves_sql(root, grids)
     globs = _globs(root, grids, view)
     if not globs:
         return _empty_select(view)
-    src = f"read_parquet({sql_list(globs)}, union_by_name = true)"
-    if view == "runs":
-        return (
-            f"SELECT * FROM {with_attempt(src)} QUALIFY row_number() OVER "
-            f"(PARTITION BY grid, run_id ORDER BY {NEWEST_KEY} DESC) = 1"
-        )
-    return f"SELECT * FROM {src}"
+    return f"SELECT * FROM read_parquet({sql_list(globs)}, union_by_name = true)"
 
 
 def with_attempt(src: str) -> str:
@@ -234,9 +197,12 @@ def connect(
         grids = list(dict.fromkeys(wanted))
     for g in grids:
         check_grid(root, g)
+    found = [grid_files(root, g) for g in grids]
     con = duckdb.connect(":memory:")
-    for view in _SOURCES:
-        sql = _view_sql(root, grids, view)
+    for view in VIEWS:
+        sql = (
+            _stored_sql(view, found) if view in ("runs", "curves") else _view_sql(root, grids, view)
+        )
         if view == "curves":
             sql = _with_live_points(con, root, grids, sql)
         con.execute(f"CREATE VIEW {view} AS {sql}")
@@ -285,6 +251,28 @@ def newest_values(
     return _newest(root, grid, [f'"{c}"' for c in columns], run_id)
 
 
+def runs_with_result(root: Path, grid: str) -> set[str]:
+    """The runs of ``grid`` that have, or had, a result: any row of theirs (not only the newest)
+    ``completed`` or ``diverged``. A read that fails moves the grid's corrupt files aside and is
+    tried once more."""
+    statuses = sql_list(sorted(RESULT_STATUSES))
+
+    def query() -> set[str]:
+        files = grid_files(root, grid).all_rows
+        if not files:
+            return set()
+        src = f"read_parquet({_paths_sql(files)}, union_by_name = true)"
+        sql = f"SELECT DISTINCT run_id FROM {src} WHERE status IN (SELECT unnest({statuses}))"
+        return {r for (r,) in duckdb.connect(":memory:").execute(sql).fetchall()}
+
+    try:
+        return query()
+    except duckdb.Error:
+        if not check_grid(root, grid):
+            raise
+    return query()
+
+
 def newest_time_us(root: Path, grid: str, run_id: str) -> int | None:
     """Microseconds since the epoch of the newest row of ``run_id`` (None when it has none):
     an integer, so that no time-zone module is needed to read it."""
@@ -307,11 +295,15 @@ def _newest(
 def _query_newest(
     root: Path, grid: str, values: list[str], run_id: str | None
 ) -> dict[str, tuple[Any, ...]]:
-    globs = _globs(root, [grid], "runs")
-    if not globs:
+    found = grid_files(root, grid)
+    files = [
+        *found.rows,
+        *([found.generation.runs] if found.generation and found.generation.runs else []),
+    ]
+    if not files:
         return {}
     con = duckdb.connect(":memory:")
-    src = with_attempt(f"read_parquet({sql_list(globs)}, union_by_name = true)")
+    src = with_attempt(f"read_parquet({_paths_sql(files)}, union_by_name = true)")
     where = "WHERE run_id = $run_id" if run_id is not None else ""
     params = {"run_id": run_id} if run_id is not None else None
 

@@ -7,6 +7,13 @@ is ``completed`` unless the file says otherwise, ``source`` names where the numb
 and ``val_ppl``/``val_loss`` are derived from each other when only one is given. The rows land in
 one Parquet file in the grid's ``runs/`` folder, so every analysis command and figure reads them
 like trained runs; re-importing the same file replaces its rows.
+
+Curves (``--curves``, :func:`curves_tables`) come in a second CSV, one row per logged point: key
+columns that name a run of the first file (e.g. ``model,batch_size``; a subset of its columns
+that picks out exactly one of its rows), ``step``, and curve columns (``tokens``,
+``train_loss``, ``val_loss``, ``lr``, ``elapsed_s``). Each run's points become its loss-curve
+file, as a trained run's, so ``critical-batch``, ``speedup`` and the curve figures read them. A
+paper's step counts to a target are a curve too: two points, above the target and at it.
 """
 
 from __future__ import annotations
@@ -28,10 +35,10 @@ from harness.core.config import SCALES
 from harness.core.errors import UserError
 from harness.core.fields import content_hash
 from harness.core.provenance import IMPORTED_PROVENANCE
-from harness.core.result import STATUSES, Status
+from harness.core.result import CURVE_COLUMNS, STATUSES, Status
 from harness.metrics.catalogue import METRICS
-from harness.store.rows import write_imported
-from harness.store.schema import OUTCOME_COLUMNS, row_schema
+from harness.store.rows import write_imported, write_imported_curves
+from harness.store.schema import CURVE_SCHEMA, OUTCOME_COLUMNS, row_schema
 
 #: Text values read as NULL.
 NULLS = ("", "null", "none", "na", "nan", "n/a")
@@ -52,6 +59,8 @@ class Imported:
     """The CSV's columns, all recognised."""
     derived: tuple[str, ...]
     """Columns filled from others (val_ppl from val_loss, ...)."""
+    curves: int = 0
+    """Runs given a loss curve (``--curves``)."""
 
 
 def allowed_columns(extra: Sequence[str] = ()) -> list[str]:
@@ -177,6 +186,76 @@ def _check_unique(rows: list[dict[str, Any]], file: str) -> None:
         seen[row["run_id"]] = line
 
 
+#: Columns of a curves CSV besides its key columns: the curve file's (``step`` required).
+CURVE_FIELDS = CURVE_COLUMNS
+
+
+def curves_tables(
+    frame: pd.DataFrame, runs: pa.Table, *, grid: str, file: str = "<curves>"
+) -> dict[str, pa.Table]:
+    """Loss curves (run_id -> :data:`~harness.store.schema.CURVE_SCHEMA` table) from a curves CSV
+    read as text, matched to the imported ``runs`` by its key columns.
+
+    Raises:
+        UserError: no ``step`` column, no key column, a key column the runs do not have, a value
+            that does not convert, or a line whose key matches no run or several.
+    """
+    cols = list(frame.columns)
+    if "step" not in cols:
+        raise UserError(f"{file}: no 'step' column; a curve point needs its step")
+    keys = [c for c in cols if c not in CURVE_FIELDS]
+    if not keys:
+        raise UserError(
+            f"{file}: no key column naming the run (e.g. model,batch_size,seed); "
+            f"curve columns: {', '.join(CURVE_FIELDS)}"
+        )
+    for k in keys:
+        if k not in runs.column_names or k in SET_BY_IMPORTER:
+            raise UserError(
+                f"{file}: column {k!r} is neither a curve column ({', '.join(CURVE_FIELDS)}) "
+                "nor a column of the imported results that could name a run"
+            )
+    index: dict[tuple[Any, ...], list[str]] = {}
+    for row in runs.select([*keys, "run_id"]).to_pylist():
+        index.setdefault(tuple(row[k] for k in keys), []).append(row["run_id"])
+    points: dict[str, list[dict[str, Any]]] = {}
+    for i, rec in enumerate(frame.to_dict(orient="records")):
+        line = i + 2
+        key = tuple(_convert(str(rec[k]), runs.schema.field(k).type, k, line, file) for k in keys)
+        found = index.get(key, [])
+        where = ", ".join(f"{k}={v}" for k, v in zip(keys, key, strict=True))
+        if len(found) != 1:
+            why = "no imported run has" if not found else f"{len(found)} imported runs have"
+            raise UserError(f"{file}:{line}: {why} {where}; the key columns must name one run")
+        point = {
+            c: _convert(str(rec[c]), CURVE_SCHEMA.field(c).type, c, line, file)
+            for c in cols
+            if c in CURVE_FIELDS
+        }
+        points.setdefault(found[0], []).append(point)
+    return {
+        rid: pa.Table.from_pylist(
+            [{"grid": grid, "run_id": rid, **p} for p in sorted(pts, key=lambda p: p["step"])],
+            schema=CURVE_SCHEMA,
+        )
+        for rid, pts in points.items()
+    }
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """A CSV as text (no NA conversion), column names stripped; refuses a missing or empty one."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
+    if frame.empty:
+        raise UserError(f"{path}: no rows")
+    frame.columns = [c.strip() for c in frame.columns]
+    return frame
+
+
 def import_csv(
     path: str | Path,
     *,
@@ -185,27 +264,32 @@ def import_csv(
     source: str | None = None,
     scale: str = "full",
     extra: Sequence[str] = (),
+    curves: str | Path | None = None,
 ) -> Imported:
-    """Import a CSV of results into ``<root>/<grid>/runs/``.
+    """Import a CSV of results into ``<root>/<grid>/runs/`` (and, with ``curves``, a CSV of
+    their loss curves into ``<root>/<grid>/curves/``, :func:`curves_tables`).
 
     Raises:
-        UserError: a missing or empty file, or anything :func:`rows_table` refuses.
+        UserError: a missing or empty file, or anything :func:`rows_table` or
+            :func:`curves_tables` refuses; nothing is written then.
     """
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
     paths.check_grid_name(grid, "--grid")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
-    if frame.empty:
-        raise UserError(f"{path}: no rows")
-    frame.columns = [c.strip() for c in frame.columns]
+    frame = _read_csv(path)
     source = source or f"import:{path.name}"
     table, derived = rows_table(
         frame, grid=grid, source=source, scale=scale, extra=extra, file=str(path)
     )
+    tables = {}
+    if curves is not None:
+        tables = curves_tables(_read_csv(Path(curves)), table, grid=grid, file=str(curves))
     digest = hashlib.sha256(path.read_bytes() + f"|{grid}|{source}|{scale}".encode()).hexdigest()
     out = write_imported(root, grid, table, digest[:12])
-    return Imported(path=out, rows=table.num_rows, columns=tuple(frame.columns), derived=derived)
+    write_imported_curves(root, grid, tables)
+    return Imported(
+        path=out,
+        rows=table.num_rows,
+        columns=tuple(frame.columns),
+        derived=derived,
+        curves=len(tables),
+    )

@@ -60,12 +60,14 @@ def parquet_fault(path: Path) -> str | None:
 
 def arrow_fault(path: Path) -> str | None:
     """Why pyarrow cannot read ``path`` in full (every page decoded, its checksum verified where
-    the file has them: the store writes them), or None."""
+    the file has them: the store writes them), or None. Reads one row group at a time."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:
-        pq.ParquetFile(path, page_checksum_verification=True).read(use_threads=False)
+    try:  # one row group at a time: memory bounded by a row group, not the file
+        pf = pq.ParquetFile(path, page_checksum_verification=True)
+        for i in range(pf.num_row_groups):
+            pf.read_row_group(i, use_threads=False)
     except (FileNotFoundError, PermissionError):
         return None  # removed meanwhile, or not ours to judge
     except (OSError, pa.ArrowException, ValueError, IndexError, EOFError) as e:
@@ -75,12 +77,13 @@ def arrow_fault(path: Path) -> str | None:
 
 def _duckdb_fault(con: duckdb.DuckDBPyConnection, files: list[Path]) -> str | None:
     """Why DuckDB (a stricter reader of page headers than pyarrow) cannot read ``files`` in
-    full, or None."""
+    full, or None. Every value is decoded and hashed, none kept: memory is bounded by a row
+    group, not the files."""
     import duckdb
 
-    sql = "SELECT * FROM read_parquet($files, union_by_name = true)"
-    try:
-        con.sql(sql, params={"files": [paths.duck_path(p) for p in files]}).to_arrow_table()
+    sql = "SELECT count(*), sum(hash(t)) FROM read_parquet($files, union_by_name = true) t"
+    try:  # every value decoded (hashed), none kept
+        con.execute(sql, {"files": [paths.duck_path(p) for p in files]}).fetchall()
     except duckdb.Error as e:
         return _garbled(e)
     return None
@@ -153,7 +156,8 @@ class Checked:
                 readable.append((path, stamp))
         import duckdb  # here: a run process that reads its manifest imports no DuckDB
 
-        con = duckdb.connect(":memory:")
+        con = duckdb.connect(":memory:", config={"memory_limit": "256MB", "threads": 1})
+        con.execute("SET enable_progress_bar = false")
         by_folder: dict[Path, list[tuple[Path, Stamp]]] = {}
         for path, stamp in readable:
             by_folder.setdefault(path.parent, []).append((path, stamp))
@@ -167,6 +171,13 @@ class Checked:
                         self.now[self.key(path)] = stamp
                     else:
                         self.faults[self.key(path)] = fault
+
+    def mark_whole(self, path: Path) -> None:
+        """Record ``path`` as whole without reading it (a file its writer made from files found
+        whole, :mod:`harness.store.compact`)."""
+        with contextlib.suppress(FileNotFoundError):
+            st = path.stat()
+            self.now[self.key(path)] = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
     def save(self) -> None:
         """Remember the files found whole (those checked now: moved files drop out); a folder
@@ -205,7 +216,7 @@ def check_grid(root: Path, grid: str) -> list[Path]:
         aside_if_corrupt(p)
     for p in curves:
         if aside_if_corrupt(p):
-            row = paths.run_path(root, grid, p.stem)
+            row = paths.run_path(root, grid, *paths.per_run_name(p))  # written with it
             if row.exists() and row not in moved:
                 aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
                 moved.append(row)
@@ -234,7 +245,7 @@ def _rows_without_curves_aside(root: Path, grid: str, checked: Checked) -> list[
     ``submit`` trains them again, rather than keeping results whose curves are lost."""
     import pyarrow.parquet as pq
 
-    have = {p.stem for p in _files(paths.curves_dir(root, grid))}
+    have = {paths.per_run_name(p)[0] for p in _files(paths.curves_dir(root, grid))}
     for p in paths.generations(root, grid, "curves"):
         have.update(pq.read_table(p, columns=["run_id"]).column("run_id").to_pylist())
     moved = []

@@ -3,14 +3,21 @@
 A row holds the run's complete config (every run field, :mod:`harness.core.catalogue`), its outcome
 (:class:`~harness.core.result.RunResult`: status, counts and every catalogued metric) and
 provenance (:mod:`harness.store.schema` has the columns). Writers never share a file: each run
-writes its own row, so thousands of jobs can finish at once on a shared filesystem. A write goes
-to a temporary name in the same folder and is renamed into place, so a reader (or a killed
-writer) never sees half a row.
+writes its own row, so thousands of jobs can finish at once on a shared filesystem. Each write
+makes a new file, named by the run and its attempt (:func:`harness.core.paths.run_path`),
+through a temporary name and a hard link that fails where the name exists
+(:func:`create_table`; the writer then takes the next attempt). No file is ever replaced in
+place, so a reader sees every row whole, and a good row is never overwritten: a later row of
+the run sits beside it, and the ``runs`` view shows the newest. :mod:`harness.store.layout`
+says which files a reader reads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,10 +28,11 @@ import pyarrow.parquet as pq
 from harness.core import paths
 from harness.core.catalogue import OWN_HYPERPARAMETERS, WORKLOAD_PARAMETERS, flat
 from harness.core.config import RunConfig
-from harness.core.files import atomic_write
+from harness.core.files import atomic_write, os_error_in, temp_name
 from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT
 from harness.core.result import CURVE_COLUMNS, RunResult
 from harness.metrics.catalogue import METRICS
+from harness.store.layout import current_generation, loose
 from harness.store.schema import (
     OUTCOME_COLUMNS,
     PROVENANCE_COLUMNS,
@@ -82,17 +90,99 @@ def write_result(
     The row's attempt is ``provenance[ATTEMPT]``, else :func:`next_attempt`.
 
     Returns:
-        The path of the row file, ``<root>/<grid>/runs/<run_id>.parquet``.
+        The path of the row file, ``<root>/<grid>/runs/<run_id>.<version>.parquet`` (a new
+        file: none is replaced).
     """
-    if provenance.get(ATTEMPT) is None:
-        provenance = {**provenance, ATTEMPT: next_attempt(root, run.grid, run.run_id)}
+    attempt = provenance.get(ATTEMPT)
+    attempt = next_attempt(root, run.grid, run.run_id) if attempt is None else int(attempt)
     curve = curve_table(run, result.curve)
-    atomic_write_table(curve, paths.curve_path(root, run.grid, run.run_id))
-    row = make_row(run, result, provenance)
+    while not create_table(curve, paths.curve_path(root, run.grid, run.run_id, _v(attempt))):
+        attempt += 1  # another writer took this attempt (a recorder racing a trainer): the next
+    row = make_row(run, result, {**provenance, ATTEMPT: attempt})
     table = pa.Table.from_pylist([row], schema=row_schema([run]))
-    path = paths.run_path(root, run.grid, run.run_id)
-    atomic_write_table(table, path)
+    path = paths.run_path(root, run.grid, run.run_id, _v(attempt))
+    if not create_table(table, path):  # its curve was ours, so its row cannot be another's
+        raise FileExistsError(errno.EEXIST, "a row of this attempt exists already", str(path))
     return path
+
+
+_NO_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS)
+"""What ``link`` fails with on a file system without hard links (some FUSE and SMB mounts)."""
+
+
+def _link(tmp: Path, path: Path) -> None:
+    """Give ``tmp`` the name ``path`` unless a file has it (FileExistsError). Where the file
+    system has no hard links, a rename after a look (two writers of one attempt at the same
+    instant could then both succeed, the later one's file winning)."""
+    try:
+        os.link(tmp, path)
+    except OSError as e:
+        if e.errno not in _NO_LINKS:
+            raise
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+        os.replace(tmp, path)
+
+
+def _v(attempt: int) -> str:
+    return paths.version_name(attempt)
+
+
+def create_table(table: pa.Table, path: Path) -> bool:
+    """Write ``table`` to ``path`` only if no file has that name: through a temporary file in
+    the same folder (fsynced) and a hard link, which fails where the name exists (never
+    replacing a file a reader may be reading). Returns False when a file had the name.
+
+    Raises:
+        OSError: the write failed (with ``path`` as its file name, as
+            :func:`~harness.core.files.atomic_write` reports it), or something not a file has
+            the name (a folder).
+    """
+    tmp = temp_name(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh, write_page_checksum=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _link(tmp, path)
+    except FileExistsError:
+        if path.is_file() and not path.is_symlink():
+            return False
+        raise OSError(errno.EEXIST, "not a file where a result file goes", str(path)) from None
+    except Exception as exc:
+        cause = os_error_in(exc)  # as atomic_write reports it: the path, and the errno's reason
+        if cause is None or cause.errno is None:
+            raise
+        raise OSError(cause.errno, os.strerror(cause.errno), str(path)) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    return True
+
+
+def row_files(root: Path, grid: str, run_id: str) -> list[Path]:
+    """The per-run row files of ``run_id`` (every version, oldest first); a consolidated
+    generation may hold more of its rows."""
+    return _versions(paths.runs_dir(root, grid), run_id)
+
+
+def newest_row_file(root: Path, grid: str, run_id: str) -> Path | None:
+    """The newest per-run row file of ``run_id`` (None: none; a compaction may hold its rows)."""
+    files = row_files(root, grid, run_id)
+    return files[-1] if files else None
+
+
+def newest_curve_file(root: Path, grid: str, run_id: str) -> Path | None:
+    """The newest per-run curve file of ``run_id`` (None: none)."""
+    files = _versions(paths.curves_dir(root, grid), run_id)
+    return files[-1] if files else None
+
+
+def _versions(folder: Path, run_id: str) -> list[Path]:
+    prefix = run_id + "."
+    found = [p for p in loose(folder) if p.name.startswith(prefix)]
+    return sorted(found, key=lambda p: paths.per_run_name(p)[1])
 
 
 def write_imported(root: Path, grid: str, table: pa.Table, key: str) -> Path:
@@ -113,6 +203,26 @@ def write_imported(root: Path, grid: str, table: pa.Table, key: str) -> Path:
     return path
 
 
+def write_imported_curves(root: Path, grid: str, curves: Mapping[str, pa.Table]) -> list[Path]:
+    """Write imported loss curves (``harness import --curves``), one file per run as a trained
+    run's (:func:`harness.core.paths.curve_path`), replacing an earlier import's.
+
+    Args:
+        root: the results root.
+        grid: the grid the runs belong to.
+        curves: run_id -> its points (:data:`~harness.store.schema.CURVE_SCHEMA` columns).
+
+    Returns:
+        The files written.
+    """
+    out = []
+    for run_id, table in curves.items():
+        path = paths.curve_path(root, grid, run_id, paths.LEGACY_VERSION)  # replaced by a re-import
+        atomic_write_table(table, path)
+        out.append(path)
+    return out
+
+
 def curve_table(run: RunConfig, points: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Loss-curve points as an Arrow table with ``grid`` and ``run_id`` columns, then a column
     per tracked metric (NULL at the points without an evaluation)."""
@@ -129,37 +239,75 @@ def read_row(path: Path) -> dict[str, Any]:
 
 
 def next_attempt(root: Path, grid: str, run_id: str) -> int:
-    """The attempt number of ``run_id``'s next row: one more than the highest among its rows on
-    disk (its per-run row and the consolidated ones; a row without one counts as
-    :data:`~harness.core.provenance.ATTEMPT_ABSENT`), 1 for its first.
+    """The attempt number of ``run_id``'s next row: one more than :func:`row_mark`, 1 for its
+    first.
 
     The caller holds the run's lock (the process training it), so no other row of the run is
-    written meanwhile. A file a compaction removes while it is read is read again from the
-    generation that replaced it; an unreadable (corrupt) file counts as holding no row.
+    written meanwhile. An unreadable (corrupt) file counts as holding no row.
     """
-    while True:
-        found = _highest_attempt(root, grid, run_id)
-        if found is not None:
-            return found + 1
+    found = row_mark(root, grid, run_id)
+    return (ATTEMPT_ABSENT if found is None else found) + 1
 
 
-def _highest_attempt(root: Path, grid: str, run_id: str) -> int | None:
-    """The highest attempt among ``run_id``'s rows, or None when a file vanished meanwhile."""
-    highest = ATTEMPT_ABSENT
-    row = paths.run_path(root, grid, run_id)  # first: once compacted, a generation holds it
-    gens = paths.generations(root, grid, "runs")
-    for path in [row, *gens] if row.exists() else gens:
+RowMark = int
+"""The highest attempt among a run's rows (:func:`row_mark`): every new row of a run raises it,
+and a compaction leaves it as it was."""
+
+
+def row_mark(root: Path, grid: str, run_id: str) -> RowMark | None:
+    """The highest attempt among ``run_id``'s rows (per-run files, whose names carry it, and
+    consolidated ones; a row without one counts as
+    :data:`~harness.core.provenance.ATTEMPT_ABSENT`); None when it has no row. A file a
+    compaction removes while it is read is read again from the generation that holds it."""
+    return row_marks(root, grid, run_id).get(run_id)
+
+
+def row_marks(root: Path, grid: str, run_id: str | None = None) -> dict[str, RowMark]:
+    """run_id -> :func:`row_mark` of every run of ``grid`` with a row (or only ``run_id``), in
+    one pass: names of the per-run files, then the ``run_id`` and ``attempt`` columns of the
+    generations and of the files an earlier harness wrote."""
+    for _ in range(3):
+        try:
+            return _marks(root, grid, run_id)
+        except FileNotFoundError:
+            continue  # consolidated meanwhile: the generation that holds it is listed next time
+    return _marks(root, grid, run_id)
+
+
+def _marks(root: Path, grid: str, run_id: str | None) -> dict[str, RowMark]:
+    marks: dict[str, RowMark] = {}
+
+    def add(rid: str, attempt: int | None) -> None:
+        a = ATTEMPT_ABSENT if attempt is None else attempt
+        marks[rid] = max(a, marks.get(rid, a))
+
+    to_read = []
+    files = row_files(root, grid, run_id) if run_id else loose(paths.runs_dir(root, grid))
+    for p in files:
+        rid, version = paths.per_run_name(p)
+        attempt = paths.version_attempt(version)
+        if attempt is None:
+            to_read.append(p)  # an earlier harness's file (or an import's): read its rows
+        else:
+            add(rid, attempt)
+    gen = current_generation(root, grid)
+    if gen is not None and gen.runs is not None:
+        to_read.append(gen.runs)
+    for path in to_read:
         try:
             names = pq.read_schema(path).names
-            if ATTEMPT not in names:
-                continue  # rows written before attempts were recorded
-            table = pq.read_table(path, columns=[ATTEMPT], filters=[("run_id", "=", run_id)])
+            columns = ["run_id", *([ATTEMPT] if ATTEMPT in names else [])]
+            where = [("run_id", "=", run_id)] if run_id else None
+            table = pq.read_table(path, columns=columns, filters=where)
         except FileNotFoundError:
-            return None
+            raise
         except (OSError, pa.ArrowException):
             continue  # corrupt: moved aside by the next reader (harness.store.integrity)
-        highest = max([highest, *(a for a in table.column(ATTEMPT).to_pylist() if a is not None)])
-    return highest
+        ids = table.column("run_id").to_pylist()
+        attempts = table.column(ATTEMPT).to_pylist() if ATTEMPT in columns else [None] * len(ids)
+        for rid, a in zip(ids, attempts, strict=True):
+            add(rid, a)
+    return marks
 
 
 def newest_rows(
@@ -195,9 +343,11 @@ def _rows_of(
     root: Path, grid: str, run_ids: Sequence[str], wanted: Sequence[str]
 ) -> list[dict[str, Any]] | None:
     """Every row of ``run_ids`` (``wanted`` columns and run_id), or None when a file vanished."""
-    own = [p for r in run_ids if (p := paths.run_path(root, grid, r)).exists()]
+    wanted_ids = set(run_ids)
+    own = [p for p in loose(paths.runs_dir(root, grid)) if paths.per_run_name(p)[0] in wanted_ids]
+    gen = current_generation(root, grid)
     out: list[dict[str, Any]] = []
-    for path in [*own, *paths.generations(root, grid, "runs")]:
+    for path in [*own, *([gen.runs] if gen is not None and gen.runs is not None else [])]:
         try:
             names = set(pq.read_schema(path).names)
             cols = ["run_id", *(c for c in wanted if c in names and c != "run_id")]

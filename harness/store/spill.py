@@ -24,6 +24,7 @@ from harness.core.config import RunConfig
 from harness.core.files import atomic_write_text, os_error_line
 from harness.core.provenance import ATTEMPT
 from harness.core.result import RunResult
+from harness.store.auto import auto_compact
 from harness.store.rows import next_attempt, write_result
 
 
@@ -44,7 +45,9 @@ class ResultSpilled(OSError):
 def write_or_spill(
     root: Path, run: RunConfig, result: RunResult, provenance: Mapping[str, Any]
 ) -> Path:
-    """:func:`~harness.store.rows.write_result`, or a spill file when the file system refuses.
+    """:func:`~harness.store.rows.write_result`, or a spill file when the file system refuses;
+    then the grid is compacted if enough per-run files have piled up
+    (:func:`harness.store.auto.auto_compact`).
 
     Raises:
         ResultSpilled: the result is in a spill file (or, when every spill folder refused too,
@@ -54,9 +57,12 @@ def write_or_spill(
     try:
         if prov.get(ATTEMPT) is None:  # kept with a spilled result: it stays this attempt's
             prov[ATTEMPT] = next_attempt(root, run.grid, run.run_id)
-        return write_result(root, run, result, prov)
+        path = write_result(root, run, result, prov)
     except OSError as e:
         cause = os_error_line(e)
+    else:
+        auto_compact(root, run.grid)  # never raises: the row is written
+        return path
     doc = {
         "results_root": str(Path(root).resolve()),
         "grid": run.grid,

@@ -10,7 +10,9 @@ GPT) or a logged loss more than ``diverge_rise`` nats above the run's best logge
 exploding run) stops the run with status ``diverged``: a result, not an error. With
 ``diverge_factor`` and ``diverge_rise`` None only a non-finite loss or gradient norm stops a run;
 a finite spike trains to the end (``max_loss_rise`` records it). Exceptions (OOM, bugs)
-propagate to the caller, which records them.
+propagate to the caller, which records them. What an optimizer declares beyond ``step()``
+(:class:`harness.optim.spec.Hooks`: a backward with ``create_graph``, methods called every k
+steps) is done here; a closure or modes are found by Protocols (:mod:`harness.optim.modes`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from harness.core.config import RunConfig
 from harness.core.files import os_error_line
 from harness.core.result import RunResult, Status
 from harness.model.gpt import trainable_params
-from harness.optim.build import build_optimizer
+from harness.optim.build import build_optimizer, hooks_of
+from harness.optim.hooks import call_periodic
 from harness.optim.modes import needs_closure, to_train_mode
 from harness.optim.schedule import lr_at
 from harness.train import checkpoint as ckpt
@@ -44,6 +47,11 @@ from harness.workloads.bound import bind
 
 class TrainingInterrupted(Exception):
     """Raised after a checkpoint was written because ``should_stop()`` asked the run to stop."""
+
+
+class StoppedBeforeFirstStep(TrainingInterrupted):
+    """``should_stop()`` asked a run that had not taken a step to stop: it wrote no checkpoint
+    (there was nothing to keep)."""
 
 
 class TrainingFailed(Exception):
@@ -135,6 +143,7 @@ class _Trainer:
         self._scale = self.workload.reference_loss(self.model)
         self.optimizer = build_optimizer(self.model, run)
         self.closure = needs_closure(self.optimizer)
+        self.hooks = hooks_of(run)  # a second-order backward, periodic calls
         self.state = LoopState()
         self._restore()
         to_train_mode(self.optimizer)  # schedule-free: steps are taken in train mode
@@ -216,6 +225,8 @@ class _Trainer:
         first = True
         while st.step < steps:
             if should_stop is not None and should_stop():
+                if st.step == 0:  # asked while it was being built (a slow constructor)
+                    raise StoppedBeforeFirstStep("stopped before its first step")
                 self._save(start)
                 raise TrainingInterrupted(f"stopped at step {st.step}")
             profile = (st.step + 1) % log_every == 0 or st.step + 1 == steps
@@ -271,6 +282,7 @@ class _Trainer:
             self.optimizer.step(lambda: self._again(micro))  # type: ignore[arg-type,return-value]
         else:
             self.optimizer.step()
+        call_periodic(self.optimizer, self.hooks, step + 1)  # with this step's gradients
         self.optimizer.zero_grad(set_to_none=True)
         if profile:
             self._sync()
@@ -285,7 +297,7 @@ class _Trainer:
             no_sync = not sync and hasattr(self.forward, "no_sync")
             with self.forward.no_sync() if no_sync else nullcontext():  # type: ignore[operator]  # DDP's (checked above)
                 loss = self.workload.loss(self.forward, batch) / len(micro)
-            loss.backward()
+            loss.backward(create_graph=self.hooks.create_graph)
             if total is None:  # at least float32, and the loss's own precision if higher
                 dtype = torch.promote_types(torch.get_default_dtype(), loss.dtype)
                 total = torch.zeros((), device=self.device, dtype=dtype)

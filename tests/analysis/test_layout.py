@@ -60,3 +60,23 @@ def test_the_stats_facade_exports_every_name_without_importing_scipy() -> None:
         assert getattr(stats, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         stats.nope  # noqa: B018
+
+
+def test_the_stats_facade_declares_for_mypy_exactly_what_it_exports() -> None:
+    """The names under ``if TYPE_CHECKING:`` (what mypy sees) are the lazy exports, no more, no
+    fewer: a name added to one list only drifts."""
+    import ast
+
+    import harness.analysis.stats as stats
+
+    tree = ast.parse(Path(stats.__file__).read_text())
+    (block,) = [
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    ]
+    seen = {
+        (node.module, a.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+    }
+    assert seen == {(f"harness.analysis.stats.{m}", n) for n, m in stats._EXPORTS.items()}

@@ -44,8 +44,8 @@ def answer(
         alpha=alpha,
         correction=correction,
     )
+    n_tests = int(out.attrs["n_tests"])  # baseline vs reference counted once
     out = out.merge(t.table[[*by, ARM, *t.over]], on=[*by, ARM], how="left")
-    n_tests = int(out[["p_baseline", "p_reference"]].notna().to_numpy().sum())
     notes = [*t.notes, *baseline_gap.notes(confidence, alpha, correction, n_tests)]
     return Answer(table=out, notes=notes + beaten_reference(out, by, reference.label, goal))
 

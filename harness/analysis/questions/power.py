@@ -17,7 +17,7 @@ from harness.analysis.questions.query import (
 )
 from harness.analysis.rows.direction import metric_goal
 from harness.analysis.rows.selectors import ARM, Selector, label_arms
-from harness.analysis.stats.power import TESTS, power_table
+from harness.analysis.stats.power import SEEDS_RANGE, TESTS, power_table
 from harness.core.errors import UserError, unknown_choice
 
 
@@ -55,9 +55,11 @@ def answer(
         *t.notes,
         f"{test} t test, {hypothesis(a.label, b.label, alt)}, alpha {alpha:g} per cell "
         "(no correction over cells: with m cells, Holm needs up to alpha / m)",
-        f"power: at difference = {planned} with the present seeds (noncentral t); "
-        f"seeds_needed: per arm for power {power:g}; detectable: smallest difference with "
-        f"power {power:g} at the present seeds",
+        f"power: at difference = {planned} with the present seeds (Welch: the test's actual "
+        "rejection rate up to 30 seeds per arm, noncentral t beyond; paper: noncentral t); "
+        f"seeds_needed: per arm for power {power:g}, with seeds_needed_low..high from each "
+        f"seed variance's {100 * SEEDS_RANGE:g}% chi-square interval; detectable: smallest "
+        f"difference with power {power:g} at the present seeds",
         "the seed variances are estimated from the present seeds: these are estimates",
     ]
     return Answer(table=out, notes=notes)

@@ -309,8 +309,9 @@ QUESTIONS: Registry[Question] = Registry(
             Question(
                 "critical-batch",
                 "Steps (and tokens) to a target loss at each batch size per optimizer, and the "
-                "critical batch size: 20 % more steps than linear scaling (Zhang et al. 2024), "
-                "with its interval.",
+                "critical batch size: S(B) = a + b/B fitted over every batch size, 20 % more "
+                "steps than linear scaling from a reference batch (Zhang et al. 2024), with its "
+                "interval and checks (fit_check, steps_check).",
                 "harness analyze critical-batch grids/batch_size_gap.yaml --target 5.5",
                 (
                     Option("--x", "The batch-size column.", "text", "batch_size"),
@@ -318,6 +319,13 @@ QUESTIONS: Registry[Question] = Registry(
                         "--target",
                         "Training loss to reach (default: the highest every tuned run reaches).",
                         "float",
+                    ),
+                    Option(
+                        "--reference-batch",
+                        "Batch size linear scaling is measured from (0: the fit's small-batch "
+                        "limit, which no grid choice moves; Zhang et al. use 256).",
+                        "float",
+                        0.0,
                     ),
                     _CONFIDENCE,
                 ),

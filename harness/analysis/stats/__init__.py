@@ -12,9 +12,11 @@ Modules: ``intervals`` (every interval reported, with its method), ``corrections
 comparisons), ``significance`` (tests of b against a per cell), ``power`` (seeds needed,
 detectable differences), ``baseline_gap`` (gap closure), ``crossing`` (the x at which b starts to
 beat a), ``power_law`` (speed-up as a budget ratio), ``optimum_fit`` (the fitted optimum of a tuned
-axis), ``critical_batch``, ``to_target`` (tokens- and time-to-target from a curve),
-``performance_profiles`` (AlgoPerf), ``bootstrap``, ``cells`` (grouping by key columns) and
-``frame`` (the column names read).
+axis), ``critical_batch`` (steps to target and their checks), ``batch_fit`` (the critical batch
+size from S(B) = a + b/B), ``fit_check`` (lack of fit, window checks, the approximately-best
+band), ``welch_rejection`` (Welch's actual power at few seeds), ``to_target`` (tokens- and
+time-to-target from a curve), ``performance_profiles`` (AlgoPerf), ``bootstrap``, ``cells``
+(grouping by key columns) and ``frame`` (the column names read).
 
 Importing this package is cheap: a name's module (and scipy) is imported when the name is first
 used.
@@ -31,9 +33,15 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("groups", "iter_cells", "with_keys"), "cells"),
     **dict.fromkeys(("CORRECTIONS", "holm", "bh"), "corrections"),
     **dict.fromkeys(
-        ("OVERHEAD", "overhead_coefs", "steps_to", "steps_table", "curves_by_run"),
+        ("Reading", "reading", "steps_check", "steps_to", "steps_table", "curves_by_run"),
         "critical_batch",
     ),
+    **dict.fromkeys(("OVERHEAD", "NEAR", "BatchFit", "fit_critical_batch"), "batch_fit"),
+    **dict.fromkeys(
+        ("OK", "LackOfFit", "lack_of_fit", "intervals_disjoint", "Band", "approximately_best"),
+        "fit_check",
+    ),
+    **dict.fromkeys(("welch_power",), "welch_rejection"),
     **dict.fromkeys(("Crossing", "find_crossing", "advantage", "crossover"), "crossing"),
     **dict.fromkeys(("VALUE", "SELECT", "ARM", "METHOD", "std_or_nan"), "frame"),
     **dict.fromkeys(("closure", "closure_interval", "gap_closure"), "baseline_gap"),
@@ -41,6 +49,7 @@ _EXPORTS: dict[str, str] = {
         (
             "METHODS",
             "ONE_SEED",
+            "ZERO_VARIANCE",
             "t_quantile",
             "satterthwaite",
             "mean_interval",
@@ -55,7 +64,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(("Fit", "optimum_table", "fitted_seeds"), "optimum_fit"),
     **dict.fromkeys(("TAU_MAX", "arm_times", "ratios", "rho", "score"), "performance_profiles"),
-    **dict.fromkeys(("seeds_needed", "detectable", "power_table"), "power"),
+    **dict.fromkeys(("seeds_needed", "detectable", "power_table", "variance_range"), "power"),
     **dict.fromkeys(("PowerLaw", "fit_power_law", "speedup", "budget_ratio_interval"), "power_law"),
     **dict.fromkeys(
         ("ALTERNATIVES", "TESTS", "Outcome", "SignificanceTest", "paper_test", "compare"),
@@ -85,21 +94,32 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the names as mypy and editors see them
     from harness.analysis.stats.baseline_gap import closure, closure_interval, gap_closure  # noqa: F401
+    from harness.analysis.stats.batch_fit import NEAR, OVERHEAD, BatchFit, fit_critical_batch  # noqa: F401
     from harness.analysis.stats.bootstrap import CONFIDENCE, N_BOOT, resampled_means  # noqa: F401
     from harness.analysis.stats.cells import groups, iter_cells, with_keys  # noqa: F401
     from harness.analysis.stats.corrections import CORRECTIONS, bh, holm  # noqa: F401
     from harness.analysis.stats.critical_batch import (  # noqa: F401
-        OVERHEAD,
+        Reading,
         curves_by_run,
-        overhead_coefs,
+        reading,
+        steps_check,
         steps_table,
         steps_to,
     )
     from harness.analysis.stats.crossing import Crossing, advantage, crossover, find_crossing  # noqa: F401
+    from harness.analysis.stats.fit_check import (  # noqa: F401
+        OK,
+        Band,
+        LackOfFit,
+        approximately_best,
+        intervals_disjoint,
+        lack_of_fit,
+    )
     from harness.analysis.stats.frame import ARM, METHOD, SELECT, VALUE, std_or_nan  # noqa: F401
     from harness.analysis.stats.intervals import (  # noqa: F401
         METHODS,
         ONE_SEED,
+        ZERO_VARIANCE,
         crossing_interval,
         fieller,
         linear_interval,
@@ -112,7 +132,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
     )
     from harness.analysis.stats.optimum_fit import Fit, fitted_seeds, optimum_table  # noqa: F401
     from harness.analysis.stats.performance_profiles import TAU_MAX, arm_times, ratios, rho, score  # noqa: F401
-    from harness.analysis.stats.power import detectable, power_table, seeds_needed  # noqa: F401
+    from harness.analysis.stats.power import detectable, power_table, seeds_needed, variance_range  # noqa: F401
     from harness.analysis.stats.power_law import (  # noqa: F401
         PowerLaw,
         budget_ratio_interval,
@@ -134,3 +154,4 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         TOKENS_TO_TARGET,
         reach,
     )
+    from harness.analysis.stats.welch_rejection import welch_power  # noqa: F401

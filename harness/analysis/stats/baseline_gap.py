@@ -27,7 +27,13 @@ from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells, with_keys
 from harness.analysis.stats.corrections import CORRECTIONS
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
-from harness.analysis.stats.intervals import METHODS, ONE_SEED, Values, ratio_interval
+from harness.analysis.stats.intervals import (
+    METHODS,
+    ONE_SEED,
+    ZERO_VARIANCE,
+    Values,
+    ratio_interval,
+)
 from harness.analysis.stats.significance import TESTS
 
 #: Output columns after the ``by`` columns.
@@ -109,8 +115,10 @@ def gap_closure(
         for key, cell in iter_cells(seeds, by)
     ]
     out = pd.concat(parts, ignore_index=True)
-    _significance(out, seeds, by, baseline, reference, goal, alpha, correction)
-    return out[[*by, *COLUMNS]]
+    n_tests = _significance(out, seeds, by, baseline, reference, goal, alpha, correction)
+    table = out[[*by, *COLUMNS]]
+    table.attrs["n_tests"] = n_tests  # the correction's family size (each pair tested once)
+    return table
 
 
 def _cell(cell: pd.DataFrame, b: str, r: str, conf: float) -> pd.DataFrame:
@@ -139,6 +147,8 @@ def _closure_row(vb: np.ndarray, vx: np.ndarray, vr: np.ndarray, conf: float) ->
         return row
     if min(vx.size, vb.size, vr.size) < 2:
         return row | {"note": ONE_SEED}
+    if max(np.ptp(vb), np.ptp(vx), np.ptp(vr)) == 0:
+        return row | {"note": ZERO_VARIANCE}
 
     def summary(v: np.ndarray) -> tuple[Values, Values, Values]:
         return float(v.mean()), float(v.var(ddof=1)), float(v.size)
@@ -169,14 +179,17 @@ def _significance(
     goal: str,
     alpha: float,
     correction: str,
-) -> None:
-    """Fill vs_baseline/vs_reference and their corrected p-values, in place."""
+) -> int:
+    """Fill vs_baseline/vs_reference and their corrected p-values, in place; returns the number
+    of tests corrected over (baseline vs reference, on two rows, is one test)."""
     values = {
         (tuple(key.values()), str(a)): g[VALUE].to_numpy(float)
         for key, cell in iter_cells(seeds, by)
         for a, g in cell.groupby(ARM, sort=True)
     }
-    tests = []  # (row index, column, p, sign of mean(arm) - mean(other))
+    tests = []  # (row index, column, index into ps, sign of mean(arm) - mean(other))
+    ps: list[float] = []
+    pairs: dict[tuple, int] = {}  # one test per unordered pair of arms in a cell
     for i, row in out.iterrows():
         cell = tuple(row[k] for k in by)
         mine = values.get((cell, str(row[ARM])))
@@ -186,17 +199,24 @@ def _significance(
                 continue
             if min(mine.size, theirs.size) < 2 or not np.isfinite([*mine, *theirs]).all():
                 continue
-            p = TESTS[TEST].run(theirs, mine, "two-sided", alpha).p
-            tests.append((i, col, p, np.sign(mine.mean() - theirs.mean())))
+            if np.ptp(mine) == 0 and np.ptp(theirs) == 0:  # no seed noise: nothing to test
+                continue
+            pair = (cell, frozenset((str(row[ARM]), other)))
+            if pair not in pairs:  # baseline vs reference appears on two rows: tested once
+                pairs[pair] = len(ps)
+                ps.append(TESTS[TEST].run(theirs, mine, "two-sided", alpha).p)
+            tests.append((i, col, pairs[pair], np.sign(mine.mean() - theirs.mean())))
     out["vs_baseline"], out["vs_reference"] = "-", "-"
     out["p_baseline"], out["p_reference"] = np.nan, np.nan
     if not tests:
-        return
-    p_adj = CORRECTIONS[correction](np.array([t[2] for t in tests], float))
-    for (i, col, _, sign), p in zip(tests, p_adj, strict=True):
+        return 0
+    p_adj = CORRECTIONS[correction](np.array(ps, float))
+    for i, col, k, sign in tests:
+        p = p_adj[k]
         out.loc[i, f"p_{col}"] = p
         better = sign < 0 if goal == "min" else sign > 0
         out.loc[i, f"vs_{col}"] = "n.s." if not p < alpha else ("better" if better else "worse")
+    return len(ps)
 
 
 def notes(confidence: float, alpha: float, correction: str, n_tests: int) -> list[str]:

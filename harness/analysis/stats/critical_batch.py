@@ -5,38 +5,61 @@ For each optimizer (and cell of ``--by``) and each batch size B, the tuned confi
 step at which the training loss reaches ``target`` (interpolated linearly between logged points;
 a run that never reaches it makes S infinite). Tokens are S(B) times the tokens per step.
 
-Perfect data parallelism halves the steps when B doubles: S(B) = S(B_0) B_0 / B, with B_0 the
-smallest batch. The overhead over that linear scaling is r(B) = B S(B) / (B_0 S(B_0)). The
-critical batch size follows Zhang et al. 2024 ("How does critical batch size scale in
-pre-training?"): the B at which the steps exceed linear scaling by :data:`OVERHEAD` (20 %),
-r(B) = 1.2, interpolated in log2 B. Its interval inverts the t test of
-B S(B) - 1.2 B_0 S(B_0) = 0 along B (:func:`harness.analysis.stats.intervals.crossing_interval`,
-Welch-Satterthwaite df). Without a crossing in the range, the answer says whether linear scaling
-holds throughout (no critical batch below the largest B) or fails already at the second.
+Each reading is checked (:func:`reading`): a run already at the target at its first logged point
+is left-censored (its S is an upper bound, flagged); the share of its own run at which a run
+reaches the target (``phase``) is kept, and a run that reaches it with its learning rate below
+half its peak reaches it in the decay of its schedule (flagged: runs of different lengths then
+compare different phases of their schedules, and the note says when lengths differ).
+
+The critical batch size is the cited form (Zhang et al. 2024, "How does critical batch size
+scale in pre-training?"): S(B) = a + b / B fitted over every batch size, B* where the steps
+exceed linear scaling from a stated reference batch by 20 %
+(:mod:`harness.analysis.stats.batch_fit`, with its interval and checks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from harness.analysis.stats.batch_fit import BatchFit, fit_critical_batch
 from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells
-from harness.analysis.stats.crossing import find_crossing
-from harness.analysis.stats.intervals import crossing_interval, mean_interval
+from harness.analysis.stats.fit_check import OK
+from harness.analysis.stats.intervals import mean_interval
 from harness.analysis.stats.to_target import crossing
 
-#: Steps over linear scaling that define the critical batch size (Zhang et al. 2024: 20 %).
-OVERHEAD = 0.2
 #: The curve column read.
 LOSS = "train_loss"
 #: Output columns of the per-batch table after the cell columns.
 COLUMNS = (
-    "batch_size", "steps", "steps_ci_low", "steps_ci_high", "tokens", "n", "overhead",
-    "critical_batch", "ci_low", "ci_high", "note",
+    "batch_size", "steps", "steps_ci_low", "steps_ci_high", "tokens", "n", "phase", "overhead",
+    "reference_batch", "critical_batch", "ci_low", "ci_high", "fit_check", "steps_check", "note",
 )  # fmt: skip
+#: A run whose learning rate at the target is below this share of its peak reached it in the
+#: decay of its schedule.
+DECAYED = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """Where one run's curve reaches the target."""
+
+    step: float
+    """Step at the target (inf if never)."""
+    tokens: float
+    """Tokens at the target (inf if never)."""
+    phase: float
+    """``step`` over the run's last logged step: how far into its run (NaN if never)."""
+    censored: bool
+    """Already at the target at its first logged point: ``step`` is an upper bound."""
+    decayed: bool
+    """Learning rate at the target below :data:`DECAYED` of its peak (False without lr)."""
+    length: float
+    """The run's last logged step."""
 
 
 def steps_to(curve: pd.DataFrame, target: float) -> tuple[float, float]:
@@ -46,43 +69,32 @@ def steps_to(curve: pd.DataFrame, target: float) -> tuple[float, float]:
     return step, tokens
 
 
-def overhead_coefs(b: np.ndarray) -> np.ndarray:
-    """(k, k): B_j S(B_j) - 1.2 B_0 S(B_0) as a linear map of the mean steps at each B."""
-    coefs = np.diag(np.asarray(b, float))
-    coefs[:, 0] -= (1 + OVERHEAD) * b[0]
-    return coefs
+def reading(curve: pd.DataFrame, target: float) -> Reading:
+    """Where ``curve`` reaches ``target``, with the checks of the module docstring."""
+    step, tokens = steps_to(curve, target)
+    pts = curve.dropna(subset=[LOSS]).sort_values("step")
+    length = float(curve["step"].max())
+    censored = bool(len(pts)) and float(pts[LOSS].iloc[0]) <= target
+    decayed = False
+    if np.isfinite(step) and "lr" in curve.columns and curve["lr"].notna().any():
+        lr = curve.dropna(subset=["lr"]).sort_values("step")
+        at = float(np.interp(step, lr["step"].to_numpy(float), lr["lr"].to_numpy(float)))
+        decayed = at < DECAYED * float(lr["lr"].max())
+    phase = step / length if np.isfinite(step) and length > 0 else np.nan
+    return Reading(step, tokens, phase, censored, decayed, length)
 
 
-def critical_batch(
-    b: np.ndarray, steps: list[np.ndarray], confidence: float = CONFIDENCE
-) -> dict[str, object]:
-    """The critical batch size from each batch size's per-seed steps (``b`` increasing)."""
-    means = np.array([s.mean() for s in steps])
-    g = b * means - (1 + OVERHEAD) * b[0] * means[0]  # > 0: beyond the 20 % overhead
-    out: dict[str, object] = {"critical_batch": np.nan, "ci_low": np.nan, "ci_high": np.nan}
-    note = ""
-    if not np.isfinite(means).all():
-        return out | {"note": "some batch size never reaches the target: no critical batch"}
-    cross = find_crossing(np.asarray(b, float), g)
-    if np.isnan(cross.x):
-        beyond = bool(g[-1] > 0)
-        note = ("overhead above 20 % already at the second batch size" if beyond
-                else f"linear scaling holds (within 20 %) up to B = {b[-1]:g}")  # fmt: skip
-    else:
-        out["critical_batch"] = cross.x
-        note = "not monotone: the last crossing" if cross.sign_changes > 1 else ""
-    if min(s.size for s in steps) < 2:
-        return out | {"note": "; ".join(n for n in (note, "n = 1: no interval") if n)}
-    coefs = overhead_coefs(b)
-    var = np.array([s.var(ddof=1) / s.size for s in steps])
-    df = np.array([s.size - 1.0 for s in steps])
-    lo, hi, open_lo, open_hi = crossing_interval(np.log2(b), g, coefs, var, df, confidence)
-    notes = [note] if note else []
-    if not np.isnan(lo):
-        out |= {"ci_low": float(2**lo), "ci_high": float(2**hi)}
-        if open_lo or open_hi:
-            notes.append("interval reaches the end of the batch sizes: not bounded there")
-    return out | {"note": "; ".join(notes)}
+def steps_check(readings: Sequence[Reading]) -> str:
+    """``ok``, or what is wrong with one batch size's readings."""
+    out = []
+    if k := sum(r.censored for r in readings):
+        out.append(
+            f"left-censored: {k} of {len(readings)} run(s) at the target at their first logged "
+            "point (steps an upper bound)"
+        )
+    if k := sum(r.decayed for r in readings):
+        out.append(f"{k} of {len(readings)} run(s) reach the target in their lr decay")
+    return "; ".join(out) or OK
 
 
 def curves_by_run(curves: pd.DataFrame, run_ids: pd.Series) -> dict[str, pd.DataFrame]:
@@ -103,31 +115,42 @@ def steps_table(
     x: str,
     target: float,
     confidence: float = CONFIDENCE,
+    reference_batch: float = 0.0,
 ) -> pd.DataFrame:
-    """One row per (cell, batch size): steps and tokens to ``target``, overhead, and the cell's
-    critical batch size (repeated on its rows)."""
-    out = []
+    """One row per (cell, batch size): steps and tokens to ``target``, overhead, checks, and the
+    cell's critical batch size (repeated on its rows). ``attrs['lengths']``: the runs' lengths."""
+    out, lengths = [], []
     for key, cell in iter_cells(seeds, cells):
         b = np.array(sorted(cell[x].unique()), float)
         per_b = []
         for bv in b:
             runs = cell.loc[cell[x] == bv, "run_id"]
-            pairs = [steps_to(curves[r], target) for r in runs if r in curves]
-            per_b.append(np.array(pairs, float).reshape(-1, 2))
-        steps = [p[:, 0] for p in per_b]
-        crit = critical_batch(b, steps, confidence) if all(s.size for s in steps) else {}
-        s0 = steps[0].mean() if steps[0].size else np.nan
-        for bv, p in zip(b, per_b, strict=True):
-            lo, hi = mean_interval(p[:, 0], confidence)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                overhead = bv * p[:, 0].mean() / (b[0] * s0) if p.size else np.nan
+            per_b.append([reading(curves[r], target) for r in runs if r in curves])
+        lengths += [r.length for rs in per_b for r in rs]
+        steps = [np.array([r.step for r in rs], float) for rs in per_b]
+        fitted = _fit(b, steps, reference_batch, confidence)
+        for bv, rs, st in zip(b, per_b, steps, strict=True):
+            lo, hi = mean_interval(st, confidence)
+            mean = st.mean() if st.size else np.nan
             out.append(key | {
-                "batch_size": bv, "steps": p[:, 0].mean() if p.size else np.nan,
-                "steps_ci_low": lo, "steps_ci_high": hi,
-                "tokens": p[:, 1].mean() if p.size else np.nan, "n": len(p),
-                "overhead": overhead,
-                "critical_batch": crit.get("critical_batch", np.nan),
-                "ci_low": crit.get("ci_low", np.nan), "ci_high": crit.get("ci_high", np.nan),
-                "note": crit.get("note", "a batch size without curves"),
+                "batch_size": bv, "steps": mean, "steps_ci_low": lo, "steps_ci_high": hi,
+                "tokens": np.mean([r.tokens for r in rs]) if rs else np.nan, "n": len(rs),
+                "phase": np.mean([r.phase for r in rs]) if rs else np.nan,
+                "overhead": float(fitted.overhead_at(np.array(bv), np.array(mean))),
+                "reference_batch": fitted.reference, "critical_batch": fitted.critical,
+                "ci_low": fitted.ci_low, "ci_high": fitted.ci_high,
+                "fit_check": fitted.fit_check, "steps_check": steps_check(rs),
+                "note": fitted.note,
             })  # fmt: skip
-    return pd.DataFrame(out)[[*cells, *COLUMNS]]
+    table = pd.DataFrame(out)[[*cells, *COLUMNS]]
+    table.attrs["lengths"] = tuple(lengths)
+    return table
+
+
+def _fit(b: np.ndarray, steps: list[np.ndarray], reference: float, conf: float) -> BatchFit:
+    """The cell's fit, or a row of NaN saying why there is none."""
+    if not all(s.size for s in steps):
+        return BatchFit.none(reference, "a batch size without curves")
+    if not all(np.isfinite(s).all() for s in steps):
+        return BatchFit.none(reference, "some batch size never reaches the target")
+    return fit_critical_batch(b, steps, reference=reference, confidence=conf)

@@ -30,6 +30,7 @@ import pandas as pd
 
 from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import groups, iter_cells
+from harness.analysis.stats.fit_check import OK, approximately_best, intervals_disjoint, lack_of_fit
 from harness.analysis.stats.frame import VALUE
 from harness.analysis.stats.intervals import linear_interval, ratio_interval
 
@@ -38,7 +39,7 @@ WINDOW = 2
 #: Output columns after the cell columns.
 COLUMNS = (
     "grid_best", "grid_mean", "optimum", "ci_low", "ci_high", "metric", "metric_ci_low",
-    "metric_ci_high", "points", "searched", "note",
+    "metric_ci_high", "points", "searched", "fit_check", "band_low", "band_high", "note",
 )  # fmt: skip
 
 
@@ -80,13 +81,51 @@ def fit(u: np.ndarray, means: np.ndarray, sign: float) -> Fit:
     return Fit(u=u, weights=weights, u_bar=u_bar, coef=weights @ (sign * means))
 
 
-def window(means: np.ndarray, sign: float) -> np.ndarray:
-    """Indices of the best finite point and up to :data:`WINDOW` finite neighbours each side."""
+def window(means: np.ndarray, sign: float, width: int = WINDOW) -> np.ndarray:
+    """Indices of the best finite point and up to ``width`` finite neighbours each side."""
     finite = np.flatnonzero(np.isfinite(means))
     if finite.size == 0:
         return finite
     best = int(np.argmin(sign * means[finite]))
-    return finite[max(0, best - WINDOW) : best + WINDOW + 1]
+    return finite[max(0, best - width) : best + width + 1]
+
+
+def local_window(means: np.ndarray, sign: float) -> np.ndarray:
+    """The three consecutive finite points around the best one (shifted inward at an end of
+    the grid): the fit least exposed to the curve's shape away from the optimum."""
+    finite = np.flatnonzero(np.isfinite(means))
+    if finite.size < 3:
+        return finite[:0]
+    best = int(np.argmin(sign * means[finite]))
+    start = min(max(best - 1, 0), finite.size - 3)
+    return finite[start : start + 3]
+
+
+def _intervals(
+    f: Fit, var: np.ndarray, n: np.ndarray, metric: float, conf: float
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(interval of u*, interval of m*) of one fit, from its points' variances of the mean."""
+    parts = [(-f.weights[1, j], 2 * f.weights[2, j], var[j], n[j] - 1) for j in range(f.u.size)]
+    lo, hi = ratio_interval(-f.coef[1], 2 * f.coef[2], parts, conf)
+    w = f.at_optimum()
+    m_lo, m_hi = linear_interval(metric, list(w**2 * var), list(n - 1.0), conf)
+    return (float(f.u_bar + lo), float(f.u_bar + hi)), (float(m_lo), float(m_hi))
+
+
+def _local_fit(
+    pts: np.ndarray, idx: np.ndarray, sign: float, conf: float
+) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The intervals of the three-point fit around the best point when it differs from the
+    main fit's window and gives a bounded optimum interval; None otherwise."""
+    idx3 = local_window(pts[:, 1], sign)
+    if idx3.size < 3 or idx.size <= 3 or pts[idx3, 3].min() < 2:
+        return None
+    f3 = fit(np.log(pts[idx3, 0]), pts[idx3, 1], sign)
+    if not f3.convex:
+        return None
+    metric = float(sign * (f3.coef @ [1, f3.d, f3.d**2]))
+    u, m = _intervals(f3, pts[idx3, 2] ** 2 / pts[idx3, 3], pts[idx3, 3], metric, conf)
+    return (u, m) if np.isfinite(u).all() else None
 
 
 def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, object]:
@@ -97,13 +136,18 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, o
     best = int(np.nanargmin(np.where(np.isfinite(means), sign * means, np.inf)))
     row |= {"grid_best": values[best], "grid_mean": means[best], "note": ""}
     row["searched"] = f"{values.min():g}..{values.max():g}"
+    row |= _band(pts, sign, conf)
     idx = window(means, sign)
     row["points"] = idx.size
     if idx.size < 3:
-        return row | {"note": f"fewer than 3 finite values of {axis}: no fit"}
+        return row | {
+            "note": f"fewer than 3 finite values of {axis}: no fit",
+            "fit_check": "no fit",
+        }
     f = fit(np.log(values[idx]), means[idx], sign)
     if not f.convex:
-        return row | {"note": "the fit has no interior optimum (not curved toward one)"}
+        note = "the fit has no interior optimum (not curved toward one)"
+        return row | {"note": note, "fit_check": "no fit: " + note}
     u_star = f.u_bar + f.d
     metric = float(sign * (f.coef @ [1, f.d, f.d**2]))
     row |= {"optimum": float(np.exp(u_star)), "metric": metric}
@@ -112,17 +156,46 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: str, conf: float) -> dict[str, o
         notes.append(f"fitted optimum outside the searched {axis} {row['searched']}")
     std, n = pts[idx, 2], pts[idx, 3]
     if n.min() < 2 or not np.isfinite(std).all():
-        return row | {"note": "; ".join([*notes, "n = 1 (or a diverged seed): no interval"])}
-    var = std**2 / n
-    parts = [(-f.weights[1, j], 2 * f.weights[2, j], var[j], n[j] - 1) for j in range(idx.size)]
-    lo, hi = ratio_interval(-f.coef[1], 2 * f.coef[2], parts, conf)
-    row |= {"ci_low": float(np.exp(f.u_bar + lo)), "ci_high": float(np.exp(f.u_bar + hi))}
-    if not (np.log(values.min()) <= f.u_bar + lo and f.u_bar + hi <= np.log(values.max())):
+        note = "n = 1 (or a diverged seed): no interval"
+        return row | {"note": "; ".join([*notes, note]), "fit_check": "unchecked: " + note}
+    if not (std > 0).any():
+        note = "identical seeds (zero seed variance): no interval"
+        return row | {"note": "; ".join([*notes, note]), "fit_check": "unchecked: " + note}
+    (lo, hi), (m_lo, m_hi) = _intervals(f, std**2 / n, n, metric, conf)
+    checks = _checks(f, pts[idx], sign)
+    local = _local_fit(pts, idx, sign, conf)
+    if local is not None:  # model error: the interval spans the fits over both windows
+        if intervals_disjoint((lo, hi), local[0]):
+            checks.append("window-sensitive: the 3-point fit's interval does not overlap")
+        lo, hi = min(lo, local[0][0]), max(hi, local[0][1])
+        m_lo, m_hi = min(m_lo, local[1][0]), max(m_hi, local[1][1])
+    elif idx.size > 3:
+        checks.append("unchecked window: the 3-point fit around the best has no bounded optimum")
+    row |= {"ci_low": float(np.exp(lo)), "ci_high": float(np.exp(hi))}
+    if not (np.log(values.min()) <= lo and hi <= np.log(values.max())):
         notes.append(f"optimum interval reaches beyond the searched {axis}")
-    w = f.at_optimum()
-    m_lo, m_hi = linear_interval(metric, list(w**2 * var), list(n - 1.0), conf)
-    row |= {"metric_ci_low": float(m_lo), "metric_ci_high": float(m_hi), "note": "; ".join(notes)}
-    return row
+    if sign * (means[best] - metric) > abs(m_hi - m_lo):  # better than seen, beyond noise
+        checks.append(f"fitted metric {metric:.4g} far beyond the best observed {means[best]:.4g}")
+    row |= {"metric_ci_low": float(m_lo), "metric_ci_high": float(m_hi)}
+    return row | {"note": "; ".join(notes), "fit_check": "; ".join(checks) or OK}
+
+
+def _checks(f: Fit, pts: np.ndarray, sign: float) -> list[str]:
+    """The lack-of-fit test of the main fit (``pts``: its points)."""
+    x = np.stack([np.ones_like(f.u), f.u - f.u_bar, (f.u - f.u_bar) ** 2], axis=1)
+    test = lack_of_fit(sign * pts[:, 1] - x @ f.coef, pts[:, 2], pts[:, 3], 3)
+    if test.rejected:
+        return [f"lack of fit: residuals exceed seed noise (F test p = {test.p:.2g})"]
+    return []
+
+
+def _band(pts: np.ndarray, sign: float, conf: float) -> dict[str, object]:
+    """The approximately-best band's columns (:func:`.fit_check.approximately_best`)."""
+    ok = np.isfinite(pts[:, 1])
+    if not ok.any():
+        return {}
+    band = approximately_best(pts[ok, 0], pts[ok, 1], pts[ok, 2], pts[ok, 3], sign, conf)
+    return {"band_low": band.low, "band_high": band.high}
 
 
 def optimum_table(

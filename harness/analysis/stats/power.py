@@ -8,11 +8,14 @@ with probability
     power = P(T' > t_crit) + P(T' < -t_crit)     (two-sided, t_crit at alpha / 2)
 
 where T' is noncentral t with df degrees of freedom and noncentrality delta / se. ``welch``:
-se = sqrt(s_a^2 / n_a + s_b^2 / n_b), df Welch-Satterthwaite; ``paper`` (App. F of the Coupled
-Adam paper): se = sqrt(s_a^2 + s_b^2) / sqrt(S), df = S - 1. ``seeds_needed`` is the smallest
-number of seeds per arm (equal in both) whose power reaches ``--power``; ``detectable`` is the
-smallest delta the present seeds detect with that power. The variances are themselves estimated
-from few seeds, so these numbers are estimates too (the note says from how many).
+se = sqrt(s_a^2 / n_a + s_b^2 / n_b), df Welch-Satterthwaite, and up to 30 seeds per arm the
+test's actual rejection rate instead (:mod:`harness.analysis.stats.welch_power`: the noncentral t
+treats the estimated se and df as known and overstates the power at 2-3 seeds); ``paper``
+(App. F of the Coupled Adam paper): se = sqrt(s_a^2 + s_b^2) / sqrt(S), df = S - 1.
+``seeds_needed`` is the smallest number of seeds per arm (equal in both) whose power reaches
+``--power``; ``detectable`` is the smallest delta the present seeds detect with that power. The
+variances are themselves estimated from few seeds, so these numbers are estimates too (the note
+says from how many).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from scipy import optimize, stats
 from harness.analysis.stats.cells import iter_cells
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import satterthwaite
+from harness.analysis.stats.welch_rejection import EXACT_UP_TO, welch_power
 
 #: Most seeds per arm ``seeds_needed`` looks at; more is reported as ``> MAX_SEEDS``.
 MAX_SEEDS = 1000
@@ -33,9 +37,11 @@ MAX_SEEDS = 1000
 TESTS = ("welch", "paper")
 #: Output columns after the ``by`` columns.
 COLUMNS = (
-    "n_a", "std_a", "n_b", "std_b", "diff", "difference", "power", "seeds_needed", "detectable",
-    "note",
+    "n_a", "std_a", "n_b", "std_b", "diff", "difference", "power", "seeds_needed",
+    "seeds_needed_low", "seeds_needed_high", "detectable", "note",
 )  # fmt: skip
+#: Two-sided level of the range given with ``seeds_needed`` (each variance's chi-square interval).
+SEEDS_RANGE = 0.9
 
 
 def _se_df(var_a, n_a, var_b, n_b, test: str) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +72,16 @@ def power(
     out = stats.nct.sf(crit, df, ncp)
     # P(T' < -crit) written as P(T'(-ncp) > crit): the same value, but scipy's lower tail is NaN
     # for some non-integer df and large ncp (df 2.2, ncp 10), where this one is finite
-    return np.asarray(out + stats.nct.sf(crit, df, -ncp) if two_sided else out, float)
+    out = np.asarray(out + stats.nct.sf(crit, df, -ncp) if two_sided else out, float)
+    if test != "welch":
+        return out
+    # few seeds: Welch's actual rejection rate (random se and df), which the noncentral t overstates
+    args = np.broadcast_arrays(*(np.asarray(v, float) for v in (delta, var_a, n_a, var_b, n_b)))
+    small = np.maximum(args[2], args[4]) <= EXACT_UP_TO
+    if small.any():
+        out = np.array(np.broadcast_to(out, small.shape), float)
+        out[small] = welch_power(*(v[small] for v in args), alpha=alpha, two_sided=two_sided)
+    return out
 
 
 def seeds_needed(
@@ -96,6 +111,15 @@ def detectable(
     while gap(hi) < 0:
         hi *= 2
     return float(optimize.brentq(gap, 0.0, hi, xtol=1e-12 * hi, rtol=1e-10))
+
+
+def variance_range(var: float, n: int, level: float = SEEDS_RANGE) -> tuple[float, float]:
+    """The chi-square interval of a seed variance estimated from ``n`` seeds: the true
+    variances consistent with it (``level`` two-sided). From 3 seeds (2 df) at 90 %: 0.33 to 20
+    times the estimate, which is why ``seeds_needed`` comes with a range."""
+    df = n - 1.0
+    tail = (1 - level) / 2
+    return df * var / stats.chi2.ppf(1 - tail, df), df * var / stats.chi2.ppf(tail, df)
 
 
 def power_table(
@@ -134,6 +158,9 @@ def _cell(va, vb, test, alternative, alpha, target, difference) -> dict[str, obj
         return row | {"note": "no seed variance: any difference is detected"}
     row["power"] = float(power(delta, var_a, va.size, var_b, vb.size, **kw))
     row["seeds_needed"] = seeds_needed(delta, var_a, var_b, target=target, **kw)
+    (lo_a, hi_a), (lo_b, hi_b) = variance_range(var_a, va.size), variance_range(var_b, vb.size)
+    row["seeds_needed_low"] = seeds_needed(delta, lo_a, lo_b, target=target, **kw)
+    row["seeds_needed_high"] = seeds_needed(delta, hi_a, hi_b, target=target, **kw)
     row["detectable"] = detectable(var_a, va.size, var_b, vb.size, target=target, **kw)
     if alternative != "two-sided" and (diff < 0) != (alternative == "less") and diff != 0:
         row["note"] = "the observed diff points against H1"

@@ -12,6 +12,12 @@ arms' means at every budget): the fit's sensitivity to each mean is the Gauss-Ne
 (pseudo-inverse Jacobian) map, and log D_b's sensitivity to the fitted parameters and to a's
 final value is closed form (:func:`budget_ratio_interval`). At 3 seeds it covers the true ratio
 at its nominal level where the former percentile bootstrap did not (``docs/statistics.md``).
+
+The fit is checked (``fit_check``) when b has more budgets than parameters: the lack-of-fit F
+test of the residuals against seed noise (:func:`harness.analysis.stats.fit_check.lack_of_fit`), and
+a refit without the smallest budget (the one furthest from the target, where a curve that is
+not a power law bends away first). The interval spans both fits' intervals (model error between
+fit windows); intervals that do not overlap are flagged.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from scipy.optimize import OptimizeWarning, curve_fit, minimize_scalar
 
 from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells, with_keys
+from harness.analysis.stats.fit_check import OK, intervals_disjoint, lack_of_fit
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import ONE_SEED, linear_interval
 from harness.core.errors import UserError
@@ -43,6 +50,7 @@ COLUMNS = (
     "A",
     "alpha",
     "E",
+    "fit_check",
     "note",
 )
 
@@ -251,8 +259,36 @@ def budget_ratio_interval(
     return ratio, float(np.exp(lo)), float(np.exp(hi))
 
 
+def _checked(
+    fit: PowerLaw,
+    d: np.ndarray,
+    b_stats: tuple[np.ndarray, ...],
+    a_stats: tuple[float, ...],
+    budget_a: float,
+    goal: str,
+    conf: float,
+    ci: tuple[float, float],
+) -> tuple[float, float, list[str]]:
+    """The interval widened over fit windows, and the checks (module docstring)."""
+    if d.size <= MIN_BUDGETS:
+        return ci[0], ci[1], [f"unchecked: {d.size} budgets, as many as parameters"]
+    means, vars_, ns = b_stats
+    checks = []
+    test = lack_of_fit(means - fit(d), np.sqrt(vars_), ns, 3)
+    if test.rejected:
+        checks.append(f"lack of fit: the power law misses b's means (F test p = {test.p:.2g})")
+    sub = tuple(v[1:] for v in b_stats)
+    _, lo2, hi2 = budget_ratio_interval(d[1:], sub, a_stats, budget_a, goal, conf)
+    if not (np.isfinite(lo2) and np.isfinite(hi2)):
+        return ci[0], ci[1], [*checks, "unchecked window: no ratio without the smallest budget"]
+    if np.isfinite(ci).all() and intervals_disjoint(ci, (lo2, hi2)):
+        checks.append("window-sensitive: the fit without the smallest budget disagrees")
+    return float(np.nanmin([ci[0], lo2])), float(np.nanmax([ci[1], hi2])), checks
+
+
 def _cell(cell, key, x, a, b, goal, conf) -> dict[str, object]:
     va, vb, notes = _usable_budgets(cell, key, x, a, b)
+    checks: list[str] = []
     budget_a = max(va)
     a_final = float(va[budget_a].mean())
     d = np.array(sorted(vb))
@@ -261,12 +297,15 @@ def _cell(cell, key, x, a, b, goal, conf) -> dict[str, object]:
     lo, hi = float("nan"), float("nan")
     if min(v.size for v in [va[budget_a], *vb.values()]) < 2:
         notes.append(ONE_SEED)
+        checks.append("unchecked: no seed noise to check against")
     elif not np.isfinite(va[budget_a]).all():
         notes.append(f"{a} diverged at its largest {x}: no interval")
+        checks.append("unchecked: no interval")
     else:
         b_stats = tuple(np.array([f(vb[k]) for k in d]) for f in _SUMMARY)
         a_stats = tuple(float(f(va[budget_a])) for f in _SUMMARY)
         _, lo, hi = budget_ratio_interval(d, b_stats, a_stats, budget_a, goal, conf)
+        lo, hi, checks = _checked(fit, d, b_stats, a_stats, budget_a, goal, conf, (lo, hi))
     if np.isinf(budget_b):
         notes.append(f"{a}'s final value is beyond {b}'s asymptote E")
     elif not d[0] <= budget_b <= d[-1]:
@@ -274,7 +313,8 @@ def _cell(cell, key, x, a, b, goal, conf) -> dict[str, object]:
     return {
         "a_final": a_final, "budget_a": budget_a, "budget_b": budget_b,
         "ratio": budget_b / budget_a, "ci_low": lo, "ci_high": hi,
-        "A": fit.A, "alpha": fit.alpha, "E": fit.E, "note": "; ".join(notes),
+        "A": fit.A, "alpha": fit.alpha, "E": fit.E, "fit_check": "; ".join(checks) or OK,
+        "note": "; ".join(notes),
     }  # fmt: skip
 
 

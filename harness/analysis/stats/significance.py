@@ -29,7 +29,7 @@ from scipy import stats
 from harness.analysis.stats.cells import iter_cells
 from harness.analysis.stats.corrections import CORRECTIONS
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
-from harness.analysis.stats.intervals import mean_interval, welch_interval
+from harness.analysis.stats.intervals import ZERO_VARIANCE, mean_interval, welch_interval
 from harness.core.errors import UserError, unknown_choice
 
 ALTERNATIVES = ("less", "greater", "two-sided")
@@ -222,6 +222,9 @@ def _cell(cell, key, a, b, test, spec, alternative, alpha) -> dict[str, object]:
     row |= {"ci_low": lo, "ci_high": hi}
     if spec.finite_only and not (np.isfinite(va).all() and np.isfinite(vb).all()):
         return row | {"note": "diverged seed(s): test undefined (try --test mannwhitney)"}
+    spread = np.ptp(vb - va) if spec.paired else max(np.ptp(va), np.ptp(vb))
+    if spec.finite_only and spread == 0:  # a zero-width interval and p = 0 from no noise
+        return row | {"ci_low": np.nan, "ci_high": np.nan, "note": ZERO_VARIANCE}
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = spec.run(va, vb, alternative, alpha)

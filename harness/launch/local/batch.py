@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 
 from harness.core import paths
 from harness.core.config import RunConfig
-from harness.core.files import FileStamp
 from harness.launch.contract import ExecutionSpec
 from harness.launch.local.settings import LocalSettings
 from harness.launch.local.slots import split_cores
@@ -39,7 +38,7 @@ class Batch:
         runs: Sequence[RunConfig],
         spec: ExecutionSpec,
         gpus: list[int],
-        seen: Mapping[str, FileStamp | None] | None = None,
+        seen: Mapping[str, int | None] | None = None,
     ) -> None:
         """``seen``: each run's row as ``submit`` saw it when it decided to train it."""
         per_gpu = settings.runs_per_device

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from harness.core.config import RunConfig
 from harness.core.errors import Stopped, UserError
-from harness.core.files import FileStamp
 from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
 from harness.launch.local.settings import LocalSettings
 from harness.launch.local.slots import local_gpus, split_cores
@@ -77,7 +76,7 @@ class LocalLauncher:
         self,
         runs: Sequence[RunConfig],
         spec: ExecutionSpec,
-        seen: Mapping[str, FileStamp | None] | None = None,
+        seen: Mapping[str, int | None] | None = None,
     ) -> Launched:
         """Plan the batch of ``runs`` (all of one grid); ``wait`` starts and runs them. A run
         whose row changed since ``seen`` is not trained (finished elsewhere meanwhile)."""

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.core.files import FileStamp
 from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
 from harness.launch.profile import LauncherProfile
 from harness.launch.slurm import arrays
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     import submitit
 
     from harness.launch.slurm.task import RunTask  # torch, via the training loop it calls
+    from harness.store.rows import RowMark
 
 DRY_RUN_SCONTROL_TIMEOUT_S = 1.0
 """Longest wait for ``scontrol show config`` in a dry run (then Slurm's defaults are assumed)."""
@@ -57,8 +57,8 @@ class Queued:
     """The accepted arrays, recorded."""
     deferred: tuple[arrays.TaskPlan, ...]
     """Tasks that did not fit under ``MaxJobCount`` (``wait`` submits them as room frees up)."""
-    seen: Mapping[str, FileStamp | None]
-    """Each run's row file as ``submit`` saw it (handed to the deferred tasks too)."""
+    seen: Mapping[str, RowMark | None]
+    """Each run's rows as ``submit`` saw them (handed to the deferred tasks too)."""
 
 
 class SlurmLauncher:
@@ -121,7 +121,7 @@ class SlurmLauncher:
         self,
         runs: Sequence[RunConfig],
         spec: ExecutionSpec,
-        seen: Mapping[str, FileStamp | None] | None = None,
+        seen: Mapping[str, int | None] | None = None,
     ) -> Launched:
         """Submit ``runs`` as job arrays (what the controller has no room for is deferred).
         Each task is handed ``seen`` for its runs: it skips a run whose row changed since.
@@ -177,10 +177,10 @@ class SlurmLauncher:
         tasks: Sequence[arrays.TaskPlan],
         spec: ExecutionSpec,
         limits: ClusterLimits,
-        seen: Mapping[str, FileStamp | None] | None = None,
+        seen: Mapping[str, RowMark | None] | None = None,
     ) -> list[Submission]:
         """Submit ``tasks`` in arrays of at most ``MaxArraySize``; records each accepted array.
-        ``seen``: each run's row file as ``submit`` saw it (:meth:`launch`)."""
+        ``seen``: each run's rows as ``submit`` saw them (:meth:`launch`)."""
         folder = (paths.slurm_logs_dir(spec.results_root, spec.grid)).resolve()
         subs: list[Submission] = []
         for processes in sorted({t.processes for t in tasks}):
@@ -206,7 +206,7 @@ class SlurmLauncher:
         chunk: Sequence[arrays.TaskPlan],
         spec: ExecutionSpec,
         folder: Path,
-        seen: Mapping[str, FileStamp | None],
+        seen: Mapping[str, RowMark | None],
     ) -> Submission:
         task_spec = spec.with_threads(self.settings.cpus_per_task)
         callables = [self._task(task_spec, t, seen) for t in chunk]
@@ -223,7 +223,7 @@ class SlurmLauncher:
         return sub
 
     def _task(
-        self, spec: ExecutionSpec, plan: arrays.TaskPlan, seen: Mapping[str, FileStamp | None]
+        self, spec: ExecutionSpec, plan: arrays.TaskPlan, seen: Mapping[str, RowMark | None]
     ) -> RunTask:
         """The callable of one array task, handed what ``submit`` saw of its runs' rows."""
         from harness.launch.slurm.task import RunTask

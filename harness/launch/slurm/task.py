@@ -11,12 +11,12 @@ an all-reduce), writes a checkpoint and stops. Then:
   the task, which resumes from the checkpoint; the time limit records ``timeout``; anything
   else (``scancel``) records ``cancelled``. The checkpoint is kept, so a retry resumes.
 
-Never twice: a task is handed each run's row file as ``submit`` saw it (``seen``). Just before
-training a run, under its run lock, it checks that the row is unchanged: a run that has a newer
-row from any other job (queued twice by submits that raced, or finished by a local submit
-meanwhile), or whose lock another process holds, is left alone. A restarted task skips the runs
-it already finished (their rows carry its job id) and resumes the one it was training. At start
-it reads only its own runs' rows, never the whole grid's.
+Never twice: a task is handed each run's rows as ``submit`` saw them (``seen``, the highest
+attempt). Just before training a run, under its run lock, it checks that they are unchanged: a
+run that has a newer row from any other job (queued twice by submits that raced, or finished by
+a local submit meanwhile), or whose lock another process holds, is left alone. A restarted task
+skips the runs it already finished (their rows carry its job id) and resumes the one it was
+training. At start it reads only its own runs' rows, never the whole grid's.
 
 With ``per_device > 1`` (the profile's ``runs_per_device``) a one-process task trains that many of
 its runs at once on its device, each in its own process (:mod:`harness.launch.worker.packing`); a
@@ -30,15 +30,13 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import submitit
 from submitit.core.utils import UncompletedJobError
 
-from harness.core import env, paths
-from harness.core.files import FileStamp, file_stamp
+from harness.core import env
 from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.slurm.scheduler import SchedulerError, job_fields
@@ -52,6 +50,7 @@ from harness.launch.worker.job import (
     written_by_job,
 )
 from harness.launch.worker.packing import PackInterrupted, run_packed
+from harness.store.rows import RowMark, row_mark
 from harness.store.spill import ResultSpilled
 from harness.train.loop import TrainingInterrupted
 
@@ -98,15 +97,16 @@ def sigterm_status() -> Status | None:
 
 class RunTask(submitit.helpers.Checkpointable):
     """One array task: train ``run_ids`` of ``spec.grid`` in order, ``per_device`` at once on a
-    one-process task (see the module docstring). ``seen``: each run's row file as ``submit``
-    saw it (a run missing from it: as the task finds it when it starts)."""
+    one-process task (see the module docstring). ``seen``: each run's rows as ``submit`` saw
+    them (:func:`~harness.store.rows.row_mark`; a run missing from it: as the task finds them
+    when it starts)."""
 
     def __init__(
         self,
         spec: ExecutionSpec,
         run_ids: Sequence[str],
         per_device: int = 1,
-        seen: Mapping[str, FileStamp | None] | None = None,
+        seen: Mapping[str, RowMark | None] | None = None,
     ) -> None:
         self.spec, self.run_ids, self.per_device = spec, tuple(run_ids), per_device
         self.seen = dict(seen or {})
@@ -124,18 +124,17 @@ class RunTask(submitit.helpers.Checkpointable):
         finally:
             distributed.shutdown()
 
-    def _row(self, run_id: str) -> Path:
-        return paths.run_path(self.spec.results_root, self.spec.grid, run_id)
-
-    def _start(self, job_id: str) -> tuple[dict[str, str], dict[str, FileStamp | None]]:
+    def _start(self, job_id: str) -> tuple[dict[str, str], dict[str, RowMark | None]]:
         """From this task's own runs' rows only: the statuses of the runs this job finished in
-        an earlier start (skipped), and the row file of each other run to find unchanged before
-        training it: as ``submit`` saw it, but as it is now for a run this very job wrote a row
-        of since (a ``cancelled`` row of a requeue that looked like a cancellation: resumed)."""
-        mine = written_by_job(self.spec.results_root, self.spec.grid, self.run_ids, job_id)
+        an earlier start (skipped), and the rows of each other run to find unchanged before
+        training it (:func:`~harness.store.rows.row_mark`): as ``submit`` saw them, but as they
+        are now for a run this very job wrote a row of since (a ``cancelled`` row of a requeue
+        that looked like a cancellation: resumed)."""
+        root, grid = self.spec.results_root, self.spec.grid
+        mine = written_by_job(root, grid, self.run_ids, job_id)
         statuses = {r: status for r, status in mine.items() if status != Status.CANCELLED}
         seen = {
-            r: file_stamp(self._row(r)) if r in mine or r not in self.seen else self.seen[r]
+            r: row_mark(root, grid, r) if r in mine or r not in self.seen else self.seen[r]
             for r in self.run_ids
             if r not in statuses
         }
@@ -149,7 +148,9 @@ class RunTask(submitit.helpers.Checkpointable):
                 continue
             if signals.stop_requested():
                 return self._stop(signals, [run_id], job_id, statuses)
-            unchanged = functools.partial(row_unchanged, self._row(run_id), seen[run_id])
+            unchanged = functools.partial(
+                row_unchanged, self.spec.results_root, self.spec.grid, run_id, seen[run_id]
+            )
             try:
                 statuses[run_id] = run_job(
                     self.spec, run_id, job_id=job_id, should_stop=signals.stop_requested,

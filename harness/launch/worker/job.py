@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from harness.core import env, paths
-from harness.core.files import FileStamp, file_stamp, os_error_line, remove_temps, try_locked
+from harness.core.files import os_error_line, remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
 from harness.launch.contract import ExecutionSpec
@@ -34,7 +34,7 @@ from harness.launch.inputs import inputs_of
 from harness.launch.worker import distributed
 from harness.store.live import append_point, start_attempt
 from harness.store.manifest import load_run
-from harness.store.rows import newest_rows
+from harness.store.rows import newest_rows, row_mark
 from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing, read_progress
 from harness.train.checkpoint import progress as ckpt_progress
@@ -200,10 +200,10 @@ class _LiveWriter:
             self.warned = True
 
 
-def row_unchanged(path: Path, stamp: FileStamp | None) -> bool:
-    """Whether the row file ``path`` is as ``stamp`` (:func:`~harness.core.files.file_stamp`)
-    saw it: nobody wrote the run's row since (the ``still_needed`` of :func:`run_job`)."""
-    return file_stamp(path) == stamp
+def row_unchanged(root: Path, grid: str, run_id: str, mark: int | None) -> bool:
+    """Whether ``run_id``'s rows are as ``mark`` (:func:`~harness.store.rows.row_mark`) saw
+    them: nobody wrote a row of the run since (the ``still_needed`` of :func:`run_job`)."""
+    return row_mark(root, grid, run_id) == mark
 
 
 def done_by_job(

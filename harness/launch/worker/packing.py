@@ -24,10 +24,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from harness.core.files import FileStamp
 from harness.launch.contract import ExecutionSpec
 from harness.launch.worker.job import done_by_job
 from harness.launch.worker.pool import Ended, Outcome, RunPool
+from harness.store.rows import RowMark
 from harness.train.loop import TrainingInterrupted
 
 
@@ -51,7 +51,7 @@ def run_packed(
     job_id: str | None = None,
     should_stop: Callable[[], bool] | None = None,
     poll_s: float = 0.2,
-    seen: Mapping[str, FileStamp | None] | None = None,
+    seen: Mapping[str, RowMark | None] | None = None,
 ) -> dict[str, str]:
     """Train ``run_ids`` of ``spec.grid`` on this process's device, ``per_device`` at a time, in a
     :class:`~harness.launch.worker.pool.RunPool`.
@@ -63,7 +63,7 @@ def run_packed(
         job_id: recorded in the rows; runs whose newest row has this job id are skipped.
         should_stop: polled every ``poll_s``; True stops every running run (checkpointed).
         poll_s: seconds between polls.
-        seen: each run's row file as the launch saw it: a run whose row changed since is left
+        seen: each run's rows as the launch saw them: a run whose rows changed since is left
             alone (:class:`~harness.launch.worker.pool.RunPool`; default: as it is now).
 
     Returns:

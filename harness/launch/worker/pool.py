@@ -33,13 +33,13 @@ from typing import Any
 
 from harness.core import paths
 from harness.core.errors import UserError
-from harness.core.files import FileStamp, file_stamp, is_locked
+from harness.core.files import is_locked
 from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.worker import process
 from harness.launch.worker.job import row_unchanged, write_status
 from harness.launch.worker.process import ExitKind, RunProcess
-from harness.store.rows import read_row
+from harness.store.rows import newest_row_file, read_row, row_marks
 from harness.store.spill import ResultSpilled
 
 LOG_TAIL_LINES = 12
@@ -59,7 +59,8 @@ class Outcome(enum.Enum):
     KILLED = "killed"
     """Killed by :meth:`RunPool.kill`: no new row; it resumes from its last checkpoint."""
     NOT_STARTED = "not started"
-    """Never started (the pool was stopped first)."""
+    """Never started, or stopped before its first step (the pool was stopped first): no
+    checkpoint."""
     FINISHED_ELSEWHERE = "finished elsewhere"
     """Another process wrote its row since the launch decided to train it: left alone."""
     BUSY = "busy"
@@ -96,7 +97,7 @@ class RunPool:
         timeout_s: float | None = None,
         job_id: str | None = None,
         logs: Path | None = None,
-        seen: Mapping[str, FileStamp | None] | None = None,
+        seen: Mapping[str, int | None] | None = None,
         wait_for_locks: bool = False,
     ) -> None:
         """Args:
@@ -109,8 +110,8 @@ class RunPool:
         timeout_s: seconds a run may train before it is stopped and recorded as ``timeout``.
         job_id: recorded in the rows (SLURM).
         logs: folder of one log per run (``<run_id>.log``); None: this process's output.
-        seen: each run's row as the launch saw it when it decided to train it
-            (:func:`~harness.core.files.file_stamp`); default: as it is now.
+        seen: each run's rows as the launch saw them when it decided to train it
+            (:func:`~harness.store.rows.row_mark`); default: as they are now.
         wait_for_locks: wait for a run whose lock is held rather than leave it (see above).
         """
         assert parallel >= 1 and per_gpu >= 1, (parallel, per_gpu)
@@ -121,8 +122,8 @@ class RunPool:
         """Runs not started yet, in order."""
         self.active: dict[str, RunProcess] = {}
         """Runs whose process runs, by run_id."""
-        self.seen = {r: (seen[r] if seen is not None and r in seen else file_stamp(self._row(r)))
-                     for r in run_ids}  # fmt: skip
+        now = row_marks(spec.results_root, spec.grid) if seen is None else {}
+        self.seen = {r: seen[r] if seen is not None and r in seen else now.get(r) for r in run_ids}
         self.gpus_given = gpus is not None
         self.on_gpu = dict.fromkeys(gpus or (), 0)
         self.stopping = False
@@ -180,8 +181,8 @@ class RunPool:
                 p.process.kill()
 
     # --- starting -----------------------------------------------------------------------------
-    def _row(self, run_id: str) -> Path:
-        return paths.run_path(self.spec.results_root, self.spec.grid, run_id)
+    def _unchanged(self, run_id: str) -> bool:
+        return row_unchanged(self.spec.results_root, self.spec.grid, run_id, self.seen[run_id])
 
     def _start_more(self) -> list[Ended]:
         """Start waiting runs while there are free slots; returns the runs left alone."""
@@ -192,7 +193,7 @@ class RunPool:
             gpu = gpu_for_next_run(self.on_gpu, self.per_gpu)
             if self.on_gpu and gpu is None:
                 break  # every GPU is full
-            if not row_unchanged(self._row(run_id), self.seen[run_id]):
+            if not self._unchanged(run_id):
                 self.pending.remove(run_id)
                 ended.append(Ended(run_id, Outcome.FINISHED_ELSEWHERE))
                 continue
@@ -210,7 +211,9 @@ class RunPool:
         if gpu is not None:
             self.on_gpu[gpu] += 1
         env = {"CUDA_VISIBLE_DEVICES": "" if gpu is None else str(gpu)} if self.gpus_given else {}
-        needed = functools.partial(row_unchanged, self._row(run_id), self.seen[run_id])
+        needed = functools.partial(
+            row_unchanged, self.spec.results_root, self.spec.grid, run_id, self.seen[run_id]
+        )
         self.active[run_id] = process.start(
             self._ctx, self.spec, run_id, self._reports, job_id=self.job_id,
             log=self.log(run_id), env=env, still_needed=needed, gpu=gpu,
@@ -239,15 +242,17 @@ class RunPool:
                 self.pending.insert(0, run_id)  # its lock was taken meanwhile: wait for it
                 return None
             return Ended(run_id, Outcome.BUSY)
-        if kind is ExitKind.INTERRUPTED and run_id in self._timed_out:
+        if kind is ExitKind.UNSTEPPED and run_id not in self._timed_out:
+            return Ended(run_id, Outcome.NOT_STARTED)  # stopped while being built: no checkpoint
+        if kind in (ExitKind.INTERRUPTED, ExitKind.UNSTEPPED) and run_id in self._timed_out:
             limit = f"{self.timeout_s / 60:g} min" if self.timeout_s else "its limit"
             error = (f"ran past timeout_min ({limit}) of the launcher profile on this machine; "
                      "checkpoint kept")  # fmt: skip
             return self._record(run_id, Status.TIMEOUT, error)
         if kind is ExitKind.INTERRUPTED:
             return Ended(run_id, Outcome.CHECKPOINTED)
-        if not row_unchanged(self._row(run_id), self.seen[run_id]):
-            return Ended(run_id, Outcome.FINISHED, _row_status(self._row(run_id)))  # then died
+        if not self._unchanged(run_id):
+            return Ended(run_id, Outcome.FINISHED, _row_status(self.spec, run_id))  # then died
         if run_id in self._killed:
             return Ended(run_id, Outcome.KILLED)
         return self._record(run_id, Status.FAILED, self._death(run_id, code))
@@ -293,10 +298,11 @@ def gpu_for_next_run(running: dict[int, int], per_gpu: int) -> int | None:
     return gpu if gpu is not None and running[gpu] < per_gpu else None
 
 
-def _row_status(path: Path) -> str:
-    """The status in a run's row file (``failed`` when it cannot be read)."""
+def _row_status(spec: ExecutionSpec, run_id: str) -> str:
+    """The status in a run's newest row file (``failed`` when it cannot be read)."""
+    path = newest_row_file(spec.results_root, spec.grid, run_id)
     try:
-        return str(read_row(path)["status"])
+        return str(read_row(path)["status"]) if path is not None else "failed"
     except (OSError, ValueError, KeyError, IndexError):
         return Status.FAILED.value
 

@@ -11,6 +11,8 @@ tasks use, starts runs this way:
 - The run stops (checkpoints, exits :attr:`ExitKind.INTERRUPTED`) when its stop event is set, or
   when its parent is gone (killed with SIGKILL: the run is re-parented), so no run outlives the
   process that owns it.
+- A run stopped before its first step (while a slow constructor of the user's builds it) ends
+  at once, with no checkpoint: :attr:`ExitKind.UNSTEPPED` (the pool says "not started").
 - It reports its row's status on a queue as ``(run_id, status, note)`` and exits with a code that
   says what became of it; :func:`exit_kind` reads it back (the pool turns it into an
   :class:`~harness.launch.worker.pool.Outcome`; the codes are this module's business).
@@ -24,6 +26,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,7 +39,7 @@ from typing import IO, Any
 from harness.launch.contract import ExecutionSpec
 from harness.launch.worker.job import RunBusy, RunFinishedElsewhere, run_job
 from harness.store.spill import ResultSpilled
-from harness.train.loop import TrainingInterrupted
+from harness.train.loop import StoppedBeforeFirstStep, TrainingInterrupted
 
 
 class ExitKind(enum.Enum):
@@ -52,6 +55,8 @@ class ExitKind(enum.Enum):
     """Left its run alone: another process holds the run lock (:class:`RunBusy`)."""
     FINISHED_ELSEWHERE = 77
     """Left its run alone: its row changed since the launch (:class:`RunFinishedElsewhere`)."""
+    UNSTEPPED = 78
+    """Stopped before its first step (:class:`StoppedBeforeFirstStep`): no checkpoint."""
     DIED = -1
     """Any other code, or a signal: killed (the kernel's OOM killer) or crashed."""
 
@@ -92,13 +97,23 @@ def spawn_context() -> SpawnContext:
 
     multiprocessing's resource tracker (a helper process the parent's queues and events need)
     is started with :data:`PARENT_SIGNALS` blocked, so that a signal to the process group (a
-    closed terminal's SIGHUP) does not kill it: it would be restarted with tracebacks."""
+    closed terminal's SIGHUP) does not kill it: it would be restarted with tracebacks. It is
+    also told (a ``-W`` option, passed on from ``sys.warnoptions``) not to warn of "leaked
+    semaphore objects" when it cleans up after a parent killed with SIGKILL: the cleanup is its
+    job, and the user's terminal is not the place for the warning."""
     before = signal.pthread_sigmask(signal.SIG_BLOCK, PARENT_SIGNALS)
+    options = list(sys.warnoptions)
+    sys.warnoptions.append(TRACKER_QUIET)
     try:
         resource_tracker.ensure_running()
     finally:
+        sys.warnoptions[:] = options
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return mp.get_context("spawn")
+
+
+TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
+"""The ``-W`` filter the resource tracker is started with (its cleanup warnings)."""
 
 
 def start(
@@ -170,13 +185,20 @@ def _child(
     os.environ.update(env)
     _output_to(log)
 
+    begun = threading.Event()  # set by the loop's first poll: the run is built
+
     def should_stop() -> bool:
+        begun.set()
         return stop.is_set() or os.getppid() != parent  # a dead parent re-parents us
+
+    threading.Thread(target=_end_if_stopped_unbuilt, args=(stop, begun), daemon=True).start()
 
     try:
         status = run_job(
             spec, run_id, job_id=job_id, should_stop=should_stop, still_needed=still_needed
         )
+    except StoppedBeforeFirstStep:
+        sys.exit(ExitKind.UNSTEPPED.value)
     except TrainingInterrupted:
         sys.exit(ExitKind.INTERRUPTED.value)
     except RunFinishedElsewhere as e:
@@ -190,6 +212,15 @@ def _child(
         _report(reports, (run_id, e.status, e.line))
         sys.exit(ExitKind.SPILLED.value)
     _report(reports, (run_id, status, ""))
+
+
+def _end_if_stopped_unbuilt(stop: Event, begun: threading.Event) -> None:
+    """A run stopped while it is still being built (a slow constructor of the user's) has
+    nothing to keep: its process ends at once, with no checkpoint, instead of when the
+    constructor returns."""
+    while not begun.is_set():
+        if stop.wait(0.1) and not begun.is_set():
+            os._exit(ExitKind.UNSTEPPED.value)
 
 
 def _report(reports: Any, report: Report) -> None:

@@ -267,6 +267,14 @@ def use_log(values: np.ndarray) -> bool:
     return bool(v.size and (v > 0).all() and v.max() / v.min() > 10)
 
 
+LEGEND_ROW_IN = 0.16
+"""Height of one row of the figure legend (inches, at the style's legend font size)."""
+LEGEND_KEY_IN = 0.45
+"""Width of a legend entry's line sample and padding (inches)."""
+LEGEND_CHAR_IN = 0.055
+"""Width of one character of a legend label (inches)."""
+
+
 def legend(fig: Figure, axes: Sequence[Axes]) -> None:
     """One legend for the figure, from every panel's labelled artists, below the panels."""
     handles: dict[str, Any] = {}
@@ -275,7 +283,13 @@ def legend(fig: Figure, axes: Sequence[Axes]) -> None:
             if not lab.startswith("_"):
                 handles.setdefault(lab, h)
     if handles:
-        per_row = max(1, int(fig.get_figwidth() / 1.3))  # entries that fit the width
+        widest = LEGEND_KEY_IN + LEGEND_CHAR_IN * max(len(lab) for lab in handles)
+        per_row = max(1, int(fig.get_figwidth() / max(1.3, widest)))  # entries that fit the width
+        rows = math.ceil(len(handles) / per_row)
+        # the panels keep their height: the figure grows by the legend's rows beyond the one
+        # :func:`layout` leaves room for (else constrained layout collapses the panels to
+        # nothing and says so on the user's terminal)
+        fig.set_figheight(fig.get_figheight() + (rows - 1) * LEGEND_ROW_IN)
         fig.legend(
             list(handles.values()),
             list(handles),

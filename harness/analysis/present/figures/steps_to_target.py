@@ -4,8 +4,8 @@ Each line is a method's tuned configuration at each batch size
 (:mod:`harness.analysis.stats.critical_batch`): the mean steps at which the training loss first
 reaches the target (the highest loss every tuned run reaches), with the t interval over seeds as
 error bars. A dotted line of the same color is perfect linear scaling from the smallest batch
-(S(B_0) B_0 / B); a vertical tick marks the critical batch size (20 % more steps than linear
-scaling, Zhang et al. 2024) where there is one in the range.
+(S(B_0) B_0 / B); a vertical tick marks the critical batch size (S(B) = a + b/B fitted over every
+batch size, 20 % more steps than linear scaling, Zhang et al. 2024) where there is one.
 """
 
 from __future__ import annotations

@@ -1,0 +1,343 @@
+"""The store at sweep scale (issue 28): CPU time and peak memory of each command over stores of
+1,000, 10,000 and 100,000 runs.
+
+Each store is one grid of ``quadratic`` runs (sgd, adamw and signum over a list of lrs, 5 seeds)
+with a ``--points``-point loss curve per run:
+
+- up to ``--write-limit`` runs, written through the store's real write path
+  (:func:`harness.store.spill.write_or_spill`, which the process training a run calls) from
+  ``--writers`` processes at once: per-run files, compacted by themselves as they pile up;
+- beyond, the consolidated generation a compaction writes (rows made by
+  :func:`harness.store.rows.make_row`, curves in the curve schema), written directly: writing
+  100,000 per-run files takes hours on a loaded machine.
+
+Then each command runs in a fresh process (``harness``), and its CPU time (user + system) and
+peak RSS come from ``wait4``: ``submit`` of the finished grid (a no-op re-submit),
+``query`` of ``runs`` and of ``curves``, ``status``, ``analyze best``, ``analyze gap``,
+``figures``, ``report``, and ``compact`` after :data:`~harness.store.auto.AUTO_COMPACT_FILES`
+more runs arrived (the compaction a writer makes by itself). The same commands over a 15-run
+store give the start-up cost (imports, interpreter), subtracted in the last column.
+
+Example:
+    python benchmarks/scale.py                        # 1k, 10k, 100k runs x 200 points
+    python benchmarks/scale.py --sizes 1000 --points 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from common import parse_args_quick  # benchmarks/common.py
+
+from harness.core import paths
+from harness.core.provenance import provenance
+from harness.core.result import RunResult
+from harness.grid.load import load_grid
+from harness.store.auto import AUTO_COMPACT_FILES
+from harness.store.integrity import Checked
+from harness.store.layout import write_covered
+from harness.store.manifest import write_manifest
+from harness.store.rows import make_row
+from harness.store.schema import CURVE_SCHEMA, row_schema
+from harness.store.spill import write_or_spill
+
+GRID = "scale"
+ARMS = ("sgd", "adamw", "signum")
+SEEDS = 5
+
+
+def grid_yaml(folder: Path, runs: int, points: int) -> Path:
+    """A grid of about ``runs`` quadratic runs (3 arms x lrs x 5 seeds), ``points`` logged
+    points each."""
+    n = max(1, runs // (len(ARMS) * SEEDS))
+    lrs = [float(f"{x:.6g}") for x in np.geomspace(1e-4, 1.0, n)]
+    arms = ", ".join(f"{a}: {{lr: {lrs}}}" for a in ARMS)
+    text = f"""name: {GRID}
+base: {{workload: quadratic, steps: {2 * points}, log_every: 2, grad_clip: null,
+        schedule: constant}}
+grid: {{optimizer: {{{arms}}}}}
+seeds: {SEEDS}
+"""
+    path = folder / f"{GRID}.yaml"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _loss(i: int) -> float:
+    return 1.0 + (i * 7919 % 1000) / 1000
+
+
+def _result(i: int, points: int) -> RunResult:
+    final = _loss(i)
+    curve = [
+        {
+            "step": 2 * (k + 1),
+            "tokens": 2 * (k + 1),
+            "train_loss": final + 1 / (k + 1),
+            "lr": 1e-3,
+            "val_loss": final if k == points - 1 else None,
+            "elapsed_s": 0.01 * k,
+        }
+        for k in range(points)
+    ]
+    metrics = {"val_loss": final, "train_loss": final, "val_ppl": float(np.exp(final))}
+    return RunResult(
+        status="completed",
+        params=64,
+        steps_done=2 * points,
+        tokens_seen=2 * points,
+        device="cpu",
+        metrics=metrics,
+        curve=curve,
+    )
+
+
+def _write_share(args: tuple[str, str, int, int, int, int]) -> float:
+    """Write every ``writers``-th run from ``start`` through the real write path; CPU seconds."""
+    root, path, start, stop, writers, points = args
+    runs = load_grid(Path(path), vocab=lambda name: 1).runs
+    t = time.process_time()
+    for i in range(start, stop, writers):
+        write_or_spill(Path(root), runs[i], _result(i, points), provenance())
+    return time.process_time() - t
+
+
+def write_per_run(root: Path, path: Path, start: int, stop: int, writers: int, points: int) -> str:
+    """Runs ``start:stop`` through the real write path from ``writers`` processes."""
+    t = time.perf_counter()
+    jobs = [(str(root), str(path), start + w, stop, writers, points) for w in range(writers)]
+    with ProcessPoolExecutor(writers) as pool:
+        cpu = sum(pool.map(_write_share, jobs))
+    wall = time.perf_counter() - t
+    return (
+        f"wrote {stop - start:,} runs through write_or_spill ({writers} processes): "
+        f"{wall:.1f} s wall, {cpu:.1f} s CPU, {cpu / max(1, stop - start) * 1000:.1f} ms "
+        "CPU per run (compactions by themselves included)"
+    )
+
+
+def write_generation(root: Path, runs: list[Any], points: int, batch: int = 10_000) -> str:
+    """All ``runs`` as one consolidated generation, as a compaction writes it."""
+    t = time.perf_counter()
+    rows_path = paths.generation_path(root, GRID, "runs", 1)
+    curves_path = paths.generation_path(root, GRID, "curves", 1)
+    rows_path.parent.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([f.with_nullable(True) for f in row_schema(runs[:1])])
+    curve_schema = pa.schema([f.with_nullable(True) for f in CURVE_SCHEMA])
+    prov = provenance()
+    with (
+        pq.ParquetWriter(rows_path, schema, write_page_checksum=True) as rw,
+        pq.ParquetWriter(curves_path, curve_schema, write_page_checksum=True) as cw,
+    ):
+        for s in range(0, len(runs), batch):
+            part = runs[s : s + batch]
+            rows = [
+                make_row(r, _result(s + j, 1), prov | {"attempt": 1}) for j, r in enumerate(part)
+            ]
+            rw.write_table(pa.Table.from_pylist(rows, schema=schema))
+            n = len(part) * points
+            k = np.tile(np.arange(points), len(part))
+            final = np.repeat([_loss(s + j) for j in range(len(part))], points)
+            ids = np.repeat([r.run_id for r in part], points)
+            columns = {
+                "grid": pa.array([GRID] * n),
+                "run_id": pa.array(ids),
+                "step": 2 * (k + 1),
+                "tokens": 2 * (k + 1),
+                "train_loss": final + 1 / (k + 1),
+                "lr": np.full(n, 1e-3),
+                "val_loss": np.where(k == points - 1, final, np.nan),
+                "elapsed_s": 0.01 * k,
+            }
+            cw.write_table(pa.table(columns, schema=curve_schema))
+    write_covered(root, GRID, 1, [])
+    checked = Checked(root, GRID)
+    for p in (rows_path, curves_path):
+        checked.mark_whole(p)  # as a compaction records the files it writes
+    checked.save()
+    wall = time.perf_counter() - t
+    return (
+        f"wrote {len(runs):,} runs as one generation ({points * len(runs):,} points): {wall:.0f} s"
+    )
+
+
+def commands(root: Path, path: Path, out: Path) -> dict[str, list[str]]:
+    """Each measured command (``harness`` arguments)."""
+    common = ["--results", str(root)]
+    base = ["--baseline", "optimizer=sgd", "--reference", "optimizer=adamw"]
+    analysis = ["--over", "lr", "--metric", "val_loss"]
+    return {
+        "submit (no-op)": ["submit", str(path), "--launcher", "local", *common, "--data", str(out)],
+        "query runs": [
+            "query",
+            "SELECT optimizer, avg(val_loss) FROM runs GROUP BY ALL",
+            *common,
+        ],
+        "query curves": [
+            "query",
+            "SELECT count(*), avg(train_loss) FROM curves WHERE step = 20",
+            *common,
+        ],
+        "status": ["status", GRID, *common],
+        "analyze best": ["analyze", "best", GRID, *analysis, "--by", "optimizer", *common],
+        "analyze gap": ["analyze", "gap", GRID, *analysis, *base, *common],
+        "figures": ["figures", GRID, "--figure", "lr_sensitivity", *common],
+        "report": [
+            "report",
+            GRID,
+            "-o",
+            str(out / "report.html"),
+            "--figure",
+            "lr_sensitivity",
+            *common,
+        ],
+    }
+
+
+_CHILD = """
+import atexit, sys
+def peak():
+    with open("/proc/self/status") as fh:
+        kb = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM"))
+    sys.stderr.write(f"\\npeak-rss-kb {kb}\\n")
+atexit.register(peak)
+from harness.cli import main
+main()
+"""
+"""A ``harness`` process that reports its peak RSS (``VmHWM``: this process image's, unlike
+``ru_maxrss``, which keeps the parent's from before ``exec``)."""
+
+
+def measure(argv: list[str]) -> tuple[float, float, float, int]:
+    """(CPU seconds, peak RSS in MB, wall seconds, exit code) of ``harness argv`` in a fresh
+    process."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    t = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t
+    if proc.returncode not in (0, 1):
+        sys.stderr.write(f"{argv[0]} exited {proc.returncode}: {err[-800:]}\n")
+    kb = [int(line.split()[1]) for line in err.splitlines() if line.startswith("peak-rss-kb")]
+    return usage.ru_utime + usage.ru_stime, (kb[-1] if kb else 0) / 1024, wall, proc.returncode
+
+
+def build(
+    folder: Path, size: int, points: int, write_limit: int, writers: int
+) -> tuple[Path, Path, list[Any], str]:
+    """A store of about ``size`` runs under ``folder``: (root, grid YAML, runs, how written)."""
+    root = folder / "results"
+    path = grid_yaml(folder, size, points)
+    runs = list(load_grid(path, vocab=lambda name: 1).runs)
+    write_manifest(root, GRID, runs)
+    if len(runs) <= write_limit:
+        how = write_per_run(root, path, 0, len(runs), writers, points)
+    else:
+        how = write_generation(root, runs, points)
+    return root, path, runs, how
+
+
+def compaction(root: Path, path: Path, points: int) -> tuple[float, float, float, int]:
+    """Add :data:`AUTO_COMPACT_FILES` - 1 runs' results (a grid grown by a few lrs), then time
+    ``harness compact`` (what the next writer would do by itself)."""
+    runs = list(load_grid(path, vocab=lambda name: 1).runs)
+    extra = [r for r in _more_runs(path) if r.run_id not in {x.run_id for x in runs}]
+    extra = extra[: AUTO_COMPACT_FILES - 1]
+    write_manifest(root, GRID, extra)
+    for i, run in enumerate(extra):
+        write_or_spill(root, run, _result(i, points), provenance())
+    return measure(["compact", GRID, "--results", str(root)])
+
+
+def _more_runs(path: Path) -> list[Any]:
+    text = path.read_text().replace("seeds: 5", "seeds: [100, 101, 102, 103, 104, 105, 106]")
+    other = path.with_name("more.yaml")
+    other.write_text(text)
+    return list(load_grid(other, vocab=lambda name: 1).runs)[-AUTO_COMPACT_FILES:]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1000,10000,100000", help="runs per store, comma separated")
+    ap.add_argument("--points", type=int, default=200, help="curve points per run")
+    ap.add_argument(
+        "--write-limit",
+        type=int,
+        default=10_000,
+        help="largest store written run by run through the real write path",
+    )
+    ap.add_argument("--writers", type=int, default=2, help="processes writing runs")
+    ap.add_argument("--commands", default="all", help="comma separated subset (quick: a few)")
+    ap.add_argument("--json", type=Path, help="also write the numbers here")
+    args = parse_args_quick(
+        ap, {"sizes": "150", "points": 20, "commands": "query runs,status,analyze best"}
+    )
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+        f"AUTO_COMPACT_FILES {AUTO_COMPACT_FILES}"
+    )
+    found: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        base_root, base_path, _, _ = build(Path(tmp) / "base", 15, args.points, 10**9, 1)
+        out = Path(tmp) / "out"
+        out.mkdir()
+        wanted = None if args.commands == "all" else set(args.commands.split(","))
+        start_up = {
+            name: measure(argv)[0]
+            for name, argv in commands(base_root, base_path, out).items()
+            if wanted is None or name in wanted
+        }
+        for size in (int(s) for s in args.sizes.split(",")):
+            folder = Path(tmp) / f"s{size}"
+            root, path, runs, how = build(folder, size, args.points, args.write_limit, args.writers)
+            print(f"\n{len(runs):,} runs x {args.points} points: {how}")
+            head = f"{'CPU s':>8} {'peak MB':>8} {'wall s':>8} {'CPU s beyond start-up':>22}"
+            print(f"  {'command':16} {head}")
+            for name, argv in commands(root, path, out).items():
+                if wanted is not None and name not in wanted:
+                    continue
+                cpu, rss, wall, code = measure(argv)
+                print(
+                    f"  {name:16} {cpu:8.2f} {rss:8.0f} {wall:8.1f} {cpu - start_up[name]:22.2f}"
+                    + ("" if code in (0, 1) else f"  (exit {code})")
+                )
+                found[f"{size}/{name}"] = {
+                    "cpu_s": cpu,
+                    "rss_mb": rss,
+                    "wall_s": wall,
+                    "beyond_start_up_s": cpu - start_up[name],
+                }
+            if wanted is None or "compact" in wanted:
+                cpu, rss, wall, _ = compaction(root, path, args.points)
+                print(
+                    f"  {'compact':16} {cpu:8.2f} {rss:8.0f} {wall:8.1f}   "
+                    f"(+{AUTO_COMPACT_FILES - 1} runs)"
+                )
+                found[f"{size}/compact"] = {"cpu_s": cpu, "rss_mb": rss, "wall_s": wall}
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1))
+
+
+if __name__ == "__main__":
+    main()

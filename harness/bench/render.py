@@ -1,0 +1,177 @@
+"""The verdict as text: a terminal table (the default) or JSON (for programs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.bench.phases import Plan
+from harness.bench.verdict import Verdict
+
+FORMATS = ("table", "json")
+"""Values of ``harness bench --format``."""
+
+
+def _cell(cell: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in cell.items())
+
+
+def _num(x: float, fmt: str = ".4g") -> str:
+    return "-" if not math.isfinite(x) else format(x, fmt)
+
+
+def _signed(x: float) -> str:
+    return "-" if not math.isfinite(x) else f"{x:+.3g}"
+
+
+def verdict_table(v: Verdict) -> str:
+    """The verdict for a terminal (module docstring of :mod:`harness.bench.verdict`)."""
+    conf = 1 - v.alpha
+    tests = sum(1 for c in v.comparisons if math.isfinite(c.p))
+    lines = [
+        f"{v.grid}: {v.candidate} against {', '.join(v.baselines)} ({v.protocol})",
+        f"{v.metric} at the end of each run's full decay; mean over confirmation seeds "
+        f"{_seeds(v.confirm_seeds)} (selected on {_seeds(v.tune_seeds)}); difference = "
+        f"candidate - baseline with Welch's {conf:.0%} interval; Welch's test, Holm over "
+        f"{tests} test(s), alpha {v.alpha:g}",
+        "",
+    ]
+    head = (
+        "cell",
+        "baseline",
+        "candidate",
+        "baseline mean",
+        "difference",
+        f"{conf:.0%} CI",
+        "p (Holm)",
+        "verdict",
+    )
+    body = []
+    for c in v.comparisons:
+        ci = f"[{_signed(c.ci_low)}, {_signed(c.ci_high)}]" if math.isfinite(c.ci_low) else "-"
+        cand = f"{_num(c.mean_candidate)} (n={c.n_candidate})" if c.n_candidate else "-"
+        base = f"{_num(c.mean_baseline)} (n={c.n_baseline})" if c.n_baseline else "-"
+        reading = c.reading + (f": {c.why}" if c.why else "")
+        body.append(
+            (
+                _cell(c.cell),
+                c.baseline,
+                cand,
+                base,
+                _signed(c.difference),
+                ci,
+                _num(c.p_adjusted, ".3g"),
+                reading,
+            )
+        )
+    lines += _columns(head, body)
+    power = [c for c in v.comparisons if math.isfinite(c.detectable)]
+    if power:
+        lo = min(c.detectable for c in power)
+        hi = max(c.detectable for c in power)
+        n = sorted({min(c.n_candidate, c.n_baseline) for c in power})
+        lines.append(
+            f"power: with {'/'.join(map(str, n))} seeds per arm a difference of "
+            f"{lo:.3g} to {hi:.3g} (by cell) is detected {v.power:.0%} of the time at "
+            f"alpha {v.alpha:g}/{tests}; smaller true differences read 'no evidence'"
+        )
+    if v.speedups:
+        lines += [
+            "",
+            "data-efficiency speed-up (tokens the baseline needs for the candidate's "
+            "final loss / tokens the candidate used; L(D) = E + A D^-alpha fit):",
+        ]
+        for s in v.speedups:
+            lines.append(
+                f"  {_cell(s.cell) or 'all'} vs {s.baseline}: {_num(s.ratio, '.3g')}x "
+                f"[{_num(s.ci_low, '.3g')}, {_num(s.ci_high, '.3g')}] {s.reading}"
+                + (f" ({s.note})" if s.note else "")
+            )
+    lines += [
+        "",
+        "lr sensitivity (mean tuning loss along the lr line through each arm's best; "
+        "* the selected lr):",
+    ]
+    for a in v.arms:
+        pts = " | ".join(
+            f"{lr:.3g}: {_num(m, '.4g')}{'*' if lr == a.best.get('lr') else ''}"
+            for lr, m in a.lr_curve
+        )
+        edge = f" (best on the {a.lr_edge} edge)" if a.lr_edge else ""
+        lines.append(f"  {a.label:<20} {_cell(a.cell)}: {pts}{edge}")
+    lines += ["", "compute per arm (the same budget for every arm, by construction):"]
+    for t in v.totals:
+        lines.append(
+            f"  {t.label:<20} {t.budget} configurations per cell; {t.runs} runs "
+            f"({t.extension_runs} from edge extension), {t.tokens:.3g} tokens"
+        )
+    lines += [
+        f"seeds: tuned on {_seeds(v.tune_seeds)}; confirmed on {_seeds(v.confirm_seeds)}",
+        "not tested: " + "; ".join(v.untested),
+        f"verdict: {v.summary}",
+    ]
+    return "\n".join(lines)
+
+
+def _seeds(seeds: tuple[int, ...]) -> str:
+    return ", ".join(map(str, seeds))
+
+
+def _columns(head: tuple[str, ...], body: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*head).rstrip(), *(fmt.format(*r).rstrip() for r in body)]
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def verdict_json(v: Verdict) -> str:
+    """The verdict as JSON (NaN as null)."""
+    return json.dumps(_jsonable(dataclasses.asdict(v)) | {"summary": v.summary}, indent=2)
+
+
+def plan_text(p: Plan, candidate: str) -> str:
+    """The dry run: what each phase does, what earlier benches already ran, the compute."""
+    lines = [
+        f"{p.grid}: bench of {candidate} (grid file {p.grid_path})",
+        f"budget per arm and cell: {p.configs} configurations x {p.tune_seeds} tuning seed(s), "
+        f"up to {p.extend_rounds} rounds of lr extension, then {p.confirm_seeds} confirmation "
+        f"seeds; {p.cells} cells",
+        "phase 1, tune: every configuration on the tuning seeds",
+    ]
+    for a in p.arms:
+        role = "candidate" if a.candidate else "baseline"
+        shared = (
+            f"; {a.tuning_done} already have a result (reused, not trained again)"
+            if a.tuning_done
+            else ""
+        )
+        lines.append(f"  {a.label} ({role}): {a.tuning} runs{shared}")
+    lines += [
+        f"phase 2, extend: at most {p.extension_max} runs (one lr step beyond an edge best, per "
+        "arm, cell, round and tuning seed)",
+        f"phase 3, confirm: {p.confirmation} runs (each arm's selected configuration per cell on "
+        "each confirmation seed)",
+    ]
+    reused = sum(a.followups_done for a in p.arms)
+    if reused:
+        lines.append(
+            f"  {reused} extension and confirmation runs of earlier benches have a result (reused)"
+        )
+    lines.append(
+        f"at most {p.total_max} runs, {p.to_train_max} still to train; at most "
+        f"{p.flops:.3g} FLOPs (6 x params x tokens), {p.gpu_hours:,.2f} GPU-hours at "
+        "40% MFU on A100 (bf16)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,393 @@
+"""The bench's verdict: per cell, the candidate against each baseline on the confirmation seeds.
+
+For each cell (batch size x budget) and baseline:
+
+- **not tuned** when either arm's selected lr still sits on an edge of the lrs it tried once
+  extension stopped (a bound or the rounds reached), or its selected configuration diverged: no
+  number is given for an arm that was not tuned;
+- **no verdict** with fewer than 2 confirmation seeds on either side (one seed has no spread),
+  or a diverged confirmation seed;
+- else the final-loss difference candidate - baseline with Welch's interval at 1 - alpha, and
+  Welch's two-sided test, its p-value Holm-corrected over every cell and baseline of the bench:
+  **better** (lower loss, corrected p < alpha), **worse**, or **no evidence**. The power line
+  gives the difference the seeds detect with the protocol's power at Holm's strictest level
+  (alpha / number of tests), from the seeds' spread.
+
+With at least three token budgets, a data-efficiency speed-up per batch size and baseline
+(:func:`harness.analysis.stats.speedup`: the baseline's end-of-run L(D) = E + A D^-alpha,
+the tokens it needs to reach the candidate's loss at the largest budget divided by the tokens
+the candidate used, with its delta-method interval), read as better (interval above 1), worse
+(below 1) or no evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from harness.bench.derive import Derived
+from harness.bench.results import VALUE, Rows, best_configs, load_rows, lr_line
+
+Reading = Literal["better", "worse", "no evidence", "not tuned", "no verdict", "pending"]
+"""What one comparison says."""
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The candidate against one baseline in one cell."""
+
+    cell: Mapping[str, Any]
+    """Cell axis -> value."""
+    baseline: str
+    """The baseline's label."""
+    reading: Reading
+    """The verdict (module docstring)."""
+    why: str = ""
+    """The reason for a reading without a number."""
+    mean_candidate: float = math.nan
+    """Mean final loss of the candidate over its confirmation seeds."""
+    mean_baseline: float = math.nan
+    """The same for the baseline."""
+    n_candidate: int = 0
+    """Confirmation seeds of the candidate."""
+    n_baseline: int = 0
+    """Confirmation seeds of the baseline."""
+    difference: float = math.nan
+    """mean_candidate - mean_baseline (negative: the candidate's loss is lower)."""
+    ci_low: float = math.nan
+    """Welch's interval of the difference at 1 - alpha."""
+    ci_high: float = math.nan
+    """Its upper end."""
+    p: float = math.nan
+    """Welch's two-sided p-value."""
+    p_adjusted: float = math.nan
+    """Holm-corrected over every tested comparison."""
+    detectable: float = math.nan
+    """Difference the seeds detect with the protocol's power (the power line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Speedup:
+    """The data-efficiency speed-up of the candidate over one baseline at one batch size."""
+
+    cell: Mapping[str, Any]
+    """The non-budget cell axes (batch size)."""
+    baseline: str
+    """The baseline."""
+    ratio: float
+    """Tokens the baseline needs to reach the candidate's final loss / tokens the candidate
+    used (> 1: the candidate is more data-efficient)."""
+    ci_low: float
+    """Delta-method interval of the ratio."""
+    ci_high: float
+    """Its upper end."""
+    reading: Reading
+    """better, worse or no evidence (the interval covers 1)."""
+    note: str
+    """The fit's own notes (a failed fit, an unreached loss)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArmCell:
+    """One arm's tuning in one cell."""
+
+    label: str
+    """The arm."""
+    cell: Mapping[str, Any]
+    """Cell axis -> value."""
+    best: Mapping[str, float]
+    """The selected configuration (tuned key -> value)."""
+    tuning_mean: float
+    """Its mean loss over the tuning seeds."""
+    configs: int
+    """Configurations tried (extension included)."""
+    runs: int
+    """Tuning runs (extension included)."""
+    lr_edge: str
+    """``smallest``/``largest`` when the best lr sits on that edge; empty when inside."""
+    lr_curve: tuple[tuple[float, float], ...]
+    """(lr, mean tuning loss) along the line through the best: the lr sensitivity."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArmTotal:
+    """What one arm spent."""
+
+    label: str
+    """The arm."""
+    candidate: bool
+    """Whether it is the candidate."""
+    budget: int
+    """Configurations per cell before extension (the protocol's budget, the same for all)."""
+    runs: int
+    """Runs trained (tuning, extension and confirmation)."""
+    tokens: float
+    """Training tokens of those runs."""
+    extension_runs: int
+    """Of the runs, those extension added."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The bench's answer."""
+
+    protocol: str
+    """The protocol file."""
+    grid: str
+    """The grid its runs are in."""
+    candidate: str
+    """The candidate's label."""
+    baselines: tuple[str, ...]
+    """The baselines' labels."""
+    metric: str
+    """The metric compared (at the end of a completed decay)."""
+    alpha: float
+    """The test's level."""
+    power: float
+    """The power line's probability."""
+    comparisons: tuple[Comparison, ...]
+    """Per cell and baseline."""
+    speedups: tuple[Speedup, ...]
+    """Per batch size and baseline (with >= 3 token budgets)."""
+    arms: tuple[ArmCell, ...]
+    """Per arm and cell: the selection and the lr sensitivity."""
+    totals: tuple[ArmTotal, ...]
+    """Per arm: the compute spent."""
+    tune_seeds: tuple[int, ...]
+    """Seeds configurations were selected on."""
+    confirm_seeds: tuple[int, ...]
+    """Seeds the verdict is read on."""
+    untested: tuple[str, ...] = field(default=())
+    """What the bench did not test."""
+
+    @property
+    def summary(self) -> str:
+        """One line: how many comparisons read each way."""
+        counts: dict[str, int] = {}
+        for c in self.comparisons:
+            counts[c.reading] = counts.get(c.reading, 0) + 1
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no results yet"
+
+
+def judge(derived: Derived, root: Path) -> Verdict:
+    """The verdict of the bench of ``derived`` from the results under ``root``."""
+    return verdict_of(
+        derived, load_rows(root, derived.protocol.name, [a.label for a in derived.arms])
+    )
+
+
+def verdict_of(derived: Derived, rows: Rows | None) -> Verdict:
+    """The verdict of the bench of ``derived`` from its prepared rows (None: no result yet)."""
+    p = derived.protocol
+    axes = [a for a, _ in p.cells]
+    arms: list[ArmCell] = []
+    comparisons: list[Comparison] = []
+    speedups: list[Speedup] = []
+    totals: list[ArmTotal] = []
+    metric = "val_loss"
+    if rows is not None:
+        metric = rows.metric
+        arms = _arm_cells(rows, axes)
+        comparisons = _compare(rows, derived, arms, axes)
+        speedups = _speedups(rows, derived, axes)
+        totals = _totals(rows, derived)
+    return Verdict(
+        str(p.path), p.name, derived.candidate.label, tuple(b.label for b in derived.baselines),
+        metric, p.verdict.alpha, p.verdict.power, tuple(comparisons), tuple(speedups),
+        tuple(arms), tuple(totals), p.tune_seeds, p.confirm_seeds, _untested(derived),
+    )  # fmt: skip
+
+
+def _cell_of(row: pd.Series, axes: Sequence[str]) -> dict[str, Any]:
+    return {a: _plain(row[a]) for a in axes}
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _arm_cells(rows: Rows, axes: Sequence[str]) -> list[ArmCell]:
+    table = best_configs(rows)
+    out = []
+    for _, best in table.iterrows():
+        curve = lr_line(rows, best)
+        out.append(ArmCell(
+            str(best["label"]), _cell_of(best, axes),
+            {k: float(best[k]) for k in rows.over if pd.notna(best[k])},
+            float(best["mean"]), int(best["configs"]), int(best["runs"]), str(best["lr_edge"]),
+            tuple((float(a), float(b)) for a, b in zip(curve["lr"], curve["mean"], strict=True)),
+        ))  # fmt: skip
+    return out
+
+
+def _arm_values(rows: Rows, label: str, cell: Mapping[str, Any]) -> np.ndarray:
+    df = rows.confirm[rows.confirm["label"] == label]
+    for k, v in cell.items():
+        df = df[df[k] == v]
+    return df[VALUE].to_numpy(dtype=float)
+
+
+def _not_tuned(arm: ArmCell | None) -> str:
+    if arm is None:
+        return "pending"
+    if not math.isfinite(arm.tuning_mean):
+        return f"{arm.label}'s selected configuration diverged"
+    if arm.lr_edge:
+        lr = arm.best.get("lr", math.nan)
+        return f"{arm.label}'s best lr {lr:g} is the {arm.lr_edge} tried (extension stopped)"
+    return ""
+
+
+def _compare(
+    rows: Rows, derived: Derived, arms: list[ArmCell], axes: Sequence[str]
+) -> list[Comparison]:
+    p = derived.protocol
+    by_key = {(a.label, tuple(a.cell.items())): a for a in arms}
+    cells = sorted({tuple(a.cell.items()) for a in arms}, key=str)
+    raw: list[dict[str, Any]] = []
+    cand = derived.candidate.label
+    for key in cells:
+        cell = dict(key)
+        for b in derived.baselines:
+            raw.append(_one(rows, cell, cand, b.label, by_key, p.verdict.alpha))
+    tested = [i for i, r in enumerate(raw) if "p" in r]
+    m = len(tested)
+    adjusted = _holm(np.array([raw[i]["p"] for i in tested])) if m else np.array([])
+    out = []
+    for i, r in enumerate(raw):
+        if i in tested:
+            r["p_adjusted"] = float(adjusted[tested.index(i)])
+            r["reading"] = _read(r["difference"], r["p_adjusted"], p.verdict.alpha, rows.goal)
+            r["detectable"] = _detectable(r["_a"], r["_b"], p.verdict.alpha / m, p.verdict.power)
+        r.pop("_a", None)
+        r.pop("_b", None)
+        out.append(Comparison(**r))
+    return out
+
+
+def _one(
+    rows: Rows,
+    cell: dict[str, Any],
+    cand: str,
+    base: str,
+    by_key: Mapping[Any, ArmCell],
+    alpha: float,
+) -> dict[str, Any]:
+    """One comparison's numbers (without the corrected reading)."""
+    key = tuple(cell.items())
+    head: dict[str, Any] = {"cell": cell, "baseline": base}
+    for label in (cand, base):
+        why = _not_tuned(by_key.get((label, key)))
+        if why == "pending":
+            return {**head, "reading": "pending", "why": f"{label} has no tuning result yet"}
+        if why:
+            return {**head, "reading": "not tuned", "why": why}
+    a, b = _arm_values(rows, base, cell), _arm_values(rows, cand, cell)
+    nums = {"mean_candidate": _mean(b), "mean_baseline": _mean(a),
+            "n_candidate": int(b.size), "n_baseline": int(a.size)}  # fmt: skip
+    if a.size == 0 or b.size == 0:
+        return {**head, **nums, "reading": "pending", "why": "confirmation runs not done"}
+    if min(a.size, b.size) < 2:
+        return {**head, **nums, "reading": "no verdict", "why": "one confirmation seed"}
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return {**head, **nums, "reading": "no verdict", "why": "a confirmation seed diverged"}
+    from harness.analysis.stats import welch_interval
+
+    lo, hi = welch_interval(a, b, 1 - alpha)
+    diff = float(b.mean() - a.mean())
+    if np.ptp(a) == 0 and np.ptp(b) == 0:  # no spread: a test has nothing to weigh
+        pval = 1.0 if diff == 0 else 0.0
+    else:
+        pval = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
+    return {**head, **nums, "reading": "no evidence", "difference": diff, "ci_low": lo,
+            "ci_high": hi, "p": pval, "_a": a, "_b": b}  # fmt: skip
+
+
+def _mean(v: np.ndarray) -> float:
+    return float(v.mean()) if v.size else math.nan
+
+
+def _holm(p: np.ndarray) -> np.ndarray:
+    from harness.analysis.stats import holm
+
+    return holm(p)
+
+
+def _read(diff: float, p_adj: float, alpha: float, goal: str) -> Reading:
+    if not p_adj < alpha:
+        return "no evidence"
+    lower = diff < 0
+    return "better" if lower == (goal == "min") else "worse"
+
+
+def _detectable(a: np.ndarray, b: np.ndarray, alpha: float, power: float) -> float:
+    from harness.analysis.stats import detectable
+
+    va, vb = float(a.var(ddof=1)), float(b.var(ddof=1))
+    if va + vb == 0:
+        return 0.0
+    return detectable(va, a.size, vb, b.size, alpha=alpha, two_sided=True, target=power)
+
+
+def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup]:
+    p = derived.protocol
+    budgets = dict(p.cells).get("tokens", ())
+    if len(budgets) < 3:
+        return []
+    from harness.analysis.stats import speedup
+
+    by = [a for a in axes if a != "tokens"]
+    cand = derived.candidate.label
+    out = []
+    for b in derived.baselines:
+        seeds = rows.confirm[rows.confirm["label"].isin([cand, b.label])]
+        seeds = seeds.assign(arm=seeds["label"])[[*by, "tokens", "arm", VALUE]]
+        if seeds.empty:
+            continue
+        try:
+            table = speedup(seeds, by, "tokens", cand, b.label, rows.goal,
+                            confidence=1 - p.verdict.alpha)  # fmt: skip
+        except ValueError as e:  # too few budgets with results: said, not raised
+            out.append(Speedup({}, b.label, math.nan, math.nan, math.nan, "no verdict", str(e)))
+            continue
+        for _, r in table.iterrows():
+            lo, hi = float(r["ci_low"]), float(r["ci_high"])
+            reading: Reading = "better" if lo > 1 else "worse" if hi < 1 else "no evidence"
+            out.append(Speedup({k: _plain(r[k]) for k in by}, b.label, float(r["ratio"]), lo, hi,
+                               reading, str(r["note"] or "")))  # fmt: skip
+    return out
+
+
+def _totals(rows: Rows, derived: Derived) -> list[ArmTotal]:
+    everything = pd.concat([rows.tuning, rows.confirm])
+    out = []
+    for arm in derived.arms:
+        mine = everything[everything["label"] == arm.label]
+        ext = mine["extend_round"].fillna(0).astype(float) > 0 if "extend_round" in mine else []
+        out.append(ArmTotal(arm.label, arm.candidate, arm.configs, len(mine),
+                            float(mine["tokens"].sum()), int(np.sum(ext))))  # fmt: skip
+    return out
+
+
+def _untested(derived: Derived) -> tuple[str, ...]:
+    p = derived.protocol
+    cells = dict(p.cells)
+    out = []
+    for axis, values in cells.items():
+        nums = [v for v in values if isinstance(v, int | float)]
+        span = f"{min(nums):g}..{max(nums):g}" if nums else ", ".join(map(str, values))
+        out.append(f"{axis} outside {span}")
+    if "model" not in cells:
+        out.append(f"models other than {p.base.get('model', 'the default')}")
+    out.append(f"data other than {p.base.get('dataset', 'the default dataset')}")
+    fixed = sorted({"schedule", "warmup_steps", "grad_clip"} & set(p.base))
+    if fixed:
+        out.append("other " + ", ".join(fixed) + " (held as the protocol sets them)")
+    return tuple(out)

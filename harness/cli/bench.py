@@ -1,0 +1,101 @@
+"""``harness bench``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from harness.bench import DEFAULT_SCALE, SCALES
+from harness.bench.render import FORMATS
+from harness.cli.options import data_option, resolve_results, results_option
+
+
+@click.command()
+@click.argument("candidate")
+@click.option("--protocol", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A protocol file (default: the shipped one of --scale).")  # fmt: skip
+@click.option("--scale", type=click.Choice(sorted(SCALES)), default=None,
+              help=f"A shipped protocol: local (protocols/laptop.yaml, a 2-core CPU), paper "
+              f"(protocols/paper.yaml, A100s), ci (tests). Default: {DEFAULT_SCALE}.")  # fmt: skip
+@click.option("--launcher", default=None, help="Launcher profile (default: the protocol's).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (runs per phase and arm, runs reused from earlier benches, "
+              "GPU-hours); run nothing.")  # fmt: skip
+@click.option("--wait/--no-wait", default=None,
+              help="Block until every phase has run (default: local runs block; SLURM returns "
+              "once a phase is queued: run the same command again).")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="The verdict as a terminal table or JSON.")  # fmt: skip
+@click.option(
+    "--html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the report card (the verdict, then harness report) to this file.",
+)
+@results_option
+@data_option
+def bench(
+    candidate: str,
+    protocol: Path | None,
+    scale: str | None,
+    launcher: str | None,
+    dry_run: bool,
+    wait: bool | None,
+    fmt: str,
+    html: Path | None,
+    results: Path | None,
+    data: Path | None,
+) -> None:
+    """Bench CANDIDATE (an optimizer: torch.optim:SGD, pytorch_optimizer:Lion, ./my_opt.py:MyOpt)
+    against the protocol's tuned baselines, and print the verdict per cell.
+
+    Example: harness bench torch.optim:SGD --scale local
+
+    Every arm gets the same tuning budget; each cell's selected configuration is confirmed on
+    fresh seeds; the verdict per cell is better, worse, no evidence, or not tuned. The runs are
+    an ordinary grid named after the protocol (harness status, report, query work on it), and
+    a baseline's runs are shared by every candidate benched under the same protocol.
+
+    Exit status: 0 when the bench ran (whatever the verdict); 1 when any run failed or was
+    lost; 2 for bad input; 128 + N when stopped by signal N.
+    """
+    from harness.bench import derive_bench, judge, plan, run
+    from harness.bench.render import plan_text, verdict_json, verdict_table
+    from harness.data.catalogue import data_root
+
+    root = resolve_results(results)
+    droot = data_root(data)
+    derived = derive_bench(candidate, root=root, scale=scale, protocol=protocol,
+                           launcher=launcher)  # fmt: skip
+    p = plan(derived, root, droot)
+    if dry_run:
+        click.echo(plan_text(p, derived.candidate.label))
+        return
+    log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
+    for a in p.arms:
+        if a.tuning_done:
+            line = (f"{p.grid}: {a.label}: {a.tuning_done} of {a.tuning} tuning runs have a "
+                    "result from an earlier bench (reused, not trained again)")  # fmt: skip
+            click.echo(line, err=log)
+    click.echo(f"{p.grid}: training at most {p.to_train_max} runs of {p.total_max}", err=log)
+    progress = run(derived, root=root, data_root=droot, launcher=launcher, wait=wait,
+                   say=lambda line: click.echo(line, err=log),
+                   out=sys.stderr if log else sys.stdout)  # fmt: skip
+    if progress.queued:
+        click.echo(f"queued: run the same command again once they finish (or add --wait); "
+                   f"follow with 'harness status {p.grid}'", err=log)  # fmt: skip
+    else:
+        verdict = judge(derived, root)
+        click.echo(verdict_json(verdict) if log else "\n" + verdict_table(verdict))
+        if html is not None:
+            from harness.bench.card import report_card
+            from harness.core.files import atomic_write_text
+
+            atomic_write_text(html, report_card(verdict, derived, root))
+            click.echo(f"wrote {html}", err=log)
+    if progress.faults:
+        click.echo(f"exit 1: {progress.faults} runs failed or were lost; see 'harness status "
+                   f"{p.grid}' and each run's log", err=True)  # fmt: skip
+        sys.exit(1)

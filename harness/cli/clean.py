@@ -1,0 +1,27 @@
+"""``harness clean``: tidy a grid's folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli.options import resolve_results, results_option
+from harness.grid.load import grid_name
+from harness.store.tidy import clean as clean_grid
+
+
+@click.command()
+@click.argument("grid")
+@results_option
+def clean(grid: str, results: Path | None) -> None:
+    """Tidy GRID's folder (a grid name or its YAML): remove the lock files no process holds, the
+    logs of runs that have a result (those of failed runs stay), and the per-run files that
+    compactions consolidated (once readers had their grace). Results are never removed.
+
+    Example: harness clean grids/adam_betas.yaml
+    """
+    name = grid_name(grid)
+    done = clean_grid(resolve_results(results), name)
+    click.echo(f"{name}: removed {done.locks} lock files, {done.logs} logs of runs with a "
+               f"result, {done.covered} consolidated files")  # fmt: skip
