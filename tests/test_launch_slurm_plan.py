@@ -214,7 +214,8 @@ def test_cancel_without_submissions_is_a_one_line_error(tmp_path):
 
     out = CliRunner().invoke(main, ["cancel", "nosuch", "--results", str(tmp_path)])
     assert out.exit_code == 2
-    assert "grid 'nosuch' has no SLURM submissions" in out.output
+    assert "grid 'nosuch' has no queued submissions under" in out.output
+    assert "(backends asked: local, slurm); nothing to cancel" in out.output
 
 
 def test_queued_runs_without_squeue_are_an_error_for_slurm_and_none_for_a_laptop(

@@ -16,14 +16,19 @@ from harness.launch.profile import load_profile
 from tests.local_submits import REPO, grid_file
 
 TOY = '''
-"""A backend from outside the harness: it records what it was handed, and trains nothing."""
+"""A backend from outside the harness: it records what it was handed in a file of its own (its
+queue), and trains nothing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.launch.contract import Launched, LaunchReport
+from harness.launch.contract import CancelReport, Launched, LaunchReport, QueueView
 from harness.launch.profile import Backend
+
+
+def _queue_file(root, grid):
+    return Path(root) / grid / "submissions" / "toy" / "queued.txt"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,11 +53,12 @@ class ToyLauncher:
     def reconcile(self, root, grid):
         return {}
 
-    def exclude_queued(self, root, grid, runs):
-        return list(runs)
-
     def launch(self, runs, spec, seen=None):
         s = self.profile.settings
+        path = _queue_file(spec.results_root, spec.grid)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as fh:
+            fh.writelines(r.run_id + "\\n" for r in runs)
         print(" ".join([s.greeting] * s.copies), f"toy launched {len(runs)} runs")
         return Launched(len(runs), None)
 
@@ -60,7 +66,29 @@ class ToyLauncher:
         return LaunchReport(launched.runs, {})
 
 
-BACKEND = Backend(settings=ToySettings, launcher="toy_backend:ToyLauncher")
+class ToyQueue:
+    def _runs(self, root, grid):
+        path = _queue_file(root, grid)
+        return path.read_text().split() if path.exists() else None
+
+    def queued(self, root, grid, run_ids):
+        return set(self._runs(root, grid) or ()) & set(run_ids)
+
+    def view(self, root, grid):
+        runs = self._runs(root, grid)
+        return None if runs is None else QueueView("toy", {"QUEUED": len(runs)}, ("t1",))
+
+    def cancel(self, root, grid, wait_s):
+        runs = self._runs(root, grid)
+        if runs is None:
+            return None
+        _queue_file(root, grid).write_text("")
+        return CancelReport(grid, ("t1",), len(runs), 0)
+
+
+QUEUE = ToyQueue()
+BACKEND = Backend(settings=ToySettings, launcher="toy_backend:ToyLauncher",
+                  queue="toy_backend:QUEUE")
 '''
 
 
@@ -94,6 +122,18 @@ def test_a_backend_from_outside_the_package_is_one_entry_point(tmp_path, prepare
     done = _harness(["submit", str(grid), *args], site, launchers)
 
     assert plan.returncode == 0 and "toy plan: 3 runs" in plan.stdout, plan.stderr
+    assert done.returncode == 0 and "hi hi toy launched 3 runs" in done.stdout, done.stderr
+    # its queue takes part in status, in every submit (whatever the launcher) and in cancel
+    root = ["--results", str(tmp_path / "r")]
+    status = _harness(["status", "toyg", *root], site, launchers)
+    assert status.returncode == 0 and "toy (1 submissions, jobs t1): QUEUED 3" in status.stdout
+    local = ["--launcher", "local", *args[2:]]
+    again = _harness(["submit", str(grid), *local], site, launchers)
+    assert again.returncode == 0, again.stderr
+    assert "skipped 3 with a result or already queued; launching 0" in again.stdout
+    stop = _harness(["cancel", "toyg", *root], site, launchers)
+    assert stop.returncode == 0 and "toyg: cancelled jobs t1; 3 runs cancelled" in stop.stdout
+    done = _harness(["submit", str(grid), *args], site, launchers)
     assert done.returncode == 0 and "hi hi toy launched 3 runs" in done.stdout, done.stderr
     (launchers / "toy.yaml").write_text("kind: toy\ngreting: hi\n")
     bad = _harness(["submit", str(grid), *args], site, launchers)

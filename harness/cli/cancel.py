@@ -1,4 +1,4 @@
-"""``harness cancel``: stop a grid's SLURM jobs."""
+"""``harness cancel``: stop a grid's queued and running jobs, on every backend that queues."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.cli.options import resolve_results, results_option
+from harness.core.errors import UserError
 from harness.grid.load import grid_name
 
 
@@ -20,21 +21,28 @@ from harness.grid.load import grid_name
 )
 @results_option
 def cancel(grid: str, wait_s: float, results: Path | None) -> None:
-    """scancel GRID's queued and running SLURM jobs; their runs get status 'cancelled'.
+    """Stop GRID's queued and running jobs (SLURM: scancel); their runs get status 'cancelled'.
 
     GRID is a grid YAML file or the name of a grid in the results. Checkpoints are kept:
     'harness submit GRID --retry cancelled' resumes the runs.
 
     Example: harness cancel grids/adam_betas.yaml
     """
-    from harness.launch.slurm.cancel import cancel_grid
+    from harness.launch.contract import queues
 
-    report = cancel_grid(resolve_results(results), grid_name(grid), wait_s=wait_s)
-    if not report.jobs:
-        click.echo(f"{report.grid}: nothing queued or running")
-        return
-    jobs = ", ".join(report.jobs)
-    line = f"{report.grid}: cancelled jobs {jobs}; {report.cancelled} runs cancelled"
-    if report.still_ending:
-        line += f"; {report.still_ending} still ending ('harness status' records them)"
-    click.echo(line)
+    root, name = resolve_results(results), grid_name(grid)
+    found = queues()
+    reports = [r for q in found.values() if (r := q.cancel(root, name, wait_s)) is not None]
+    if not reports:
+        kinds = ", ".join(found)
+        raise UserError(f"grid {name!r} has no queued submissions under {root} (backends "
+                        f"asked: {kinds}); nothing to cancel")  # fmt: skip
+    for report in reports:
+        if not report.jobs:
+            click.echo(f"{report.grid}: nothing queued or running")
+            continue
+        jobs = ", ".join(report.jobs)
+        line = f"{report.grid}: cancelled jobs {jobs}; {report.cancelled} runs cancelled"
+        if report.still_ending:
+            line += f"; {report.still_ending} still ending ('harness status' records them)"
+        click.echo(line)

@@ -1,14 +1,19 @@
-"""The launcher contract: what every backend implements (:class:`Launcher`), what it is handed
-(:class:`ExecutionSpec`) and what it reports.
+"""The launcher contract: what every backend implements (:class:`Launcher`, and :class:`Queue`
+for what it has queued), what it is handed (:class:`ExecutionSpec`) and what it reports.
 
 ``submit`` drives every backend the same way: ``plan`` for a dry run; then ``reconcile`` (rows for
-runs whose job died without one), ``exclude_queued`` (runs already queued or training
-elsewhere), ``launch`` and, unless the backend detaches and the user does not ask to wait,
-``wait``. For a backend that detaches, ``submit`` also leaves out the runs being trained now
-(their run lock is held, :func:`harness.store.status.training_now`); a backend that waits is
-handed them and waits for their locks (:mod:`harness.launch.worker.pool`), so that a submit
-that exits 0 leaves no run missing. The process that trains a run holds its lock, so that no
-run is trained twice at once. Worker entry points (the code that
+runs whose job died without one); then it asks every backend's queue which runs are queued or
+running (:func:`queued_anywhere`) *before* it reads the rows, so that a task that finishes in
+between has its runs in one set or the other, never in neither; then ``launch`` and, unless the
+backend detaches and the user does not ask to wait, ``wait``. For a backend that detaches,
+``submit`` also leaves out the runs being trained now (their run lock is held,
+:func:`harness.store.status.training_now`); a backend that waits is handed them and waits for
+their locks (:mod:`harness.launch.worker.pool`), so that a submit that exits 0 leaves no run
+missing. The process that trains a run holds its lock, so that no run is trained twice at once,
+and checks under it that the run has no row newer than the one ``submit`` saw (``seen``), so
+that no run is trained twice one after the other either. ``harness status`` and ``harness
+cancel`` ask every backend's :class:`Queue` (one offered through the ``harness.launchers``
+entry point too), never a backend's modules directly. Worker entry points (the code that
 runs inside a job) receive the one frozen :class:`ExecutionSpec`, built once from the launcher
 profile and the environment.
 """
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +32,7 @@ from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.registry import load_object
 from harness.launch.profile import LauncherProfile, backend
+from harness.launch.registry import LAUNCHERS
 
 CHECKPOINT_ENV = env.CHECKPOINT_EVERY_S.name
 """Environment variable overriding the profile's ``checkpoint_every_s`` for one submission."""
@@ -132,10 +138,6 @@ class Launcher(Protocol):
         """Write rows for runs whose job ended without one; run_id -> status written."""
         ...
 
-    def exclude_queued(self, root: Path, grid: str, runs: Sequence[RunConfig]) -> list[RunConfig]:
-        """``runs`` minus those queued or training already (never launched twice)."""
-        ...
-
     def launch(
         self,
         runs: Sequence[RunConfig],
@@ -144,10 +146,9 @@ class Launcher(Protocol):
     ) -> Launched:
         """Hand ``runs`` (of ``spec.grid``, in its manifest) to the backend. ``seen``: each run's
         rows as ``submit`` saw them before deciding to train it
-        (:func:`~harness.store.rows.row_mark`); a backend that trains a run
-        whose row changed since (another process finished it) trains it twice, so it should
-        check, under the run lock (the local pool does; SLURM tasks start later, from
-        their own view)."""
+        (:func:`~harness.store.rows.row_mark`); a backend that trains a run whose rows changed
+        since (another process or job finished it) trains it twice, so it checks, under the run
+        lock, just before training (the local pool and SLURM tasks do)."""
         ...
 
     def wait(
@@ -161,3 +162,93 @@ def launcher_for(profile: LauncherProfile[Any]) -> Launcher:
     """The launcher of ``profile.kind``, made from the profile."""
     made: Launcher = load_object(backend(profile.kind).launcher)(profile)
     return made
+
+
+# --- what a backend has queued -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """A backend's view of one grid's submitted runs, for ``harness status``."""
+
+    backend: str
+    """The backend's kind (``slurm``)."""
+    counts: Mapping[str, int]
+    """The backend's state of each run's latest task (``PENDING``, ``RUNNING``, ...) -> runs."""
+    jobs: tuple[str, ...]
+    """The backend's ids of the grid's submissions, oldest first."""
+    error: str | None = None
+    """Why the states could not be read (then ``counts`` is empty)."""
+
+    def line(self) -> str:
+        """One line: ``slurm (2 submissions, jobs 80..81): PENDING 10, RUNNING 2``."""
+        jobs = self.jobs[0] if len(self.jobs) == 1 else f"{self.jobs[0]}..{self.jobs[-1]}"
+        head = f"{self.backend} ({len(self.jobs)} submissions, jobs {jobs})"
+        if self.error:
+            return f"{head}: job states unavailable: {self.error}"
+        return f"{head}: " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class CancelReport:
+    """What a backend's :meth:`Queue.cancel` did."""
+
+    grid: str
+    """The grid's name."""
+    jobs: tuple[str, ...]
+    """The backend's ids of the jobs it stopped."""
+    cancelled: int
+    """Runs recorded as ``cancelled`` (by their job or by the cancel)."""
+    still_ending: int
+    """Runs whose job had not ended when the cancel stopped waiting (no row written)."""
+
+
+class Queue(Protocol):
+    """What a backend has queued, whatever profile queued it: the backend's
+    :attr:`~harness.launch.profile.Backend.queue`. A backend whose runs are children of their
+    ``submit`` (``local``) has nothing queued between submissions; a run being trained holds its
+    run lock whatever the backend (``submit`` and ``status`` check the locks themselves)."""
+
+    def queued(self, root: Path, grid: str, run_ids: Collection[str]) -> set[str]:
+        """The runs among ``run_ids`` that a task of this backend has queued or is running
+        (none where this machine cannot see the backend, e.g. results copied to a laptop).
+
+        Raises:
+            UserError: the backend is there but cannot answer (launching then could duplicate).
+        """
+        ...
+
+    def view(self, root: Path, grid: str) -> QueueView | None:
+        """The grid's submitted runs by state; None when this backend never queued any."""
+        ...
+
+    def cancel(self, root: Path, grid: str, wait_s: float) -> CancelReport | None:
+        """Stop the grid's queued and running tasks, waiting up to ``wait_s`` for running ones
+        to record their runs as ``cancelled``; None when this backend never queued any.
+
+        Raises:
+            UserError: the backend cannot answer or refused.
+        """
+        ...
+
+
+def queues() -> dict[str, Queue]:
+    """Kind -> queue of every registered backend that has one (those of entry points too)."""
+    out: dict[str, Queue] = {}
+    for kind in LAUNCHERS.names():
+        ref = backend(kind).queue
+        if ref is not None:
+            out[kind] = load_object(ref)
+    return out
+
+
+def queued_anywhere(root: Path, grid: str, run_ids: Collection[str]) -> set[str]:
+    """The runs among ``run_ids`` that any backend has queued or is running.
+
+    Raises:
+        UserError: a backend is there but cannot answer.
+    """
+    found: set[str] = set()
+    for queue in queues().values():
+        found |= queue.queued(root, grid, run_ids)
+    return found

@@ -47,6 +47,10 @@ class Backend:
     ``run(profile, spec, jobs, wait) -> int | None`` (the pairs evaluated; None: queued) with
     an :class:`~harness.launch.evals.EvalSpec` and :class:`~harness.launch.evals.EvalJob` values,
     each job calling :func:`~harness.launch.evals.evaluate_run`; None: this backend runs none."""
+    queue: str | None = None
+    """``module:attribute`` of its :class:`~harness.launch.contract.Queue` (what it has queued or
+    running, and cancelling it), asked by every ``submit``, ``status`` and ``cancel`` whatever
+    the launcher; None: this backend queues nothing between submissions."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

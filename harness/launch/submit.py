@@ -9,7 +9,6 @@ states to run again). Every backend is driven through the same contract
 from __future__ import annotations
 
 import dataclasses
-import io
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from harness.core.result import RESULT_STATUSES, STATUSES, Status
 from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
 from harness.grid.load import Grid, GridRefused, load_grid
-from harness.launch.contract import ExecutionSpec, Launcher, launcher_for
+from harness.launch.contract import ExecutionSpec, Launcher, launcher_for, queued_anywhere
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
 from harness.launch.moved import moved_ids
 from harness.launch.preflight import preflight
@@ -272,12 +271,17 @@ def _launch(
     runner.reconcile(root, grid.name)  # rows for runs whose job died without one
     marks = row_marks(root, grid.name)
     seen = {r.run_id: marks.get(r.run_id) for r in grid.runs}
-    kept = _done(grid, spec, retry, stale, io.StringIO())  # refuses stale results before any write
-    preflight([r for r in grid.runs if r.run_id not in kept], str(grid.path))  # nothing queued yet
-    write_manifest(root, grid.name, grid.runs)  # waits for the manifest lock: runs may finish
-    done = _done(grid, spec, retry, stale, out)  # so the finished set is read once it is held
-    todo = [r for r in grid.runs if r.run_id not in done]
-    todo = runner.exclude_queued(root, grid.name, todo)
+    # The queue before the rows: a task that ends in between wrote its rows before it left the
+    # queue, so each of its runs is in one set or the other (read the other way round, a run
+    # could be in neither, and be queued twice). The rows are read once: a run that gets a row
+    # after this read was queued or being trained (its lock held) at the queue's answer, or is
+    # trained by a submit that raced this one, and whoever trains it checks under its lock that
+    # its rows are still as ``seen`` says.
+    queued = queued_anywhere(root, grid.name, [r.run_id for r in grid.runs])
+    done = _done(grid, spec, retry, stale, out)  # refuses stale results before any write
+    todo = [r for r in grid.runs if r.run_id not in done and r.run_id not in queued]
+    preflight(todo, str(grid.path))  # nothing queued yet
+    write_manifest(root, grid.name, grid.runs)
     busy = training_now(root, grid.name, [r.run_id for r in todo])
     if runner.detaches:  # its runs start later, elsewhere: a run being trained is left to it
         todo = [r for r in todo if r.run_id not in busy]

@@ -308,3 +308,53 @@ def _marks(root: Path, grid: str, run_id: str | None) -> dict[str, RowMark]:
         for rid, a in zip(ids, attempts, strict=True):
             add(rid, a)
     return marks
+
+
+def newest_rows(
+    root: Path, grid: str, run_ids: Sequence[str], columns: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """``columns`` of the newest row (by attempt, then time) of each of ``run_ids`` that has one,
+    read from those runs' own per-run files and, filtered by run_id, the consolidated generations:
+    never from other runs' files, so what a task of a few runs reads does not grow with its
+    grid. A column a file lacks is None; an unreadable file counts as holding no row; a file a
+    compaction removes while it is read is read again from the generation that replaced it."""
+    wanted = list(dict.fromkeys([ATTEMPT, "created_at", *columns]))
+    while True:
+        found = _rows_of(root, grid, run_ids, wanted)
+        if found is not None:
+            break
+    newest: dict[str, dict[str, Any]] = {}
+    for row in found:
+        old = newest.get(row["run_id"])
+        if old is None or _order(row) >= _order(old):
+            newest[row["run_id"]] = row
+    return {r: {c: row.get(c) for c in columns} for r, row in newest.items()}
+
+
+def _order(row: Mapping[str, Any]) -> tuple[int, float]:
+    """Where a row sorts among its run's rows (:data:`~harness.store.schema.NEWEST_KEY`)."""
+    attempt = row.get(ATTEMPT)
+    created = row.get("created_at")
+    return (ATTEMPT_ABSENT if attempt is None else attempt,
+            created.timestamp() if created is not None else 0.0)  # fmt: skip
+
+
+def _rows_of(
+    root: Path, grid: str, run_ids: Sequence[str], wanted: Sequence[str]
+) -> list[dict[str, Any]] | None:
+    """Every row of ``run_ids`` (``wanted`` columns and run_id), or None when a file vanished."""
+    wanted_ids = set(run_ids)
+    own = [p for p in loose(paths.runs_dir(root, grid)) if paths.per_run_name(p)[0] in wanted_ids]
+    gen = current_generation(root, grid)
+    out: list[dict[str, Any]] = []
+    for path in [*own, *([gen.runs] if gen is not None and gen.runs is not None else [])]:
+        try:
+            names = set(pq.read_schema(path).names)
+            cols = ["run_id", *(c for c in wanted if c in names and c != "run_id")]
+            table = pq.read_table(path, columns=cols, filters=[("run_id", "in", list(run_ids))])
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException):
+            continue  # corrupt: moved aside by the next reader (harness.store.integrity)
+        out += table.to_pylist()
+    return out

@@ -72,24 +72,6 @@ class LocalLauncher:
         """Nothing to reconcile: a local run whose process dies gets its row from ``wait``."""
         return {}
 
-    def exclude_queued(self, root: Path, grid: str, runs: Sequence[RunConfig]) -> list[RunConfig]:
-        """``runs`` minus those an earlier submit of this grid queued on SLURM and whose task is
-        still queued or running (nothing is queued locally between submissions; ``submit`` leaves
-        out the runs being trained now, whatever the backend: their run locks are held). On a
-        machine without ``squeue`` no SLURM task can be queued, and nothing is left out.
-
-        Raises:
-            UserError: squeue is there but cannot answer (training then could duplicate runs).
-        """
-        from harness.launch.slurm.queued import queued_on_slurm
-        from harness.launch.slurm.scheduler import SchedulerError
-
-        try:
-            queued = queued_on_slurm(root, grid, [r.run_id for r in runs], need_squeue=False)
-        except SchedulerError as e:
-            raise UserError(f"cannot tell which runs of {grid!r} SLURM has queued: {e}") from None
-        return [r for r in runs if r.run_id not in queued]
-
     def launch(
         self,
         runs: Sequence[RunConfig],

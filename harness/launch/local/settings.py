@@ -32,5 +32,6 @@ BACKEND = Backend(
     settings=LocalSettings,
     launcher="harness.launch.local.launcher:LocalLauncher",
     evaluator="harness.launch.local.evals:run_evals",
+    queue="harness.launch.local.queue:QUEUE",
 )
 """The registry's ``local`` entry."""

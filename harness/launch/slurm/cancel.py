@@ -4,43 +4,34 @@ unfinished runs as ``cancelled`` (their checkpoints are kept: ``--retry cancelle
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import UserError
 from harness.core.result import Status
-from harness.launch.slurm.reconcile import row_jobs, row_of, unfinished
+from harness.launch.contract import CancelReport
+from harness.launch.slurm.reconcile import row_jobs, unfinished
 from harness.launch.slurm.records import latest_assignments, read_submissions
 from harness.launch.slurm.scheduler import SchedulerError, active_tasks, cancel
 from harness.launch.worker.job import write_status
+from harness.store.db import newest_values
 
 
-@dataclass(frozen=True, slots=True)
-class CancelReport:
-    """What ``cancel_grid`` did."""
-
-    grid: str
-    """The grid's name."""
-    jobs: tuple[str, ...]
-    """Job ids that were scancelled."""
-    cancelled: int
-    """Runs recorded as ``cancelled`` (by their job or by ``cancel_grid``)."""
-    still_ending: int
-    """Runs whose job had not ended when ``cancel_grid`` stopped waiting (no row written)."""
-
-
-def cancel_grid(root: Path, grid: str, wait_s: float = 60.0) -> CancelReport:
+def cancel_grid(root: Path, grid: str, wait_s: float = 60.0) -> CancelReport | None:
     """scancel every queued or running job of ``grid``'s unfinished runs and record them.
 
     Waits up to ``wait_s`` for the jobs to leave the queue (running ones write their own
     ``cancelled`` row on SIGTERM), then writes ``cancelled`` rows for the runs that have none.
+    The rows are read twice in all, whatever the grid's size.
+
+    Returns:
+        What was cancelled; None when the grid has no SLURM submissions.
 
     Raises:
-        UserError: no SLURM submissions for the grid, or squeue/scancel failed.
+        UserError: squeue/scancel failed.
     """
     subs = read_submissions(root, grid)
     if not subs:
-        raise UserError(f"grid {grid!r} has no SLURM submissions under {root}; nothing to cancel")
+        return None
     todo = unfinished(latest_assignments(subs), row_jobs(root, grid))
     try:
         active = active_tasks({p.submission.job_id for p in todo.values()})
@@ -54,8 +45,9 @@ def cancel_grid(root: Path, grid: str, wait_s: float = 60.0) -> CancelReport:
     except SchedulerError as e:
         raise UserError(f"cannot cancel {grid!r}: {e}") from None
     cancelled = ending = 0
+    rows = newest_values(root, grid, ["job_id", "status"]) if targets else {}
     for run_id, p in sorted(targets.items()):
-        row = row_of(root, grid, run_id)
+        row = rows.get(run_id)
         if p.task in active:
             ending += 1
         elif row is None or row[0] != p.task:

@@ -6,8 +6,11 @@ against the cluster's nodes (sinfo), splits the tasks into arrays of at most ``M
 submits no more than ``MaxJobCount`` leaves room for (the rest is deferred: submit again later,
 or ``--wait`` submits it as room frees up). Every
 accepted array is recorded under ``results/<grid>/submissions/records/`` at once; re-submitting
-skips runs with a result or a queued task (``exclude_queued``), and ``reconcile`` gives runs whose
-job died without a row their status from sacct.
+skips runs with a result or a queued task (the backend's queue, :mod:`harness.launch.slurm.queue`),
+and ``reconcile`` gives runs whose job died without a row their status from sacct. Each task is
+handed the row of each of its runs as ``submit`` saw it (``seen``), and skips a run that has a
+newer row from any job, or whose run lock another process holds, just before training it
+(:mod:`harness.launch.slurm.task`).
 
 Checkpoint cadence and retention come from the :class:`~harness.launch.contract.ExecutionSpec`
 every task is handed (the profile's values, or the ``HARNESS_*`` overrides of one submission).
@@ -27,7 +30,6 @@ from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
 from harness.launch.profile import LauncherProfile
 from harness.launch.slurm import arrays
 from harness.launch.slurm.limits import ClusterLimits, array_sizes, cluster_limits
-from harness.launch.slurm.queued import queued_on_slurm
 from harness.launch.slurm.records import (
     Submission,
     now_iso,
@@ -39,6 +41,9 @@ from harness.launch.slurm.settings import SlurmSettings
 
 if TYPE_CHECKING:
     import submitit
+
+    from harness.launch.slurm.task import RunTask  # torch, via the training loop it calls
+    from harness.store.rows import RowMark
 
 DRY_RUN_SCONTROL_TIMEOUT_S = 1.0
 """Longest wait for ``scontrol show config`` in a dry run (then Slurm's defaults are assumed)."""
@@ -52,6 +57,8 @@ class Queued:
     """The accepted arrays, recorded."""
     deferred: tuple[arrays.TaskPlan, ...]
     """Tasks that did not fit under ``MaxJobCount`` (``wait`` submits them as room frees up)."""
+    seen: Mapping[str, RowMark | None]
+    """Each run's rows as ``submit`` saw them (handed to the deferred tasks too)."""
 
 
 class SlurmLauncher:
@@ -99,19 +106,7 @@ class SlurmLauncher:
             )
         return "\n".join(lines)
 
-    # --- what is queued ----------------------------------------------------------------------
-    def exclude_queued(self, root: Path, grid: str, runs: Sequence[RunConfig]) -> list[RunConfig]:
-        """``runs`` minus those whose latest submitted task is still queued or running.
-
-        Raises:
-            UserError: squeue cannot answer (submitting then could duplicate runs).
-        """
-        try:
-            queued = queued_on_slurm(root, grid, [r.run_id for r in runs])
-        except SchedulerError as e:
-            raise UserError(f"cannot tell which runs of {grid!r} are queued: {e}") from None
-        return [r for r in runs if r.run_id not in queued]
-
+    # --- rows for ended jobs ------------------------------------------------------------------
     def reconcile(self, root: Path, grid: str) -> dict[str, str]:
         """Rows for runs whose job ended without one (see ``harness.launch.slurm.reconcile``)."""
         from harness.launch.slurm.reconcile import reconcile  # DuckDB: imported when used
@@ -129,7 +124,7 @@ class SlurmLauncher:
         seen: Mapping[str, int | None] | None = None,
     ) -> Launched:
         """Submit ``runs`` as job arrays (what the controller has no room for is deferred).
-        ``seen`` is not used: a task decides from the rows it finds when it starts.
+        Each task is handed ``seen`` for its runs: it skips a run whose row changed since.
 
         Raises:
             UserError: impossible request, sbatch refused (its reason), no SLURM here.
@@ -139,7 +134,8 @@ class SlurmLauncher:
         limits = self.limits()
         room = self.room(limits)
         submitted, deferred = tasks[:room], tasks[room:]
-        subs = self.submit_tasks(submitted, spec, limits)
+        seen = dict(seen or {})
+        subs = self.submit_tasks(submitted, spec, limits, seen)
         launched = sum(len(t.run_ids) for t in submitted)
         jobs = ", ".join(s.job_id for s in subs)
         logs = paths.slurm_logs_dir(spec.results_root, spec.grid)
@@ -152,7 +148,7 @@ class SlurmLauncher:
                 f"deferred {sum(len(t.run_ids) for t in deferred)} runs: the controller holds at "
                 f"most {limits.max_job_count} jobs (MaxJobCount); submit again when it has room"
             )
-        return Launched(launched, Queued(tuple(subs), tuple(deferred)))
+        return Launched(launched, Queued(tuple(subs), tuple(deferred), seen))
 
     def wait(
         self, launched: Launched, spec: ExecutionSpec, *, show_progress: bool = True
@@ -166,7 +162,9 @@ class SlurmLauncher:
         def top_up(deferred: Sequence[arrays.TaskPlan]) -> tuple[list[Submission], int]:
             limits = self.limits()
             room = self.room(limits)
-            return (self.submit_tasks(deferred[:room], spec, limits) if room > 0 else []), room
+            if room <= 0:
+                return [], room
+            return self.submit_tasks(deferred[:room], spec, limits, queued.seen), room
 
         statuses, late = wait_for_runs(
             spec.results_root, spec.grid, queued.submissions, queued.deferred, top_up,
@@ -175,9 +173,14 @@ class SlurmLauncher:
         return LaunchReport(launched=launched.runs + late, statuses=statuses)
 
     def submit_tasks(
-        self, tasks: Sequence[arrays.TaskPlan], spec: ExecutionSpec, limits: ClusterLimits
+        self,
+        tasks: Sequence[arrays.TaskPlan],
+        spec: ExecutionSpec,
+        limits: ClusterLimits,
+        seen: Mapping[str, RowMark | None] | None = None,
     ) -> list[Submission]:
-        """Submit ``tasks`` in arrays of at most ``MaxArraySize``; records each accepted array."""
+        """Submit ``tasks`` in arrays of at most ``MaxArraySize``; records each accepted array.
+        ``seen``: each run's rows as ``submit`` saw them (:meth:`launch`)."""
         folder = (paths.slurm_logs_dir(spec.results_root, spec.grid)).resolve()
         subs: list[Submission] = []
         for processes in sorted({t.processes for t in tasks}):
@@ -188,7 +191,7 @@ class SlurmLauncher:
                 chunk = shape[start : start + size]
                 start += size
                 try:
-                    subs.append(self._submit_chunk(executor, chunk, spec, folder))
+                    subs.append(self._submit_chunk(executor, chunk, spec, folder, seen or {}))
                 except UserError as e:
                     done = sum(len(t) for s in subs for t in s.tasks)  # t: a task's run_ids
                     raise UserError(
@@ -203,13 +206,10 @@ class SlurmLauncher:
         chunk: Sequence[arrays.TaskPlan],
         spec: ExecutionSpec,
         folder: Path,
+        seen: Mapping[str, RowMark | None],
     ) -> Submission:
-        from harness.launch.slurm.task import RunTask  # torch, via the training loop it calls
-
         task_spec = spec.with_threads(self.settings.cpus_per_task)
-        callables = [
-            RunTask(task_spec, t.run_ids, self.settings.per_device(t.processes)) for t in chunk
-        ]
+        callables = [self._task(task_spec, t, seen) for t in chunk]
         job_id, is_array = arrays.submit_array(executor, callables)
         sub = Submission(
             job_id=job_id,
@@ -221,6 +221,15 @@ class SlurmLauncher:
         )
         write_submission(spec.results_root, spec.grid, sub)
         return sub
+
+    def _task(
+        self, spec: ExecutionSpec, plan: arrays.TaskPlan, seen: Mapping[str, RowMark | None]
+    ) -> RunTask:
+        """The callable of one array task, handed what ``submit`` saw of its runs' rows."""
+        from harness.launch.slurm.task import RunTask
+
+        runs_seen = {r: seen[r] for r in plan.run_ids if r in seen}
+        return RunTask(spec, plan.run_ids, self.settings.per_device(plan.processes), runs_seen)
 
     def _check_resources(self, tasks: Sequence[arrays.TaskPlan]) -> None:
         nodes = read_nodes()

@@ -67,5 +67,6 @@ BACKEND = Backend(
     settings=SlurmSettings,
     launcher="harness.launch.slurm.launcher:SlurmLauncher",
     evaluator="harness.launch.slurm.evals:run_evals",
+    queue="harness.launch.slurm.queue:QUEUE",
 )
 """The registry's ``slurm`` entry."""

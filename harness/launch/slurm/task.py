@@ -11,7 +11,12 @@ an all-reduce), writes a checkpoint and stops. Then:
   the task, which resumes from the checkpoint; the time limit records ``timeout``; anything
   else (``scancel``) records ``cancelled``. The checkpoint is kept, so a retry resumes.
 
-A restarted task skips the runs it already finished (their rows carry its job id).
+Never twice: a task is handed each run's rows as ``submit`` saw them (``seen``, the highest
+attempt). Just before training a run, under its run lock, it checks that they are unchanged: a
+run that has a newer row from any other job (queued twice by submits that raced, or finished by
+a local submit meanwhile), or whose lock another process holds, is left alone. A restarted task
+skips the runs it already finished (their rows carry its job id) and resumes the one it was
+training. At start it reads only its own runs' rows, never the whole grid's.
 
 With ``per_device > 1`` (the profile's ``runs_per_device``) a one-process task trains that many of
 its runs at once on its device, each in its own process (:mod:`harness.launch.worker.packing`); a
@@ -20,10 +25,11 @@ signal then stops all of them, and each interrupted run is requeued or recorded 
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
@@ -35,8 +41,16 @@ from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.slurm.scheduler import SchedulerError, job_fields
 from harness.launch.worker import distributed
-from harness.launch.worker.job import RunBusy, done_by_job, run_job, write_status
+from harness.launch.worker.job import (
+    RunBusy,
+    RunFinishedElsewhere,
+    row_unchanged,
+    run_job,
+    write_status,
+    written_by_job,
+)
 from harness.launch.worker.packing import PackInterrupted, run_packed
+from harness.store.rows import RowMark, row_mark
 from harness.store.spill import ResultSpilled
 from harness.train.loop import TrainingInterrupted
 
@@ -83,10 +97,19 @@ def sigterm_status() -> Status | None:
 
 class RunTask(submitit.helpers.Checkpointable):
     """One array task: train ``run_ids`` of ``spec.grid`` in order, ``per_device`` at once on a
-    one-process task (see the module docstring)."""
+    one-process task (see the module docstring). ``seen``: each run's rows as ``submit`` saw
+    them (:func:`~harness.store.rows.row_mark`; a run missing from it: as the task finds them
+    when it starts)."""
 
-    def __init__(self, spec: ExecutionSpec, run_ids: Sequence[str], per_device: int = 1) -> None:
+    def __init__(
+        self,
+        spec: ExecutionSpec,
+        run_ids: Sequence[str],
+        per_device: int = 1,
+        seen: Mapping[str, RowMark | None] | None = None,
+    ) -> None:
         self.spec, self.run_ids, self.per_device = spec, tuple(run_ids), per_device
+        self.seen = dict(seen or {})
 
     def __call__(self) -> dict[str, str]:
         """Train the task's runs; returns run_id -> status of the runs finished by this task."""
@@ -101,20 +124,42 @@ class RunTask(submitit.helpers.Checkpointable):
         finally:
             distributed.shutdown()
 
+    def _start(self, job_id: str) -> tuple[dict[str, str], dict[str, RowMark | None]]:
+        """From this task's own runs' rows only: the statuses of the runs this job finished in
+        an earlier start (skipped), and the rows of each other run to find unchanged before
+        training it (:func:`~harness.store.rows.row_mark`): as ``submit`` saw them, but as they
+        are now for a run this very job wrote a row of since (a ``cancelled`` row of a requeue
+        that looked like a cancellation: resumed)."""
+        root, grid = self.spec.results_root, self.spec.grid
+        mine = written_by_job(root, grid, self.run_ids, job_id)
+        statuses = {r: status for r, status in mine.items() if status != Status.CANCELLED}
+        seen = {
+            r: row_mark(root, grid, r) if r in mine or r not in self.seen else self.seen[r]
+            for r in self.run_ids
+            if r not in statuses
+        }
+        return statuses, seen
+
     def _in_order(self, signals: _Signals, job_id: str) -> dict[str, str]:
         """The runs one after another in this process (every rank of a DDP task together)."""
-        statuses = done_by_job(self.spec.results_root, self.spec.grid, self.run_ids, job_id)
+        statuses, seen = self._start(job_id)
         for run_id in self.run_ids:
             if run_id in statuses:
                 continue
             if signals.stop_requested():
                 return self._stop(signals, [run_id], job_id, statuses)
+            unchanged = functools.partial(
+                row_unchanged, self.spec.results_root, self.spec.grid, run_id, seen[run_id]
+            )
             try:
                 statuses[run_id] = run_job(
-                    self.spec, run_id, job_id=job_id, should_stop=signals.stop_requested
-                )
+                    self.spec, run_id, job_id=job_id, should_stop=signals.stop_requested,
+                    still_needed=unchanged,
+                )  # fmt: skip
             except TrainingInterrupted:
                 return self._stop(signals, [run_id], job_id, statuses)
+            except RunFinishedElsewhere as e:  # a row from another job since submit: not again
+                print(f"harness: {e}; left alone", flush=True)
             except RunBusy as e:  # trained by another process now: left to it
                 print(f"harness: {e}", flush=True)
             except ResultSpilled as e:  # the next submit writes it
@@ -124,14 +169,16 @@ class RunTask(submitit.helpers.Checkpointable):
 
     def _packed(self, signals: _Signals, job_id: str) -> dict[str, str]:
         """``per_device`` runs at once, each in its own process, splitting the CPU threads."""
+        threads = max(1, (self.spec.threads or 1) // self.per_device)
+        statuses, seen = self._start(job_id)
         try:
-            threads = max(1, (self.spec.threads or 1) // self.per_device)
-            return run_packed(
-                self.spec.with_threads(threads), self.run_ids, per_device=self.per_device,
-                job_id=job_id, should_stop=signals.stop_requested,
+            statuses |= run_packed(
+                self.spec.with_threads(threads), list(seen), per_device=self.per_device,
+                job_id=job_id, should_stop=signals.stop_requested, seen=seen,
             )  # fmt: skip
         except PackInterrupted as e:
-            return self._stop(signals, e.interrupted, job_id, dict(e.statuses))
+            return self._stop(signals, e.interrupted, job_id, statuses | dict(e.statuses))
+        return statuses
 
     def _stop(
         self, signals: _Signals, run_ids: Sequence[str], job_id: str, statuses: dict[str, str]

@@ -8,11 +8,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import duckdb
+
 from harness.launch.progress import Progress, val_loss_of
 from harness.launch.slurm.arrays import TaskPlan
-from harness.launch.slurm.reconcile import reconcile, row_of
+from harness.launch.slurm.reconcile import reconcile
 from harness.launch.slurm.records import Assignment, Submission, latest_assignments
 from harness.launch.slurm.scheduler import SchedulerError, active_tasks
+from harness.store.db import error_text, newest_values
 
 GONE_GRACE_S = 30.0
 """Seconds a task may be out of the queue without its rows (sacct lags) before waiting stops."""
@@ -21,10 +24,18 @@ GONE_GRACE_S = 30.0
 def _collect(
     root: Path, grid: str, pending: dict[str, Assignment], progress: Progress | None
 ) -> dict[str, str]:
-    """Statuses of pending runs whose row from their task has arrived (removed from pending)."""
-    out = {}
+    """Statuses of pending runs whose row from their task has arrived (removed from pending).
+    The rows are read once per call, whatever the number of runs."""
+    out: dict[str, str] = {}
+    if not pending:
+        return out
+    try:
+        rows = newest_values(root, grid, ["job_id", "status"])
+    except duckdb.Error as e:  # a row file replaced while it was read: the next poll reads it
+        print(f"reading the rows of {grid!r}: {error_text(e)}; still waiting")
+        return out
     for run_id, p in list(pending.items()):
-        row = row_of(root, grid, run_id)
+        row = rows.get(run_id)
         if row is not None and row[0] == p.task:
             out[run_id] = row[1]
             del pending[run_id]

@@ -34,7 +34,7 @@ from harness.launch.inputs import inputs_of
 from harness.launch.worker import distributed
 from harness.store.live import append_point, start_attempt
 from harness.store.manifest import load_run
-from harness.store.rows import row_mark
+from harness.store.rows import newest_rows, row_mark
 from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing, read_progress
 from harness.train.checkpoint import progress as ckpt_progress
@@ -212,16 +212,19 @@ def done_by_job(
     """Statuses of the runs among ``run_ids`` whose newest row job ``job_id`` wrote in an earlier
     attempt (a requeued task skips them). A ``cancelled`` row does not count: a requeue that
     looked like a cancellation resumes the run rather than leaving it cancelled."""
+    rows = written_by_job(root, grid, run_ids, job_id)
+    return {r: status for r, status in rows.items() if status != Status.CANCELLED}
+
+
+def written_by_job(
+    root: Path, grid: str, run_ids: Sequence[str], job_id: str | None
+) -> dict[str, str]:
+    """run_id -> status of the runs among ``run_ids`` whose newest row job ``job_id`` wrote.
+    Reads only these runs' rows (:func:`~harness.store.rows.newest_rows`), never the grid's."""
     if job_id is None:
         return {}
-    from harness.store.db import newest_values  # DuckDB: only where a task restarts
-
-    rows = newest_values(root, grid, ["job_id", "status"])
-    return {
-        r: rows[r][1]
-        for r in run_ids
-        if r in rows and rows[r][0] == job_id and rows[r][1] != Status.CANCELLED
-    }
+    rows = newest_rows(root, grid, run_ids, ["job_id", "status"])
+    return {r: str(row["status"]) for r, row in rows.items() if row["job_id"] == job_id}
 
 
 def share_compile_cache(root: Path, grid: str) -> None:

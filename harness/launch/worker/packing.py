@@ -22,11 +22,12 @@ of the job step) to the task, and stops when the task sets its stop event or is 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from harness.launch.contract import ExecutionSpec
 from harness.launch.worker.job import done_by_job
 from harness.launch.worker.pool import Ended, Outcome, RunPool
+from harness.store.rows import RowMark
 from harness.train.loop import TrainingInterrupted
 
 
@@ -50,6 +51,7 @@ def run_packed(
     job_id: str | None = None,
     should_stop: Callable[[], bool] | None = None,
     poll_s: float = 0.2,
+    seen: Mapping[str, RowMark | None] | None = None,
 ) -> dict[str, str]:
     """Train ``run_ids`` of ``spec.grid`` on this process's device, ``per_device`` at a time, in a
     :class:`~harness.launch.worker.pool.RunPool`.
@@ -61,6 +63,8 @@ def run_packed(
         job_id: recorded in the rows; runs whose newest row has this job id are skipped.
         should_stop: polled every ``poll_s``; True stops every running run (checkpointed).
         poll_s: seconds between polls.
+        seen: each run's rows as the launch saw them: a run whose rows changed since is left
+            alone (:class:`~harness.launch.worker.pool.RunPool`; default: as it is now).
 
     Returns:
         run_id -> status of each run (skipped runs included).
@@ -71,7 +75,7 @@ def run_packed(
     """
     statuses = done_by_job(spec.results_root, spec.grid, run_ids, job_id)
     pending = [r for r in run_ids if r not in statuses]
-    pool = RunPool(spec, pending, parallel=per_device, job_id=job_id)
+    pool = RunPool(spec, pending, parallel=per_device, job_id=job_id, seen=seen)
     interrupted: set[str] = set()
     while not pool.done:
         for end in pool.poll():
