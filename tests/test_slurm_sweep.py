@@ -81,6 +81,9 @@ class _Versions:
                     if self.stamps.get(path) == stamp:
                         continue
                     names = pq.read_schema(path).names
+                    if "status" not in names:  # not rows (a generation's list of what it covers)
+                        self.stamps[path] = stamp
+                        continue
                     cols = [c for c in [*ROW_COLUMNS, "created_at"] if c in names]
                     table = pq.read_table(path, columns=cols)
                 except (OSError, ValueError):
