@@ -157,7 +157,10 @@ class Checked:
         import duckdb  # here: a run process that reads its manifest imports no DuckDB
 
         con = duckdb.connect(":memory:", config={"memory_limit": "256MB", "threads": 1})
-        con.execute("SET enable_progress_bar = false")
+        # No progress bar on the user's terminal for a long check; in Jupyter without ipywidgets
+        # DuckDB refuses the setting itself (there is no bar to turn off).
+        with contextlib.suppress(duckdb.Error):
+            con.execute("SET enable_progress_bar = false")
         by_folder: dict[Path, list[tuple[Path, Stamp]]] = {}
         for path, stamp in readable:
             by_folder.setdefault(path.parent, []).append((path, stamp))
