@@ -97,7 +97,7 @@ def lr_line(rows: Rows, best: pd.Series) -> pd.DataFrame:
     held = [c for c in over if c != "lr"]
     line = _matching(cell, best, held)
     line = line[line["lr"].isin(lrs)]
-    return line.groupby("lr", as_index=False)[VALUE].mean().rename(columns={VALUE: "mean"})
+    return line.groupby("lr", as_index=False).agg(mean=(VALUE, "mean"))
 
 
 def _matching(rows: pd.DataFrame, best: pd.Series, columns: Sequence[str]) -> pd.DataFrame:

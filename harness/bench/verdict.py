@@ -390,7 +390,11 @@ def _totals(rows: Rows, derived: Derived) -> list[ArmTotal]:
     out = []
     for arm in derived.arms:
         mine = everything[everything["label"] == arm.label]
-        ext = mine["extend_round"].fillna(0).astype(float) > 0 if "extend_round" in mine else []
+        ext = (
+            (mine["extend_round"].fillna(0).astype(float) > 0).to_numpy(bool)
+            if "extend_round" in mine
+            else np.zeros(0, bool)
+        )
         out.append(ArmTotal(arm.label, arm.candidate, arm.configs, len(mine),
                             float(mine["tokens"].sum()), int(np.sum(ext))))  # fmt: skip
     return out

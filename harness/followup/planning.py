@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -99,7 +99,7 @@ def _describe(best: pd.Series, keys: Sequence[str]) -> str:
 
 
 def _null(v: object) -> bool:
-    return v is None or bool(pd.api.types.is_scalar(v) and pd.isna(v))
+    return v is None or bool(pd.api.types.is_scalar(v) and pd.isna(cast(Any, v)))
 
 
 def _matching(rows: pd.DataFrame, best: pd.Series, columns: Sequence[str]) -> pd.Series:

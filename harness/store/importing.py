@@ -136,7 +136,8 @@ def rows_table(
     for i, rec in enumerate(frame.to_dict(orient="records")):
         line = i + 2  # 1-based, after the header
         row: dict[str, Any] = {f.name: None for f in schema}
-        for c, text in rec.items():
+        for key, text in rec.items():
+            c = str(key)
             row[c] = _convert(str(text), schema.field(c).type, c, line, file)
         derived |= _fill(row, grid, source, scale, line, file)
         rows.append(row)

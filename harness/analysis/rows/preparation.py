@@ -97,7 +97,9 @@ def prepare(
     df = _renamed_metrics(df)
     _check_numeric(df, metric, "--metric")
     status = df["status"].astype(str)
-    dropped = {s: int(n) for s, n in status[~status.isin(RESULT_STATUSES)].value_counts().items()}
+    dropped = {
+        str(s): int(n) for s, n in status[~status.isin(RESULT_STATUSES)].value_counts().items()
+    }
     rows = df[status.isin(RESULT_STATUSES)].copy()
     is_div = rows["status"] == Status.DIVERGED
     rows[VALUE] = rows[metric].astype(float).where(~is_div, worst(goal))
@@ -113,7 +115,7 @@ def prepare(
         missing[select] = rows[SELECT].isna() & ~missing[metric]
     for name, mask in missing.items():
         if mask.any():
-            dropped[f"no {name}"] = int(mask.sum())
+            dropped[f"no {name!s}"] = int(mask.sum())
     keep = ~pd.concat(list(missing.values()), axis=1).any(axis=1)
     rows = rows[keep].copy()
     return Prepared(rows=rows, diverged=int(is_div.sum()), dropped=dropped, select=select,

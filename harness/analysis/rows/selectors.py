@@ -93,7 +93,7 @@ def _match_column(col: pd.Series, value: str, flag: str) -> pd.Series:
 
 
 def _all_bool(col: pd.Series) -> bool:
-    return bool(col.dropna().map(lambda v: isinstance(v, bool)).all()) and col.notna().any()
+    return bool(col.dropna().map(lambda v: isinstance(v, bool)).all()) and bool(col.notna().any())
 
 
 def match(df: pd.DataFrame, sel: Selector, flag: str) -> pd.Series:

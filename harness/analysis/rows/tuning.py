@@ -51,7 +51,7 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     # a mean of finite and infinite values is infinite; the std of it is undefined
     out.loc[out["n_diverged"] > 0, "std"] = np.nan
     out["two_sigma"] = 2 * out["std"]
-    half = t_quantile(CONFIDENCE, out["n"] - 1.0) * out["std"] / np.sqrt(out["n"])
+    half = t_quantile(CONFIDENCE, (out["n"] - 1.0).to_numpy(float)) * out["std"] / np.sqrt(out["n"])
     out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
     out = out.reset_index(drop=not keys)
     return out[[*keys, *STATS]]
@@ -97,7 +97,11 @@ def tune(
             "diverged": cells[VALUE].apply(lambda v: int((~np.isfinite(v.to_numpy())).sum())),
         }
     ).reset_index(drop=not by)
-    best = best.merge(extra, on=by, how="left") if by else best.assign(**extra.iloc[0].to_dict())
+    best = (
+        best.merge(extra, on=by, how="left")
+        if by
+        else best.assign(**{str(k): v for k, v in extra.iloc[0].items()})
+    )
     best["edge"] = [_edges(rows, by, over, b) for _, b in best.iterrows()]
     return best.sort_values(by, kind="stable").reset_index(drop=True) if by else best
 

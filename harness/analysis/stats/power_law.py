@@ -25,6 +25,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -190,7 +191,7 @@ def speedup(
 
 def _arm(cell: pd.DataFrame, arm: str, x: str) -> dict[float, np.ndarray]:
     sub = cell[cell[ARM] == arm]
-    return {float(xv): g[VALUE].to_numpy(float) for xv, g in sub.groupby(x)}
+    return {float(cast(float, xv)): g[VALUE].to_numpy(float) for xv, g in sub.groupby(x)}
 
 
 def _usable_budgets(cell, key, x, a, b) -> tuple[dict, dict, list[str]]:

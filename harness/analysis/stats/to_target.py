@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -71,10 +72,9 @@ def to_target(rows: pd.DataFrame, curves: pd.DataFrame, target: Target) -> pd.Da
     empty = curves.iloc[0:0]
     found = [reach(by_run.get(r, empty), target) for r in rows["run_id"]]
     tokens = [t for t, _ in found]
-    return rows.assign(
-        **{
-            TOKENS_TO_TARGET: tokens,
-            TIME_TO_TARGET: [s for _, s in found],
-            CENSORED: [math.isinf(t) for t in tokens],
-        }
-    )
+    columns: dict[str, Any] = {
+        TOKENS_TO_TARGET: tokens,
+        TIME_TO_TARGET: [s for _, s in found],
+        CENSORED: [math.isinf(t) for t in tokens],
+    }
+    return rows.assign(**columns)

@@ -103,8 +103,8 @@ def robust_limits(values: np.ndarray, goal: Goal) -> tuple[float, float]:
 def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: Goal):
     b1 = sorted(part["beta1"].unique())
     b2 = sorted(part["beta2"].unique())
-    grid = part.pivot_table(index="beta1", columns="beta2", values="mean", aggfunc="first")
-    grid = grid.reindex(index=b1, columns=b2).to_numpy(float)  # (n_beta1, n_beta2)
+    table = part.pivot_table(index="beta1", columns="beta2", values="mean", aggfunc="first")
+    grid = table.reindex(index=b1, columns=b2).to_numpy(float)  # (n_beta1, n_beta2)
     shown = np.ma.masked_invalid(grid)
     image = ax.imshow(shown, cmap=cmap, norm=norm, origin="lower", aspect="auto")
     font = 6 if max(len(b1), len(b2)) <= 7 else 4.5

@@ -156,7 +156,8 @@ def _curves(sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, choice: Me
             arm = str(part[METHOD].iloc[0])
             xs, ys = part["tokens"].to_numpy(float), part["train_loss"].to_numpy(float)
             lines.append(svg.Line(index[arm], xs, ys, styles[arm].color, thin=True))
-        for arm, part in curves.merge(best, on="run_id").groupby(METHOD, sort=True):
+        for key_of_arm, part in curves.merge(best, on="run_id").groupby(METHOD, sort=True):
+            arm = str(key_of_arm)
             mean = part.groupby("tokens")["train_loss"].mean()
             val = part.dropna(subset=["val_loss"]).groupby("tokens")["val_loss"].mean()
             color = styles[str(arm)].color
