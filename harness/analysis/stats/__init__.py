@@ -33,7 +33,15 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("groups", "iter_cells", "with_keys"), "cells"),
     **dict.fromkeys(("CORRECTIONS", "holm", "bh"), "corrections"),
     **dict.fromkeys(
-        ("Reading", "reading", "steps_check", "steps_to", "steps_table", "curves_by_run"),
+        (
+            "Reading",
+            "reading",
+            "steps_check",
+            "steps_to",
+            "steps_table",
+            "curves_by_run",
+            "default_target",
+        ),
         "critical_batch",
     ),
     **dict.fromkeys(("OVERHEAD", "NEAR", "BatchFit", "fit_critical_batch"), "batch_fit"),
