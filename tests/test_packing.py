@@ -18,15 +18,25 @@ from tests.runs import spec_for, tiny_run
 GRID = "packed"
 
 
+def _stepped(root, run_ids) -> bool:
+    """Each run has logged a training point (a run stopped before its first step is not
+    checkpointed: it starts again)."""
+    live = [paths.live_path(root, GRID, r) for r in run_ids]
+    return all(p.exists() and '"train_loss"' in p.read_text() for p in live)
+
+
 def test_packed_runs_stop_together_resume_and_each_write_a_row(tmp_path, prepared_data):
-    runs = [tiny_run(prepared_data, grid=GRID, seed=s) for s in range(3)]
+    runs = [tiny_run(prepared_data, grid=GRID, seed=s, tokens=8 * 32 * 150) for s in range(3)]
     ids = [r.run_id for r in runs]
     write_manifest(tmp_path, GRID, runs)
     spec = spec_for(tmp_path, GRID, prepared_data, threads=1)
 
-    # A stop request reaches both running processes: each checkpoints, none writes a row.
+    # A stop request reaches both running processes once they step: each checkpoints, none
+    # writes a row.
     with pytest.raises(PackInterrupted) as stopped:
-        run_packed(spec, ids, per_device=2, job_id="j1", should_stop=lambda: True)
+        run_packed(
+            spec, ids, per_device=2, job_id="j1", should_stop=lambda: _stepped(tmp_path, ids[:2])
+        )
     assert stopped.value.interrupted == tuple(ids[:2]) and stopped.value.statuses == {}
     started = [paths.checkpoint_path(tmp_path, GRID, r).exists() for r in ids]
     assert started == [True, True, False]  # the third never started

@@ -171,8 +171,9 @@ def test_b3_a_run_finishing_while_a_second_submit_decides_is_not_trained_again(
     tmp_path, prepared_data
 ):
     """B3: a second submit read the finished set, then waited for the manifest lock while the
-    first submit's runs finished, then trained them all again. Now the finished set is read
-    once the manifest lock is held, and the run process checks the row under its run lock."""
+    first submit's runs finished, then trained them all again. Now the rows are read once, after
+    the queue, and the run process checks under its run lock that each run's row is still as
+    the submit saw it: the runs another process finished meanwhile are left alone."""
     grid = grid_file(tmp_path, "race", [0, 1], STEPS)
     ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
     first = start_submit(grid, root, prepared_data, tmp_path / "spill")
@@ -188,5 +189,5 @@ def test_b3_a_run_finishing_while_a_second_submit_decides_is_not_trained_again(
     out, err = second.communicate(timeout=300)
 
     assert second.returncode == 0, err
-    assert "launching 0" in out, out
+    assert "2 runs left alone: another process finished them meanwhile" in out, out
     _each_step_once(root, "race", ids)
