@@ -14,7 +14,6 @@ import yaml
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.core import paths
 
 PROTOCOLS = Path(__file__).resolve().parents[1] / "protocols"
 
@@ -24,13 +23,15 @@ def _bench(*args: object) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.output
 
 
-def _baseline_rows(root: Path, grid: str) -> dict[str, float]:
-    """run_id -> modification time of every AdamW (baseline) row file."""
+def _baseline_rows(root: Path, grid: str) -> dict[str, int]:
+    """run_id -> the highest attempt among the rows of every AdamW (baseline) run: a run
+    trained again would raise it (rows are written once per attempt, never replaced)."""
     from harness.store.db import newest_values
+    from harness.store.rows import row_marks
 
     labels = newest_values(root, grid, ["label"])
-    return {r: paths.run_path(root, grid, r).stat().st_mtime_ns
-            for r, (label,) in labels.items() if label == "AdamW"}  # fmt: skip
+    marks = row_marks(root, grid)
+    return {r: marks[r] for r, (label,) in labels.items() if label == "AdamW"}
 
 
 @pytest.mark.slow

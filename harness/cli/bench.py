@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -80,9 +81,12 @@ def bench(
                     "result from an earlier bench (reused, not trained again)")  # fmt: skip
             click.echo(line, err=log)
     click.echo(f"{p.grid}: training at most {p.to_train_max} runs of {p.total_max}", err=log)
-    progress = run(derived, root=root, data_root=droot, launcher=launcher, wait=wait,
-                   say=lambda line: click.echo(line, err=log),
-                   out=sys.stderr if log else sys.stdout)  # fmt: skip
+    # With json, whatever a backend prints while launching (SLURM's "queued ... array tasks")
+    # goes to stderr too: stdout holds the verdict only.
+    with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():
+        progress = run(derived, root=root, data_root=droot, launcher=launcher, wait=wait,
+                       say=lambda line: click.echo(line, err=log),
+                       out=sys.stderr if log else sys.stdout)  # fmt: skip
     if progress.queued:
         click.echo(f"queued: run the same command again once they finish (or add --wait); "
                    f"follow with 'harness status {p.grid}'", err=log)  # fmt: skip
