@@ -192,7 +192,7 @@ def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepare
     from harness.launch.local.launcher import LocalLauncher
     from harness.launch.profile import load_profile
     from harness.store.manifest import write_manifest
-    from harness.store.rows import read_row
+    from harness.store.rows import newest_row_file, read_row
 
     root = tmp_path / "results"
     run = load_grid(grid_file, local=True, vocab=vocab_lookup(prepared_data)).runs[0]
@@ -223,7 +223,9 @@ def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepare
     threading.Thread(target=kill_soon, daemon=True).start()
     report = launch_and_wait(LocalLauncher(load_profile("local")), [slow], root, prepared_data)
     assert report.statuses == {slow.run_id: "failed"}
-    row = read_row(root / run.grid / "runs" / f"{slow.run_id}.parquet")
+    row_file = newest_row_file(root, run.grid, slow.run_id)
+    assert row_file is not None
+    row = read_row(row_file)
     assert row["status"] == "failed" and "process died by SIGKILL" in row["error"]
 
 
