@@ -18,6 +18,7 @@ running in the main thread never sees (Python handles a signal only between byte
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import threading
@@ -91,6 +92,10 @@ def confine(
         con.execute(f"SET memory_limit = '{how.memory_limit.strip()}'")
     except duckdb.Error as e:
         raise UserError(f"memory limit {how.memory_limit!r}: {str(e).splitlines()[0]}") from None
+    # No progress bar drawn on the terminal beside a query's output (DuckDB draws one after 2 s);
+    # in Jupyter without ipywidgets DuckDB refuses the setting itself: there is no bar to stop.
+    with contextlib.suppress(duckdb.Error):
+        con.execute("SET enable_progress_bar = false")
     if how.unsafe:
         return
     con.execute("SET autoinstall_known_extensions = false")
