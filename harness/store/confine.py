@@ -31,6 +31,7 @@ import duckdb
 
 from harness.core import env
 from harness.core.errors import UserError
+from harness.core.paths import duck_path
 
 DEFAULT_MEMORY = "25%"
 """DuckDB's memory limit for SQL over the results when none is given: a quarter of the RAM."""
@@ -102,7 +103,10 @@ def confine(
     con.execute("SET autoload_known_extensions = false")
     con.execute("SET temp_directory = ''")  # no spilling: the memory limit is a bound
     folder = str(root.resolve()).rstrip("/") + "/"  # a prefix: "results/", not "results2"
-    con.execute("SET allowed_directories = $d", {"d": [folder]})
+    # The views name files by their escaped paths (``res[[]1[]]`` for ``res[1]``,
+    # :func:`harness.core.paths.duck_path`), which DuckDB checks as they are spelled.
+    literal = duck_path(root.resolve()).rstrip("/") + "/"
+    con.execute("SET allowed_directories = $d", {"d": sorted({folder, literal})})
     con.execute("SET allowed_paths = $p", {"p": [str(p.resolve()) for p in writable]})
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
