@@ -5,8 +5,8 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import textwrap
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
@@ -66,30 +66,51 @@ def test_row_has_every_required_column_and_nulls(tmp_path):
     assert curve == [{"grid": "t", "run_id": run.run_id, **point, "elapsed_s": 0.1}]
 
 
-def test_killed_writer_leaves_no_partial_row(tmp_path):
-    target = tmp_path / "row.parquet"
-    code = textwrap.dedent(
-        f"""
-        import pyarrow as pa, sys
-        from pathlib import Path
-        from harness.store.rows import atomic_write_table
-        table = pa.table({{"x": list(range(3_000_000))}})
-        print("ready", flush=True)
-        while True:
-            atomic_write_table(table, Path({str(target)!r}))
-        """
+_WRITER = """
+import pyarrow as pa, sys
+from pathlib import Path
+from harness.store.rows import atomic_write_table
+table = pa.table({"x": list(range(3_000_000))})
+print("ready", flush=True)
+while True:
+    atomic_write_table(table, Path(sys.argv[1]))
+"""
+"""A writer rewriting one row file without end (each write takes a good part of a second)."""
+
+
+def _kill_a_writer(target: Path) -> bool:
+    """SIGKILL a writer of ``target`` once a write is complete and the next one is under way;
+    returns whether the kill landed inside a write (its temp file is left behind)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(target)], stdout=subprocess.PIPE, text=True
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    deadline = time.monotonic() + 60
-    while not target.exists():  # a write completed (atomic), or began (a writer that is not)
-        assert time.monotonic() < deadline and proc.poll() is None, "no write"
-        time.sleep(0.005)
-    time.sleep(0.05)  # the writer loops: the kill lands inside a write (each takes longer)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    visible = list(tmp_path.glob("*.parquet"))
-    assert visible == [target]  # the last complete write stays readable, whole
-    assert pq.read_table(target).num_rows == 3_000_000
-    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".")]
-    assert all(not p.name.endswith(".parquet") for p in leftovers)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        writing = f".{target.name}.tmp-*"
+        deadline = time.monotonic() + 300  # a hang guard, not a timing
+        while not (target.exists() and any(target.parent.glob(writing))):
+            assert time.monotonic() < deadline and proc.poll() is None, "no write"
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    return any(target.parent.glob(writing))
+
+
+def test_killed_writer_leaves_no_partial_row(tmp_path):
+    # the kill may land between two writes (the rename done, the next temp not yet opened):
+    # then it tested nothing, so the writer is killed again, in a fresh folder, until one landed
+    landed = []
+    for attempt in range(10):
+        target = tmp_path / str(attempt) / "row.parquet"
+        target.parent.mkdir()
+        landed.append(_kill_a_writer(target))
+        visible = list(target.parent.glob("*.parquet"))
+        assert visible == [target]  # the last complete write stays readable, whole
+        assert pq.read_table(target).num_rows == 3_000_000
+        leftovers = [p for p in target.parent.iterdir() if p.name.startswith(".")]
+        assert all(not p.name.endswith(".parquet") for p in leftovers)
+        if landed[-1]:
+            break
+    assert landed[-1], f"no kill of {len(landed)} landed inside a write"
