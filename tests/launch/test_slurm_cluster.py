@@ -16,14 +16,17 @@ from tests.slurm_cluster import require_cluster, sacct_states, sbatch, wait_for_
 
 pytestmark = pytest.mark.slurm
 
-_TESTS_DIR = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+WAIT_S = 600
+"""How long a job may take to reach a state: a hang guard, not a timing (the cluster is shared,
+so a job may wait in the queue behind others' jobs)."""
 
 
 @pytest.fixture(autouse=True)
 def _cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     """Requires the cluster; lets jobs import this module (sbatch passes the environment on)."""
     require_cluster()
-    path = [str(_TESTS_DIR), str(_TESTS_DIR.parent), os.environ.get("PYTHONPATH", "")]
+    path = [str(HERE), str(HERE.parents[1]), os.environ.get("PYTHONPATH", "")]  # it, the repo
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
 
 
@@ -60,7 +63,7 @@ class _Counter(submitit.helpers.Checkpointable):
 def test_sbatch_job_completes_and_sacct_reports_it(tmp_path: Path) -> None:
     out = tmp_path / "out.txt"
     job_id = sbatch("--output", str(out), "--wrap", "echo ran on $SLURM_JOB_NODELIST")
-    assert wait_for_state(job_id, {"COMPLETED"}, timeout=60) == {job_id: "COMPLETED"}
+    assert wait_for_state(job_id, {"COMPLETED"}, timeout=WAIT_S) == {job_id: "COMPLETED"}
     assert out.read_text().startswith("ran on ")
 
 
@@ -69,7 +72,7 @@ def test_array_runs_every_task(tmp_path: Path) -> None:
         "--array=0-3%2", "--output", str(tmp_path / "%a.txt"), "--wrap", "echo $SLURM_ARRAY_TASK_ID"
     )
     for i in range(4):
-        assert wait_for_state(f"{array_id}_{i}", {"COMPLETED"}, timeout=60)
+        assert wait_for_state(f"{array_id}_{i}", {"COMPLETED"}, timeout=WAIT_S)
     assert [(tmp_path / f"{i}.txt").read_text().strip() for i in range(4)] == ["0", "1", "2", "3"]
 
 
@@ -78,7 +81,7 @@ def test_gpu_request_gets_a_fake_a100(tmp_path: Path) -> None:
     script = "echo $CUDA_VISIBLE_DEVICES $SLURM_GPUS_ON_NODE"
     options = ["--partition=a100", "--gpus-per-node=1", "--constraint=a100"]
     job_id = sbatch(*options, "--output", str(out), "--wrap", script)
-    wait_for_state(job_id, {"COMPLETED"}, timeout=60)
+    wait_for_state(job_id, {"COMPLETED"}, timeout=WAIT_S)
     visible, on_node = out.read_text().split()
     assert visible in {"0", "1"} and on_node == "1"
 
@@ -95,14 +98,16 @@ def test_submitit_map_array_round_trip(tmp_path: Path) -> None:
     array_id = jobs[0].job_id.split("_")[0]
     assert [job.job_id for job in jobs] == [f"{array_id}_{i}" for i in range(3)]
     for job in jobs:
-        assert wait_for_state(job.job_id, {"COMPLETED"}, timeout=30) == {job.job_id: "COMPLETED"}
+        assert wait_for_state(job.job_id, {"COMPLETED"}, timeout=WAIT_S) == {
+            job.job_id: "COMPLETED"
+        }
 
 
 def test_submitit_cancel_ends_cancelled(tmp_path: Path) -> None:
     job = _executor(tmp_path).submit(time.sleep, 300)
-    wait_for_state(job.job_id, {"RUNNING"}, timeout=60)
+    wait_for_state(job.job_id, {"RUNNING"}, timeout=WAIT_S)
     job.cancel()
-    wait_for_state(job.job_id, {"CANCELLED"}, timeout=30)
+    wait_for_state(job.job_id, {"CANCELLED"}, timeout=WAIT_S)
     assert job.watcher.get_state(job.job_id, mode="force").startswith("CANCELLED")
 
 
@@ -110,7 +115,7 @@ def test_submitit_cancel_ends_cancelled(tmp_path: Path) -> None:
 def test_submitit_checkpointable_resumes_after_preemption(tmp_path: Path) -> None:
     log = tmp_path / "progress.txt"
     job = _executor(tmp_path).submit(_Counter(log), 8, 0.5)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_S
     while not (log.exists() and int(log.read_text() or 0) >= 2):  # handlers are in place by now
         stuck = f"job {job.job_id} made no progress: {sacct_states(job.job_id)}"
         assert time.monotonic() < deadline, stuck
@@ -121,4 +126,4 @@ def test_submitit_checkpointable_resumes_after_preemption(tmp_path: Path) -> Non
     (first, second) = result["starts"]  # the first start's record survived in the checkpoint
     assert first == (None, 0)
     assert second[0] == "1" and second[1] >= 2  # restarted once, resuming the checkpointed count
-    assert wait_for_state(job.job_id, {"COMPLETED"}, timeout=30) == {job.job_id: "COMPLETED"}
+    assert wait_for_state(job.job_id, {"COMPLETED"}, timeout=WAIT_S) == {job.job_id: "COMPLETED"}
