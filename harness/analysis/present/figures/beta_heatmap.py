@@ -23,18 +23,18 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
     metric_label,
-    panel_keys,
     panel_title,
     panels,
     subtitle,
     tuned_points,
     use_log,
 )
+from harness.analysis.rows.arm_labels import panel_keys
+from harness.analysis.stats.frame import METHOD
 from harness.metrics.catalogue import Goal
 
 BETAS = ["beta1", "beta2"]

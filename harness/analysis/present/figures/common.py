@@ -22,13 +22,7 @@ from matplotlib.figure import Figure
 
 from harness.analysis.present.figures import style
 from harness.analysis.present.figures.options import FigureOptions
-from harness.analysis.rows.arm_labels import (  # noqa: F401 (figures import them from here)
-    METHOD,
-    METHOD_EXTRAS,
-    add_methods,
-    panel_keys,
-    short,
-)
+from harness.analysis.rows.arm_labels import panel_keys, short
 from harness.analysis.rows.axes import (
     auto_over,
     check_cells,
@@ -36,6 +30,7 @@ from harness.analysis.rows.axes import (
 from harness.analysis.rows.selectors import Selector, match
 from harness.analysis.rows.tuning import confirmed, is_confirmation
 from harness.analysis.stats.cells import iter_cells
+from harness.analysis.stats.frame import METHOD
 from harness.core.errors import UserError
 from harness.metrics.catalogue import METRICS, Goal
 

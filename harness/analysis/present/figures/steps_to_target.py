@@ -15,7 +15,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
@@ -26,6 +25,7 @@ from harness.analysis.present.figures.common import (
     subtitle,
 )
 from harness.analysis.stats.critical_batch import curves_by_run, default_target, steps_table
+from harness.analysis.stats.frame import METHOD
 
 X = "batch_size"
 
