@@ -303,12 +303,14 @@ REFERENCES = ("adamw", "adam")
 def pick(rows: pd.DataFrame, preferred: Sequence[str]) -> str | None:
     """The method of the first of ``preferred`` optimizers present: a method named like it
     (any case), else the shortest-named method of that optimizer (``SGD`` before ``SGD+Gclip``)."""
-    methods = sorted(rows[METHOD].unique())
+    methods: list[str] = sorted(rows[METHOD].unique())  # labels are strings (add_methods)
     for p in preferred:
         named = [m for m in methods if m.lower() == p]
         if named:
             return named[0]
-        of_opt = sorted(set(rows.loc[rows["optimizer"] == p, METHOD]), key=lambda m: (len(m), m))
+        of_opt: list[str] = sorted(
+            set(rows.loc[rows["optimizer"] == p, METHOD]), key=lambda m: (len(m), m)
+        )
         if of_opt:
             return of_opt[0]
     return None
@@ -325,7 +327,7 @@ def chosen_arm(
     """
     if chosen is None:
         return pick(rows, preferred)
-    arms = sorted(rows.loc[match(rows, chosen, flag), METHOD].astype(str).unique())
+    arms: list[str] = sorted(rows.loc[match(rows, chosen, flag), METHOD].astype(str).unique())
     if len(arms) > 1:
         raise UserError(
             f"{flag} {chosen.text!r} matches several arms: {', '.join(arms)}; add a column, "

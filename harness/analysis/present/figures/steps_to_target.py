@@ -11,6 +11,7 @@ batch size, 20 % more steps than linear scaling, Zhang et al. 2024) where there 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -48,7 +49,7 @@ def draw(data: FigureData) -> Figure:
     return fig
 
 
-def _panel(ax: Axes, part, data: FigureData) -> None:
+def _panel(ax: Axes, part: pd.DataFrame, data: FigureData) -> None:
     for method, line in part.groupby(METHOD, sort=True):
         line = line.sort_values(X)
         st = data.style(str(method))

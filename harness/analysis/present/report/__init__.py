@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import platform
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from importlib import metadata
@@ -98,7 +98,9 @@ def build_report(req: ReportRequest) -> str:
     )  # fmt: skip
 
 
-def _figures(sel: Selection, names: Sequence[str], req: ReportRequest, choice: MetricChoice):
+def _figures(
+    sel: Selection, names: Sequence[str], req: ReportRequest, choice: MetricChoice
+) -> Iterator[page.FigureBlock]:
     import matplotlib.pyplot as plt
 
     for d in draw_figures(sel, names, choice, req.options):

@@ -38,7 +38,9 @@ def arm_columns(rows: pd.DataFrame) -> list[str]:
     return ["optimizer", *varying(rows, [c for c in METHOD_EXTRAS if c in rows.columns])]
 
 
-def _selector(rows: pd.DataFrame, given: Selector | None, choices: tuple[str, ...], flag: str):
+def _selector(
+    rows: pd.DataFrame, given: Selector | None, choices: tuple[str, ...], flag: str
+) -> Selector | None:
     if given is not None:
         return given
     present = set(rows["optimizer"].astype(str))
