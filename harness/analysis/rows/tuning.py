@@ -114,7 +114,9 @@ def _edges(rows: pd.DataFrame, by: list[str], over: list[str], best: pd.Series) 
     return "; ".join(n for n in notes if n)
 
 
-def line_values(cell: pd.DataFrame, best: pd.Series, over: Sequence[str], axis: str) -> list:
+def line_values(
+    cell: pd.DataFrame, best: pd.Series, over: Sequence[str], axis: str
+) -> list[object]:
     """The values of ``axis`` tried on the line through ``best``: the rows of ``cell`` (diverged
     ones included) whose other tuned columns ``over`` equal the best's (NULL matches NULL).
 
