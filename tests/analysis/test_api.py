@@ -150,6 +150,10 @@ def test_per_arm_gives_an_arm_added_later_its_own_rounds(tmp_path: Path) -> None
     assert [(r.label, r.extend_round, r.optim.lr) for r in new] == [("Adam", 1, 0.1)]
     assert any(line.startswith("Adam: ") for line in per.lines)
     assert not [r for r in per.runs if r.label == "SGD" and r.run_id not in per.done]
+    args = ["--launcher", "local", "--dry-run", "--extend", "--confirm", "--per-arm"]
+    cli = CliRunner().invoke(main, ["submit", str(both), *args, "--results", str(root)])
+    assert cli.exit_code == 0, cli.output
+    assert "arms: Adam: " in cli.output and "1 new run(s) planned" in cli.output, cli.output
     # a failed tuning run blocks its arm per arm (whole budgets compared), not the grid
     third = _arms_grid(tmp_path, "third.yaml", {"sgd": "SGD", "lion": "Lion"})
     _train(api.plan(third, results=root), root, status="failed")
