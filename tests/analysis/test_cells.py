@@ -126,6 +126,16 @@ def test_pool_tunes_over_the_condition(root):
     assert not table["edge"].str.contains("warmup_steps|lr_min").any()
 
 
+def test_over_a_condition_pools_it_as_before(root):
+    res = _cli(root, "analyze", "best", "conds", "--by", "optimizer", "--over", "lr,batch_size",
+               "--format", "json")  # fmt: skip
+    table = _json(res)
+    assert dict(zip(table["optimizer"], table["batch_size"], strict=True)) == {
+        "adamw": 16,
+        "sgd": 64,
+    }
+
+
 def test_pool_through_the_api(root):
     ans = api.analyze("best", "conds", results=root, by=["optimizer"], pool=["batch_size"])
     assert len(ans.table) == 2
@@ -226,3 +236,38 @@ def test_a_complete_sweep_says_nothing(root):
 def test_the_report_says_how_many_planned_runs_are_missing(partial):
     html = api.report("part", results=partial)
     assert MISSING in html
+
+
+def test_an_expression_field_is_never_extended(tmp_path):
+    """``lr_min: "0.1 * lr"`` and ``warmup_steps: "0.1 * steps"``: the best lr sits on an edge,
+    and only lr is extended (main also planned lr_min beyond its own edge)."""
+    from functools import partial
+
+    from harness.core.catalogue import flat
+    from harness.data.catalogue import vocab_lookup
+    from harness.followup.planning import plan_extension
+    from harness.grid.followup import ExtendSpec
+    from harness.grid.load import load_grid
+    from harness.grid.vary import vary
+
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "name: g\nbase: {model: tiny, optimizer: adamw, seq_len: 64, tokens: 102400, "
+        'eval_tokens: 4096, lr_min: "0.1 * lr", warmup_steps: "0.1 * steps"}\n'
+        "grid: {batch_size: [8, 16], lr: [1.0e-4, 1.0e-3, 1.0e-2]}\nseeds: 2\n"
+    )
+    g = load_grid(path, vocab=vocab_lookup(tmp_path))
+    rows = pd.DataFrame(
+        [
+            {"run_id": r.run_id, **flat(r), "status": "completed",
+             "value": 3.0 - math.log10(r.optim.lr) * 0.1 + 1e-4 * r.execution.seed}
+            for r in g.runs
+        ]
+    )  # fmt: skip
+    runs = {r.run_id: r for r in g.runs}
+    plan = plan_extension(rows, runs, ExtendSpec(), change=partial(vary, g))
+    text = "\n".join(plan.lines)
+    assert "lr=0.01 is the largest tried" in text
+    assert "lr_min" not in text and "warmup_steps" not in text
+    assert sorted({r.optim.lr for r in plan.runs}) == [0.1]
+    assert all(r.optim.lr_min == pytest.approx(0.1 * r.optim.lr) for r in plan.runs)

@@ -110,7 +110,7 @@ def tuned(prep: Prepared, goal: Goal, keys: Sequence[str], over: Sequence[str]) 
     for flag, other in (("--over", over), (POOL_FLAG, prep.pool)):
         if overlap := set(keys) & set(other):
             raise UserError(f"{flag} and --by share column(s) {', '.join(sorted(overlap))}")
-    added = open_conditions(rows, keys, prep.pool)
+    added = open_conditions(rows, keys, [*prep.pool, *over])  # --over batch_size pools it too
     keys = [k for k in keys if k != ARM] + added + [ARM] * (ARM in keys)
     over = list(over) or auto_over(rows, keys, prep.expressions)
     pooled = [p for p in varying_within(rows, keys, prep.pool) if p not in over]

@@ -116,7 +116,7 @@ def profile_table(
     other condition that varies, but those pooled (tuned over instead)."""
     check_columns(rows, by, "--by")
     check_columns(rows, over, "--over")
-    keys = [*by, *panel_keys(rows, pool, by)]
+    keys = [*by, *panel_keys(rows, [*pool, *over], by)]
     arms = _method_columns(rows)
     over = list(over) or tuned_columns(rows, keys)
     over += [p for p in varying_within(rows, [*keys, *arms], pool) if p not in over]
