@@ -147,7 +147,8 @@ def test_b2_a_resubmit_after_kill_9_leaves_no_run_missing(tmp_path, prepared_dat
     """B2: after ``kill -9`` of submit while its runs start, an immediate re-submit skipped the
     runs whose orphaned processes still held their run locks, and exited 0 with them missing.
     Now it waits for the locks, then trains them (resumed). The orphans' hold is stretched by a
-    ``flock`` of the same locks, as on a loaded machine where they take seconds to stop."""
+    ``flock`` of the same locks, as on a loaded machine where they take seconds to stop: held
+    until the re-submit has said what it found, so the fault lands however slow its start."""
     grid = grid_file(tmp_path, "orphans", [0, 1], STEPS)
     ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
     first = start_submit(grid, root, prepared_data, tmp_path / "spill")
@@ -155,16 +156,28 @@ def test_b2_a_resubmit_after_kill_9_leaves_no_run_missing(tmp_path, prepared_dat
     wait_until(lambda: all(is_locked(p) for p in locks), 120, "both run locks held")
     first.kill()  # kill -9 while its runs start
     first.communicate(timeout=30)
-    holders = [subprocess.Popen(["flock", str(p), "sleep", "8"]) for p in locks]
+    assert first.returncode == -signal.SIGKILL  # the kill landed: submit had not ended
+    held = [tmp_path / f"held-{i}" for i in range(len(locks))]
+    hold = ["sh", "-c", 'touch "$0"; exec sleep 600']  # until killed
+    holders = [
+        subprocess.Popen(["flock", str(p), *hold, str(h)], start_new_session=True)
+        for p, h in zip(locks, held, strict=True)
+    ]
+    wait_until(lambda: all(h.exists() for h in held), 120, "the orphans' locks taken over")
 
-    again = start_submit(grid, root, prepared_data, tmp_path / "spill")
-    out, err = again.communicate(timeout=300)
+    again = start_submit(
+        grid, root, prepared_data, tmp_path / "spill", env={"PYTHONUNBUFFERED": "1"}
+    )
+    assert again.stdout is not None
+    said = [again.stdout.readline(), again.stdout.readline()]  # what it planned, what it found
+    for h in holders:  # the locks are free: the runs it waits for start
+        os.killpg(h.pid, signal.SIGKILL)
+        h.wait()
+    _, err = again.communicate(timeout=300)
 
     assert again.returncode == 0, err
-    assert "being trained by another process now" in out, out
+    assert "2 runs are being trained by another process now" in said[1], said
     _each_step_once(root, "orphans", ids)
-    for h in holders:
-        h.wait(timeout=30)
 
 
 def test_b3_a_run_finishing_while_a_second_submit_decides_is_not_trained_again(
