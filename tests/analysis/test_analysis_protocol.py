@@ -69,7 +69,8 @@ def test_select_by_reaches_the_figures(root):
     side = json.loads((root / "sgd_embeddings" / "figures" / "loss_curves-rho.json").read_text())
     assert side["select_by"] == "val_loss" and side["metric"] == "rho"
     # what every figure's points are: the loss-best factor, drawn by rho
-    from harness.analysis.present.figures.common import add_methods, tuned_points
+    from harness.analysis.present.figures.common import tuned_points
+    from harness.analysis.rows.arm_labels import add_methods
     from harness.analysis.rows.load import select
     from harness.analysis.rows.preparation import prepare
 

@@ -14,9 +14,10 @@ from matplotlib.patches import Rectangle
 
 import harness.analysis.present.figures as figures_package
 from harness.analysis.present.figures import FIGURES, default_figures
-from harness.analysis.present.figures.common import FigureData, FigureSkipped, add_methods
+from harness.analysis.present.figures.common import FigureData, FigureSkipped
 from harness.analysis.present.figures.options import FigureOptions
 from harness.analysis.present.figures.render import render_figures, rows_sha256
+from harness.analysis.rows.arm_labels import add_methods
 from harness.analysis.rows.load import select
 from harness.analysis.rows.metric_choice import MetricChoice
 from harness.analysis.rows.preparation import prepare

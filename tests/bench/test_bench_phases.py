@@ -1,9 +1,9 @@
 """The bench's phases on simulated training: results are written to the real store from a known
 loss function of each run's config (no training), and the phases are planned as ``harness
-bench`` plans them (:func:`harness.bench.followups.plan_followups`). Checks that each arm gets
-the protocol's extension rounds whatever earlier candidates used, that a second candidate
-reuses every baseline run (extension and confirmation included), and the verdict read from the
-store."""
+bench`` plans them (:func:`harness.api.plan` with ``per_arm``, as its submits do). Checks that
+each arm gets the protocol's extension rounds whatever earlier candidates used, that a second
+candidate reuses every baseline run (extension and confirmation included), and the verdict read
+from the store."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness import api
 from harness.bench import derive_bench, judge
-from harness.bench.derive import Derived
-from harness.bench.followups import plan_followups
-from harness.bench.phases import load, plan
+from harness.bench.derive import Derived, write_grid
+from harness.bench.phases import plan
 from harness.core.config import RunConfig
 from harness.core.provenance import provenance
 from harness.core.result import RunResult
@@ -43,13 +43,14 @@ def _loss(best_lr: dict[str, float], level: dict[str, float]) -> Loss:
 
 def _simulate(d: Derived, root: Path, data: Path, loss: Loss) -> list[RunConfig]:
     """Run the bench's phases with ``loss`` as the trainer; returns the runs 'trained'."""
-    grid = load(d, data)
-    labels = [a.label for a in d.arms]
+    path = write_grid(d)
     trained: list[RunConfig] = []
     for _ in range(12):  # tune, up to 3 extension rounds, confirm: a few rounds each
-        runs = [*grid.runs, *plan_followups(grid, root, labels).runs]
-        write_manifest(root, grid.name, runs)
-        done = set(newest_values(root, grid.name, ["status"]))
+        planned = api.plan(path, extend=True, confirm=True, per_arm=True, results=root,
+                           data=data)  # fmt: skip
+        runs = list(planned.runs)
+        write_manifest(root, planned.grid.name, runs)
+        done = set(newest_values(root, planned.grid.name, ["status"]))
         todo = [r for r in runs if r.run_id not in done]
         if not todo:
             return trained

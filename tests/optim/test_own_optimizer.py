@@ -344,3 +344,22 @@ def test_an_optimizer_that_takes_matrices_leaves_the_rest_to_adamw(project, monk
         assert {g["name"] for g in fallback.param_groups} == {"embedding", "vector"}
         train_steps(model, opt, range(3))
         assert all("exp_avg_sq" in fallback.state[p] for p in model.embedding.parameters())
+
+
+def test_code_that_is_not_the_class_or_object_expected_is_refused_naming_it() -> None:
+    """What a reference imports is checked (an optimizer class, a click command), so a wrong
+    reference is a one-line error, not a failure at the first ``step()``."""
+    import click
+    import torch
+
+    from harness.core.errors import UserError
+    from harness.core.registry import load_class, load_instance
+    from harness.optim.spec import OptimizerSpec
+
+    with pytest.raises(UserError, match=r"'os.path:join': <function join .* is not a class"):
+        OptimizerSpec(cls="os.path:join").load()
+    with pytest.raises(UserError, match=r"is not a subclass of torch\.optim\.optimizer\.Opt"):
+        load_class("collections:OrderedDict", torch.optim.Optimizer)
+    assert load_class("torch.optim:SGD", torch.optim.Optimizer) is torch.optim.SGD
+    with pytest.raises(UserError, match=r"'os.path:join': .* is not a click\.core\.Command"):
+        load_instance("os.path:join", click.Command)

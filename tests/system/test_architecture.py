@@ -71,6 +71,20 @@ def test_the_contracts_hold_and_a_forbidden_import_breaks_them(tree_copy: Path) 
     assert "Grid expansion is a pure translator" in broken.stdout and "BROKEN" in broken.stdout
 
 
+def test_the_bench_reaches_results_and_submits_only_through_the_api(tree_copy: Path) -> None:
+    # The bench loading rows itself: what harness.api.rows is for.
+    results = tree_copy / "harness" / "bench" / "results.py"
+    original = results.read_text()
+    results.write_text(original + "\nfrom harness.analysis.rows.load import select  # noqa\n")
+    try:
+        broken = _lint_imports(tree_copy)
+    finally:
+        results.write_text(original)
+    assert broken.returncode != 0
+    assert "harness.bench.results -> harness.analysis.rows.load" in broken.stdout
+    assert "The bench is a client of harness.api" in broken.stdout
+
+
 # --- one catalogue of fields -------------------------------------------------------------------
 
 
