@@ -17,10 +17,9 @@ from tests.runs import tiny_run
 
 GRID = """
 name: {name}
-base: {{model: tiny, dataset: classics-bpe8k, optimizer: adamw, lr: 3.0e-3, seq_len: 32,
-        batch_size: 8, tokens: 1536, eval_tokens: 2048, log_every: 2}}
+base: {{workload: quadratic, optimizer: adamw, lr: 3.0e-3, steps: 6, log_every: 2}}
 seeds: {seeds}
-local: {{base: {{tokens: 1536}}}}
+local: {{base: {{}}}}
 """
 
 
