@@ -24,11 +24,10 @@ from harness.store.rows import newest_curve_file, newest_row_file
 
 GRID = """
 name: cg
-base: {model: tiny, dataset: classics-bpe8k, optimizer: adamw, seq_len: 32, batch_size: 8,
-       tokens: 1536, eval_tokens: 2048, log_every: 2}
+base: {workload: quadratic, optimizer: adamw, steps: 6, log_every: 2}
 grid: {lr: [1.0e-3, 3.0e-3]}
 seeds: 2
-local: {base: {tokens: 1536}}
+local: {base: {}}
 """
 
 
@@ -152,7 +151,8 @@ def test_a_corrupt_dataset_metadata_file_is_one_line(tmp_path, prepared_data):
         (data / name).write_bytes((prepared_data / "classics-bpe8k" / name).read_bytes())
     (data / "meta.json").write_text('{"vocab_size": 81')  # cut short
     grid = tmp_path / "mine.yaml"
-    grid.write_text(textwrap.dedent(GRID).replace("classics-bpe8k", str(data)))
+    spec = f"{{model: tiny, dataset: {data}, optimizer: adamw}}"  # a GPT: it reads the data
+    grid.write_text(f"name: mine\nbase: {spec}\nlocal: {{base: {{}}}}\n")
 
     code, out = cli("submit", grid, "--local", "--results", tmp_path / "results")
 
