@@ -27,6 +27,8 @@ from tests.local_submits import (
 )
 from tests.polling import wait_until
 
+pytestmark = pytest.mark.slow  # each test runs submit --local as real processes and signals them
+
 STEPS = 40
 
 

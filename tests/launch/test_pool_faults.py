@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from harness.core import paths
 from harness.core.files import is_locked
@@ -28,6 +29,8 @@ from tests.local_submits import (
 )
 from tests.polling import wait_until
 from tests.runs import tiny_run
+
+pytestmark = pytest.mark.slow  # each test runs submit --local as real processes and breaks them
 
 
 def _run_ids(grid: Path, data: Path) -> list[str]:

@@ -101,6 +101,7 @@ def test_every_command_moves_a_truncated_row_and_curve_aside(results, command):
     assert _status_counts(out) == ["2", "0", "0", "0", "0", "0", "2", "4"]  # 2 missing, 4 in all
 
 
+@pytest.mark.slow
 def test_submit_runs_a_run_with_a_corrupt_curve_again(results, prepared_data):
     root, grid_file, ids = results
     _truncate(_curve(root, ids[2]))
@@ -113,6 +114,7 @@ def test_submit_runs_a_run_with_a_corrupt_curve_again(results, prepared_data):
     assert _status_counts(out) == ["4", "0", "0", "0", "0", "0", "0", "4"]
 
 
+@pytest.mark.slow
 def test_a_corrupt_manifest_is_moved_aside_and_planned_anew(results, prepared_data):
     root, grid_file, _ = results
     paths.manifest_path(root, "cg").write_bytes(b"not parquet at all")
@@ -223,6 +225,7 @@ def test_a_file_garbled_in_the_middle_is_moved_aside_like_a_truncated_one(result
         assert missing == str(MISSING_AFTER[target]), out
 
 
+@pytest.mark.slow
 def test_runs_whose_consolidated_curves_are_lost_are_trained_again(results, prepared_data):
     """A truncated consolidated curve file: the rows of the runs whose curves it held are moved
     aside too, so those runs count as missing and the next submit trains them again."""

@@ -53,6 +53,7 @@ def _rows(root: Path, grid: str, data: Path, n: int) -> None:
         write_result(root, run, RunResult(status="completed", steps_done=6), provenance())
 
 
+@pytest.mark.slow
 def test_results_under_a_path_with_glob_characters_are_read_literally(tmp_path, prepared_data):
     # "res[1]" read as a pattern matches "res1"; "sm*" matches "small" and "smaller".
     root = tmp_path / "res[1]"
@@ -111,6 +112,7 @@ def test_a_results_path_with_a_backslash_and_a_glob_character_is_refused_up_fron
     assert code == 2 and "cannot be read by DuckDB" in out, out
 
 
+@pytest.mark.slow
 def test_a_results_path_with_a_backslash_alone_is_read(tmp_path, prepared_data):
     root = tmp_path / "a\\b"
     code, out = cli("submit", _grid(tmp_path, "small"), "--local", "--results", root,
