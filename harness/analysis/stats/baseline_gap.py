@@ -182,7 +182,7 @@ def _significance(
     r: str,
     goal: Goal,
     alpha: float,
-    correction: str,
+    correction: Correction,
 ) -> int:
     """Fill vs_baseline/vs_reference and their corrected p-values, in place; returns the number
     of tests corrected over (baseline vs reference, on two rows, is one test)."""
@@ -223,7 +223,7 @@ def _significance(
     return len(ps)
 
 
-def notes(confidence: float, alpha: float, correction: str, n_tests: int) -> list[str]:
+def notes(confidence: float, alpha: float, correction: Correction, n_tests: int) -> list[str]:
     """The notes naming the gap table's methods."""
     return [
         f"closure interval: {METHODS['ratio']}, {100 * confidence:g}%",
