@@ -295,6 +295,7 @@ def analyze(
     over: Sequence[str] = (),
     target: float | None = None,
     curve: str | None = None,
+    pool: Sequence[str] = (),
     **options: Any,
 ) -> Answer:
     """Answer one ``harness analyze`` question (``best``, ``gap``, ``compare``, ...) about
@@ -304,7 +305,8 @@ def analyze(
     ``a``/``b``/``baseline``/``reference`` as ``"K=V[,K=V]"`` strings or selectors, the others
     as values (``confidence=0.9``, ``tuned_mode="fit"``); an option not given takes its default.
     A ``target`` question (``targets``, ``profiles``) reads ``target``/``curve`` instead of
-    ``metric``/``goal``/``select_by``/``over``.
+    ``metric``/``goal``/``select_by``/``over``. Every condition that varies (batch size, model,
+    tokens, ...) is a cell unless named in ``pool`` (``--pool``: tuned over instead).
     """
     from harness.analysis.questions.query import Query
     from harness.analysis.questions.registry import QUESTIONS
@@ -313,7 +315,7 @@ def analyze(
     q = QUESTIONS[question]  # an unknown name lists the known ones
     rows: dict[str, Any] = {
         "grid": _grid_args(grid) or None, "results": _results(results), "where": where,
-        "scale": scale,
+        "scale": scale, "pool": tuple(pool),
     }  # fmt: skip
     if q.inputs == "target":  # by and over, where the question takes them, are its options
         given = {

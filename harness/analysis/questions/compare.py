@@ -38,7 +38,7 @@ def answer(
     )
     out = significance.compare(
         t.seeds,
-        list(by),
+        [*by, *t.added],
         a.label,
         b.label,
         test=test,

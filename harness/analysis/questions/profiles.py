@@ -28,7 +28,7 @@ def answer(
     if not tau_max > 1:
         raise UserError(f"--tau-max {tau_max}: must be greater than 1")
     _, rows, _, notes = runs(q)
-    table, keys = profile_table(rows, by, over, MEASURES[measure])
+    table, keys = profile_table(rows, by, over, MEASURES[measure], q.pool)
     taus = sorted({t for t in performance_profiles.TABLE_TAUS if t <= tau_max} | {tau_max})
     curve = performance_profiles.rho(table, taus).pivot(index=METHOD, columns="tau", values="rho")
     curve.columns = [f"rho({t:g})" for t in curve.columns]

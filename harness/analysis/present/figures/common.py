@@ -23,10 +23,8 @@ from matplotlib.figure import Figure
 from harness.analysis.present.figures import style
 from harness.analysis.present.figures.options import FigureOptions
 from harness.analysis.rows.arm_labels import panel_keys, short
-from harness.analysis.rows.axes import (
-    auto_over,
-    check_cells,
-)
+from harness.analysis.rows.axes import check_cells
+from harness.analysis.rows.conditions import auto_over
 from harness.analysis.rows.selectors import Selector, match
 from harness.analysis.rows.tuning import confirmed, is_confirmation
 from harness.analysis.stats.cells import iter_cells

@@ -84,7 +84,7 @@ def build_report(req: ReportRequest) -> str:
     subtitle = (
         f"{len(runs)} runs at {sel.scale} scale ({counts}); metric {choice.metric} "
         f"({choice.goal}), configurations selected by {choice.select_by}"
-        + "".join(f"; {n}" for n in choice.notes)
+        + "".join(f"; {n}" for n in [*choice.notes, *sel.missing().notes()])
     )
     return page.page(
         title=f"harness report: {sel.grid}",
