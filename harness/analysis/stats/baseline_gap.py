@@ -19,13 +19,14 @@ else ``n.s.``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.analysis.stats.cells import iter_cells, with_keys
 from harness.analysis.stats.corrections import CORRECTIONS
-from harness.analysis.stats.defaults import CONFIDENCE, Correction
+from harness.analysis.stats.defaults import CONFIDENCE, Correction, TestName
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
 from harness.analysis.stats.intervals import (
     METHODS,
@@ -53,10 +54,12 @@ COLUMNS = (
     "note",
 )
 #: The test behind ``vs_baseline`` and ``vs_reference``.
-TEST = "welch"
+TEST: TestName = "welch"
 
 
-def closure(m_b: np.ndarray | float, m_x: np.ndarray | float, m_r: np.ndarray | float):
+def closure(
+    m_b: np.ndarray | float, m_x: np.ndarray | float, m_r: np.ndarray | float
+) -> np.ndarray:
     """(m_b - m_x) / (m_b - m_r), elementwise; NaN where the gap is zero or undefined."""
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (np.asarray(m_b, float) - np.asarray(m_x, float)) / (
@@ -141,7 +144,7 @@ def _cell(cell: pd.DataFrame, b: str, r: str, conf: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _closure_row(vb: np.ndarray, vx: np.ndarray, vr: np.ndarray, conf: float) -> dict:
+def _closure_row(vb: np.ndarray, vx: np.ndarray, vr: np.ndarray, conf: float) -> dict[str, object]:
     c = float(closure(vb.mean(), vx.mean(), vr.mean()))
     row = {"closure_pct": 100 * c, "note": _note(vb.mean(), vr.mean(), vx)}
     if row["note"]:
@@ -179,7 +182,7 @@ def _significance(
     r: str,
     goal: Goal,
     alpha: float,
-    correction: str,
+    correction: Correction,
 ) -> int:
     """Fill vs_baseline/vs_reference and their corrected p-values, in place; returns the number
     of tests corrected over (baseline vs reference, on two rows, is one test)."""
@@ -190,7 +193,7 @@ def _significance(
     }
     tests = []  # (row index, column, index into ps, sign of mean(arm) - mean(other))
     ps: list[float] = []
-    pairs: dict[tuple, int] = {}  # one test per unordered pair of arms in a cell
+    pairs: dict[tuple[Any, ...], int] = {}  # one test per unordered pair of arms in a cell
     for i, row in out.iterrows():
         cell = tuple(row[k] for k in by)
         mine = values.get((cell, str(row[ARM])))
@@ -220,7 +223,7 @@ def _significance(
     return len(ps)
 
 
-def notes(confidence: float, alpha: float, correction: str, n_tests: int) -> list[str]:
+def notes(confidence: float, alpha: float, correction: Correction, n_tests: int) -> list[str]:
     """The notes naming the gap table's methods."""
     return [
         f"closure interval: {METHODS['ratio']}, {100 * confidence:g}%",

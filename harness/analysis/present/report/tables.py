@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from harness.analysis.questions import best, gap, query
-from harness.analysis.rows.arm_labels import METHOD_EXTRAS, panel_keys
+from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.rows.axes import varying
+from harness.analysis.rows.conditions import METHOD_EXTRAS
 from harness.analysis.rows.selectors import Selector, parse_selector
 from harness.core.errors import UserError
 
