@@ -16,6 +16,7 @@ from harness import api
 from harness.analysis.rows.conditions import auto_over, followers, open_conditions
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
+from harness.core.errors import UserError
 
 BATCHES = (16, 64)
 LRS = (1e-3, 3e-3, 1e-2)
@@ -271,3 +272,27 @@ def test_an_expression_field_is_never_extended(tmp_path):
     assert "lr_min" not in text and "warmup_steps" not in text
     assert sorted({r.optim.lr for r in plan.runs}) == [0.1]
     assert all(r.optim.lr_min == pytest.approx(0.1 * r.optim.lr) for r in plan.runs)
+
+
+def _panels(drawn) -> int:
+    import matplotlib.pyplot as plt
+
+    (d,) = drawn
+    assert d.figure is not None, d.skipped
+    n = sum(1 for ax in d.figure.axes if ax.has_data())
+    plt.close(d.figure)
+    return n
+
+
+def test_figures_and_report_share_pool(root):
+    """--pool is one option of analyze, figures and report: a pooled batch size is no panel."""
+    kw = {"results": root, "names": ["loss_curves"], "write": False}
+    assert _panels(api.figures("conds", **kw).drawn) == 2  # a panel per batch size
+    assert _panels(api.figures("conds", **kw, pool=["batch_size"]).drawn) == 1
+    with pytest.raises(UserError, match="--pool: 'lr' is not a condition"):
+        api.figures("conds", **kw, pool=["lr"])
+    html = api.report("conds", results=root, pool=["batch_size"])
+    assert "harness analyze best conds --pool batch_size" in html
+    assert "pooled (--pool): batch_size" in html
+    res = _cli(root, "report", "conds", "-o", str(root / "r.html"), "--pool", "nosuch")
+    assert res.exit_code == 2 and "valid choices: batch_size" in res.output

@@ -24,11 +24,9 @@ from harness.analysis.present.figures.common import (
     layout,
     legend,
     metric_label,
-    panel_keys,
     panel_title,
     panels,
     subtitle,
-    tuned_points,
     use_log,
 )
 from harness.analysis.rows.axes import hyperparameters, own_hyperparameters, varying
@@ -74,8 +72,8 @@ def draw_along(
     rows = data.rows
     if rows[x].nunique() < 2:
         raise FigureSkipped(f"only one value of {x}")
-    keys = panel_keys(rows, [x])
-    points = tuned_points(rows, [*keys, METHOD, x], data.goal, data.select_goal)
+    keys = data.panels(rows, [x])
+    points = data.tuned(rows, [*keys, METHOD, x])
     table = points.table
     numeric = pd.api.types.is_numeric_dtype(rows[x]) and not pd.api.types.is_bool_dtype(rows[x])
     order = sorted(table[x].dropna().unique(), key=lambda v: (str(type(v)), v))
