@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 #: Public name -> the module (under this package) defining it.
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("N_BOOT", "CONFIDENCE", "resampled_means"), "bootstrap"),
+    **dict.fromkeys(("N_BOOT", "CONFIDENCE"), "defaults"),
+    **dict.fromkeys(("resampled_means",), "bootstrap"),
     **dict.fromkeys(("groups", "iter_cells", "with_keys"), "cells"),
     **dict.fromkeys(("CORRECTIONS", "holm", "bh"), "corrections"),
     **dict.fromkeys(
@@ -110,7 +111,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # the names as mypy and editors see them
     from harness.analysis.stats.baseline_gap import closure, closure_interval, gap_closure  # noqa: F401
     from harness.analysis.stats.batch_fit import NEAR, OVERHEAD, BatchFit, fit_critical_batch  # noqa: F401
-    from harness.analysis.stats.bootstrap import CONFIDENCE, N_BOOT, resampled_means  # noqa: F401
+    from harness.analysis.stats.bootstrap import resampled_means  # noqa: F401
     from harness.analysis.stats.cells import groups, iter_cells, with_keys  # noqa: F401
     from harness.analysis.stats.corrections import CORRECTIONS, bh, holm  # noqa: F401
     from harness.analysis.stats.critical_batch import (  # noqa: F401
@@ -123,6 +124,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         steps_to,
     )
     from harness.analysis.stats.crossing import Crossing, advantage, crossover, find_crossing  # noqa: F401
+    from harness.analysis.stats.defaults import CONFIDENCE, N_BOOT  # noqa: F401
     from harness.analysis.stats.fit_check import (  # noqa: F401
         OK,
         Band,

@@ -16,7 +16,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
@@ -25,7 +24,7 @@ from harness.analysis.present.figures.common import (
     panel_title,
     subtitle,
 )
-from harness.analysis.rows.preparation import VALUE
+from harness.analysis.stats.frame import METHOD, VALUE
 from harness.metrics.catalogue import METRICS, Producer, produced_by
 
 X = "coupled_scale_exp"

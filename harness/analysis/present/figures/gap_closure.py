@@ -14,7 +14,6 @@ from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
     BASELINES,
-    METHOD,
     REFERENCES,
     FigureData,
     FigureSkipped,
@@ -24,8 +23,8 @@ from harness.analysis.present.figures.common import (
     panels,
     subtitle,
 )
-from harness.analysis.rows.selectors import ARM
 from harness.analysis.stats.baseline_gap import gap_closure
+from harness.analysis.stats.frame import ARM, METHOD
 
 
 def draw(data: FigureData) -> Figure:

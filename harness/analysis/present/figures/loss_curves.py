@@ -17,7 +17,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
@@ -27,6 +26,7 @@ from harness.analysis.present.figures.common import (
     restrict,
     subtitle,
 )
+from harness.analysis.stats.frame import METHOD
 
 
 def draw(data: FigureData) -> Figure:

@@ -14,7 +14,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
@@ -25,6 +24,7 @@ from harness.analysis.present.figures.common import (
     restrict,
     subtitle,
 )
+from harness.analysis.stats.frame import METHOD
 
 
 def draw(data: FigureData) -> Figure:
