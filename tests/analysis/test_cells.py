@@ -296,3 +296,19 @@ def test_figures_and_report_share_pool(root):
     assert "pooled (--pool): batch_size" in html
     res = _cli(root, "report", "conds", "-o", str(root / "r.html"), "--pool", "nosuch")
     assert res.exit_code == 2 and "valid choices: batch_size" in res.output
+
+
+def test_a_yaml_expression_the_data_cannot_tell_follows(tmp_path):
+    """``lr_min: "lr ** 2 * 100"`` moves one to one with lr but not as a constant multiple:
+    only the grid YAML says it is derived; named as GRID, it is never tuned over."""
+    for lr in (1e-3, 3e-3, 1e-2):
+        for s in range(2):
+            run = make_run(grid="sq", lr=lr, lr_min=lr * lr * 100, seed=s)
+            write_run(tmp_path, run, val_ppl=20.0 + abs(math.log10(lr / 3e-3)) + 0.1 * s)
+    path = tmp_path / "sq.yaml"
+    path.write_text("name: sq\nbase: {lr_min: 'lr ** 2 * 100'}\ngrid: {lr: [1.0e-3, 3.0e-3]}\n")
+    by_name = _cli(tmp_path, "analyze", "best", "sq")
+    assert "tuned over: lr, lr_min" in by_name.output  # the data alone: two tuned axes
+    by_yaml = _cli(tmp_path, "analyze", "best", str(path))
+    assert by_yaml.exit_code == 0, by_yaml.output
+    assert "note: tuned over: lr\n" in by_yaml.output
