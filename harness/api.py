@@ -15,6 +15,8 @@ Example::
     api.figures("adam_betas", names=["lr_sensitivity"])         # PNG, PDF, sidecar JSON
     api.report("adam_betas", output="report.html")
     con = api.connect("adam_betas")                              # DuckDB: runs, curves, manifest
+    rows = api.rows("adam_betas", metric="val_loss")              # one row per run, with value
+    print(api.tuned(rows.frame, rows.goal).best)                  # each cell's selection
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from harness.metrics.catalogue import DEFAULT_METRIC
 
 if TYPE_CHECKING:
     import duckdb
+    import pandas as pd
 
     from harness.analysis.present.figures.render import Drawn, Rendered
     from harness.analysis.questions.answer import Answer
@@ -37,12 +40,14 @@ if TYPE_CHECKING:
     from harness.analysis.rows.selectors import Selector
     from harness.core.config import RunConfig
     from harness.followup.rounds import Submitted
+    from harness.followup.selected import Tuned
     from harness.grid.load import Grid
+    from harness.metrics.catalogue import Goal
     from harness.store.importing import Imported
 
 __all__ = [
-    "Figures", "Plan", "analyze", "connect", "figures", "import_results", "plan", "report",
-    "submit", "text",
+    "Compute", "Figures", "Plan", "Rows", "analyze", "cells", "connect", "figures",
+    "import_results", "plan", "report", "rows", "submit", "text", "tuned",
 ]  # fmt: skip
 
 Grids = str | Path | Sequence[str | Path] | None
@@ -72,6 +77,93 @@ def connect(grid: Grids = None, *, results: str | Path | None = None) -> duckdb.
 
 
 @dataclass(frozen=True, slots=True)
+class Rows:
+    """A grid's result rows as the analysis reads them (:func:`rows`)."""
+
+    frame: pd.DataFrame
+    """One row per run with a result (completed or diverged; failed runs dropped): its config
+    columns, its metrics, and ``value``: ``metric`` (the worst value for a diverged run)."""
+    metric: str
+    """The metric in ``value`` (the one asked for, or its fallback: ``notes``)."""
+    goal: Goal
+    """Which direction of ``metric`` is better."""
+    select_by: str
+    """The metric that selects each cell's configuration (in ``select_value`` when it is not
+    ``metric``)."""
+    notes: tuple[str, ...] = ()
+    """Why the metric is not the one asked for, for the reader."""
+
+
+def rows(
+    grid: Grids = None,
+    *,
+    results: str | Path | None = None,
+    where: str | None = None,
+    scale: str | None = None,
+    metric: str = DEFAULT_METRIC,
+    goal: GoalChoice = "auto",
+    select_by: str | None = None,
+) -> Rows:
+    """``grid``'s result rows (``runs`` of :func:`connect`, newest attempt per run), with the
+    metric chosen as ``harness analyze`` chooses it (``--metric``, ``--goal``,
+    ``--select-by``) and ``value`` attached.
+
+    Raises:
+        UserError: no results (at ``scale``), a bad ``where``, a metric no run has.
+    """
+    from harness.analysis.rows.load import select
+    from harness.analysis.rows.metric_choice import choose_metric
+    from harness.analysis.rows.preparation import prepare
+
+    df = select(_grid_args(grid), results=results, scale=scale, where=where).frame("runs")
+    c = choose_metric(df, metric, goal, select_by)
+    prepared = prepare(df, c.metric, c.goal, c.select_by, c.select_goal)
+    return Rows(prepared.rows, c.metric, c.goal, c.select_by, c.notes)
+
+
+def cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(cell keys, tuned columns) of result rows, as ``submit --extend``/``--confirm`` read
+    them: the experiment columns that are not hyperparameters define a cell (optimizer, batch
+    size, budget, ...); the hyperparameters that vary inside one are tuned."""
+    from harness.followup.selected import cells as found
+
+    return found(frame)
+
+
+def tuned(
+    frame: pd.DataFrame,
+    goal: Goal,
+    *,
+    keys: Sequence[str] | None = None,
+    over: Sequence[str] | None = None,
+) -> Tuned:
+    """Each cell's selected configuration over tuning rows (``frame``: :attr:`Rows.frame` of
+    tuning runs), as ``submit --confirm`` selects it: the best per cell by the mean over seeds,
+    the side of each tuned axis's searched values it sits on (``<axis>_edge``), and
+    :meth:`~harness.followup.selected.Tuned.line` through it. ``keys``, ``over``: the cell
+    columns and the tuned ones (None: as :func:`cells` finds them)."""
+    from harness.followup.selected import select
+
+    return select(frame, goal, keys, over)
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    """The training compute of some runs, as ``harness submit --dry-run`` estimates it."""
+
+    flops: float
+    """Training FLOPs: the sum over runs of 6 x parameters x tokens."""
+    gpu_hours: float
+    """The same in GPU-hours on the dry run's stated device and utilisation (``device``)."""
+    device: str
+    """The device and utilisation ``gpu_hours`` assumes (an A100 at 40% MFU)."""
+
+    def scaled(self, factor: float) -> Compute:
+        """This compute ``factor`` times over (runs of the same size added)."""
+        return Compute(self.flops * factor, self.gpu_hours * factor, self.device)
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """What ``submit`` would run (``harness submit --dry-run``)."""
 
@@ -81,11 +173,23 @@ class Plan:
     """Every run planned: the grid's, then the follow-ups ``extend``/``confirm`` add."""
     lines: tuple[str, ...] = ()
     """What the follow-up planning says (edges, confirmations, why nothing is planned)."""
+    done: frozenset[str] = frozenset()
+    """run_ids of the grid (at its scale) with a result already (completed or diverged):
+    ``submit`` skips those of ``runs``."""
 
     @property
     def run_ids(self) -> list[str]:
         """The planned runs' ids, in plan order."""
         return [r.run_id for r in self.runs]
+
+    def compute(self, runs: Sequence[RunConfig] | None = None) -> Compute:
+        """The training compute of ``runs`` (None: every planned run; ``plan.grid.runs``: the
+        grid's own), whether or not they have a result."""
+        from harness.grid.preview import ASSUMED_DEVICE, ASSUMED_MFU, compute_estimate
+        from harness.launch.sizes import count_params
+
+        flops, hours = compute_estimate(self.runs if runs is None else runs, count_params)
+        return Compute(flops, hours, f"{ASSUMED_DEVICE} at {ASSUMED_MFU:.0%} MFU")
 
 
 def plan(
@@ -94,24 +198,27 @@ def plan(
     local: bool = False,
     extend: bool = False,
     confirm: bool = False,
+    per_arm: bool = False,
     results: str | Path | None = None,
     data: str | Path | None = None,
 ) -> Plan:
     """The runs ``submit`` would plan for ``grid`` today (writes and launches nothing): the
     grid's own (``local``: its ``local:`` overrides), then with ``extend``/``confirm`` those
-    planned from the results so far (:mod:`harness.followup.planning`)."""
+    planned from the results so far (:mod:`harness.followup.planning`; ``per_arm``: each arm
+    label planned on its own rows and rounds, as :func:`submit`), and which have a result."""
     from harness.data.catalogue import data_root, vocab_lookup
+    from harness.followup.planning import finished, follow_up
     from harness.grid.load import load_grid
 
     g = load_grid(grid, vocab=vocab_lookup(data_root(_path(data))), local=local)
+    root = paths.results_root(results)
+    done = finished(root, g)
     if not (extend or confirm):
-        return Plan(g, g.runs)
-    from harness.followup.planning import follow_up
-
-    found = follow_up(g, paths.results_root(results), extend=extend, confirm=confirm)
+        return Plan(g, g.runs, done=done)
+    found = follow_up(g, root, extend=extend, confirm=confirm, per_arm=per_arm)
     runs = {r.run_id: r for r in g.runs}
     runs |= {r.run_id: r for r in found.runs if r.run_id not in runs}
-    return Plan(g, tuple(runs.values()), tuple(found.lines))
+    return Plan(g, tuple(runs.values()), tuple(found.lines), done)
 
 
 def _path(value: str | Path | None) -> Path | None:
@@ -131,6 +238,7 @@ def submit(
     check: bool = False,
     extend: bool = False,
     confirm: bool = False,
+    per_arm: bool = False,
     results: str | Path | None = None,
     data: str | Path | None = None,
     out: TextIO | None = None,
@@ -150,6 +258,11 @@ def submit(
         check: with ``dry_run``, build each optimizer and take one CPU step (the preflight).
         extend: add the next value beyond each best on an open edge, round after round.
         confirm: train each cell's selected configuration on the confirmation seeds.
+        per_arm: plan ``extend``/``confirm`` for each arm (each ``label`` of the grid's runs) on
+            its own rows: its own rounds of extension, whatever runs of other labels the
+            results hold (a grid file of the same name with other arms), confirmed once its own
+            extension has converged; an arm with a failed tuning run plans nothing until it
+            is retried (arms are compared on whole budgets). ``harness bench`` plans so.
         results: the results root (None: ``$HARNESS_RESULTS``, then ``./results``).
         data: where datasets are prepared (None: ``$HARNESS_DATA``, then the data home).
         out: where the report goes (None: stdout); ``err``: notes beside a csv/json plan.
@@ -163,7 +276,7 @@ def submit(
     return submit_rounds(
         grid, root=paths.results_root(results), data_root=data_root(_path(data)), local=local,
         launcher=launcher, dry_run=dry_run, retry=retry, wait=wait, stale=stale,
-        plan_format=plan_format, check=check, extend=extend, confirm=confirm,
+        plan_format=plan_format, check=check, extend=extend, confirm=confirm, per_arm=per_arm,
         out=out or sys.stdout, err=err or sys.stderr,
     )  # fmt: skip
 
@@ -303,10 +416,12 @@ def report(
     select_by: str | None = None,
     baseline: Selector | str | None = None,
     reference: Selector | str | None = None,
+    runs: str = "all",
 ) -> str:
     """The self-contained HTML report of ``grid`` (``harness report``): figures, toggleable loss
     curves, the best-per-cell and gap tables, provenance. Written to ``output`` when given
-    (atomically); returned either way."""
+    (atomically); returned either way. ``runs``: the ``loss_curves`` figure's (``all`` runs of
+    each cell, or each arm's ``best``)."""
     from harness.analysis.present.figures.options import FigureOptions
     from harness.analysis.present.report import ReportRequest, build_report
     from harness.analysis.rows.selectors import as_selector
@@ -315,7 +430,7 @@ def report(
     req = ReportRequest(
         grids=tuple(_grid_args(grid)), results=_results(results), where=where, scale=scale,
         metric=metric, goal=goal, select_by=select_by, figures=tuple(names),
-        options=FigureOptions(runs="all", baseline=as_selector(baseline, "--baseline"),
+        options=FigureOptions(runs=runs, baseline=as_selector(baseline, "--baseline"),
                               reference=as_selector(reference, "--reference")),
     )  # fmt: skip
     html = build_report(req)

@@ -14,8 +14,8 @@ versions, missing packages), ``tests_gpu.log``, ``throughput.log``, ``optim_step
 codes, times, the benchmarks' report lines).
 
 ``--device cpu`` runs the same steps with the same flags at tiny sizes (seconds each; the suite
-step only collects), hiding any GPU: ``tests/test_gpu_check.py`` does, so that a typo fails in
-CI and not on the GPU.
+step only collects), hiding any GPU: ``tests/system/test_gpu_check.py`` does, so that a typo
+fails in CI and not on the GPU.
 
 Example:
     bash scripts/gpu_check.sh "$OUT"                # on the GPU machine
@@ -40,10 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 NOT_ON_GPU_IMAGE = {
-    "tests/test_gpu_check.py": "runs this script (its CPU mode) itself",
-    "tests/test_architecture.py": "needs import-linter, which the GPU image lacks",
-    "tests/test_notebook.py": "needs nbclient and ipykernel, which the GPU image lacks",
-    "tests/test_evals.py": "needs lm-eval, which the GPU image lacks",
+    "tests/system/test_gpu_check.py": "runs this script (its CPU mode) itself",
+    "tests/system/test_architecture.py": "needs import-linter, which the GPU image lacks",
+    "tests/system/test_notebook.py": "needs nbclient and ipykernel, which the GPU image lacks",
+    "tests/downstream/test_evals.py": "needs lm-eval, which the GPU image lacks",
 }
 """Test files the suite step leaves out, and why (nothing in them depends on the device)."""
 SUITE_MARKERS = "not slurm and not gpu"

@@ -76,7 +76,7 @@ def on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs train on the CPU even on a GPU machine (``torch.cuda.is_available()`` is False for
     this process; processes it starts see no GPU): for tests of exact float32 arithmetic, which
     a GPU's bf16 autocast, TF32 and kernels (SDPA's backward) do not reproduce bit for bit.
-    ``tests/test_gpu.py`` checks the GPU path with its tolerances."""
+    ``tests/train/test_gpu.py`` checks the GPU path with its tolerances."""
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

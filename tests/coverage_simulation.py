@@ -6,7 +6,8 @@ plus noise, normal or heavy-tailed (Student t with 3 degrees of freedom, scaled 
 variance), at n = 2, 3, 5 and 10 seeds per arm. The coverage is the share of experiments whose
 interval holds the truth. The former percentile bootstrap of the gap closure is simulated too,
 for comparison. ``scripts/coverage_table.py`` writes the table into ``docs/statistics.md``;
-``tests/test_coverage.py`` fails when a nominal 95 % interval covers less than 93 % at n = 3.
+``tests/analysis/test_coverage.py`` fails when a nominal 95 % interval covers less than 93 % at
+n = 3.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Processes that write and read one grid's results at once (tests/test_store_versions.py).
+"""Processes that write and read one grid's results at once (tests/store/test_store_versions.py).
 
 ``python store_load.py write ROOT RUNS ROUNDS``: writes a first row and curve of each of RUNS
 runs, then ROUNDS rounds of a newer attempt of every run (each attempt's curve holds

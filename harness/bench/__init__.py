@@ -6,13 +6,14 @@ The library behind the command (the CLI only parses and prints)::
     from harness.bench import derive_bench, plan, run, judge
     derived = derive_bench("torch.optim:SGD", scale="local", root=Path("results"))
     print(plan(derived, root, data_root).to_train_max)
-    run(derived, root=root, data_root=data_root, launcher=None, wait=None, say=print,
-        out=sys.stdout)
+    run(derived, root=root, data_root=data_root, launcher=None, wait=None, out=sys.stdout)
     verdict = judge(derived, root)
 
 The parts: the protocol file (:mod:`.protocol`), each arm's search space (:mod:`.space`), the
 ordinary grid it derives (:mod:`.derive`), the phases run as submits (:mod:`.phases`), the
-verdict (:mod:`.verdict`) and its text (:mod:`.render`).
+verdict (:mod:`.verdict`) and its text (:mod:`.render`). The bench is a client of
+:mod:`harness.api` (submits, plans, result rows, selections) and of the statistics facade
+:mod:`harness.analysis.stats`; an import-linter contract keeps it from the layers below.
 """
 
 from __future__ import annotations

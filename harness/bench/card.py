@@ -5,8 +5,10 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from harness import api
 from harness.bench.derive import Derived
 from harness.bench.render import verdict_table
+from harness.bench.results import of_arms
 from harness.bench.verdict import Verdict
 
 FIGURES = ("lr_sensitivity", "loss_curves")
@@ -16,13 +18,10 @@ FIGURES = ("lr_sensitivity", "loss_curves")
 def report_card(verdict: Verdict, derived: Derived, root: Path) -> str:
     """One self-contained HTML file: the verdict, then ``harness report`` of the bench's arms
     (figures, curves, each cell's best configuration, provenance)."""
-    from harness.analysis.present.report import ReportRequest, build_report
-
-    labels = ", ".join("'" + a.label.replace("'", "''") + "'" for a in derived.arms)
-    page = build_report(ReportRequest(
-        grids=(derived.protocol.name,), results=str(root), where=f"label IN ({labels})",
-        scale="full", metric=verdict.metric, figures=FIGURES,
-    ))  # fmt: skip
+    page = api.report(
+        derived.protocol.name, results=root, where=of_arms([a.label for a in derived.arms]),
+        scale="full", metric=verdict.metric, names=FIGURES, runs="best",
+    )  # fmt: skip
     card = (f'<section id="bench-verdict"><h2>harness bench: {html.escape(verdict.candidate)}'
             f"</h2><p><b>{html.escape(verdict.summary)}</b></p>"
             f"<pre>{html.escape(verdict_table(verdict))}</pre></section>")  # fmt: skip

@@ -1,26 +1,24 @@
 """The bench's phases, run as ordinary submits: tune (with edge extension), then confirm.
 
-Each round is ``launch.submit`` of the derived grid with the runs the arms' follow-ups add
-(:mod:`harness.bench.followups`: extension, then confirmation, arm by arm): runs with a result are
-skipped, so a baseline's runs trained by an earlier bench are never trained again, and a
-command run again after a stop goes on where it stopped. Locally the rounds run to the end; on
-SLURM they run to the end with ``wait=True``, else the command returns once a round is queued
-(run it again once it finishes).
+The phases are :func:`harness.api.submit` of the derived grid with ``extend``, ``confirm`` and
+``per_arm``: round after round, each arm's extension, then its confirmation, planned on its own
+rows (a bench's grid is shared by every candidate benched under its protocol: each arm gets the
+protocol's rounds of extension whatever earlier candidates used, and a baseline's plan, made
+from the same results, is the same plan, the same runs, for every candidate). Runs with a
+result are skipped, so a baseline's runs trained by an earlier bench are never trained again,
+and a command run again after a stop goes on where it stopped. Locally the rounds run to the
+end; on SLURM they run to the end with ``wait=True``, else the command returns once a round is
+queued (run it again once it finishes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from harness import api
 from harness.bench.derive import Derived, write_grid
-from harness.core import paths
-from harness.core.config import RunConfig
-from harness.core.result import RESULT_STATUSES
-from harness.data.catalogue import vocab_lookup
-from harness.grid.load import Grid, load_grid
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +60,9 @@ class Plan:
     flops: float
     """Training FLOPs of the most runs the phases can hold (6 x params x tokens)."""
     gpu_hours: float
-    """The same in A100 hours at the preview's stated utilisation."""
+    """The same in GPU-hours on ``device``."""
+    device: str
+    """The device and utilisation ``gpu_hours`` assumes (:class:`harness.api.Compute`)."""
 
     @property
     def extension_max(self) -> int:
@@ -86,38 +86,12 @@ class Plan:
         return self.total_max - done
 
 
-def load(derived: Derived, data_root: Path) -> Grid:
-    """The derived grid, written and loaded as ``harness submit`` loads grids."""
-    return load_grid(write_grid(derived), vocab=vocab_lookup(data_root))
-
-
-def _results(root: Path, grid: str) -> set[str]:
-    """run_ids of ``grid`` with a result (completed or diverged)."""
-    if not paths.grid_dir(root, grid).is_dir():
-        return set()
-    from harness.store.db import newest_values
-
-    rows = newest_values(root, grid, ["status"])
-    return {r for r, v in rows.items() if v[0] in RESULT_STATUSES}
-
-
-def _followups(root: Path, grid: Grid) -> list[RunConfig]:
-    """Extension and confirmation runs earlier rounds added (the manifest's)."""
-    if not paths.manifest_path(root, grid.name).exists():
-        return []
-    from harness.store.manifest import read_manifest
-
-    return [r for r in read_manifest(root, grid.name).values() if r.extend_round or r.confirm]
-
-
 def plan(derived: Derived, root: Path, data_root: Path) -> Plan:
     """What the bench of ``derived`` will run, and what earlier benches already ran."""
-    from harness.grid.preview import compute_estimate
-    from harness.launch.sizes import count_params
-
-    grid = load(derived, data_root)
-    done = _results(root, grid.name)
-    added = _followups(root, grid)
+    planned = api.plan(write_grid(derived), extend=True, confirm=True, per_arm=True,
+                       results=root, data=data_root)  # fmt: skip
+    grid, done = planned.grid, planned.done
+    added = [r for r in planned.runs if r.extend_round or r.confirm]
     arms = []
     for arm in derived.arms:
         own = [r for r in grid.runs if r.label == arm.label]
@@ -131,17 +105,14 @@ def plan(derived: Derived, root: Path, data_root: Path) -> Plan:
     for _, values in p.cells:
         n_cells *= len(values)
     # the compute of the most runs: each tuning run's, scaled by the runs the phases can add
-    flops, _ = compute_estimate(grid.runs, count_params)
     scale = 1 + (p.budget.extend_rounds + len(p.confirm_seeds) / len(p.tune_seeds)) / max(
         derived.candidate.configs, 1
     )
-    from harness.grid.preview import ASSUMED_MFU, ASSUMED_PEAK_FLOPS
-
-    most = flops * scale
+    most = planned.compute(grid.runs).scaled(scale)
     return Plan(
         grid.name, derived.path, tuple(arms), n_cells, derived.candidate.configs,
-        len(p.tune_seeds), len(p.confirm_seeds), p.budget.extend_rounds, most,
-        most / (ASSUMED_MFU * ASSUMED_PEAK_FLOPS) / 3600.0,
+        len(p.tune_seeds), len(p.confirm_seeds), p.budget.extend_rounds, most.flops,
+        most.gpu_hours, most.device,
     )  # fmt: skip
 
 
@@ -166,30 +137,13 @@ def run(
     data_root: Path,
     launcher: str | None,
     wait: bool | None,
-    say: Callable[[str], None],
     out: TextIO,
 ) -> Progress:
-    """Run the bench's phases (module docstring); ``say`` prints the plan's lines, ``out``
-    takes ``submit``'s own report."""
-    from harness.bench.followups import plan_followups
-    from harness.launch.submit import submit
-
-    path = write_grid(derived)
-    labels = [a.label for a in derived.arms]
-
-    def more(g: Grid) -> tuple[RunConfig, ...]:
-        found = plan_followups(g, root, labels)
-        for line in found.lines:
-            say(f"{g.name}: {line}")
-        return found.runs
-
-    faults = trained = 0
-    while True:
-        report = submit(path, root=root, data_root=data_root, launcher=launcher, wait=wait,
-                        more=more, out=out)  # fmt: skip
-        faults += report.faults
-        trained += report.launched
-        if not report.launched:
-            return Progress(True, False, faults, trained)
-        if not report.statuses:  # queued on a backend that detaches
-            return Progress(False, True, faults, trained)
+    """Run the bench's phases (module docstring); ``out`` takes ``submit``'s report and the
+    plan's lines."""
+    done = api.submit(write_grid(derived), launcher=launcher, wait=wait, extend=True,
+                      confirm=True, per_arm=True, results=root, data=data_root, out=out,
+                      err=out)  # fmt: skip
+    finished = not done.last.launched  # the last round found nothing left to train
+    trained = sum(r.launched for r in done.reports)
+    return Progress(finished, done.queued, done.faults, trained)

@@ -173,7 +173,7 @@ def plan_text(p: Plan, candidate: str) -> str:
         )
     lines.append(
         f"at most {p.total_max} runs, {p.to_train_max} still to train; at most "
-        f"{p.flops:.3g} FLOPs (6 x params x tokens), {p.gpu_hours:,.2f} GPU-hours at "
-        "40% MFU on A100 (bf16)"
+        f"{p.flops:.3g} FLOPs (6 x params x tokens), {p.gpu_hours:,.2f} GPU-hours on "
+        f"{p.device}"
     )
     return "\n".join(lines)

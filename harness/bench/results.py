@@ -1,8 +1,9 @@
-"""The bench's one door to the analysis layer: its rows, each arm's selection, its edges.
+"""The bench's one door to the analysis: its rows, each arm's selection, its edges, all through
+:mod:`harness.api`.
 
-The selection is the one ``submit --confirm`` made (:func:`harness.followup.planning.cells` and
-:func:`harness.analysis.rows.tuning.tune` over the tuning rows, by the grid's loss), so the verdict
-reports the configurations that were confirmed.
+The selection is the one ``submit --confirm`` made (:func:`harness.api.cells` and
+:func:`harness.api.tuned` over the tuning rows, by the grid's loss), so the verdict reports the
+configurations that were confirmed.
 """
 
 from __future__ import annotations
@@ -10,17 +11,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from harness import api
 from harness.core.errors import UserError
 from harness.metrics.catalogue import Goal
+
+if TYPE_CHECKING:
+    from harness.api import Tuned
 
 LOSS = "val_loss"
 """The metric compared: the held-out loss at the end of the run (selection by it and by
 perplexity, the planners' default, pick the same configurations: one is the other's log)."""
 VALUE = "value"
 """Column of each row's metric (the worst value for a diverged run)."""
+LR_EDGE = "lr_edge"
+"""Column of :func:`selection`'s table: the side of the searched lrs the best sits on after
+extension (empty when inside)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,70 +50,30 @@ class Rows:
     """The tuned columns."""
 
 
+def of_arms(labels: Sequence[str]) -> str:
+    """The ``where`` filter (SQL) of the rows of the arms ``labels``."""
+    quoted = ", ".join("'" + label.replace("'", "''") + "'" for label in labels)
+    return f"label IN ({quoted})"
+
+
 def load_rows(root: Path, grid: str, labels: Sequence[str]) -> Rows | None:
     """The rows of the arms ``labels`` in ``grid`` (None before the first result)."""
-    from harness.analysis.rows.direction import metric_goal
-    from harness.analysis.rows.load import select
-    from harness.analysis.rows.preparation import prepare, resolve_metric
-    from harness.followup.planning import cells
-
     try:
-        df = select(grid, results=root, scale="full").frame("runs")
-    except UserError:
+        found = api.rows(grid, results=root, scale="full", where=of_arms(labels), metric=LOSS)
+    except UserError:  # no result yet
         return None
-    df = df[df["label"].isin(list(labels))]
-    if df.empty:
-        return None
-    metric = resolve_metric(df, LOSS)[0]
-    goal = metric_goal(metric)
-    rows = prepare(df, metric, goal).rows
+    rows = found.frame
     confirmed = rows["confirm"].fillna(False).astype(bool)
     tuning = rows[~confirmed]
     if tuning.empty:
         return None
-    keys, over = cells(tuning)  # the arm's label is a key too (a cell is one arm's)
-    return Rows(metric, goal, tuning, rows[confirmed], ("label", *keys), tuple(over))
+    keys, over = api.cells(tuning)  # the arm's label is a key too (a cell is one arm's)
+    return Rows(found.metric, found.goal, tuning, rows[confirmed], ("label", *keys), tuple(over))
 
 
-def best_configs(rows: Rows) -> pd.DataFrame:
-    """Each arm's selected configuration per cell (one row per cell of ``rows.keys``), with
-    ``mean`` (tuning seeds), ``configs``, ``runs``, ``diverged`` and ``lr_edge``: the side of
-    the searched lrs the best sits on after extension (empty when inside)."""
-    from harness.analysis.rows.edges import open_edge
-    from harness.analysis.rows.tuning import line_values, tune
-
-    keys, over = list(rows.keys), list(rows.over)
-    table = tune(rows.tuning, keys, over, rows.goal)
-    edges = []
-    for _, best in table.iterrows():
-        cell = _matching(rows.tuning, best, keys)
-        edge = (
-            open_edge("lr", line_values(cell, best, over, "lr"), best["lr"])
-            if "lr" in over
-            else None
-        )
-        edges.append("" if edge is None else edge.side)
-    return table.assign(lr_edge=edges)
-
-
-def lr_line(rows: Rows, best: pd.Series) -> pd.DataFrame:
-    """The tuning means along the lr line through ``best`` in its cell: columns lr, mean."""
-    from harness.analysis.rows.tuning import line_values
-
-    keys, over = list(rows.keys), list(rows.over)
-    cell = _matching(rows.tuning, best, keys)
-    lrs = line_values(cell, best, over, "lr")
-    held = [c for c in over if c != "lr"]
-    line = _matching(cell, best, held)
-    line = line[line["lr"].isin(lrs)]
-    return line.groupby("lr", as_index=False).agg(mean=(VALUE, "mean"))
-
-
-def _matching(rows: pd.DataFrame, best: pd.Series, columns: Sequence[str]) -> pd.DataFrame:
-    """Rows equal to ``best`` on ``columns`` (NULL matches NULL)."""
-    mask = pd.Series(True, index=rows.index)
-    for c in columns:
-        v = best[c]
-        null = v is None or (pd.api.types.is_scalar(v) and pd.isna(v))
-        mask &= rows[c].isna() if null else rows[c] == v
-    return rows[mask]
+def selection(rows: Rows) -> Tuned:
+    """Each arm's selected configuration per cell: :attr:`~harness.api.Tuned.best` has one row
+    per cell of ``rows.keys``, with ``mean`` (tuning seeds), ``configs``, ``runs``,
+    ``diverged`` and :data:`LR_EDGE` (absent when lr is not tuned);
+    :meth:`~harness.api.Tuned.line` gives the lr sensitivity."""
+    return api.tuned(rows.tuning, rows.goal, keys=rows.keys, over=rows.over)

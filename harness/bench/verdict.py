@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from harness.bench.derive import Derived
-from harness.bench.results import VALUE, Rows, best_configs, load_rows, lr_line
+from harness.bench.results import LR_EDGE, VALUE, Rows, load_rows, selection
 
 Reading = Literal["better", "worse", "no evidence", "not tuned", "no verdict", "pending"]
 """What one comparison says."""
@@ -217,14 +217,15 @@ def _plain(v: Any) -> Any:
 
 
 def _arm_cells(rows: Rows, axes: Sequence[str]) -> list[ArmCell]:
-    table = best_configs(rows)
+    tuned = selection(rows)
     out = []
-    for _, best in table.iterrows():
-        curve = lr_line(rows, best)
+    for _, best in tuned.best.iterrows():
+        curve = tuned.line(best, "lr")
         out.append(ArmCell(
             str(best["label"]), _cell_of(best, axes),
             {k: float(best[k]) for k in rows.over if pd.notna(best[k])},
-            float(best["mean"]), int(best["configs"]), int(best["runs"]), str(best["lr_edge"]),
+            float(best["mean"]), int(best["configs"]), int(best["runs"]),
+            str(best.get(LR_EDGE, "")),
             tuple((float(a), float(b)) for a, b in zip(curve["lr"], curve["mean"], strict=True)),
         ))  # fmt: skip
     return out
@@ -379,7 +380,7 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
 def _failed(check: str) -> bool:
     """Whether a speed-up's model check failed (lack of fit, window-sensitive); a check that
     could not be made (``unchecked: ...``, too few budgets) leaves the reading to the interval."""
-    from harness.analysis.stats.fit_check import OK
+    from harness.analysis.stats import OK
 
     parts = [c.strip() for c in check.split(";") if c.strip()]
     return any(c != OK and not c.startswith("unchecked") for c in parts)

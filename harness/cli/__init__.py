@@ -23,7 +23,7 @@ import click
 
 from harness.core.errors import Stopped, UserError
 from harness.core.files import os_error_line
-from harness.core.registry import Registry, load_object
+from harness.core.registry import Registry, load_instance
 
 COMMANDS: Registry[str] = Registry(
     "command",
@@ -56,7 +56,7 @@ class _Group(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        return load_object(COMMANDS[name])
+        return load_instance(COMMANDS[name], click.Command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``harness --help``, read from the commands' source files."""
@@ -96,7 +96,7 @@ def short_help(name: str, limit: int = 45) -> str:
     imported."""
     text = _help_in_source(COMMANDS[name])
     if text is None:
-        command: click.Command = load_object(COMMANDS[name])
+        command = load_instance(COMMANDS[name], click.Command)
         return command.get_short_help_str(limit)
     return click.Command(name, help=text).get_short_help_str(limit)
 

@@ -85,11 +85,9 @@ def bench(
     # goes to stderr too: stdout holds the verdict only.
     with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():
         progress = run(derived, root=root, data_root=droot, launcher=launcher, wait=wait,
-                       say=lambda line: click.echo(line, err=log),
                        out=sys.stderr if log else sys.stdout)  # fmt: skip
-    if progress.queued:
-        click.echo(f"queued: run the same command again once they finish (or add --wait); "
-                   f"follow with 'harness status {p.grid}'", err=log)  # fmt: skip
+    if progress.queued:  # submit said so ("queued: run the same command again ...")
+        click.echo(f"follow with 'harness status {p.grid}'", err=log)
     else:
         verdict = judge(derived, root)
         click.echo(verdict_json(verdict) if log else "\n" + verdict_table(verdict))

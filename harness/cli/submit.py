@@ -64,6 +64,13 @@ from harness.launch.inputs import STALE_CHOICES
     help="Once tuning is done, train each cell's selected configuration on the grid's "
     "confirmation seeds (seeds: {tune: N, confirm: M}); analysis then reports those.",
 )
+@click.option(
+    "--per-arm",
+    is_flag=True,
+    help="With --extend/--confirm: plan each arm (label) on its own runs: its own rounds of "
+    "--extend (an arm added to the grid later gets them too), confirmed once its own extension "
+    "has converged; a failed tuning run holds its arm back until retried (as harness bench).",
+)
 @results_option
 @data_option
 def submit(
@@ -78,6 +85,7 @@ def submit(
     check: bool,
     extend: bool,
     confirm: bool,
+    per_arm: bool,
     results: Path | None,
     data: Path | None,
 ) -> None:
@@ -102,12 +110,14 @@ def submit(
         done = api.submit(
             grid, local=local, launcher=launcher, dry_run=dry_run,
             retry=[s for s in retry.split(",") if s], stale=stale, wait=wait, plan_format=fmt,
-            check=check, extend=extend, confirm=confirm, results=resolve_results(results),
+            check=check, extend=extend, confirm=confirm, per_arm=per_arm,
+            results=resolve_results(results),
             data=data, out=sys.stdout, err=sys.stderr,
         )  # fmt: skip
     except Stopped as e:
         again = ["harness", "submit", str(grid), *(["--local"] if local else [])]
-        again += [f for f, on in (("--extend", extend), ("--confirm", confirm)) if on]
+        again += [f for f, on in (("--extend", extend), ("--confirm", confirm),
+                                  ("--per-arm", per_arm)) if on]  # fmt: skip
         for flag, value in (("--launcher", launcher), ("--results", results), ("--data", data)):
             again += [flag, str(value)] if value else []
         raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None

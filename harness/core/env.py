@@ -1,6 +1,6 @@
 """Every environment variable the harness reads: its name, what it means, what applies when it is
 unset. Code reads them through :data:`ENV` (``env.RESULTS.get()``), never ``os.environ`` directly;
-the README's table of them is checked against this list (``tests/test_env.py``).
+the README's table of them is checked against this list (``tests/core/test_env.py``).
 
 Variables the harness only *sets* for libraries (``TORCHINDUCTOR_CACHE_DIR``, ``MASTER_ADDR``, ...)
 are listed too where the harness keeps a value the user already set.

@@ -98,6 +98,36 @@ def load_object(ref: str) -> Any:
         raise UserError(f"{ref!r}: {module} has no attribute {attr!r}{hint}") from None
 
 
+def load_class(ref: str, base: type[T]) -> type[T]:
+    """:func:`load_object` for a class that must be ``base`` or a subclass of it.
+
+    Raises:
+        UserError: as :func:`load_object`, or the object is not such a class (naming it).
+    """
+    found = load_object(ref)
+    if not isinstance(found, type):
+        raise UserError(f"{ref!r}: {found!r} is not a class")
+    if not issubclass(found, base):
+        raise UserError(f"{ref!r}: {found!r} is not a subclass of {_qualified(base)}")
+    return found
+
+
+def load_instance(ref: str, kind: type[T]) -> T:
+    """:func:`load_object` for an object that must be an instance of ``kind``.
+
+    Raises:
+        UserError: as :func:`load_object`, or the object is not a ``kind`` (naming it).
+    """
+    found = load_object(ref)
+    if not isinstance(found, kind):
+        raise UserError(f"{ref!r}: {found!r} is not a {_qualified(kind)}")
+    return found
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 USER_MODULE_PREFIX = "harness_user_"
 """Prefix of the module name a file imported by path gets."""
 

@@ -157,7 +157,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as e:
         raise UserError(f"cannot read {path}: {e}") from None
     v = meta.get("vocab_size") if isinstance(meta, dict) else None
-    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+    if not isinstance(meta, dict) or not isinstance(v, int) or isinstance(v, bool) or v <= 0:
         raise UserError(f"{path}: needs a positive integer 'vocab_size', got {v!r}")
     if meta.get("dtype", "uint16") != "uint16":
         raise UserError(f"{path}: dtype {meta['dtype']!r} is not supported; valid: uint16")

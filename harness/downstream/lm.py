@@ -25,7 +25,7 @@ Pair = tuple[list[int], list[int]]
 """(context ids, continuation ids) of one scored request."""
 
 
-class HarnessLM(LM):
+class HarnessLM(LM):  # type: ignore[misc]  # lm_eval ships no types (no py.typed): LM is Any
     """A trained model and its tokenizer, evaluated by lm-eval."""
 
     def __init__(

@@ -19,6 +19,10 @@ edge, or after the grid's ``extend.rounds``.
 Confirmation: once tuning is done (and extension has converged when asked for), each cell's best
 configuration on each confirmation seed (``confirm=True``).
 
+Per arm (``per_arm``, ``harness.api.submit(per_arm=True)``, as ``harness bench`` plans): the same
+planners over each arm label's runs on their own, so that each arm gets its own rounds (an arm
+added to a grid later, or a grid name shared by grid files of other arms, as a bench's is).
+
 The pure planners (:func:`plan_extension`, :func:`plan_confirmation`) take the rows; the CLI
 calls :func:`follow_up`, which reads them, and hands its runs to ``launch.submit``.
 """
@@ -29,11 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
-from harness.analysis.rows.axes import auto_over, experiment_columns, hyperparameters
 from harness.analysis.rows.edges import open_edge
 from harness.analysis.rows.metric_choice import choose_metric
 from harness.analysis.rows.preparation import prepare
@@ -41,6 +44,8 @@ from harness.analysis.rows.tuning import line_values, tune
 from harness.core.catalogue import with_values
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.core.result import RESULT_STATUSES
+from harness.followup.selected import cells, is_null, matching
 from harness.grid.followup import ExtendSpec
 from harness.grid.load import Grid
 from harness.grid.vary import vary
@@ -85,29 +90,9 @@ class FollowUp:
         return (*self.known, *self.new)
 
 
-def cells(rows: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(cell keys, tuned columns) of the rows: the experiment columns that are not
-    hyperparameters define a cell; the hyperparameters that vary inside one are tuned."""
-    tuned = set(hyperparameters(rows))
-    keys = [c for c in experiment_columns(rows) if c not in tuned]
-    return keys, auto_over(rows, keys)
-
-
 def _describe(best: pd.Series, keys: Sequence[str]) -> str:
-    shown = [f"{k}={best[k]}" for k in keys if k in best.index and not _null(best[k])]
+    shown = [f"{k}={best[k]}" for k in keys if k in best.index and not is_null(best[k])]
     return ", ".join(shown[:4]) or "the grid"
-
-
-def _null(v: object) -> bool:
-    return v is None or bool(pd.api.types.is_scalar(v) and pd.isna(cast(Any, v)))
-
-
-def _matching(rows: pd.DataFrame, best: pd.Series, columns: Sequence[str]) -> pd.Series:
-    """The rows equal to ``best`` on ``columns`` (NULL matches NULL)."""
-    mask = pd.Series(True, index=rows.index)
-    for c in columns:
-        mask &= rows[c].isna() if _null(best[c]) else rows[c] == best[c]
-    return mask
 
 
 def _cell_keys(rows: pd.DataFrame, keys: list[str]) -> list[str]:
@@ -141,8 +126,8 @@ def plan_extension(
     lines = []
     shown_keys = _cell_keys(rows, keys)
     for _, best in table.iterrows():
-        cell = rows[_matching(rows, best, keys)]
-        seeds = cell[_matching(cell, best, over)]
+        cell = rows[matching(rows, best, keys)]
+        seeds = cell[matching(cell, best, over)]
         for axis in over:
             if not spec.allows(axis):
                 continue
@@ -200,7 +185,7 @@ def plan_confirmation(
     lines = []
     shown_keys = _cell_keys(rows, keys)
     for _, best in table.iterrows():
-        chosen = rows[_matching(rows, best, keys + over)]
+        chosen = rows[matching(rows, best, keys + over)]
         first = runs[chosen["run_id"].iloc[0]]
         for s in seeds:
             moved = change(first, over, {"seed": s})
@@ -209,7 +194,7 @@ def plan_confirmation(
             run = with_values(moved, confirm=True, extend_round=None)
             if run.run_id not in runs:
                 new.setdefault(run.run_id, run)
-        picked = ", ".join(f"{a}={best[a]:g}" for a in over if not _null(best[a]))
+        picked = ", ".join(f"{a}={best[a]:g}" for a in over if not is_null(best[a]))
         lines.append(f"{_describe(best, shown_keys)}: confirm {picked or 'its one configuration'} "
                      f"on seed(s) {', '.join(map(str, seeds))}")  # fmt: skip
     return Planned(tuple(new.values()), tuple(lines))
@@ -226,25 +211,60 @@ def _results(root: Path, grid: Grid) -> pd.DataFrame:
     return sel.frame("runs")
 
 
-def follow_up(grid: Grid, root: Path, *, extend: bool, confirm: bool) -> FollowUp:
+def follow_up(
+    grid: Grid, root: Path, *, extend: bool, confirm: bool, per_arm: bool = False
+) -> FollowUp:
     """The runs ``submit --extend`` / ``--confirm`` adds to ``grid``'s own (module doc).
+
+    With ``per_arm``, each arm (each ``label`` of the grid's runs) is planned on its own rows:
+    its own rounds of extension (runs of other labels in the results, from another grid file of
+    the same name, count none), confirmed once its own extension has converged; an arm with a
+    tuning run without a result (completed or diverged; a failed one too) plans nothing, so
+    that arms are compared on whole budgets. Each line names its arm.
 
     Raises:
         UserError: ``confirm`` for a grid that declares no confirmation seeds.
     """
-    from harness.store.manifest import read_manifest
-
     if confirm and not grid.confirm_seeds:
         raise UserError(f"--confirm: {grid.path} declares no confirmation seeds; write e.g. "
                         "seeds: {tune: 3, confirm: 3}")  # fmt: skip
-    out = FollowUp()
-    manifest = read_manifest(root, grid.name) if _has_manifest(root, grid) else {}
-    added = [r for r in manifest.values()
-             if r.scale == grid.scale and (r.extend_round or r.confirm)]  # fmt: skip
-    out.known = added
-    tuning = {r.run_id: r for r in [*grid.runs, *added] if not r.confirm}
+    added = _added(root, grid)
     df = _results(root, grid)
-    pending = sorted(set(tuning) - set(df["run_id"]))
+    if not per_arm:
+        whole = _plan_part(grid, grid.runs, added, df, extend=extend, confirm=confirm)
+        return FollowUp(added, whole.new, whole.lines)
+    labels = list(dict.fromkeys(r.label for r in grid.runs))
+    out = FollowUp([r for r in added if r.label in labels])
+    for label in labels:
+        own = [r for r in grid.runs if r.label == label]
+        part = _plan_part(grid, own, [r for r in added if r.label == label], df, extend=extend,
+                          confirm=confirm, strict=True)  # fmt: skip
+        out.new += [r for r in part.new if r.run_id not in {n.run_id for n in out.new}]
+        out.lines += [f"{label}: {line}" for line in part.lines]
+    return out
+
+
+def _plan_part(
+    grid: Grid,
+    own: Sequence[RunConfig],
+    added: Sequence[RunConfig],
+    df: pd.DataFrame,
+    *,
+    extend: bool,
+    confirm: bool,
+    strict: bool = False,
+) -> FollowUp:
+    """The follow-ups of the tuning runs ``own`` and ``added`` (earlier rounds') from the
+    results ``df``; ``strict``: a failed run blocks as one without a row does."""
+    out = FollowUp()
+    tuning = {r.run_id: r for r in [*own, *added] if not r.confirm}
+    finished = df.loc[df["status"].isin(RESULT_STATUSES), "run_id"] if strict else df["run_id"]
+    pending = sorted(set(tuning) - set(finished))
+    if pending and strict:
+        out.lines.append(f"{len(pending)} tuning run(s) have no result (completed or diverged) "
+                         f"yet; failed ones run again with: harness submit {grid.path} "
+                         "--retry failed,timeout,oom,cancelled")  # fmt: skip
+        return out
     if pending:
         out.lines.append(f"{len(pending)} tuning run(s) have no result yet: nothing planned "
                          "until they finish")  # fmt: skip
@@ -252,28 +272,38 @@ def follow_up(grid: Grid, root: Path, *, extend: bool, confirm: bool) -> FollowU
     tuning_rows = df[df["run_id"].isin(tuning)]
     choice = choose_metric(tuning_rows)  # as the analysis selects
     chosen, goal = choice.select_by, choice.select_goal
-    prep = prepare(tuning_rows, chosen, goal)
-    rows = prep.rows
+    rows = prepare(tuning_rows, chosen, goal).rows
     if rows.empty:
         out.lines.append("no tuning run completed: nothing planned")
         return out
+    change = partial(vary, grid)
     if extend:
-        change = partial(vary, grid)
         planned = plan_extension(rows, tuning, grid.extend or ExtendSpec(), goal, change)
         out.new, out.lines = list(planned.runs), [*out.lines, *planned.lines]
         if planned.runs:
             return out
         out.lines.append("--extend: no best on an open edge" if not planned.lines
-                         else "--extend: nothing more to add")  # fmt: skip
+                        else "--extend: nothing more to add")  # fmt: skip
     if confirm:
-        planned = plan_confirmation(rows, tuning, grid.confirm_seeds, goal, partial(vary, grid))
+        planned = plan_confirmation(rows, tuning, grid.confirm_seeds, goal, change)
         known = {r.run_id for r in added}
         out.new = [r for r in planned.runs if r.run_id not in known]
         out.lines += planned.lines
     return out
 
 
-def _has_manifest(root: Path, grid: Grid) -> bool:
+def _added(root: Path, grid: Grid) -> list[RunConfig]:
+    """Runs earlier follow-ups of ``grid`` added at its scale (from its manifest)."""
     from harness.core import paths
+    from harness.store.manifest import read_manifest
 
-    return paths.manifest_path(root, grid.name).exists()
+    if not paths.manifest_path(root, grid.name).exists():
+        return []
+    return [r for r in read_manifest(root, grid.name).values()
+            if r.scale == grid.scale and (r.extend_round or r.confirm)]  # fmt: skip
+
+
+def finished(root: Path, grid: Grid) -> frozenset[str]:
+    """run_ids of ``grid``'s runs at its scale with a result (completed or diverged)."""
+    df = _results(root, grid)
+    return frozenset(df.loc[df["status"].isin(RESULT_STATUSES), "run_id"])

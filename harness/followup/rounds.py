@@ -46,11 +46,13 @@ class _Planner:
     out: TextIO
     err: TextIO
     describe: bool = field(default=True)
+    per_arm: bool = False
 
     def __call__(self, g: Grid) -> tuple[RunConfig, ...]:
         from harness.followup.planning import follow_up
 
-        found = follow_up(g, self.root, extend=self.extend, confirm=self.confirm)
+        found = follow_up(g, self.root, extend=self.extend, confirm=self.confirm,
+                          per_arm=self.per_arm)  # fmt: skip
         for line in found.lines:
             print(f"{g.name}: {line}", file=self.err)
         print(f"{g.name}: {len(found.new)} new run(s) planned", file=self.err)
@@ -77,19 +79,22 @@ def submit_rounds(
     check: bool = False,
     extend: bool = False,
     confirm: bool = False,
+    per_arm: bool = False,
     out: TextIO,
     err: TextIO,
 ) -> Submitted:
     """Submit ``grid`` (:func:`harness.launch.submit.submit`, same arguments), then, with
     ``extend`` or ``confirm``, plan again once the runs have finished and submit what is added,
-    until nothing is. Each round's outcome (``finished: ...``, ``lost: ...``) is printed on
-    ``out``; follow-up lines go to ``err`` when the plan is printed as csv or json, else ``out``.
+    until nothing is (``per_arm``: each arm planned on its own rows,
+    :func:`harness.followup.planning.follow_up`). Each round's outcome (``finished: ...``,
+    ``lost: ...``) is printed on ``out``; follow-up lines go to ``err`` when the plan is printed
+    as csv or json, else ``out``.
     """
     from harness.analysis.present.figures import FIGURES
 
     said = err if plan_format != "table" else out
     planner = (
-        _Planner(root, extend, confirm, dry_run, out, said, describe=plan_format == "table")
+        _Planner(root, extend, confirm, dry_run, out, said, plan_format == "table", per_arm)
         if extend or confirm
         else None
     )

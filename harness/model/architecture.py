@@ -74,7 +74,8 @@ _MLP_MATS = {"gelu": 2, "swiglu": 3}
 @functools.cache
 def _counts(cfg: Architecture, seq_len: int) -> tuple[int, int]:
     """(all parameters, Linear weights + the head) of ``GPT(cfg, seq_len)``, by formula (no
-    tensors; ``tests/test_model.py`` checks it against instantiated models of every preset)."""
+    tensors; ``tests/model/test_model.py`` checks it against instantiated models of every
+    preset)."""
     c = cfg.complete()  # a preset's architecture: every field set
     d, h, V, b = c.d_model, c.mlp_hidden, c.vocab_size, int(c.bias)
     norm = d + (d * b if c.norm == "layernorm" else 0)

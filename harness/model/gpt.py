@@ -98,7 +98,8 @@ class CausalSelfAttention(nn.Module):
             q, k = rotary(q), rotary(k)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, d)
-        return self.proj(y)
+        out: torch.Tensor = self.proj(y)  # nn.Module calls are typed Any
+        return out
 
 
 class GeluMLP(nn.Module):
@@ -110,7 +111,8 @@ class GeluMLP(nn.Module):
         self.proj = nn.Linear(cfg.mlp_hidden, cfg.d_model, bias=cfg.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(F.gelu(self.fc(x)))  # (B, T, h) -> (B, T, d)
+        out: torch.Tensor = self.proj(F.gelu(self.fc(x)))  # (B, T, h) -> (B, T, d)
+        return out
 
 
 class SwiGLU(nn.Module):
@@ -123,7 +125,8 @@ class SwiGLU(nn.Module):
         self.proj = nn.Linear(cfg.mlp_hidden, cfg.d_model, bias=cfg.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(F.silu(self.gate(x)) * self.up(x))  # (B, T, h) -> (B, T, d)
+        out: torch.Tensor = self.proj(F.silu(self.gate(x)) * self.up(x))  # (B, T, h) -> (B, T, d)
+        return out
 
 
 MLPS: dict[str, type[GeluMLP | SwiGLU]] = {"gelu": GeluMLP, "swiglu": SwiGLU}
@@ -141,7 +144,8 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, rotary: Rotary | None) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), rotary)  # (B, T, d)
-        return x + self.mlp(self.mlp_norm(x))  # (B, T, d)
+        out: torch.Tensor = x + self.mlp(self.mlp_norm(x))  # (B, T, d)
+        return out
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -178,7 +182,8 @@ class GPT(nn.Module):
 
     def output_weight(self) -> torch.Tensor:
         """The (V, d) matrix mapping the final hidden state to logits (the embedding if tied)."""
-        return output_weight(self)
+        weight: torch.Tensor = output_weight(self)  # torch-free helper, typed Any
+        return weight
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, T, V) for token ids ``idx`` (B, T); with ``targets`` (B, T), the mean

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
 from harness.core.config import RunConfig
+from harness.core.registry import load_class
 from harness.optim.composite import CompositeOptimizer
 from harness.optim.registry import get_spec
 from harness.optim.routing import param_groups
@@ -75,15 +77,17 @@ def _construct(
     fill_defaults: bool = False,
 ) -> torch.optim.Optimizer:
     kwargs = spec.kwargs(run, fill_defaults=fill_defaults)
+    # a subclass's constructor takes its own keywords (``lr``, ...), not the base class's
+    make: Callable[..., torch.optim.Optimizer] = load_class(spec.cls, torch.optim.Optimizer)
     if spec.hooks.named_parameters:  # Adam-mini: (name, parameter) pairs, its own groups
         named = [(names[id(p)], p) for g in groups for p in g["params"]]
-        opt = spec.load()(named, lr=run.optim.lr, weight_decay=run.optim.weight_decay, **kwargs)
+        opt = make(named, lr=run.optim.lr, weight_decay=run.optim.weight_decay, **kwargs)
         for g in opt.param_groups:
             g.setdefault("lr_scale", 1.0)
         return opt
     for g in groups:
         g.update(spec.group_options.get(g["name"], {}))
-    return spec.load()(groups, lr=run.optim.lr, **kwargs)
+    return make(groups, lr=run.optim.lr, **kwargs)
 
 
 def hooks_of(run: RunConfig) -> Hooks:

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.registry import load_object
+from harness.core.registry import load_class
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,8 +54,13 @@ class Builtin:
     """As :attr:`harness.optim.spec.OptimizerSpec.takes`."""
 
     def load(self) -> type:
-        """The ``torch.optim.Optimizer`` subclass (imports its module)."""
-        return load_object(self.cls)
+        """The ``torch.optim.Optimizer`` subclass (imports its module; that it subclasses
+        ``Optimizer`` is checked where torch is, by :func:`harness.optim.build.build_optimizer`).
+
+        Raises:
+            UserError: ``cls`` cannot be imported or is not a class.
+        """
+        return load_class(self.cls, object)
 
 
 _NOT_MUON = {"muon": False}

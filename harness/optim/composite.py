@@ -17,7 +17,7 @@ from torch import Tensor
 from harness.optim.modes import Modal, to_train_mode
 
 
-class _StateView(Mapping):
+class _StateView(Mapping[Tensor, dict[str, Any]]):
     """Read-only union of the parts' ``state`` (their parameters are disjoint)."""
 
     def __init__(self, parts: Mapping[str, torch.optim.Optimizer]) -> None:
@@ -26,7 +26,8 @@ class _StateView(Mapping):
     def __getitem__(self, p: Tensor) -> dict[str, Any]:
         for opt in self._parts.values():
             if p in opt.state:  # test first: a part's state is a defaultdict
-                return opt.state[p]
+                state: dict[str, Any] = opt.state[p]  # torch types a part's state Any
+                return state
         raise KeyError(p)
 
     def __iter__(self) -> Iterator[Tensor]:

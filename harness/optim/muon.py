@@ -61,7 +61,7 @@ def newton_schulz(G: Tensor, steps: int = 5, dtype: torch.dtype = torch.bfloat16
         ``(..., A, B)`` in ``dtype``.
     """
     a, b, c = NS_COEFFICIENTS
-    X = G.to(dtype)
+    X: Tensor = G.to(dtype)
     wide = G.size(-2) > G.size(-1)
     if wide:
         X = X.mT  # iterate on the (min, max) orientation: Gram matrix is min x min

@@ -59,7 +59,7 @@ WEIGHT_DECAY_MODES = ("decoupled", "l2")
 
 def _sgd_defaults(
     lr: float, momentum: float, nesterov: bool, weight_decay: float, mode: str | None
-) -> dict:
+) -> dict[str, Any]:
     check_range("momentum", momentum, 0.0)
     if nesterov and momentum <= 0:
         raise ValueError("nesterov momentum needs momentum > 0")

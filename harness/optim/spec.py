@@ -12,7 +12,7 @@ from harness.core.catalogue import FIELDS, PER_OPTIMIZER, RESERVED
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.fields import Scale
-from harness.core.registry import load_object
+from harness.core.registry import load_class, load_object
 
 REQUIRED = object()
 """Marker: the field has no default and must be given in the grid."""
@@ -182,8 +182,13 @@ class OptimizerSpec:
         return {**self.fields, **{h.name: h.default for h in self.hyperparameters}}
 
     def load(self) -> type:
-        """The ``torch.optim.Optimizer`` subclass (imports its module)."""
-        return load_object(self.cls)
+        """The ``torch.optim.Optimizer`` subclass (imports its module; that it subclasses
+        ``Optimizer`` is checked where torch is, by :func:`harness.optim.build.build_optimizer`).
+
+        Raises:
+            UserError: ``cls`` cannot be imported or is not a class.
+        """
+        return load_class(self.cls, object)
 
     def kwargs(self, run: RunConfig, *, fill_defaults: bool = False) -> dict[str, Any]:
         """Constructor kwargs (beyond ``lr`` and ``weight_decay``) from a resolved run.

@@ -6,8 +6,8 @@ Only the signature is rebuilt: the constructor's parameters, their annotations (
 evaluated by :mod:`harness.optim.signature` like any constructor's) and their defaults, which
 must be literals. A class that defines no ``__init__`` of its own, or a default that is not a
 literal, is read by importing the class instead (:func:`constructor` returns None).
-``tests/test_any_optimizer.py`` checks that every built-in's declaration read this way equals the
-one read from the imported class.
+``tests/optim/test_any_optimizer.py`` checks that every built-in's declaration read this way
+equals the one read from the imported class.
 """
 
 from __future__ import annotations

@@ -118,7 +118,10 @@ def load(path: Path) -> dict[str, Any] | None:
     """The checkpoint at ``path``, or None when there is none."""
     if not path.exists():
         return None
-    return torch.load(path, map_location="cpu", weights_only=False)
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(ckpt, dict):
+        raise ValueError(f"{path}: not a checkpoint (a {type(ckpt).__name__}, not a dict)")
+    return ckpt
 
 
 def progress(path: Path) -> dict[str, Any] | None:

@@ -55,7 +55,8 @@ class GPT:
         return self._device
 
     def build(self) -> torch.nn.Module:
-        return build_model(self.run.arch, self.run.data.seq_len).to(self._device)
+        model: torch.nn.Module = build_model(self.run.arch, self.run.data.seq_len)
+        return model.to(self._device)
 
     def reference_loss(self, model: torch.nn.Module) -> float:
         """``ln(V)``, a uniform prediction's loss."""

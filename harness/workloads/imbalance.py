@@ -75,7 +75,7 @@ class Imbalance:
     def class_losses(self, model: nn.Module) -> torch.Tensor:
         """The expected loss of an example of every class k, ``(classes,)``: ``CE(W x_k, k)``,
         and with ``label_noise`` e, ``(1 - e) CE(W x_k, k) + e mean_j CE(W x_k, j)``."""
-        logits = model(self.inputs)
+        logits: torch.Tensor = model(self.inputs)  # (classes, classes); module calls are Any
         clean = F.cross_entropy(logits, torch.arange(self.classes), reduction="none")
         if not self.label_noise:
             return clean

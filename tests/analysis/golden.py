@@ -28,7 +28,6 @@ from harness.cli import main
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
-TESTS = HERE.parent
 
 
 @dataclass(frozen=True)
@@ -58,8 +57,9 @@ class _Factory:
 
 
 def _fixture(module: str, name: str) -> Callable[..., object]:
-    if str(TESTS) not in sys.path:
-        sys.path.insert(0, str(TESTS))
+    """A fixture of a test module beside this file (``tests/analysis/``), as a function."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
     mod = __import__(module)
     return getattr(mod, name).__wrapped__
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import stats
-from tests import test_architecture
-from tests.test_architecture import _lint_imports
+from tests.system import test_architecture
+from tests.system.test_architecture import _lint_imports
 
 
 @pytest.fixture(scope="module")
 def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the package and its contracts (``tests/test_architecture.py``'s)."""
+    """A copy of the package and its contracts (``tests/system/test_architecture.py``'s)."""
     return test_architecture.tree_copy.__wrapped__(tmp_path_factory)
 
 

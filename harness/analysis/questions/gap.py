@@ -10,11 +10,11 @@ from harness.analysis.questions import family as families
 from harness.analysis.questions import query
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query
-from harness.analysis.rows.selectors import ARM, Selector
+from harness.analysis.rows.selectors import Selector
 from harness.analysis.stats import baseline_gap, pooled, significance
-from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells
-from harness.analysis.stats.defaults import Correction, TunedMode
+from harness.analysis.stats.defaults import CONFIDENCE, Correction, TunedMode
+from harness.analysis.stats.frame import ARM
 from harness.analysis.stats.intervals import UNEQUAL_N
 from harness.metrics.catalogue import Goal
 

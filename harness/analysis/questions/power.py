@@ -17,8 +17,9 @@ from harness.analysis.questions.query import (
     with_rows,
 )
 from harness.analysis.rows.direction import metric_goal
-from harness.analysis.rows.selectors import ARM, Selector, label_arms
+from harness.analysis.rows.selectors import Selector, label_arms
 from harness.analysis.stats.defaults import Alternative, PowerTest
+from harness.analysis.stats.frame import ARM
 from harness.analysis.stats.power import SEEDS_RANGE, TESTS, power_table
 from harness.core.errors import UserError, unknown_choice
 

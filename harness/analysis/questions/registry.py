@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.analysis.stats.defaults import (
     ALPHA,
@@ -30,6 +30,9 @@ from harness.analysis.stats.defaults import (
 )
 from harness.core.errors import UserError
 from harness.core.registry import Registry, load_object
+
+if TYPE_CHECKING:  # pandas is imported when a question is answered, not for --help
+    from harness.analysis.questions.answer import Answer
 
 #: The kinds of :attr:`Option.kind`.
 OPTION_KINDS = ("text", "float", "int", "selector", "choice", "columns", "flag")
@@ -127,10 +130,11 @@ class Question:
             out[key] = value
         return out
 
-    def answerer(self) -> Callable[..., Any]:
+    def answerer(self) -> Callable[..., Answer]:
         """The module's ``answer`` function (imports it)."""
         module = self.module or f"harness.analysis.questions.{self.name.replace('-', '_')}"
-        return load_object(f"{module}:answer")
+        answer: Callable[..., Answer] = load_object(f"{module}:answer")
+        return answer
 
 
 def _arm(flag: str, example: str) -> Option:

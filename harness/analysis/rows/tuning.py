@@ -20,9 +20,9 @@ import pandas as pd
 
 from harness.analysis.rows.axes import hyperparameters
 from harness.analysis.rows.edges import edge_note
-from harness.analysis.rows.preparation import SELECT, VALUE
-from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import groups
+from harness.analysis.stats.defaults import CONFIDENCE
+from harness.analysis.stats.frame import SELECT, VALUE
 from harness.analysis.stats.intervals import t_quantile
 from harness.metrics.catalogue import Goal
 
@@ -36,7 +36,7 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     Returns:
         One row per combination: the ``keys`` columns, then mean, std (corrected; NaN for one
         seed or a diverged seed), n, two_sigma (2 * std, the talk's spread), ci_low and ci_high
-        (the Student t interval of the mean at :data:`~harness.analysis.stats.bootstrap.CONFIDENCE`;
+        (the Student t interval of the mean at :data:`~harness.analysis.stats.defaults.CONFIDENCE`;
         NaN for one seed) and n_diverged (non-finite values).
     """
     g = groups(rows, keys)[VALUE]
@@ -114,7 +114,9 @@ def _edges(rows: pd.DataFrame, by: list[str], over: list[str], best: pd.Series) 
     return "; ".join(n for n in notes if n)
 
 
-def line_values(cell: pd.DataFrame, best: pd.Series, over: Sequence[str], axis: str) -> list:
+def line_values(
+    cell: pd.DataFrame, best: pd.Series, over: Sequence[str], axis: str
+) -> list[object]:
     """The values of ``axis`` tried on the line through ``best``: the rows of ``cell`` (diverged
     ones included) whose other tuned columns ``over`` equal the best's (NULL matches NULL).
 

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 #: Public name -> the module (under this package) defining it.
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("N_BOOT", "CONFIDENCE", "resampled_means"), "bootstrap"),
+    **dict.fromkeys(("N_BOOT", "CONFIDENCE"), "defaults"),
+    **dict.fromkeys(("resampled_means",), "bootstrap"),
     **dict.fromkeys(("groups", "iter_cells", "with_keys"), "cells"),
     **dict.fromkeys(("CORRECTIONS", "Adjust", "holm", "bh"), "corrections"),
     **dict.fromkeys(("pool", "pooled_by", "mean_intervals"), "pooled"),
@@ -123,7 +124,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         small_gap,
     )
     from harness.analysis.stats.batch_fit import NEAR, OVERHEAD, BatchFit, fit_critical_batch  # noqa: F401
-    from harness.analysis.stats.bootstrap import CONFIDENCE, N_BOOT, resampled_means  # noqa: F401
+    from harness.analysis.stats.bootstrap import resampled_means  # noqa: F401
     from harness.analysis.stats.cells import groups, iter_cells, with_keys  # noqa: F401
     from harness.analysis.stats.corrections import CORRECTIONS, Adjust, bh, holm  # noqa: F401
     from harness.analysis.stats.critical_batch import (  # noqa: F401
@@ -136,6 +137,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         steps_to,
     )
     from harness.analysis.stats.crossing import Crossing, advantage, crossover, find_crossing  # noqa: F401
+    from harness.analysis.stats.defaults import CONFIDENCE, N_BOOT  # noqa: F401
     from harness.analysis.stats.fit_check import (  # noqa: F401
         OK,
         Band,

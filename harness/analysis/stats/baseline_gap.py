@@ -23,10 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells, with_keys
 from harness.analysis.stats.corrections import CORRECTIONS, Adjust
-from harness.analysis.stats.defaults import Correction
+from harness.analysis.stats.defaults import CONFIDENCE, Correction
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
 from harness.analysis.stats.intervals import (
     METHODS,

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.analysis.stats.defaults import CONFIDENCE, N_BOOT  # noqa: F401 (re-exported)
-
 
 def resampled_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Means of ``n_boot`` resamples (with replacement) of ``values``; shape (n_boot,).

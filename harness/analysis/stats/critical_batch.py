@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.stats.batch_fit import BatchFit, fit_critical_batch
-from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells
+from harness.analysis.stats.defaults import CONFIDENCE
 from harness.analysis.stats.fit_check import OK
 from harness.analysis.stats.intervals import mean_interval
 from harness.analysis.stats.to_target import crossing

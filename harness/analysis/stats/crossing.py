@@ -25,8 +25,9 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from harness.analysis.stats.bootstrap import CONFIDENCE, N_BOOT, resampled_means
+from harness.analysis.stats.bootstrap import resampled_means
 from harness.analysis.stats.cells import iter_cells, with_keys
+from harness.analysis.stats.defaults import CONFIDENCE, N_BOOT
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import crossing_interval, two_arm_coefs
 from harness.metrics.catalogue import Goal

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import groups, iter_cells
+from harness.analysis.stats.defaults import CONFIDENCE
 from harness.analysis.stats.fit_check import OK, approximately_best, intervals_disjoint, lack_of_fit
 from harness.analysis.stats.frame import VALUE
 from harness.analysis.stats.intervals import linear_interval, ratio_interval

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import OptimizeWarning, curve_fit, minimize_scalar
 
-from harness.analysis.stats.bootstrap import CONFIDENCE
 from harness.analysis.stats.cells import iter_cells, with_keys
+from harness.analysis.stats.defaults import CONFIDENCE
 from harness.analysis.stats.fit_check import OK, intervals_disjoint, lack_of_fit
 from harness.analysis.stats.frame import ARM, VALUE
 from harness.analysis.stats.intervals import ONE_SEED, linear_interval

@@ -9,7 +9,7 @@ Given the sample variances, the difference of means is normal, N(delta, sigma_a^
 sigma_b^2 / n_b), and independent of them (normal seed noise). So the power is an expectation
 over the two scaled chi-square variances of a normal probability; it is computed here on a
 product grid of :data:`NODES` quantile midpoints of each chi-square (error below 0.005 against
-simulation, ``tests/test_guardrails.py``). Beyond :data:`EXACT_UP_TO` seeds per arm the
+simulation, ``tests/analysis/test_guardrails.py``). Beyond :data:`EXACT_UP_TO` seeds per arm the
 noncentral t is accurate and is used instead (:mod:`harness.analysis.stats.power`). With
 unequal seed counts the test is Banerjee's (:mod:`harness.analysis.stats.banerjee`), whose
 critical value sqrt(t_a^2 w_a + t_b^2 w_b) replaces Welch's on the same grid.

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core.registry import Registry, load_object
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from harness.analysis.present.figures.common import FigureData
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +36,10 @@ class FigureSpec:
     on_request: bool = False
     """Drawn only when asked for (``--figure``, or ``figures:`` in a grid), never a default."""
 
-    def drawer(self) -> Callable[[Any], Any]:
+    def drawer(self) -> Callable[[FigureData], Figure]:
         """The figure's ``draw`` function (imports its module)."""
-        return load_object(f"{__name__}.{self.name}:draw")
+        draw: Callable[[FigureData], Figure] = load_object(f"{__name__}.{self.name}:draw")
+        return draw
 
 
 def _spec(name: str, description: str, needs: Iterable[str] = (), **kw: Any) -> FigureSpec:

@@ -16,7 +16,6 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from harness.analysis.present.figures.common import (
     BASELINES,
-    METHOD,
     REFERENCES,
     FigureData,
     chosen_arm,
@@ -30,8 +29,8 @@ from harness.analysis.present.figures.common import (
     subtitle,
     use_log,
 )
-from harness.analysis.rows.selectors import ARM
 from harness.analysis.stats.crossing import crossover
+from harness.analysis.stats.frame import ARM, METHOD
 from harness.metrics.catalogue import Goal
 
 X = "batch_size"

@@ -20,21 +20,22 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
     metric_label,
-    panel_keys,
     panel_title,
     panels,
     subtitle,
     tuned_points,
     use_log,
 )
+from harness.analysis.rows.arm_labels import panel_keys
+from harness.analysis.stats.frame import METHOD
 from harness.metrics.catalogue import Goal
 
 BETAS = ["beta1", "beta2"]
@@ -63,7 +64,7 @@ def draw(data: FigureData) -> Figure:
     fig, axes = layout(len(cells))
     image = None
     for ax, (key, part) in zip(axes, cells, strict=True):
-        image = _panel(ax, part, norm, cmap, data.goal)
+        image = _panel(ax, part, norm, (lo, hi), cmap, data.goal)
         ax.set_title(panel_title(key))
     assert image is not None  # one panel at least
     clipped_hi, clipped_lo = (finite > hi).any(), (finite < lo).any()
@@ -100,7 +101,14 @@ def robust_limits(values: np.ndarray, goal: Goal) -> tuple[float, float]:
     return float(inside.min()), float(v.max())
 
 
-def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: Goal):
+def _panel(
+    ax: Axes,
+    part: pd.DataFrame,
+    norm: Normalize,
+    limits: tuple[float, float],
+    cmap: str,
+    goal: Goal,
+) -> AxesImage:
     b1 = sorted(part["beta1"].unique())
     b2 = sorted(part["beta2"].unique())
     table = part.pivot_table(index="beta1", columns="beta2", values="mean", aggfunc="first")
@@ -110,7 +118,7 @@ def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: Goal):
     font = 6 if max(len(b1), len(b2)) <= 7 else 4.5
     for i in range(len(b1)):
         for j in range(len(b2)):
-            _annotate(ax, i, j, grid[i, j], image, font)
+            _annotate(ax, i, j, grid[i, j], image, limits, font)
     _outline_best(ax, grid, goal)
     _diagonal(ax, b1, b2)
     ax.set_xticks(range(len(b2)), [f"{v:g}" for v in b2], rotation=45)
@@ -121,7 +129,17 @@ def _panel(ax: Axes, part: pd.DataFrame, norm, cmap: str, goal: Goal):
     return image
 
 
-def _annotate(ax: Axes, i: int, j: int, v: float, image, font: float) -> None:
+def _annotate(
+    ax: Axes,
+    i: int,
+    j: int,
+    v: float,
+    image: AxesImage,
+    limits: tuple[float, float],
+    font: float,
+) -> None:
+    """Write ``v`` in cell (i, j): boxed over a hatch when outside the color scale's
+    ``limits`` (low, high), else in the ink that reads on its color."""
     if np.isnan(v):
         return
     if np.isinf(v):
@@ -138,15 +156,15 @@ def _annotate(ax: Axes, i: int, j: int, v: float, image, font: float) -> None:
         )
         ax.text(j, i, "div", ha="center", va="center", fontsize=font, color="0.2")
         return
-    norm = image.norm
+    lo, hi = limits
     text = f"{v:.4g}" if abs(v) < 1e5 else f"{v:.0e}"
-    if v > norm.vmax or v < norm.vmin:  # clipped: hatched over its (end) color, boxed value
+    if v > hi or v < lo:  # clipped: hatched over its (end) color, boxed value
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="xxx",
                                edgecolor="0.75", linewidth=0))  # fmt: skip
         box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"}
         ax.text(j, i, text, ha="center", va="center", fontsize=font, color="black", bbox=box)
         return
-    r, g, b, _ = image.cmap(norm(v))
+    r, g, b, _ = image.cmap(image.norm(np.asarray(v)))
     ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "white"
     ax.text(j, i, text, ha="center", va="center", fontsize=font, color=ink)
 

@@ -22,13 +22,7 @@ from matplotlib.figure import Figure
 
 from harness.analysis.present.figures import style
 from harness.analysis.present.figures.options import FigureOptions
-from harness.analysis.rows.arm_labels import (  # noqa: F401 (figures import them from here)
-    METHOD,
-    METHOD_EXTRAS,
-    add_methods,
-    panel_keys,
-    short,
-)
+from harness.analysis.rows.arm_labels import panel_keys, short
 from harness.analysis.rows.axes import (
     auto_over,
     check_cells,
@@ -36,6 +30,7 @@ from harness.analysis.rows.axes import (
 from harness.analysis.rows.selectors import Selector, match
 from harness.analysis.rows.tuning import confirmed, is_confirmation
 from harness.analysis.stats.cells import iter_cells
+from harness.analysis.stats.frame import METHOD
 from harness.core.errors import UserError
 from harness.metrics.catalogue import METRICS, Goal
 
@@ -308,12 +303,14 @@ REFERENCES = ("adamw", "adam")
 def pick(rows: pd.DataFrame, preferred: Sequence[str]) -> str | None:
     """The method of the first of ``preferred`` optimizers present: a method named like it
     (any case), else the shortest-named method of that optimizer (``SGD`` before ``SGD+Gclip``)."""
-    methods = sorted(rows[METHOD].unique())
+    methods: list[str] = sorted(rows[METHOD].unique())  # labels are strings (add_methods)
     for p in preferred:
         named = [m for m in methods if m.lower() == p]
         if named:
             return named[0]
-        of_opt = sorted(set(rows.loc[rows["optimizer"] == p, METHOD]), key=lambda m: (len(m), m))
+        of_opt: list[str] = sorted(
+            set(rows.loc[rows["optimizer"] == p, METHOD]), key=lambda m: (len(m), m)
+        )
         if of_opt:
             return of_opt[0]
     return None
@@ -330,7 +327,7 @@ def chosen_arm(
     """
     if chosen is None:
         return pick(rows, preferred)
-    arms = sorted(rows.loc[match(rows, chosen, flag), METHOD].astype(str).unique())
+    arms: list[str] = sorted(rows.loc[match(rows, chosen, flag), METHOD].astype(str).unique())
     if len(arms) > 1:
         raise UserError(
             f"{flag} {chosen.text!r} matches several arms: {', '.join(arms)}; add a column, "

@@ -16,18 +16,17 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
     legend,
     metric_label,
-    panel_keys,
     panel_title,
     subtitle,
     tuned_points,
 )
-from harness.analysis.rows.preparation import VALUE
+from harness.analysis.rows.arm_labels import panel_keys
+from harness.analysis.stats.frame import METHOD, VALUE
 from harness.metrics.catalogue import METRICS, Producer, produced_by
 
 X = "coupled_scale_exp"

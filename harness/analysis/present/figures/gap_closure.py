@@ -14,20 +14,19 @@ from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
     BASELINES,
-    METHOD,
     REFERENCES,
     FigureData,
     FigureSkipped,
     chosen_arm,
     layout,
-    panel_keys,
     panel_title,
     panels,
     subtitle,
     tuned_points,
 )
-from harness.analysis.rows.selectors import ARM
+from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.stats.baseline_gap import gap_closure
+from harness.analysis.stats.frame import ARM, METHOD
 
 
 def draw(data: FigureData) -> Figure:

@@ -17,18 +17,18 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
     legend,
-    panel_keys,
     panel_title,
     panels,
     restrict,
     subtitle,
     tuned_points,
 )
+from harness.analysis.rows.arm_labels import panel_keys
+from harness.analysis.stats.frame import METHOD
 
 
 def draw(data: FigureData) -> Figure:

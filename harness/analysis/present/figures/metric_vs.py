@@ -18,20 +18,20 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
     legend,
     metric_label,
-    panel_keys,
     panel_title,
     panels,
     subtitle,
     tuned_points,
     use_log,
 )
+from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.rows.axes import hyperparameters, own_hyperparameters, varying
+from harness.analysis.stats.frame import METHOD
 from harness.core.errors import UserError
 
 #: Column holding each point's x position (the value, or its rank when not numeric).

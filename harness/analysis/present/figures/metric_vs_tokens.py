@@ -14,19 +14,19 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
     legend,
     metric_label,
-    panel_keys,
     panel_title,
     panels,
     restrict,
     subtitle,
     tuned_points,
 )
+from harness.analysis.rows.arm_labels import panel_keys
+from harness.analysis.stats.frame import METHOD
 
 
 def draw(data: FigureData) -> Figure:

@@ -10,7 +10,6 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
@@ -19,6 +18,7 @@ from harness.analysis.present.figures.common import (
 )
 from harness.analysis.questions.target_query import NO_TARGET, profile_table
 from harness.analysis.stats import performance_profiles
+from harness.analysis.stats.frame import METHOD
 from harness.analysis.stats.to_target import TOKENS_TO_TARGET, to_target
 
 

@@ -109,7 +109,7 @@ def every_arm(sel: Selection) -> pd.DataFrame:
     """Every run of the selection, any status, with its ``method`` (arm); without ``--where``
     also the planned runs that have no row yet (``status`` NaN), so that an arm not run yet is
     named and every figure of a grid gets the same colors."""
-    from harness.analysis.present.figures.common import add_methods
+    from harness.analysis.rows.arm_labels import add_methods
 
     runs = sel.frame("runs")
     if sel.where is None:

@@ -11,11 +11,11 @@ batch size, 20 % more steps than linear scaling, Zhang et al. 2024) where there 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from harness.analysis.present.figures.common import (
-    METHOD,
     FigureData,
     FigureSkipped,
     layout,
@@ -26,6 +26,7 @@ from harness.analysis.present.figures.common import (
     subtitle,
 )
 from harness.analysis.stats.critical_batch import curves_by_run, default_target, steps_table
+from harness.analysis.stats.frame import METHOD
 
 X = "batch_size"
 
@@ -48,7 +49,7 @@ def draw(data: FigureData) -> Figure:
     return fig
 
 
-def _panel(ax: Axes, part, data: FigureData) -> None:
+def _panel(ax: Axes, part: pd.DataFrame, data: FigureData) -> None:
     for method, line in part.groupby(METHOD, sort=True):
         line = line.sort_values(X)
         st = data.style(str(method))

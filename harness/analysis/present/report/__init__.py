@@ -11,8 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import io
 import platform
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from importlib import metadata
 
 import numpy as np
@@ -97,7 +98,9 @@ def build_report(req: ReportRequest) -> str:
     )  # fmt: skip
 
 
-def _figures(sel: Selection, names: Sequence[str], req: ReportRequest, choice: MetricChoice):
+def _figures(
+    sel: Selection, names: Sequence[str], req: ReportRequest, choice: MetricChoice
+) -> Iterator[page.FigureBlock]:
     import matplotlib.pyplot as plt
 
     for d in draw_figures(sel, names, choice, req.options):
@@ -114,16 +117,16 @@ def _curves(sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, choice: Me
     """Checkboxes (one per arm) and one chart per condition: every run thin, each arm's tuned
     configuration (mean over seeds) thick, validation losses as dots."""
     from harness.analysis.present.figures.common import (
-        METHOD,
         FigureSkipped,
         arm_styles,
-        panel_keys,
         panel_title,
         panels,
         restrict,
         tuned_points,
     )
+    from harness.analysis.rows.arm_labels import panel_keys
     from harness.analysis.rows.preparation import prepare
+    from harness.analysis.stats.frame import METHOD
 
     if curves.empty:
         return "<p>No loss curves.</p>"
@@ -143,7 +146,7 @@ def _curves(sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, choice: Me
         return f"<p>No loss curves: {e}</p>"
     boxes = "".join(
         f'<label><input type="checkbox" checked data-arm="{index[a]}"><span class="swatch" '
-        f'style="background:{styles[a].color}"></span>{page.escape(a)}</label>'
+        f'style="background:{styles[a].color}"></span>{escape(a)}</label>'
         for a in arms
         if a in set(rows[METHOD])
     )

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from harness.analysis.present.figures.common import METHOD_EXTRAS, panel_keys
 from harness.analysis.questions import best, gap, query
+from harness.analysis.rows.arm_labels import METHOD_EXTRAS, panel_keys
 from harness.analysis.rows.axes import varying
 from harness.analysis.rows.selectors import Selector, parse_selector
 from harness.core.errors import UserError
@@ -38,7 +38,9 @@ def arm_columns(rows: pd.DataFrame) -> list[str]:
     return ["optimizer", *varying(rows, [c for c in METHOD_EXTRAS if c in rows.columns])]
 
 
-def _selector(rows: pd.DataFrame, given: Selector | None, choices: tuple[str, ...], flag: str):
+def _selector(
+    rows: pd.DataFrame, given: Selector | None, choices: tuple[str, ...], flag: str
+) -> Selector | None:
     if given is not None:
         return given
     present = set(rows["optimizer"].astype(str))

@@ -1,0 +1,290 @@
+"""``harness bench`` without training: protocol files (shipped and bad), the derived grid (equal
+budgets, A/A search spaces, baseline runs shared across candidates), and the verdict's reading
+of synthetic rows (better, worse, no evidence, not tuned, no verdict)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from harness.bench import SCALES, derive_bench, find_protocol
+from harness.bench.derive import derive
+from harness.bench.protocol import load_protocol
+from harness.bench.render import verdict_json, verdict_table
+from harness.bench.results import VALUE, Rows
+from harness.bench.verdict import verdict_of
+from harness.cli import main
+from harness.core.errors import UserError
+from harness.data.catalogue import vocab_lookup
+from harness.grid.load import load_grid
+
+PROTOCOLS = Path(__file__).resolve().parents[2] / "protocols"
+
+
+def _write(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def _protocol_text(**replace: str) -> str:
+    """The CI protocol's text with whole lines replaced (key -> new line)."""
+    lines = (PROTOCOLS / "ci.yaml").read_text().splitlines()
+    for old, new in replace.items():
+        hits = [i for i, line in enumerate(lines) if line.split("#")[0].strip().startswith(old)]
+        assert hits, old
+        lines[hits[0]] = new
+    return "\n".join(lines) + "\n"
+
+
+# --- shipped protocols ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", sorted(SCALES))
+def test_shipped_protocols_follow_the_rules(scale: str) -> None:
+    p = find_protocol(scale, None)
+    cells = dict(p.cells)
+    assert len(cells["batch_size"]) >= 2
+    assert max(len(cells.get(a, ())) for a in p.budget_axes) >= 2
+    assert len(p.confirm_seeds) >= 3 and not set(p.tune_seeds) & set(p.confirm_seeds)
+    assert p.base["lr_min"] == 0.0  # Kaddour: decayed fully
+    assert p.baselines[0].optimizer == "adamw"
+    if scale == "paper":  # the speed-up needs >= 3 budgets
+        assert len(cells["tokens"]) >= 3
+
+
+def test_every_shipped_default_names_its_source() -> None:
+    for name in SCALES.values():
+        text = (PROTOCOLS / name).read_text()
+        for source in ("AlgoPerf", "Marin", "Kaddour"):
+            assert source in text, (name, source)
+
+
+# --- bad protocol input: one line, exit code 2, nothing written -----------------------------------
+
+
+BAD = {
+    "unknown top key": ({"description:": "descripton: typo"}, "unknown key 'descripton'"),
+    "one batch size": (
+        {"batch_size:": "  batch_size: [8]"},
+        "cells: batch_size: expected a list of >= 2",
+    ),
+    "two confirmation seeds": ({"confirm:": "  confirm: [1, 2]"}, "at least 3 confirmation seeds"),
+    "seeds overlap": ({"confirm:": "  confirm: [0, 1, 2]"}, "are tuning seeds too"),
+    "lr range upside down": ({"lr: [": "      lr: [1.0e-2, 1.0e-3]"}, "must be >= 0.01"),
+    "1-beta >= 1": ({"1-beta1:": "      1-beta1: [0.02, 1.5]"}, "1-beta1: 1.5 >= 1"),
+    "too few lrs": ({"lr_points:": "  lr_points: 2"}, "lr_points: expected an integer >= 3"),
+    "alpha": ({"alpha:": "  alpha: 1.5"}, "probabilities in (0, 1)"),
+    "search key not taken": (
+        {"1-beta2:": "      1-momentum: [0.01, 0.1]"},
+        "'1-momentum' is not a hyperparameter adamw takes",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_protocol_is_one_line_exit_2_nothing_written(tmp_path: Path, case: str) -> None:
+    replace, message = BAD[case]
+    path = _write(tmp_path, _protocol_text(**replace))
+    results = tmp_path / "results"
+    r = CliRunner().invoke(main, ["bench", "torch.optim:SGD", "--protocol", str(path),
+                                  "--results", str(results), "--dry-run"])  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert message in r.output and r.output.count("\n") == 1, r.output
+    assert not results.exists()
+
+
+def test_missing_protocol_file_and_unknown_scale(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no such protocol file"):
+        load_protocol(tmp_path / "nope.yaml")
+    with pytest.raises(UserError, match="unknown --scale 'huge'; valid choices: ci, local, paper"):
+        find_protocol("huge", None)
+
+
+def test_candidate_that_is_a_baseline_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"is baseline 'AdamW'.*torch\.optim:AdamW"):
+        derive_bench("adamw", root=tmp_path, scale="ci")
+
+
+def test_unknown_candidate_names_the_known_ones(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["bench", "nosuchopt", "--scale", "ci", "--dry-run",
+                                  "--results", str(tmp_path / "r")])  # fmt: skip
+    assert r.exit_code == 2 and "adamw" in r.output, r.output
+
+
+# --- the derived grid -----------------------------------------------------------------------------
+
+
+def test_every_arm_gets_the_same_budget_and_aa_the_same_search(tmp_path: Path) -> None:
+    d = derive_bench("torch.optim:AdamW", root=tmp_path, scale="local")
+    base, cand = d.baselines[0], d.candidate
+    assert base.configs == cand.configs == 8  # 4 lrs x 2 settings
+    assert base.lrs == cand.lrs
+    assert list(base.settings) == list(cand.settings)
+    assert {s["weight_decay"] for s in cand.settings} == {0.1, 0.0}  # decay 0 is searched
+
+
+def test_plain_sgd_keeps_its_zero_momentum_and_gets_adamws_lr_range(tmp_path: Path) -> None:
+    d = derive_bench("torch.optim:SGD", root=tmp_path, scale="local")
+    block = d.document["grid"]["optimizer"]["torch.optim:SGD"]
+    assert set(block["zip"]) == {"weight_decay"}  # momentum 0 is not switched on
+    assert block["lr"] == list(d.baselines[0].lrs)
+    assert d.document["extend"] == {"axes": ["lr"], "rounds": 3, "bounds": {"lr": [1e-5, 10.0]}}
+
+
+def test_own_float_hyperparameters_get_a_log_range_around_their_default(tmp_path: Path) -> None:
+    opt = _write(tmp_path, """
+        import torch
+
+        class Damped(torch.optim.SGD):
+            def __init__(self, params, lr=0.1, damping: float = 0.01, decay: float = 0.9):
+                super().__init__(params, lr=lr)
+    """, "damped.py")  # fmt: skip
+    text = _protocol_text(**{"settings:": "  settings: 4"})
+    d = derive(load_protocol(_write(tmp_path, text)), f"{opt}:Damped", tmp_path)
+    assert d.candidate.label == "damped.py:Damped"  # however its path was typed
+    search = dict(d.candidate.search)
+    assert (search["damping"].low, search["damping"].high) == (0.001, 0.1)
+    assert (search["1-decay"].low, search["1-decay"].high) == (0.01, 0.99)
+    s = d.candidate.settings
+    assert s[0] == {"damping": 0.01, "decay": 0.9, "weight_decay": 0.1}
+    assert s[1] == {"damping": 0.01, "decay": 0.9, "weight_decay": 0.0}
+    # quasi-random points inside the ranges, none repeated
+    for x in s[2:]:
+        assert 0.001 <= x["damping"] <= 0.1 and 0.01 <= x["decay"] <= 0.99
+    assert len({tuple(sorted(x.items())) for x in s}) == 4
+
+
+def test_baseline_runs_are_the_same_runs_for_every_candidate(tmp_path: Path) -> None:
+    ids = {}
+    for cand in ("torch.optim:AdamW", "torch.optim:SGD"):
+        d = derive_bench(cand, root=tmp_path, scale="ci")
+        from harness.bench.derive import write_grid
+
+        g = load_grid(write_grid(d), vocab=vocab_lookup(tmp_path))
+        ids[cand] = {r.run_id for r in g.runs if r.label == "AdamW"}
+        assert len(ids[cand]) == 4 * 3  # 4 cells x 3 configurations x 1 tuning seed
+    assert ids["torch.optim:AdamW"] == ids["torch.optim:SGD"]
+
+
+def test_dry_run_says_what_each_phase_runs_and_the_paper_gpu_hours(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["bench", "torch.optim:SGD", "--scale", "paper", "--dry-run",
+                                  "--results", str(tmp_path / "r")])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "AdamW (baseline): 90 runs" in r.output
+    assert "torch.optim:SGD (candidate): 90 runs" in r.output
+    assert "phase 3, confirm: 36 runs" in r.output
+    hours = float(r.output.split(" GPU-hours")[0].rsplit(" ", 1)[1].replace(",", ""))
+    assert 1000 < hours < 5000
+
+
+# --- the verdict's reading ------------------------------------------------------------------------
+
+CELLS = [(8, 4096), (8, 8192), (16, 4096), (16, 8192)]
+LRS = [1e-3, 5.477e-3, 3e-2]
+
+
+def _rows(cand_shift: float, *, cand_curve: dict[float, float] | None = None,
+          confirm_seeds: int = 3) -> tuple[Rows, object]:  # fmt: skip
+    """Synthetic rows of the CI protocol: AdamW's loss is 5 + (log10 lr + 2.26)^2 (best in the
+    middle), seeds add a known spread; the candidate's is AdamW's + ``cand_shift``."""
+    rng = np.random.default_rng(0)
+    tuning, confirm = [], []
+    for label, shift in (("AdamW", 0.0), ("torch.optim:SGD", cand_shift)):
+        for bs, tok in CELLS:
+            for lr in LRS:
+                curve = cand_curve if cand_curve and label != "AdamW" else None
+                loss = curve[lr] if curve else 5 + (np.log10(lr) + 2.26) ** 2 + shift
+                tuning.append({"label": label, "batch_size": bs, "tokens": tok, "lr": lr,
+                               "seed": 0, "confirm": None, "extend_round": None,
+                               VALUE: loss})  # fmt: skip
+            best = min(LRS, key=lambda x: 5 + (np.log10(x) + 2.26) ** 2)
+            for s in range(1, 1 + confirm_seeds):
+                confirm.append({"label": label, "batch_size": bs, "tokens": tok, "lr": best,
+                                "seed": s, "confirm": True, "extend_round": None,
+                                VALUE: 5.0 + shift + rng.normal(0, 0.01)})  # fmt: skip
+    rows = Rows("val_loss", "min", pd.DataFrame(tuning), pd.DataFrame(confirm),
+                ("label", "batch_size", "tokens"), ("lr",))  # fmt: skip
+    return rows, None
+
+
+@pytest.fixture
+def ci_sgd(tmp_path: Path):
+    return derive_bench("torch.optim:SGD", root=tmp_path, scale="ci")
+
+
+def test_verdict_no_evidence_for_equal_arms(ci_sgd) -> None:
+    v = verdict_of(ci_sgd, _rows(0.0)[0])
+    assert [c.reading for c in v.comparisons] == ["no evidence"] * 4
+    assert all(c.ci_low < 0 < c.ci_high for c in v.comparisons)
+    assert all(0 < c.detectable < 0.2 for c in v.comparisons)  # the power line: ~3 seed sds
+    assert "no evidence 4" in verdict_table(v)
+
+
+@pytest.mark.parametrize(("shift", "reading"), [(0.5, "worse"), (-0.5, "better")])
+def test_verdict_reads_a_clear_difference(ci_sgd, shift: float, reading: str) -> None:
+    v = verdict_of(ci_sgd, _rows(shift)[0])
+    assert [c.reading for c in v.comparisons] == [reading] * 4
+    assert all(c.p_adjusted < 0.05 for c in v.comparisons)
+    assert all(abs(c.difference - shift) < 0.05 for c in v.comparisons)
+    out = json.loads(verdict_json(v))
+    assert out["summary"] == f"{reading} 4"
+    assert len(out["totals"]) == 2 and out["totals"][0]["budget"] == out["totals"][1]["budget"]
+
+
+def test_best_on_an_edge_is_not_tuned(ci_sgd) -> None:
+    edge = {1e-3: 7.0, 5.477e-3: 6.0, 3e-2: 5.0}  # still falling at the largest lr tried
+    v = verdict_of(ci_sgd, _rows(-0.5, cand_curve=edge)[0])
+    assert [c.reading for c in v.comparisons] == ["not tuned"] * 4
+    assert "largest tried" in v.comparisons[0].why
+    assert all(np.isnan(c.difference) for c in v.comparisons)  # no number for an untuned arm
+
+
+def test_one_confirmation_seed_gives_no_verdict(ci_sgd) -> None:
+    v = verdict_of(ci_sgd, _rows(0.5, confirm_seeds=1)[0])
+    assert [c.reading for c in v.comparisons] == ["no verdict"] * 4
+
+
+def test_speedup_with_three_budgets_reads_the_candidates_data_efficiency(tmp_path: Path) -> None:
+    """AdamW's L(D) = 3 + 100 D^-0.5; the candidate reaches at D what AdamW reaches at 2D."""
+    text = _protocol_text(**{"tokens:": "  tokens: [4096, 8192, 16384]"})
+    d = derive(load_protocol(_write(tmp_path, text)), "torch.optim:SGD", tmp_path)
+    rng = np.random.default_rng(1)
+    tuning, confirm = [], []
+    for label, factor in (("AdamW", 1.0), ("torch.optim:SGD", 2.0)):
+        for bs in (8, 16):
+            for tok in (4096, 8192, 16384):
+                law = 3 + 100 * (factor * tok) ** -0.5
+                for lr in LRS:
+                    tuning.append({"label": label, "batch_size": bs, "tokens": tok, "lr": lr,
+                                   "confirm": None, "extend_round": None,
+                                   VALUE: law + (np.log10(lr) + 2.26) ** 2})  # fmt: skip
+                for _seed in (1, 2, 3):
+                    confirm.append({"label": label, "batch_size": bs, "tokens": tok,
+                                    "lr": 5.477e-3, "confirm": True, "extend_round": None,
+                                    VALUE: law + rng.normal(0, 0.002)})  # fmt: skip
+    rows = Rows("val_loss", "min", pd.DataFrame(tuning), pd.DataFrame(confirm),
+                ("label", "batch_size", "tokens"), ("lr",))  # fmt: skip
+    v = verdict_of(d, rows)
+    assert len(v.speedups) == 2  # per batch size
+    for s in v.speedups:
+        assert s.reading == "better" and s.ci_low < 2.0 < s.ci_high, s
+        assert abs(s.ratio - 2.0) < 0.2
+        assert s.fit_check.startswith("unchecked: 3 budgets")  # the model check, said
+    assert "data-efficiency speed-up" in verdict_table(v)
+
+
+def test_an_arm_with_part_of_its_budget_is_not_tuned(ci_sgd) -> None:
+    rows = _rows(0.5)[0]
+    t = rows.tuning
+    dropped = t[~((t["label"] == "torch.optim:SGD") & (t["lr"] == 1e-3))]  # a failed config
+    v = verdict_of(ci_sgd, Rows(rows.metric, rows.goal, dropped, rows.confirm, rows.keys,
+                                rows.over))  # fmt: skip
+    assert [c.reading for c in v.comparisons] == ["not tuned"] * 4
+    assert "only 2 of torch.optim:SGD's 3 configurations" in v.comparisons[0].why

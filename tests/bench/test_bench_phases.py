@@ -1,0 +1,111 @@
+"""The bench's phases on simulated training: results are written to the real store from a known
+loss function of each run's config (no training), and the phases are planned as ``harness
+bench`` plans them (:func:`harness.api.plan` with ``per_arm``, as its submits do). Checks that
+each arm gets the protocol's extension rounds whatever earlier candidates used, that a second
+candidate reuses every baseline run (extension and confirmation included), and the verdict read
+from the store."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import api
+from harness.bench import derive_bench, judge
+from harness.bench.derive import Derived, write_grid
+from harness.bench.phases import plan
+from harness.core.config import RunConfig
+from harness.core.provenance import provenance
+from harness.core.result import RunResult
+from harness.store.db import newest_values
+from harness.store.manifest import write_manifest
+from harness.store.rows import write_result
+
+Loss = Callable[[RunConfig], float]
+
+
+def _loss(best_lr: dict[str, float], level: dict[str, float]) -> Loss:
+    """val_loss = level + (log10 lr - log10 best)^2 + a seed's noise (sd 0.01), per label."""
+
+    def f(r: RunConfig) -> float:
+        assert r.label is not None
+        noise = np.random.default_rng(
+            [r.execution.seed, int(r.data.tokens), r.data.batch_size]
+        ).normal()
+        return level[r.label] + (math.log10(r.optim.lr / best_lr[r.label])) ** 2 + 0.01 * noise
+
+    return f
+
+
+def _simulate(d: Derived, root: Path, data: Path, loss: Loss) -> list[RunConfig]:
+    """Run the bench's phases with ``loss`` as the trainer; returns the runs 'trained'."""
+    path = write_grid(d)
+    trained: list[RunConfig] = []
+    for _ in range(12):  # tune, up to 3 extension rounds, confirm: a few rounds each
+        planned = api.plan(path, extend=True, confirm=True, per_arm=True, results=root,
+                           data=data)  # fmt: skip
+        runs = list(planned.runs)
+        write_manifest(root, planned.grid.name, runs)
+        done = set(newest_values(root, planned.grid.name, ["status"]))
+        todo = [r for r in runs if r.run_id not in done]
+        if not todo:
+            return trained
+        for r in todo:
+            result = RunResult(status="completed", steps_done=r.data.steps,
+                               metrics={"val_loss": loss(r)})  # fmt: skip
+            write_result(root, r, result, provenance())
+        trained += todo
+    raise AssertionError("the phases did not converge")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "results"
+
+
+def test_second_candidate_gets_its_rounds_and_reuses_every_baseline_run(
+    root: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    best = {"AdamW": 5.5e-3, "torch.optim:Adagrad": 100.0, "torch.optim:SGD": 0.9}
+    level = {"AdamW": 5.0, "torch.optim:Adagrad": 5.0, "torch.optim:SGD": 6.0}
+    loss = _loss(best, level)
+
+    first = derive_bench("torch.optim:Adagrad", root=root, scale="ci")
+    ran = _simulate(first, root, data, loss)
+    adagrad = [r for r in ran if r.label == "torch.optim:Adagrad"]
+    assert max(r.extend_round or 0 for r in adagrad) == 3  # used every round (best far above)
+    v = judge(first, root)
+    assert {c.reading for c in v.comparisons} == {"not tuned"}  # still on the edge after 3
+    assert "largest tried" in v.comparisons[0].why
+
+    second = derive_bench("torch.optim:SGD", root=root, scale="ci")
+    p = plan(second, root, data)
+    assert [(a.label, a.tuning, a.tuning_done) for a in p.arms] == [
+        ("AdamW", 12, 12), ("torch.optim:SGD", 12, 0)]  # fmt: skip
+    assert p.arms[0].followups_done == 12  # AdamW's 12 confirmation runs
+    ran = _simulate(second, root, data, loss)
+    assert {r.label for r in ran} == {"torch.optim:SGD"}  # no baseline run trained again
+    sgd_rounds = {r.extend_round for r in ran if r.extend_round}
+    assert sgd_rounds == {1, 2, 3}  # its own 3 rounds, though Adagrad used 3 before it
+    assert max(r.optim.lr for r in ran) > 0.9  # extended past its best
+    v = judge(second, root)
+    assert [c.reading for c in v.comparisons] == ["worse"] * 4
+    assert all(0.9 < c.difference < 1.1 for c in v.comparisons)
+    assert [t.budget for t in v.totals] == [3, 3]
+    assert all(a.lr_curve for a in v.arms)
+
+
+def test_aa_on_the_same_losses_finds_no_evidence(root: Path, tmp_path: Path) -> None:
+    d = derive_bench("torch.optim:AdamW", root=root, scale="ci")
+    loss = _loss(
+        {"AdamW": 5.5e-3, "torch.optim:AdamW": 5.5e-3}, {"AdamW": 5.0, "torch.optim:AdamW": 5.0}
+    )
+    _simulate(d, root, tmp_path / "data", loss)
+    v = judge(d, root)
+    assert [c.reading for c in v.comparisons] == ["no evidence"] * 4
+    assert all(c.n_candidate == c.n_baseline == 3 for c in v.comparisons)
