@@ -270,7 +270,7 @@ def budget_ratio_interval(
     return ratio, float(np.exp(lo)), float(np.exp(hi))
 
 
-def _checked(
+def checked(
     fit: PowerLaw,
     d: np.ndarray,
     b_stats: tuple[np.ndarray, ...],
@@ -279,8 +279,12 @@ def _checked(
     goal: Goal,
     conf: float,
     ci: tuple[float, float],
+    *,
+    polish: bool = True,
 ) -> tuple[float, float, list[str]]:
-    """The interval widened over fit windows, and the checks (module docstring)."""
+    """The interval ``ci`` widened over fit windows, and the checks (module docstring): (low,
+    high, the reasons ``fit_check`` prints; empty when ok). ``polish`` as for
+    :func:`budget_ratio_interval`."""
     if d.size <= MIN_BUDGETS:
         return ci[0], ci[1], [f"unchecked: {d.size} budgets, as many as parameters"]
     means, vars_, ns = b_stats
@@ -289,7 +293,7 @@ def _checked(
     if test.rejected:
         checks.append(f"lack of fit: the power law misses b's means (F test p = {test.p:.2g})")
     sub = tuple(v[1:] for v in b_stats)
-    _, lo2, hi2 = budget_ratio_interval(d[1:], sub, a_stats, budget_a, goal, conf)
+    _, lo2, hi2 = budget_ratio_interval(d[1:], sub, a_stats, budget_a, goal, conf, polish=polish)
     if not (np.isfinite(lo2) and np.isfinite(hi2)):
         return ci[0], ci[1], [*checks, "unchecked window: no ratio without the smallest budget"]
     if np.isfinite(ci).all() and intervals_disjoint(ci, (lo2, hi2)):
@@ -318,7 +322,7 @@ def _cell(
         b_stats = tuple(np.array([f(vb[k]) for k in d]) for f in _SUMMARY)
         a_stats = tuple(float(f(va[budget_a])) for f in _SUMMARY)
         _, lo, hi = budget_ratio_interval(d, b_stats, a_stats, budget_a, goal, conf)
-        lo, hi, checks = _checked(fit, d, b_stats, a_stats, budget_a, goal, conf, (lo, hi))
+        lo, hi, checks = checked(fit, d, b_stats, a_stats, budget_a, goal, conf, (lo, hi))
     if np.isinf(budget_b):
         notes.append(f"{a}'s final value is beyond {b}'s asymptote E")
     elif not d[0] <= budget_b <= d[-1]:  # a fitted value outside the observed: flagged too
