@@ -44,9 +44,10 @@ def test_a_fit_inside_the_observed_range_stays_ok():
     assert row["fit_check"] == OK, row["fit_check"]
 
 
-def test_a_speedup_extrapolated_beyond_bs_budgets_is_flagged():
+def test_a_speedup_extrapolated_beyond_bs_budgets_is_noted():
     """a's final value is below every budget b tried: b's budget comes from the fitted power
-    law beyond its largest budget."""
+    law beyond its largest budget, and the note says so (a guard: main already noted it; it is
+    no fit_check failure, which would take the bench's verdict away)."""
     from harness.analysis.stats.frame import ARM, VALUE
     from harness.analysis.stats.power_law import speedup
 
@@ -59,4 +60,4 @@ def test_a_speedup_extrapolated_beyond_bs_budgets_is_flagged():
     rows += [{ARM: "a", "tokens": 4e9, "seed": s, VALUE: 2.45 + 0.003 * s} for s in range(3)]
     row = speedup(pd.DataFrame(rows), [], "tokens", "a", "b", "min").iloc[0]
     assert row["budget_b"] > 4e9
-    assert "extrapolated" in row["fit_check"]
+    assert "extrapolated outside b's budgets" in row["note"]

@@ -325,9 +325,8 @@ def _cell(
         lo, hi, checks = checked(fit, d, b_stats, a_stats, budget_a, goal, conf, (lo, hi))
     if np.isinf(budget_b):
         notes.append(f"{a}'s final value is beyond {b}'s asymptote E")
-    elif not d[0] <= budget_b <= d[-1]:  # a fitted value outside the observed: flagged too
+    elif not d[0] <= budget_b <= d[-1]:
         notes.append(f"extrapolated outside {b}'s budgets {d[0]:g}..{d[-1]:g}")
-        checks.append(f"extrapolated: {b}'s budget outside its budgets {d[0]:g}..{d[-1]:g}")
     return {
         "a_final": a_final, "budget_a": budget_a, "budget_b": budget_b,
         "ratio": budget_b / budget_a, "ci_low": lo, "ci_high": hi,
