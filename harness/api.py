@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from harness.analysis.rows.selectors import Selector
     from harness.core.config import RunConfig
     from harness.followup.rounds import Submitted
-    from harness.followup.selected import Tuned
+    from harness.followup.selected import Tuned as Tuned  # re-exported: api.tuned returns it
     from harness.grid.load import Grid
     from harness.metrics.catalogue import Goal
     from harness.store.importing import Imported
