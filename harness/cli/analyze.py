@@ -100,6 +100,7 @@ _KINDS: dict[str, dict[str, Any]] = {
     "float": {"type": float},
     "int": {"type": int},
     "columns": {"type": str, "callback": _parse_columns},
+    "flag": {"is_flag": True},
 }
 
 

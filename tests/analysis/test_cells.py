@@ -16,6 +16,7 @@ from harness import api
 from harness.analysis.rows.conditions import auto_over, followers, open_conditions
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
+from harness.core.errors import UserError
 
 BATCHES = (16, 64)
 LRS = (1e-3, 3e-3, 1e-2)
@@ -271,3 +272,43 @@ def test_an_expression_field_is_never_extended(tmp_path):
     assert "lr_min" not in text and "warmup_steps" not in text
     assert sorted({r.optim.lr for r in plan.runs}) == [0.1]
     assert all(r.optim.lr_min == pytest.approx(0.1 * r.optim.lr) for r in plan.runs)
+
+
+def _panels(drawn) -> int:
+    import matplotlib.pyplot as plt
+
+    (d,) = drawn
+    assert d.figure is not None, d.skipped
+    n = sum(1 for ax in d.figure.axes if ax.has_data())
+    plt.close(d.figure)
+    return n
+
+
+def test_figures_and_report_share_pool(root):
+    """--pool is one option of analyze, figures and report: a pooled batch size is no panel."""
+    kw = {"results": root, "names": ["loss_curves"], "write": False}
+    assert _panels(api.figures("conds", **kw).drawn) == 2  # a panel per batch size
+    assert _panels(api.figures("conds", **kw, pool=["batch_size"]).drawn) == 1
+    with pytest.raises(UserError, match="--pool: 'lr' is not a condition"):
+        api.figures("conds", **kw, pool=["lr"])
+    html = api.report("conds", results=root, pool=["batch_size"])
+    assert "harness analyze best conds --pool batch_size" in html
+    assert "pooled (--pool): batch_size" in html
+    res = _cli(root, "report", "conds", "-o", str(root / "r.html"), "--pool", "nosuch")
+    assert res.exit_code == 2 and "valid choices: batch_size" in res.output
+
+
+def test_a_yaml_expression_the_data_cannot_tell_follows(tmp_path):
+    """``lr_min: "lr ** 2 * 100"`` moves one to one with lr but not as a constant multiple:
+    only the grid YAML says it is derived; named as GRID, it is never tuned over."""
+    for lr in (1e-3, 3e-3, 1e-2):
+        for s in range(2):
+            run = make_run(grid="sq", lr=lr, lr_min=lr * lr * 100, seed=s)
+            write_run(tmp_path, run, val_ppl=20.0 + abs(math.log10(lr / 3e-3)) + 0.1 * s)
+    path = tmp_path / "sq.yaml"
+    path.write_text("name: sq\nbase: {lr_min: 'lr ** 2 * 100'}\ngrid: {lr: [1.0e-3, 3.0e-3]}\n")
+    by_name = _cli(tmp_path, "analyze", "best", "sq")
+    assert "tuned over: lr, lr_min" in by_name.output  # the data alone: two tuned axes
+    by_yaml = _cli(tmp_path, "analyze", "best", str(path))
+    assert by_yaml.exit_code == 0, by_yaml.output
+    assert "note: tuned over: lr\n" in by_yaml.output

@@ -218,7 +218,7 @@ def resolve_alternative(goal: Goal, alternative: Alternative | Literal["auto"]) 
     return "less" if goal == "min" else "greater"
 
 
-def hypothesis(a: str, b: str, alternative: str) -> str:
+def hypothesis(a: str, b: str, alternative: Alternative) -> str:
     """The alternative hypothesis about arm ``b`` against arm ``a``, in words (``alternative``:
     a resolved one, ``less``, ``greater`` or ``two-sided``)."""
     if alternative == "two-sided":

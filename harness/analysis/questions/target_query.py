@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis.rows.arm_labels import METHOD_EXTRAS, add_methods, panel_keys
+from harness.analysis.rows.arm_labels import add_methods, panel_keys
 from harness.analysis.rows.axes import check_cells, check_columns, varying_within
-from harness.analysis.rows.conditions import auto_over, check_pool
+from harness.analysis.rows.conditions import METHOD_EXTRAS, auto_over, check_pool
 from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.preparation import require_rows
 from harness.analysis.stats import performance_profiles

@@ -30,7 +30,7 @@ def own_hyperparameters(df: pd.DataFrame) -> list[str]:
     ``own_hyperparameters``): tuned over like ``HYPERPARAMETERS``."""
     if OWN_HYPERPARAMETERS not in df.columns:
         return []
-    names = {n for v in df[OWN_HYPERPARAMETERS].dropna() for n in str(v).split(",") if n}
+    names = {n for v in df[OWN_HYPERPARAMETERS].dropna().unique() for n in str(v).split(",") if n}
     return sorted(n for n in names if n in df.columns)
 
 
@@ -44,7 +44,7 @@ def workload_parameters(df: pd.DataFrame) -> list[str]:
     ``workload_parameters``): conditions, never tuned over."""
     if WORKLOAD_PARAMETERS not in df.columns:
         return []
-    names = {n for v in df[WORKLOAD_PARAMETERS].dropna() for n in str(v).split(",") if n}
+    names = {n for v in df[WORKLOAD_PARAMETERS].dropna().unique() for n in str(v).split(",") if n}
     return sorted(n for n in names if n in df.columns)
 
 

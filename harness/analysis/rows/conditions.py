@@ -62,9 +62,11 @@ def check_pool(df: pd.DataFrame, pool: Sequence[str]) -> None:
     valid = conditions(df)
     for axis in pool:
         if axis not in valid:
+            vary = [c for c in valid if df[c].nunique(dropna=False) > 1]
             raise UserError(
                 f"{POOL_FLAG}: {axis!r} is not a condition of these runs; valid choices: "
-                f"{', '.join(valid) or 'none'}"
+                f"{', '.join(vary) or 'none'} (the conditions that vary here; one that does "
+                "not vary may be named too)"
             )
 
 

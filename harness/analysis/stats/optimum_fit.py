@@ -70,7 +70,8 @@ class Fit:
     def at_optimum(self) -> np.ndarray:
         """(k,): the weights of the points' means in m*."""
         d = self.d
-        return self.weights[0] + d * self.weights[1] + d * d * self.weights[2]
+        value: np.ndarray = self.weights[0] + d * self.weights[1] + d * d * self.weights[2]
+        return value
 
 
 def fit(u: np.ndarray, means: np.ndarray, sign: float) -> Fit:
