@@ -378,13 +378,19 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
     return out
 
 
+CAVEATS = ("unchecked", "extrapolated")
+"""Speed-up checks that are caveats, not failures: a check that could not be made (too few
+budgets), and the baseline's budget beyond those it trained (``extrapolated``), which a speed-up
+above 1 at the largest budget always is (Marin's ratio reads the baseline's fit past its data)."""
+
+
 def _failed(check: str) -> bool:
-    """Whether a speed-up's model check failed (lack of fit, window-sensitive); a check that
-    could not be made (``unchecked: ...``, too few budgets) leaves the reading to the interval."""
+    """Whether a speed-up's model check failed (lack of fit, window-sensitive); a caveat
+    (:data:`CAVEATS`, said in ``fit_check``) leaves the reading to the interval."""
     from harness.analysis.stats import OK
 
     parts = [c.strip() for c in check.split(";") if c.strip()]
-    return any(c != OK and not c.startswith("unchecked") for c in parts)
+    return any(c != OK and not c.startswith(CAVEATS) for c in parts)
 
 
 def _totals(rows: Rows, derived: Derived) -> list[ArmTotal]:

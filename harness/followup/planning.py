@@ -234,14 +234,15 @@ def follow_up(
         whole = _plan_part(grid, grid.runs, added, df, extend=extend, confirm=confirm)
         return FollowUp(added, whole.new, whole.lines)
     labels = list(dict.fromkeys(r.label for r in grid.runs))
-    out = FollowUp([r for r in added if r.label in labels])
+    new: dict[str, RunConfig] = {}
+    lines: list[str] = []
     for label in labels:
         own = [r for r in grid.runs if r.label == label]
         part = _plan_part(grid, own, [r for r in added if r.label == label], df, extend=extend,
                           confirm=confirm, strict=True)  # fmt: skip
-        out.new += [r for r in part.new if r.run_id not in {n.run_id for n in out.new}]
-        out.lines += [f"{label}: {line}" for line in part.lines]
-    return out
+        new.update((r.run_id, r) for r in part.new)
+        lines += [f"{label}: {line}" for line in part.lines]
+    return FollowUp([r for r in added if r.label in labels], list(new.values()), lines)
 
 
 def _plan_part(
@@ -284,7 +285,7 @@ def _plan_part(
         if planned.runs:
             return out
         out.lines.append("--extend: no best on an open edge" if not planned.lines
-                        else "--extend: nothing more to add")  # fmt: skip
+                         else "--extend: nothing more to add")  # fmt: skip
     if confirm:
         planned = plan_confirmation(rows, tuning, grid.confirm_seeds, goal, change)
         known = {r.run_id for r in added}
