@@ -277,7 +277,7 @@ def test_speedup_with_three_budgets_reads_the_candidates_data_efficiency(tmp_pat
         assert s.reading == "better" and s.ci_low < 2.0 < s.ci_high, s
         assert abs(s.ratio - 2.0) < 0.2
         assert s.fit_check.startswith("unchecked: 3 budgets")  # the model check, said
-        assert "extrapolated" in s.fit_check  # a ratio of 2 reads AdamW's fit past its data
+        assert "extrapolated" in s.note  # a ratio of 2 reads AdamW's fit past its data: said
     assert "data-efficiency speed-up" in verdict_table(v)
 
 
