@@ -34,6 +34,7 @@ import pandas as pd
 
 from harness.bench.derive import Derived
 from harness.bench.results import LR_EDGE, VALUE, Rows, load_rows, selection
+from harness.metrics.catalogue import Goal
 
 Reading = Literal["better", "worse", "no evidence", "not tuned", "no verdict", "pending"]
 """What one comparison says."""
@@ -329,7 +330,7 @@ def _holm(p: np.ndarray) -> np.ndarray:
     return holm(p)
 
 
-def _read(diff: float, p_adj: float, alpha: float, goal: str) -> Reading:
+def _read(diff: float, p_adj: float, alpha: float, goal: Goal) -> Reading:
     if not p_adj < alpha:
         return "no evidence"
     lower = diff < 0

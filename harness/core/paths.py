@@ -303,7 +303,12 @@ def locks_dir(root: Path, grid: str) -> Path:
 
 def run_lock_path(root: Path, grid: str, run_id: str) -> Path:
     """The lock the process training a run holds (a run is never trained twice at once)."""
-    return locks_dir(root, grid) / f"{run_id}.lock"
+    return locks_dir(root, grid) / run_lock_name(run_id)
+
+
+def run_lock_name(run_id: str) -> str:
+    """The file name of a run's lock in :func:`locks_dir` (:func:`run_lock_path`)."""
+    return f"{run_id}.lock"
 
 
 def lock_run_id(path: Path) -> str | None:

@@ -42,7 +42,7 @@ def answer(
     fam = families.family(q, family, "compare", [a.label, b.label], correction) if family else None
     out = significance.compare(
         t.seeds,
-        list(by),
+        [*by, *t.added],
         a.label,
         b.label,
         test=test,

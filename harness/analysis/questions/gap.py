@@ -40,11 +40,12 @@ def answer(
     t, goal = query.arms_tuned(
         q, arms, by, over, others=True, tuned_mode=tuned_mode, fit_axis=fit_axis
     )
+    by = [*by, *t.added]
     labels = [baseline.label, reference.label]
     fam = families.family(q, family, "gap", labels, correction) if family else None
     out = baseline_gap.gap_closure(
         t.seeds,
-        list(by),
+        by,
         baseline.label,
         reference.label,
         confidence=confidence,

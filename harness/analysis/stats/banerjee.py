@@ -48,7 +48,7 @@ def quantile(weights: Sequence[Values], dfs: Sequence[Values], upper: Values) ->
     total = w.sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = np.sqrt((t * t * w).sum(axis=0) / total)
-    return np.where(total > 0, q, t.max(axis=0))
+    return np.asarray(np.where(total > 0, q, t.max(axis=0)), float)
 
 
 def p_value(

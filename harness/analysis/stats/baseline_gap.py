@@ -19,13 +19,14 @@ else ``n.s.``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.analysis.stats.cells import iter_cells, with_keys
 from harness.analysis.stats.corrections import CORRECTIONS, Adjust
-from harness.analysis.stats.defaults import CONFIDENCE, Correction
+from harness.analysis.stats.defaults import CONFIDENCE, Correction, TestName
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
 from harness.analysis.stats.intervals import (
     METHODS,
@@ -55,7 +56,7 @@ COLUMNS = (
     "note",
 )
 #: The test behind ``vs_baseline`` and ``vs_reference``.
-TEST = "welch"
+TEST: TestName = "welch"
 
 #: A bounded closure interval is flagged (:func:`small_gap`) at most this many seeds in an arm...
 SMALL_GAP_SEEDS = 3
@@ -76,7 +77,7 @@ def small_gap(t_gap: Values, n_min: Values) -> np.ndarray:
     """
     n = np.asarray(n_min, float)
     t = np.abs(np.asarray(t_gap, float))
-    return (n < SMALL_GAP_SEEDS) | ((n == SMALL_GAP_SEEDS) & (t < SMALL_GAP_T))
+    return np.asarray((n < SMALL_GAP_SEEDS) | ((n == SMALL_GAP_SEEDS) & (t < SMALL_GAP_T)), bool)
 
 
 def small_gap_note(t_gap: float, n_min: int) -> str:
@@ -98,13 +99,17 @@ def gap_t(b: tuple[Values, ...], r: tuple[Values, ...]) -> np.ndarray:
     """The gap's t statistic (m_B - m_R) / sqrt(s_B^2 / n_B + s_R^2 / n_R) from (mean, seed
     variance, n) of B and R."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (np.asarray(b[0], float) - np.asarray(r[0], float)) / np.sqrt(
+        gap = np.asarray(b[0], float) - np.asarray(r[0], float)
+        se = np.sqrt(
             np.asarray(b[1], float) / np.asarray(b[2], float)
             + np.asarray(r[1], float) / np.asarray(r[2], float)
         )
+        return np.asarray(gap / se, float)
 
 
-def closure(m_b: np.ndarray | float, m_x: np.ndarray | float, m_r: np.ndarray | float):
+def closure(
+    m_b: np.ndarray | float, m_x: np.ndarray | float, m_r: np.ndarray | float
+) -> np.ndarray:
     """(m_b - m_x) / (m_b - m_r), elementwise; NaN where the gap is zero or undefined."""
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (np.asarray(m_b, float) - np.asarray(m_x, float)) / (
@@ -218,7 +223,7 @@ def _summary(v: np.ndarray, pooled: tuple[float, float] | None) -> tuple[float, 
 
 def _closure_row(
     vb: np.ndarray, vx: np.ndarray, vr: np.ndarray, conf: float, arms: list[tuple[float, ...]]
-) -> dict:
+) -> dict[str, object]:
     c = float(closure(vb.mean(), vx.mean(), vr.mean()))
     row = {"closure_pct": 100 * c, "note": _note(vb.mean(), vr.mean(), vx)}
     if row["note"]:
@@ -267,7 +272,7 @@ def _significance(
     }
     tests = []  # (row index, column, index into ps, sign of mean(arm) - mean(other))
     ps: list[float] = []
-    pairs: dict[tuple, int] = {}  # one test per unordered pair of arms in a cell
+    pairs: dict[tuple[Any, ...], int] = {}  # one test per unordered pair of arms in a cell
     for i, row in out.iterrows():
         cell = tuple(row[k] for k in by)
         mine = values.get((cell, str(row[ARM])))
@@ -319,7 +324,7 @@ def _test(
     return welch_p_value(float(mine.mean() - theirs.mean()), weights, [da, dm], "two-sided")
 
 
-def notes(confidence: float, alpha: float, correction: str, n_tests: int) -> list[str]:
+def notes(confidence: float, alpha: float, correction: Correction, n_tests: int) -> list[str]:
     """The notes naming the gap table's methods."""
     return [
         f"closure interval: {METHODS['ratio']}, {100 * confidence:g}%",

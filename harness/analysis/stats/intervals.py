@@ -72,7 +72,8 @@ def satterthwaite(weights: Sequence[Values], dfs: Sequence[Values]) -> np.ndarra
         den = np.where(w > 0, w * w / d, 0.0).sum(axis=0)
         out = w.sum(axis=0) ** 2 / den
     # all-zero variance (identical seeds): the smallest df of the terms, a finite choice
-    return np.where(den > 0, out, d.min(axis=0))
+    df: np.ndarray = np.where(den > 0, out, d.min(axis=0))
+    return df
 
 
 def welch_quantile(

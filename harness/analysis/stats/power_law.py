@@ -25,7 +25,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -72,7 +72,8 @@ class PowerLaw:
 
     def __call__(self, d: np.ndarray | float) -> np.ndarray:
         """The curve at budgets ``d``."""
-        return self.E + self.sign * self.A * np.power(np.asarray(d, float), -self.alpha)
+        loss: np.ndarray = self.E + self.sign * self.A * np.power(np.asarray(d, float), -self.alpha)
+        return loss
 
     def budget_for(self, target: float) -> float:
         """The D with L(D) = target; inf when target is at or beyond the asymptote."""
@@ -138,11 +139,14 @@ def fit_power_law(d: np.ndarray, y: np.ndarray, goal: Goal, *, polish: bool = Tr
     return PowerLaw(A=float(a * ref**alpha), alpha=float(alpha), E=float(e), sign=sign)
 
 
-def _polish(u: np.ndarray, y: np.ndarray, sign: float, start: tuple[float, float, float]):
-    def f(u_, a_, alpha_, e_):
-        return e_ + sign * a_ * np.power(u_, -alpha_)
+def _polish(
+    u: np.ndarray, y: np.ndarray, sign: float, start: tuple[float, float, float]
+) -> tuple[float, float, float]:
+    def f(u_: np.ndarray, a_: float, alpha_: float, e_: float) -> np.ndarray:
+        loss: np.ndarray = e_ + sign * a_ * np.power(u_, -alpha_)
+        return loss
 
-    def sse(p) -> float:
+    def sse(p: Sequence[float]) -> float:
         return float(((f(u, *p) - y) ** 2).sum())
 
     lower, upper = [0.0, ALPHA_BOUNDS[0], -np.inf], [np.inf, ALPHA_BOUNDS[1], np.inf]
@@ -152,7 +156,10 @@ def _polish(u: np.ndarray, y: np.ndarray, sign: float, start: tuple[float, float
             p, _ = curve_fit(f, u, y, p0=start, bounds=(lower, upper), maxfev=2000)
     except (RuntimeError, ValueError):
         return start
-    return tuple(float(v) for v in p) if sse(p) <= sse(start) else start
+    if sse(p) > sse(start):
+        return start
+    a, alpha, e = (float(v) for v in p)
+    return a, alpha, e
 
 
 def speedup(
@@ -194,7 +201,9 @@ def _arm(cell: pd.DataFrame, arm: str, x: str) -> dict[float, np.ndarray]:
     return {float(cast(float, xv)): g[VALUE].to_numpy(float) for xv, g in sub.groupby(x)}
 
 
-def _usable_budgets(cell, key, x, a, b) -> tuple[dict, dict, list[str]]:
+def _usable_budgets(
+    cell: pd.DataFrame, key: dict[str, Any], x: str, a: str, b: str
+) -> tuple[dict[float, np.ndarray], dict[float, np.ndarray], list[str]]:
     """(a's seeds by budget, b's finite budgets, notes); refuses too few budgets of b."""
     va, vb = _arm(cell, a, x), _arm(cell, b, x)
     diverged = [d for d, v in vb.items() if not np.isfinite(v.mean())]
@@ -292,7 +301,9 @@ def checked(
     return float(np.nanmin([ci[0], lo2])), float(np.nanmax([ci[1], hi2])), checks
 
 
-def _cell(cell, key, x, a, b, goal, conf) -> dict[str, object]:
+def _cell(
+    cell: pd.DataFrame, key: dict[str, Any], x: str, a: str, b: str, goal: Goal, conf: float
+) -> dict[str, object]:
     va, vb, notes = _usable_budgets(cell, key, x, a, b)
     checks: list[str] = []
     budget_a = max(va)
@@ -314,8 +325,9 @@ def _cell(cell, key, x, a, b, goal, conf) -> dict[str, object]:
         lo, hi, checks = checked(fit, d, b_stats, a_stats, budget_a, goal, conf, (lo, hi))
     if np.isinf(budget_b):
         notes.append(f"{a}'s final value is beyond {b}'s asymptote E")
-    elif not d[0] <= budget_b <= d[-1]:
+    elif not d[0] <= budget_b <= d[-1]:  # a fitted value outside the observed: flagged too
         notes.append(f"extrapolated outside {b}'s budgets {d[0]:g}..{d[-1]:g}")
+        checks.append(f"extrapolated: {b}'s budget outside its budgets {d[0]:g}..{d[-1]:g}")
     return {
         "a_final": a_final, "budget_a": budget_a, "budget_b": budget_b,
         "ratio": budget_b / budget_a, "ci_low": lo, "ci_high": hi,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,7 +62,9 @@ class SignificanceResult:
     """``paper`` only: the one-sided significance threshold d_significance."""
 
 
-def paper_test(a: np.ndarray, b: np.ndarray, alternative: str, alpha: float) -> SignificanceResult:
+def paper_test(
+    a: np.ndarray, b: np.ndarray, alternative: Alternative, alpha: float
+) -> SignificanceResult:
     """App. F of the Coupled Adam paper (see the module docstring); len(a) == len(b) == S."""
     s = a.size
     assert s == b.size and s >= 2
@@ -74,7 +77,7 @@ def paper_test(a: np.ndarray, b: np.ndarray, alternative: str, alpha: float) -> 
     return SignificanceResult(statistic=float(t), p=float(p), threshold=float(threshold))
 
 
-def _welch(a, b, alt, alpha) -> SignificanceResult:
+def _welch(a: np.ndarray, b: np.ndarray, alt: Alternative, alpha: float) -> SignificanceResult:
     r = stats.ttest_ind(b, a, equal_var=False, alternative=alt)
     if not unequal_counts(a.size, b.size):
         return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
@@ -83,17 +86,19 @@ def _welch(a, b, alt, alpha) -> SignificanceResult:
     return SignificanceResult(statistic=float(r.statistic), p=p)
 
 
-def _student(a, b, alt, alpha) -> SignificanceResult:
+def _student(a: np.ndarray, b: np.ndarray, alt: Alternative, alpha: float) -> SignificanceResult:
     r = stats.ttest_ind(b, a, equal_var=True, alternative=alt)
     return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
 
-def _paired(a, b, alt, alpha) -> SignificanceResult:
+def _paired(a: np.ndarray, b: np.ndarray, alt: Alternative, alpha: float) -> SignificanceResult:
     r = stats.ttest_rel(b, a, alternative=alt)
     return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
 
-def _mannwhitney(a, b, alt, alpha) -> SignificanceResult:
+def _mannwhitney(
+    a: np.ndarray, b: np.ndarray, alt: Alternative, alpha: float
+) -> SignificanceResult:
     r = stats.mannwhitneyu(b, a, alternative=alt)
     return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
@@ -102,7 +107,7 @@ def _mannwhitney(a, b, alt, alpha) -> SignificanceResult:
 class SignificanceTest:
     """A registered test."""
 
-    run: Callable[[np.ndarray, np.ndarray, str, float], SignificanceResult]
+    run: Callable[[np.ndarray, np.ndarray, Alternative, float], SignificanceResult]
     """(a values, b values, alternative, alpha) -> outcome."""
     paired: bool = False
     """Pairs a and b by seed."""
@@ -113,7 +118,7 @@ class SignificanceTest:
 
 
 #: ``--test`` name -> test.
-TESTS: dict[str, SignificanceTest] = {
+TESTS: dict[TestName, SignificanceTest] = {
     "paper": SignificanceTest(run=paper_test, one_sided_only=True),
     "welch": SignificanceTest(run=_welch),
     "student": SignificanceTest(run=_student),
@@ -222,7 +227,7 @@ def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
 
 
 def _check_seeds(
-    test: str, spec: SignificanceTest, arms: dict[str, np.ndarray], where: str
+    test: TestName, spec: SignificanceTest, arms: dict[str, np.ndarray], where: str
 ) -> None:
     what = "shared seeds" if spec.paired else "seeds"
     for label, v in arms.items():
@@ -240,7 +245,17 @@ def _check_seeds(
         )
 
 
-def _cell(cell, key, a, b, test, spec, alternative, alpha, pooled) -> dict[str, object]:
+def _cell(
+    cell: pd.DataFrame,
+    key: dict[str, Any],
+    a: str,
+    b: str,
+    test: TestName,
+    spec: SignificanceTest,
+    alternative: Alternative,
+    alpha: float,
+    pooled: dict[tuple[Any, ...], tuple[float, float]] | None,
+) -> dict[str, object]:
     va, vb, note = _arm_values(cell, key, a, b, spec.paired)
     absent = [label for label in (a, b) if not (cell[ARM] == label).any()]
     if absent:
@@ -262,7 +277,14 @@ def _cell(cell, key, a, b, test, spec, alternative, alpha, pooled) -> dict[str, 
     return row | {"statistic": res.statistic, "p": res.p, "threshold": res.threshold}
 
 
-def _pooled_test(va, vb, pool_a, pool_b, alternative, alpha) -> dict[str, float]:
+def _pooled_test(
+    va: np.ndarray,
+    vb: np.ndarray,
+    pool_a: tuple[float, float],
+    pool_b: tuple[float, float],
+    alternative: Alternative,
+    alpha: float,
+) -> dict[str, float]:
     """Interval and Welch-type test of mean(b) - mean(a) on each arm's pooled (variance, df)."""
     d = float(vb.mean() - va.mean())
     weights = [pool_a[0] / va.size, pool_b[0] / vb.size]
@@ -273,7 +295,9 @@ def _pooled_test(va, vb, pool_a, pool_b, alternative, alpha) -> dict[str, float]
             "p": p}  # fmt: skip
 
 
-def _arm_values(cell, key, a, b, paired: bool) -> tuple[np.ndarray, np.ndarray, str]:
+def _arm_values(
+    cell: pd.DataFrame, key: dict[str, Any], a: str, b: str, paired: bool
+) -> tuple[np.ndarray, np.ndarray, str]:
     va = cell[cell[ARM] == a]
     vb = cell[cell[ARM] == b]
     if not paired:
