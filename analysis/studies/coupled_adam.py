@@ -25,7 +25,7 @@ from coupled_dilution import measure
 from PIL import Image
 
 from harness import api
-from harness.analysis.stats import holm
+from harness.core.paths import family_path, results_root
 
 # The study grid lives next to this script (the shipped grid's plan must not change).
 study = Study("coupled_adam", "coupled_adam_tracked", followup=("--confirm",),
@@ -43,26 +43,39 @@ def analyze(command: str, where: str, *args: str, log: bool = True) -> str:
 
 
 # Equal lr: per metric and lr, Welch two-sided (the paper's App. F test is one-sided only, so it
-# cannot see AdamW ahead); Holm over all 12 cells below, not only over a table's 2.
-cells = []
+# cannot see AdamW ahead); Holm over all 12 cells, not only over a table's 2: every table records
+# its claims in one correction family (--family), and the second pass reads each p-value
+# corrected over all 12 (the first pass records them).
+FAMILY = "coupled_adam_equal_lr"
+family_path(results_root(RESULTS), FAMILY).unlink(missing_ok=True)  # this run's claims only
+
+
+def equal_lr_cells() -> list[dict]:
+    cells = []
+    for metric in METRICS:
+        table = api.analyze(
+            "compare",
+            study.grid,
+            scale="local",
+            results=RESULTS,
+            where=EQUAL,
+            a="optimizer=adamw",
+            b="optimizer=coupled_adam",
+            by=["lr"],
+            metric=metric,
+            alternative="two-sided",
+            family=FAMILY,
+        ).table
+        cells += [{"metric": metric, **row} for row in table.to_dict(orient="records")]
+    return cells
+
+
 for metric in METRICS:
     args = (*ARMS, "--by", "lr", "--metric", metric, "--alternative", "two-sided")
     analyze("compare", EQUAL, *args, "--correction", "none")
-    table = api.analyze(
-        "compare",
-        study.grid,
-        scale="local",
-        results=RESULTS,
-        where=EQUAL,
-        a="optimizer=adamw",
-        b="optimizer=coupled_adam",
-        by=["lr"],
-        metric=metric,
-        alternative="two-sided",
-        correction="none",
-    ).table
-    cells += [{"metric": metric, **row} for row in table.to_dict(orient="records")]
-p_holm = holm([float(c["p"]) for c in cells])
+equal_lr_cells()  # records the 12 claims
+cells = equal_lr_cells()
+p_holm = [float(c["p_adj"]) for c in cells]
 study.note("\n# equal lr, Welch two-sided, Holm over the 12 cells (alpha 0.05); "
            "diff = coupled_adam - adamw, [95% Welch interval]")  # fmt: skip
 for c, p in zip(cells, p_holm, strict=True):

@@ -158,3 +158,25 @@ def test_a_bad_family_name_is_refused(root):
     res = _run(root, "analyze", "compare", "pool", *ARMS, "--family", "../x")
     assert res.exit_code == 2, res.output
     assert "--family" in res.output
+
+
+def test_family_through_the_api_as_a_study_uses_it(root):
+    """coupled_adam.py's protocol: a first pass records the claims, the second reads each p
+    corrected over all of them."""
+    from harness import api
+    from harness.analysis.stats.corrections import holm
+
+    def cells() -> list[dict]:
+        out = []
+        for where in ("batch_size = 8", "batch_size > 8"):
+            table = api.analyze("compare", "pool", results=root, where=where, a="optimizer=sgd",
+                                b="optimizer=adamw", by=["batch_size"], alternative="two-sided",
+                                family="api")  # fmt: skip
+            out += table.table.to_dict(orient="records")
+        return out
+
+    cells()
+    second = cells()
+    assert [c["p_adj"] for c in second] == pytest.approx(
+        list(holm(np.array([c["p"] for c in second])))
+    )
