@@ -31,11 +31,13 @@ def verdict_table(v: Verdict) -> str:
     """The verdict for a terminal (module docstring of :mod:`harness.bench.verdict`)."""
     conf = 1 - v.alpha
     tests = sum(1 for c in v.comparisons if math.isfinite(c.p))
+    unequal = any(c.n_candidate != c.n_baseline for c in v.comparisons if math.isfinite(c.p))
+    method = "Welch's (Banerjee's where the seed counts differ)" if unequal else "Welch's"
     lines = [
         f"{v.grid}: {v.candidate} against {', '.join(v.baselines)} ({v.protocol})",
         f"{v.metric} at the end of each run's full decay; mean over confirmation seeds "
         f"{_seeds(v.confirm_seeds)} (selected on {_seeds(v.tune_seeds)}); difference = "
-        f"candidate - baseline with Welch's {conf:.0%} interval; Welch's test, Holm over "
+        f"candidate - baseline with {method} {conf:.0%} interval and test, Holm over "
         f"{tests} test(s), alpha {v.alpha:g}",
         "",
     ]

@@ -63,11 +63,11 @@ class Comparison:
     difference: float = math.nan
     """mean_candidate - mean_baseline (negative: the candidate's loss is lower)."""
     ci_low: float = math.nan
-    """Welch's interval of the difference at 1 - alpha."""
+    """Welch's interval of the difference at 1 - alpha (Banerjee's where the seed counts differ)."""
     ci_high: float = math.nan
     """Its upper end."""
     p: float = math.nan
-    """Welch's two-sided p-value."""
+    """Welch's two-sided p-value (Banerjee's where the seed counts differ)."""
     p_adjusted: float = math.nan
     """Holm-corrected over every tested comparison."""
     detectable: float = math.nan

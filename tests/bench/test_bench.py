@@ -238,6 +238,17 @@ def test_verdict_reads_a_clear_difference(ci_sgd, shift: float, reading: str) ->
     assert len(out["totals"]) == 2 and out["totals"][0]["budget"] == out["totals"][1]["budget"]
 
 
+def test_the_verdict_names_banerjees_method_where_seed_counts_differ(ci_sgd) -> None:
+    rows = _rows(0.5)[0]
+    assert "Banerjee" not in verdict_table(verdict_of(ci_sgd, rows))
+    confirm = rows.confirm
+    dropped = confirm[(confirm["label"] == "AdamW") & (confirm["seed"] == 3)].index[:1]
+    fewer = Rows(rows.metric, rows.goal, rows.tuning, confirm.drop(dropped), rows.keys, rows.over)
+    v = verdict_of(ci_sgd, fewer)
+    assert {(c.n_candidate, c.n_baseline) for c in v.comparisons} >= {(3, 2)}
+    assert "Banerjee's where the seed counts differ" in verdict_table(v)
+
+
 def test_best_on_an_edge_is_not_tuned(ci_sgd) -> None:
     edge = {1e-3: 7.0, 5.477e-3: 6.0, 3e-2: 5.0}  # still falling at the largest lr tried
     v = verdict_of(ci_sgd, _rows(-0.5, cand_curve=edge)[0])
