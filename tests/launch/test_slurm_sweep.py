@@ -32,13 +32,17 @@ from tests.slurm_runs import write_profile
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-LRS, SEEDS, STEPS = 50, 10, 30
-"""500 quadratic runs of 30 steps."""
+LRS, SEEDS, STEPS = int(os.environ.get("HARNESS_SWEEP_LRS", "50")), 10, 30
+"""500 quadratic runs of 30 steps (CI). By hand at another scale: ``HARNESS_SWEEP_LRS=1000
+pytest -s tests/launch/test_slurm_sweep.py`` trains 10,000 and prints its timings."""
+RUNS = LRS * SEEDS
+PER_TASK = max(50, RUNS // 20)
+"""Runs per packed array task: 10 tasks of 50 at 500 runs, 20 tasks beyond 1,000."""
 ROW_COLUMNS = ["run_id", "status", "job_id", "attempt", "steps_done"]
 
 
 def _grid(folder: Path, launcher: str) -> Path:
-    lrs = [round(1e-3 * (1 + i / 25), 6) for i in range(LRS)]
+    lrs = [round(1e-3 * (1 + 2 * i / LRS), 6) for i in range(LRS)]
     path = folder / "sweep.yaml"
     path.write_text(
         f"name: sweep\nlauncher: {launcher}\n"
@@ -53,13 +57,16 @@ class _Harness:
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env, self.outputs, self.lock = env, [], threading.Lock()
+        self.seconds: dict[str, list[float]] = defaultdict(list)
 
     def __call__(self, *argv: object, timeout: float = 400) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-c", "from harness.cli import main; main()", *map(str, argv)]
+        start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env, cwd=REPO,
                               timeout=timeout)  # fmt: skip
         with self.lock:
             self.outputs.append((" ".join(map(str, argv[:2])), proc.stdout + proc.stderr))
+            self.seconds[str(argv[0])].append(time.monotonic() - start)
         return proc
 
 
@@ -113,7 +120,7 @@ def _loop(stop: threading.Event, every_s: float, action) -> threading.Thread:
 
 def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_env, prepared_data):
     started = time.monotonic()
-    launcher = write_profile(slurm_env / "launchers", "slurm-sweep", runs_per_task=50)
+    launcher = write_profile(slurm_env / "launchers", "slurm-sweep", runs_per_task=PER_TASK)
     grid = _grid(slurm_env, launcher)
     root = slurm_env / "results"
     env = {**os.environ, "PYTHONPATH": str(REPO), "HARNESS_LAUNCHERS": str(slurm_env / "launchers"),
@@ -122,9 +129,10 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
     common = ["--results", root, "--data", prepared_data]
 
     first = harness("submit", grid, *common)
-    assert first.returncode == 0 and "launching 500" in first.stdout, first.stdout + first.stderr
+    out = first.stdout + first.stderr
+    assert first.returncode == 0 and f"launching {RUNS}" in first.stdout, out
     (sub,) = read_submissions(root, "sweep")
-    assert len(sub.tasks) == 10
+    assert len(sub.tasks) == -(-RUNS // PER_TASK)
     versions = _Versions(root, "sweep")
     stop = threading.Event()
     sql = "SELECT status, count(*) FROM runs GROUP BY 1"
@@ -138,7 +146,8 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
         for _ in range(3):
             again = harness("submit", grid, *common)
             assert again.returncode == 0, again.stdout + again.stderr
-            assert "skipped 500 " in again.stdout and "launching 0 " in again.stdout, again.stdout
+            said = again.stdout
+            assert f"skipped {RUNS} " in said and "launching 0 " in said, said
 
         # kill one array task that is running and has finished some of its runs
         def running_with_rows() -> str | None:
@@ -152,7 +161,8 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
 
         killed = wait_until(running_with_rows, 300, "a running task with rows", every=0.5)
         subprocess.run(["scancel", killed], check=True)
-        wait_until(lambda: not active_tasks({sub.job_id}), 400, "the array to end", every=1.0)
+        array_s = 400 * max(1, RUNS // 500)  # a hang guard, scaled with the sweep
+        wait_until(lambda: not active_tasks({sub.job_id}), array_s, "the array to end", every=1.0)
         last = harness("submit", grid, *common, "--wait", "--retry", "cancelled", timeout=600)
         assert last.returncode == 0, last.stdout + last.stderr
     finally:
@@ -161,7 +171,13 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
             thread.join(timeout=120)
     versions.scan()
     wall = time.monotonic() - started
-    print(f"sweep of 500 runs: {wall:.0f} s wall, {len(harness.outputs)} commands")
+    print(f"sweep of {RUNS} runs: {wall:.0f} s wall ({RUNS / wall:.2f} runs/s), "
+          f"{len(harness.outputs)} commands")  # fmt: skip
+    for command, seconds in sorted(harness.seconds.items()):
+        ordered = sorted(seconds)
+        median = ordered[len(ordered) // 2]
+        print(f"  harness {command}: {len(ordered)} calls, median {median:.1f} s "
+              f"[{ordered[0]:.1f}, {ordered[-1]:.1f}] wall")  # fmt: skip
 
     # no command printed a traceback (the loops' commands included)
     for command, text in harness.outputs:
@@ -170,7 +186,7 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
     # task have a second attempt (its retry), after a row that is not a result
     history = versions.by_run()
     killed_runs = set(sub.tasks[int(killed.rpartition("_")[2])])
-    assert len(history) == 500
+    assert len(history) == RUNS
     for run_id, rows in history.items():
         results = [r for r in rows if r["status"] in RESULT_STATUSES]
         assert len(results) == 1, (run_id, rows)
@@ -186,4 +202,4 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
     ).fetchall()
     assert repeated == []
     points = con.execute("SELECT count(DISTINCT run_id), max(step) FROM curves").fetchone()
-    assert points == (500, STEPS)
+    assert points == (RUNS, STEPS)
