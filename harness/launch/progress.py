@@ -34,7 +34,7 @@ class Progress:
         """Runs finished, whatever their status."""
         return sum(self.counts.values())
 
-    def finished(self, status: str, val_loss: float | None = None) -> None:
+    def finished(self, status: Status, val_loss: float | None = None) -> None:
         """Record one finished run (``val_loss``: its validation loss, when it has one)."""
         self.counts[status] += 1
         if status == Status.COMPLETED and val_loss is not None and math.isfinite(val_loss):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from harness.core.result import Status
 from harness.launch.progress import Progress, val_loss_of
 from harness.launch.slurm.arrays import TaskPlan
 from harness.launch.slurm.reconcile import reconcile
@@ -40,7 +41,7 @@ def _collect(
             out[run_id] = row[1]
             del pending[run_id]
             if progress:
-                progress.finished(row[1], val_loss_of(root, grid, run_id))
+                progress.finished(Status(row[1]), val_loss_of(root, grid, run_id))
     return out
 
 

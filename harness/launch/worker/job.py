@@ -72,7 +72,7 @@ def run_job(
     job_id: str | None = None,
     should_stop: Callable[[], bool] | None = None,
     still_needed: Callable[[], bool] | None = None,
-) -> str:
+) -> Status:
     """Execute planned run ``run_id`` of ``spec.grid`` and write its result row.
 
     ``should_stop`` is polled once per training step; when it returns True the run writes its
@@ -101,7 +101,7 @@ def run_job(
 
 def _train_and_record(
     spec: ExecutionSpec, run_id: str, job_id: str | None, should_stop: Callable[[], bool] | None
-) -> str:
+) -> Status:
     """:func:`run_job` once the run lock is held."""
     root, grid = spec.results_root, spec.grid
     run = load_run(root, grid, run_id)
@@ -149,7 +149,7 @@ def _train_and_record(
         live.unlink(missing_ok=True)  # its row is written: no longer a live run
         if not spec.keep_checkpoints:
             ckpt.unlink(missing_ok=True)
-    return str(result.status)
+    return result.status
 
 
 def write_status(

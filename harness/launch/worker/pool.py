@@ -81,7 +81,7 @@ class Ended:
     """The run."""
     outcome: Outcome
     """What became of it."""
-    status: str | None = None
+    status: Status | None = None
     """Its row's status (``FINISHED``, ``SPILLED``), else None."""
     note: str = ""
     """The spill line of a ``SPILLED`` run (path, cause, where the result is)."""
@@ -178,7 +178,8 @@ class RunPool:
     def _reported_ends(self) -> list[Ended]:
         """The runs whose processes reported their end since the last call."""
         ended = []
-        for run_id, kind_value, status, note in process.drain(self._reports):
+        for run_id, kind_value, reported, note in process.drain(self._reports):
+            status = Status(reported) if reported else None  # '' on the wire: no row
             p = self.active.pop(run_id)
             p.run_id, p.process.name = None, process.IDLE_NAME
             kind = process.ExitKind(kind_value)
@@ -268,11 +269,16 @@ class RunPool:
 
     # --- ending -------------------------------------------------------------------------------
     def _ended(
-        self, run_id: str, kind: ExitKind, status: str = "", note: str = "", code: int = 0
+        self,
+        run_id: str,
+        kind: ExitKind,
+        status: Status | None = None,
+        note: str = "",
+        code: int = 0,
     ) -> Ended | None:
         """What became of a run that ended so (its process's report, or the exit ``code`` of a
         process that died training it); None: it waits again."""
-        if kind is ExitKind.RECORDED and status:
+        if kind is ExitKind.RECORDED and status is not None:
             return Ended(run_id, Outcome.FINISHED, status)
         if kind is ExitKind.SPILLED:
             return Ended(run_id, Outcome.SPILLED, status, note)
@@ -317,10 +323,10 @@ class RunPool:
         try:
             write_status(self.spec.results_root, self.spec.grid, run_id, status, error, self.job_id)
         except ResultSpilled as e:
-            return Ended(run_id, Outcome.SPILLED, str(status), e.line)
+            return Ended(run_id, Outcome.SPILLED, status, e.line)
         except (KeyError, UserError):  # no longer in the manifest, or the manifest is corrupt
             return Ended(run_id, Outcome.UNRECORDED)
-        return Ended(run_id, Outcome.FINISHED, str(status))
+        return Ended(run_id, Outcome.FINISHED, status)
 
 
 def drain(pool: RunPool, *, poll_s: float = 0.2,
@@ -344,13 +350,13 @@ def gpu_for_next_run(running: dict[int, int], per_gpu: int) -> int | None:
     return gpu if gpu is not None and running[gpu] < per_gpu else None
 
 
-def _row_status(spec: ExecutionSpec, run_id: str) -> str:
+def _row_status(spec: ExecutionSpec, run_id: str) -> Status:
     """The status in a run's newest row file (``failed`` when it cannot be read)."""
     path = newest_row_file(spec.results_root, spec.grid, run_id)
     try:
-        return str(read_row(path)["status"]) if path is not None else "failed"
+        return Status(str(read_row(path)["status"])) if path is not None else Status.FAILED
     except (OSError, ValueError, KeyError, IndexError):
-        return Status.FAILED.value
+        return Status.FAILED
 
 
 def _tail(path: Path, lines: int) -> str:

@@ -100,7 +100,7 @@ IDLE_POLL_S = 0.5
 """Seconds an idle run process waits for its next run between checks of its parent."""
 
 
-def takes_another(kind: ExitKind, status: str) -> bool:
+def takes_another(kind: ExitKind, status: Status | None) -> bool:
     """Whether a run process takes another run after one that ended so (module docstring)."""
     if kind in (ExitKind.BUSY, ExitKind.FINISHED_ELSEWHERE):
         return True  # it did not train
@@ -248,11 +248,11 @@ def _child(
         if changed:
             print(f"harness: {changed[0]} changed since this process imported it: run "
                   f"{task.run_id} goes to a fresh process", file=sys.stderr)  # fmt: skip
-            kind, status, note = ExitKind.RESTART, "", ""
+            kind, status, note = ExitKind.RESTART, None, ""
         else:
             kind, status, note = _one_run(spec, task, job_id, should_stop, stop)
         with contextlib.suppress(OSError):  # the parent is gone: the row on disk says it all
-            reports.put((task.run_id, kind.value, status, note))
+            reports.put((task.run_id, kind.value, status or "", note))
         if not takes_another(kind, status):
             return
         _between_runs()
@@ -275,8 +275,9 @@ def _next_task(tasks: Connection, should_stop: Callable[[], bool]) -> Task | Non
 
 def _one_run(
     spec: ExecutionSpec, task: Task, job_id: str | None, stopped: Callable[[], bool], stop: Event
-) -> tuple[ExitKind, str, str]:
-    """Train ``task``'s run: (how it ended, its row's status or '', the spill line or '')."""
+) -> tuple[ExitKind, Status | None, str]:
+    """Train ``task``'s run: (how it ended, its row's status if it has one, the spill line or
+    '')."""
     begun = threading.Event()  # set by the loop's first poll: the run is built
 
     def should_stop() -> bool:
@@ -288,15 +289,15 @@ def _one_run(
         status = run_job(spec, task.run_id, job_id=job_id, should_stop=should_stop,
                          still_needed=task.still_needed)  # fmt: skip
     except StoppedBeforeFirstStep:
-        return ExitKind.UNSTEPPED, "", ""
+        return ExitKind.UNSTEPPED, None, ""
     except TrainingInterrupted:
-        return ExitKind.INTERRUPTED, "", ""
+        return ExitKind.INTERRUPTED, None, ""
     except RunFinishedElsewhere as e:
         print(f"harness: {e}", file=sys.stderr)
-        return ExitKind.FINISHED_ELSEWHERE, "", ""
+        return ExitKind.FINISHED_ELSEWHERE, None, ""
     except RunBusy as e:
         print(f"harness: {e}", file=sys.stderr)
-        return ExitKind.BUSY, "", ""
+        return ExitKind.BUSY, None, ""
     except ResultSpilled as e:
         print(f"harness: {e.line}", file=sys.stderr)
         return ExitKind.SPILLED, e.status, e.line
