@@ -154,6 +154,7 @@ def test_galore_projects_the_matrices_given_rank_through_group_options(project) 
     assert not any(p for name, ps in projected.items() if name != "matrix" for p in ps)
 
 
+@pytest.mark.slow
 def test_adahessian_gets_a_second_order_backward_when_declared(project: Path) -> None:
     """Item 8: Adahessian needs ``create_graph=True`` in backward: unwired, the dry run names it
     and the preflight refuses it; declared, it trains."""
@@ -168,6 +169,7 @@ def test_adahessian_gets_a_second_order_backward_when_declared(project: Path) ->
     assert all(math.isfinite(v) for v in losses) and losses[-1] < losses[0]
 
 
+@pytest.mark.slow
 def test_sophia_update_hessian_is_called_every_k_steps_when_declared(project: Path) -> None:
     """Item 8: SophiaG's ``update_hessian`` is never called by a plain loop (a sign-of-momentum
     step: the dry run names it); declared ``every={"update_hessian": 2}``, the loop calls it
