@@ -12,6 +12,8 @@ import pytest
 
 from tests.coverage_simulation import ASYMMETRIC, INTERVALS, coverage
 
+pytestmark = pytest.mark.slow  # the simulation behind it runs thousands of experiments
+
 #: Nominal 95 % intervals must cover at least this often at n = 3.
 FLOOR_PCT = 93.0
 REPORTED = tuple(name for name in INTERVALS if "former" not in name and "noted" not in name)
