@@ -14,9 +14,12 @@ with a ``--points``-point loss curve per run:
 Then each command runs in a fresh process (``harness``), and its CPU time (user + system) and
 peak RSS come from ``wait4``: ``submit`` of the finished grid (a no-op re-submit),
 ``query`` of ``runs`` and of ``curves``, ``status``, ``analyze best``, ``analyze gap``,
-``figures``, ``report``, and ``compact`` after :data:`~harness.store.auto.AUTO_COMPACT_FILES`
-more runs arrived (the compaction a writer makes by itself). The same commands over a 15-run
-store give the start-up cost (imports, interpreter), subtracted in the last column.
+``figures`` (``lr_sensitivity``, and the grid's default figures: ``lr_sensitivity``,
+``gap_closure``, ``loss_curves``), ``report``, and ``compact`` after
+:data:`~harness.store.auto.AUTO_COMPACT_FILES` more runs arrived (the compaction a writer makes
+by itself). The same commands over a 15-run store give the start-up cost (imports, interpreter),
+subtracted in the last column. Each command runs ``--repeat`` times: the median CPU time with its
+range, the largest peak.
 
 Example:
     python benchmarks/scale.py                        # 1k, 10k, 100k runs x 200 points
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -195,6 +199,7 @@ def commands(root: Path, path: Path, out: Path) -> dict[str, list[str]]:
         "analyze best": ["analyze", "best", GRID, *analysis, "--by", "optimizer", *common],
         "analyze gap": ["analyze", "gap", GRID, *analysis, *base, *common],
         "figures": ["figures", GRID, "--figure", "lr_sensitivity", *common],
+        "figures (defaults)": ["figures", GRID, *common],
         "report": [
             "report",
             GRID,
@@ -292,9 +297,11 @@ def main() -> None:
     )
     ap.add_argument("--writers", type=int, default=2, help="processes writing runs")
     ap.add_argument("--commands", default="all", help="comma separated subset (quick: a few)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each command (median, range)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     args = parse_args_quick(
-        ap, {"sizes": "150", "points": 20, "commands": "query runs,status,analyze best"}
+        ap,
+        {"sizes": "150", "points": 20, "commands": "query runs,status,analyze best", "repeat": 1},
     )
     print(
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
@@ -306,8 +313,8 @@ def main() -> None:
         out = Path(tmp) / "out"
         out.mkdir()
         wanted = None if args.commands == "all" else set(args.commands.split(","))
-        start_up = {
-            name: measure(argv)[0]
+        start_up = {  # the median over the repeats, as for the measured commands
+            name: statistics.median(measure(argv)[0] for _ in range(args.repeat))
             for name, argv in commands(base_root, base_path, out).items()
             if wanted is None or name in wanted
         }
@@ -315,21 +322,31 @@ def main() -> None:
             folder = Path(tmp) / f"s{size}"
             root, path, runs, how = build(folder, size, args.points, args.write_limit, args.writers)
             print(f"\n{len(runs):,} runs x {args.points} points: {how}")
-            head = f"{'CPU s':>8} {'peak MB':>8} {'wall s':>8} {'CPU s beyond start-up':>22}"
+            head = (
+                f"{'CPU s':>8} {'[min, max]':>14} {'peak MB':>8} {'wall s':>8} "
+                f"{'CPU s beyond start-up':>22}"
+            )
             print(f"  {'command':16} {head}")
             for name, argv in commands(root, path, out).items():
                 if wanted is not None and name not in wanted:
                     continue
-                cpu, rss, wall, code = measure(argv)
+                runs_of = [measure(argv) for _ in range(args.repeat)]
+                cpus = [r[0] for r in runs_of]
+                rss = max(r[1] for r in runs_of)
+                wall = statistics.median(r[2] for r in runs_of)
+                cpu = statistics.median(cpus)
+                codes = {r[3] for r in runs_of} - {0, 1}
+                spread = f"[{min(cpus):.2f}, {max(cpus):.2f}]"
                 print(
-                    f"  {name:16} {cpu:8.2f} {rss:8.0f} {wall:8.1f} {cpu - start_up[name]:22.2f}"
-                    + ("" if code in (0, 1) else f"  (exit {code})")
+                    f"  {name:16} {cpu:8.2f} {spread:>14} {rss:8.0f} {wall:8.1f} "
+                    f"{cpu - start_up[name]:22.2f}" + (f"  (exit {codes})" if codes else "")
                 )
                 found[f"{size}/{name}"] = {
-                    "cpu_s": cpu,
+                    "cpu_s": cpus,
                     "rss_mb": rss,
                     "wall_s": wall,
                     "beyond_start_up_s": cpu - start_up[name],
+                    "load": os.getloadavg()[0],
                 }
             if wanted is None or "compact" in wanted:
                 cpu, rss, wall, _ = compaction(root, path, args.points)

@@ -303,7 +303,12 @@ def locks_dir(root: Path, grid: str) -> Path:
 
 def run_lock_path(root: Path, grid: str, run_id: str) -> Path:
     """The lock the process training a run holds (a run is never trained twice at once)."""
-    return locks_dir(root, grid) / f"{run_id}.lock"
+    return locks_dir(root, grid) / run_lock_name(run_id)
+
+
+def run_lock_name(run_id: str) -> str:
+    """The file name of a run's lock in :func:`locks_dir` (:func:`run_lock_path`)."""
+    return f"{run_id}.lock"
 
 
 def lock_run_id(path: Path) -> str | None:
@@ -350,6 +355,12 @@ def spill_dirs() -> list[Path]:
     found.append(env.cache_dir() / "spill")
     found.append(Path(tempfile.gettempdir()) / f"harness-spill-{os.getuid()}")
     return found
+
+
+def family_path(root: Path, name: str) -> Path:
+    """The claims of the correction family ``name`` (``harness analyze ... --family NAME``):
+    ``<root>/_families/<name>.json`` (no grid name starts with ``_``)."""
+    return root / "_families" / f"{check_grid_name(name, '--family')}.json"
 
 
 def grids_in(root: Path) -> list[str]:

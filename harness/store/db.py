@@ -147,10 +147,25 @@ def _stored_sql(view: str, found: Sequence[GridFiles]) -> str:
     files = [p for f in found for p in f.all_rows]
     if not files:
         return _empty_select("runs")
-    src = f"read_parquet({_paths_sql(files)}, union_by_name = true)"
-    return (
-        f"SELECT * FROM {with_attempt(src)} QUALIFY row_number() OVER "
+    return newest_rows_sql(f"read_parquet({_paths_sql(files)}, union_by_name = true)")
+
+
+def newest_rows_sql(src: str) -> str:
+    """The newest row of each run (by :data:`~harness.store.schema.NEWEST_KEY`) among the rows
+    of the SQL source ``src``.
+
+    Only the runs with more than one row go through the window that picks the newest: the
+    others (nearly all, once compacted) pass as they are, so a query over 100,000 runs does not
+    sort every row of every column (0.5 s of CPU per query at that size)."""
+    several = "SELECT grid, run_id FROM src GROUP BY grid, run_id HAVING count(*) > 1"
+    newest = (
+        "SELECT * FROM src SEMI JOIN several USING (grid, run_id) QUALIFY row_number() OVER "
         f"(PARTITION BY grid, run_id ORDER BY {NEWEST_KEY} DESC) = 1"
+    )
+    return (
+        f"WITH src AS (SELECT * FROM {with_attempt(src)}), several AS ({several}) "
+        f"SELECT * FROM src ANTI JOIN several USING (grid, run_id) "
+        f"UNION ALL BY NAME ({newest})"
     )
 
 

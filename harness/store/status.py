@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -52,8 +53,21 @@ def grid_status(root: Path, grid: str) -> GridStatus:
 
 
 def training_now(root: Path, grid: str, run_ids: Iterable[str]) -> set[str]:
-    """The runs among ``run_ids`` whose run lock a live process holds (being trained now)."""
-    return {r for r in run_ids if is_locked(paths.run_lock_path(root, grid, r))}
+    """The runs among ``run_ids`` whose run lock a live process holds (being trained now).
+
+    The locks folder is listed once and only the runs with a lock file there are tried, so the
+    cost grows with the lock files, not with the runs asked about (100,000 planned runs were
+    100,000 failed opens: 1.6 s of CPU per ``status``)."""
+    folder = paths.locks_dir(root, grid)
+    try:
+        names = {e.name for e in os.scandir(folder)}
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    return {
+        r
+        for r in run_ids
+        if paths.run_lock_name(r) in names and is_locked(folder / paths.run_lock_name(r))
+    }
 
 
 LIVE_LINES = 20

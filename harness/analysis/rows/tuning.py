@@ -45,7 +45,7 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
             "mean": g.mean(),
             "std": g.std(ddof=1),
             "n": g.size(),
-            "n_diverged": g.apply(lambda v: int((~np.isfinite(v.to_numpy())).sum())),
+            "n_diverged": diverged(rows, keys),
         }
     )
     # a mean of finite and infinite values is infinite; the std of it is undefined
@@ -55,6 +55,13 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
     out = out.reset_index(drop=not keys)
     return out[[*keys, *STATS]]
+
+
+def diverged(rows: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """Rows with a non-finite ``value`` in each combination of ``keys`` (indexed as
+    ``groups(rows, keys)``), counted in one pass rather than a Python call per combination."""
+    bad = pd.Series(~np.isfinite(rows[VALUE].to_numpy()), index=rows.index, name=VALUE)
+    return groups(rows[list(keys)].assign(**{VALUE: bad}), keys)[VALUE].sum().astype(int)
 
 
 def tune(
@@ -94,7 +101,7 @@ def tune(
         {
             "configs": groups(stats, by).size(),
             "runs": cells.size(),
-            "diverged": cells[VALUE].apply(lambda v: int((~np.isfinite(v.to_numpy())).sum())),
+            "diverged": diverged(rows, by),
         }
     ).reset_index(drop=not by)
     best = (

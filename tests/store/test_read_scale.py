@@ -1,0 +1,66 @@
+"""Store reads whose cost does not grow by a Python call per run (issue 28: ``status`` and
+queries over 100,000 runs): the work each does is counted, never timed (``benchmarks/scale.py``
+times them)."""
+
+from __future__ import annotations
+
+import duckdb
+
+from harness.core import paths
+from harness.core.files import try_locked
+from harness.store import status
+from harness.store.db import newest_rows_sql
+
+
+def test_status_tries_only_the_run_locks_that_exist(tmp_path, monkeypatch):
+    """``status`` asks which of the grid's planned runs a live process trains: it lists the
+    locks folder once and tries the lock files there, not a lock path per planned run."""
+    tried: list[str] = []
+    real = status.is_locked
+
+    def counting(path):
+        tried.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(status, "is_locked", counting)
+    planned = [f"run{i:04d}" for i in range(1000)]
+    for r in ("run0003", "run0500"):
+        path = paths.run_lock_path(tmp_path, "g", r)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    (paths.locks_dir(tmp_path, "g") / "run0007.eval.lock").touch()  # another kind of lock
+    with try_locked(paths.run_lock_path(tmp_path, "g", "run0500")) as held:
+        assert held
+        assert status.training_now(tmp_path, "g", planned) == {"run0500"}
+    assert sorted(tried) == ["run0003.lock", "run0500.lock"]
+    assert status.training_now(tmp_path, "other", planned) == set()  # no locks folder
+
+
+def test_the_runs_view_shows_the_newest_row_of_each_run_and_every_run_once(tmp_path):
+    """Only runs with several rows go through the window that picks the newest (the rest pass
+    as they are); the view still shows one row per run, the newest by attempt then time, across
+    files, with the columns in the files' order."""
+    t0 = "2026-01-01 00:00:00+00"
+    a = tmp_path / "a.parquet"
+    b = tmp_path / "b.parquet"
+    con = duckdb.connect()
+    con.execute(  # a generation: r0..r999 once, r1 twice (attempt 1 then 2)
+        f"COPY (SELECT 'g' AS grid, 'r' || i AS run_id, 1 AS attempt, TIMESTAMPTZ '{t0}' AS "
+        "created_at, i::DOUBLE AS lr FROM range(1000) t(i) UNION ALL SELECT 'g', 'r1', 2, "
+        f"TIMESTAMPTZ '{t0}', -1.0) TO '{a}'"
+    )
+    con.execute(  # per-run files: r2 again, later but of an older attempt; r5 attempt 1, later
+        f"COPY (SELECT 'g' AS grid, 'r2' AS run_id, 0 AS attempt, TIMESTAMPTZ '{t0}' + "
+        "INTERVAL 1 HOUR AS created_at, -2.0 AS lr UNION ALL SELECT 'g', 'r5', 1, "
+        f"TIMESTAMPTZ '{t0}' + INTERVAL 1 SECOND, -5.0) TO '{b}'"
+    )
+    src = f"read_parquet(['{a}', '{b}'], union_by_name = true)"
+    view = con.execute(f"SELECT * FROM ({newest_rows_sql(src)}) ORDER BY run_id")
+    columns = [d[0] for d in view.description]
+    got = {r[1]: r for r in view.fetchall()}
+    assert columns == ["grid", "run_id", "attempt", "created_at", "lr"]
+    assert len(got) == 1000
+    assert got["r1"][4] == -1.0  # attempt 2 beats attempt 1
+    assert got["r2"][4] == 2.0  # an older attempt loses, however late its clock
+    assert got["r5"][4] == -5.0  # same attempt: the later row
+    assert sum(r[4] for r in got.values()) == sum(range(1000)) - 1 - 5 + (-1.0 - 5.0)
