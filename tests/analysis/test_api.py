@@ -135,6 +135,7 @@ def test_plan_says_which_runs_have_a_result_and_their_compute(tmp_path: Path) ->
     assert f"{whole.gpu_hours:,.1f} GPU-hours" in cli.output, cli.output
 
 
+@pytest.mark.slow
 def test_per_arm_gives_an_arm_added_later_its_own_rounds(tmp_path: Path) -> None:
     root = tmp_path / "r"
     first = _arms_grid(tmp_path, "first.yaml", {"sgd": "SGD"})

@@ -22,6 +22,8 @@ from tests.coverage_simulation import (
     coverage,
 )
 
+pytestmark = pytest.mark.slow  # the simulation behind it runs thousands of experiments
+
 #: Nominal 95 % intervals must cover (or be flagged) at least this often.
 FLOOR_PCT = 93.0
 REPORTED = tuple(name for name in INTERVALS if "former" not in name and "noted" not in name)

@@ -93,6 +93,7 @@ def _figures(root: Path, *args: str):
     return CliRunner().invoke(main, ["figures", *args, "--results", str(root)])
 
 
+@pytest.mark.slow
 def test_declared_figures_written_with_sidecars(root, tmp_path):
     grid_yaml = tmp_path / "betas.yaml"
     grid_yaml.write_text("name: betas\nfigures: [beta_heatmap, lr_sensitivity, loss_curves]\n")
@@ -116,6 +117,7 @@ def test_declared_figures_written_with_sidecars(root, tmp_path):
     assert side["rows"]["curves"] == 36 * 5
 
 
+@pytest.mark.slow
 def test_default_figures_from_the_varying_columns(root):
     res = _figures(root, "opt", "--format", "json")
     assert res.exit_code == 0, res.output

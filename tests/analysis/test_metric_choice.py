@@ -25,6 +25,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_the_report_on_a_workload_grid_uses_val_loss(work: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     res = CliRunner().invoke(main, ["report", "work", "-o", str(out), "--results", str(work)])

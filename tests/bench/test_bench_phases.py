@@ -67,6 +67,7 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "results"
 
 
+@pytest.mark.slow
 def test_second_candidate_gets_its_rounds_and_reuses_every_baseline_run(
     root: Path, tmp_path: Path
 ) -> None:
@@ -100,6 +101,7 @@ def test_second_candidate_gets_its_rounds_and_reuses_every_baseline_run(
     assert all(a.lr_curve for a in v.arms)
 
 
+@pytest.mark.slow
 def test_aa_on_the_same_losses_finds_no_evidence(root: Path, tmp_path: Path) -> None:
     d = derive_bench("torch.optim:AdamW", root=root, scale="ci")
     loss = _loss(

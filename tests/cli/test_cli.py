@@ -246,6 +246,7 @@ def test_eval_tokens_beyond_the_validation_split_is_refused_before_launch(
     assert not res_root.exists()
 
 
+@pytest.mark.slow
 def test_the_local_launcher_gives_each_run_one_gpu(tmp_path, grid_file, prepared_data):
     from harness.data.catalogue import vocab_lookup
     from harness.grid.load import load_grid

@@ -87,6 +87,7 @@ def test_gpt2_tokenizer_is_exact() -> None:
     assert enc.decode([31373, 995]) == "hello world"
 
 
+@pytest.mark.slow
 def test_bpe_is_trained_on_the_training_split_only_and_deterministically(ds, split) -> None:
     train, _ = split
     saved = load_bpe(ds)

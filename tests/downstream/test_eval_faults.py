@@ -8,9 +8,13 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from harness.core import paths
 from harness.core.files import temp_name
 from tests.downstream.test_evals import TASK, eval_args, invoke, offline, trained  # noqa: F401  # fixtures
+
+pytestmark = pytest.mark.slow  # test_evals's runs are trained by submit, lm-eval scores them
 
 
 def test_an_eval_killed_mid_write_leaves_no_temp_file_behind(trained) -> None:  # noqa: F811

@@ -23,6 +23,8 @@ from harness.model.build import build_model
 from harness.store.db import connect
 from harness.store.manifest import read_manifest
 
+pytestmark = pytest.mark.slow  # its runs are trained by submit, lm-eval scores them
+
 TESTS = Path(__file__).resolve().parents[1]
 TASK_DIR = TESTS / "data" / "eval_task"
 TASK = "harness_tiny_mc"

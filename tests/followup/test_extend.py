@@ -312,6 +312,7 @@ local: {base: {}}
 """
 
 
+@pytest.mark.slow
 def test_local_grid_reaches_an_interior_optimum_with_extend(
     tmp_path: Path, prepared_data: Path
 ) -> None:

@@ -109,6 +109,7 @@ def _harness(argv: list[str], path: Path, launchers: Path) -> subprocess.Complet
                           env=env, cwd=REPO, timeout=300)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_backend_from_outside_the_package_is_one_entry_point(tmp_path, prepared_data):
     site, launchers = tmp_path / "site", tmp_path / "launchers"
     site.mkdir()

@@ -25,6 +25,7 @@ def _stepped(root, run_ids) -> bool:
     return all(p.exists() and '"train_loss"' in p.read_text() for p in live)
 
 
+@pytest.mark.slow
 def test_packed_runs_stop_together_resume_and_each_write_a_row(tmp_path, prepared_data):
     runs = [tiny_run(prepared_data, grid=GRID, seed=s, tokens=8 * 32 * 150) for s in range(3)]
     ids = [r.run_id for r in runs]
@@ -52,6 +53,7 @@ def test_packed_runs_stop_together_resume_and_each_write_a_row(tmp_path, prepare
     assert run_packed(spec, ids, per_device=2, job_id="j1", should_stop=lambda: True) == statuses
 
 
+@pytest.mark.slow
 def test_run_processes_leave_slurm_signals_to_the_parent(tmp_path, prepared_data):
     # SLURM signals every process of a job step (USR2 before the time limit, SIGTERM on scancel
     # or requeue). A run process must neither die of them (its run would be recorded as failed)
@@ -76,6 +78,7 @@ def test_run_processes_leave_slurm_signals_to_the_parent(tmp_path, prepared_data
     assert newest_values(tmp_path, GRID, ["status"]) == {r: ("completed",) for r in ids}
 
 
+@pytest.mark.slow
 def test_a_killed_run_process_is_recorded_as_failed_and_its_neighbour_completes(
     tmp_path, prepared_data
 ):

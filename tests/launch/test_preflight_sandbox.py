@@ -56,6 +56,7 @@ def _line(out: str, arm: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_an_exit_or_an_interrupt_of_the_users_code_is_one_line_exit_2(project: Path) -> None:
     out = _submit(project, _grid(project, ["ExitZero", "ExitThree", "Interrupt"]), code=2)
     assert "preflight" in out and "arm sgd" not in out  # the working arm passes
@@ -110,6 +111,7 @@ def test_ctrl_c_during_a_slow_constructor_stops_submit_and_the_users_code(projec
     assert not (project / "results" / "hostile" / "manifest.parquet").exists()
 
 
+@pytest.mark.slow
 def test_import_type_and_preflight_refusals_come_in_one_pass(project: Path) -> None:
     """Item 8: an optimizer that cannot be loaded, a value of the wrong type and an optimizer
     whose constructor fails are one refusal (before: three, one per edit)."""

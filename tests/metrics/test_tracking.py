@@ -26,6 +26,7 @@ ALL = ["embedding", "head_mu_norm", "head_rho", "buckets"]  # the head's iso: sa
 SETUP = {"schedule": "constant", "warmup_steps": 0, "log_every": 2}
 
 
+@pytest.mark.slow
 def test_tracked_metrics_at_an_eval_point_equal_the_end_of_run_metrics_of_those_weights(
     prepared_data,
 ):
@@ -45,6 +46,7 @@ def test_tracked_metrics_at_an_eval_point_equal_the_end_of_run_metrics_of_those_
     assert all(last[n] == result.metrics[n] for n in run.execution.tracked)
 
 
+@pytest.mark.slow
 def test_a_run_that_tracks_nothing_has_the_old_curve_columns(prepared_data):
     result = train(tiny_run(prepared_data, eval_every=2, **SETUP), data_root=prepared_data,
                    log=None)  # fmt: skip

@@ -275,6 +275,7 @@ def test_muons_newton_schulz_steps_are_a_grid_key() -> None:
     assert {g["ns_steps"] for g in opt.param_groups} == {3}
 
 
+@pytest.mark.slow
 def test_preflight_refuses_a_failing_constructor_or_step_before_anything_is_queued(project):
     path = _grid(
         project,

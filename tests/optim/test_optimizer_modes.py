@@ -16,7 +16,7 @@ from tests.runs import tiny_run
 
 # Exact float32 arithmetic of the CPU (tests/train/test_gpu.py checks the GPU path, with
 # tolerances).
-pytestmark = pytest.mark.usefixtures("on_the_cpu")
+pytestmark = [pytest.mark.usefixtures("on_the_cpu"), pytest.mark.slow]  # each test trains the GPT
 
 TESTS = Path(__file__).resolve().parents[1]
 SCHEDULE_FREE = "schedulefree:AdamWScheduleFree"

@@ -111,6 +111,7 @@ def test_a_grid_expands_over_the_optimizers_own_hyperparameter(project: Path) ->
     assert "gamma" not in flat(runs[-1])  # adamw takes no gamma
 
 
+@pytest.mark.slow
 def test_trained_stored_typed_queried_analysed_and_figured(project, prepared_data) -> None:
     common = ["--results", project / "results"]
     _cli("submit", project / "own.yaml", "--launcher", "local", *common, "--data", prepared_data)
@@ -137,6 +138,7 @@ def test_trained_stored_typed_queried_analysed_and_figured(project, prepared_dat
     assert (project / "results" / "own" / "figures" / "loss_curves.png").is_file()
 
 
+@pytest.mark.slow
 def test_changed_optimizer_code_is_refused_or_rerun(project: Path, prepared_data: Path) -> None:
     common = ["--results", project / "results", "--data", prepared_data, "--launcher", "local"]
     (project / "own.yaml").write_text(GRID.format(extra="").replace(", 1.0]", "]"))
@@ -236,6 +238,7 @@ def build(vocab_size: int, d_model: int = 16):
 '''
 
 
+@pytest.mark.slow
 def test_a_users_model_is_built_counted_and_trained(project: Path, prepared_data: Path) -> None:
     (project / "bigram.py").write_text(MODEL)
     grid = (project / "own.yaml").read_text().replace("model: tiny", "model: ./bigram.py:build")
@@ -300,6 +303,7 @@ def test_a_dataset_registered_by_entry_point_is_prepared_by_its_function(project
     assert dataset_fingerprint(project / "data" / "noise256") != before  # rewritten val.bin
 
 
+@pytest.mark.slow
 def test_rewritten_data_is_refused_or_rerun(project: Path, prepared_data: Path) -> None:
     import shutil
 

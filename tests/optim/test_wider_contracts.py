@@ -100,6 +100,7 @@ def test_heavyball_sentinel_defaults_are_left_to_the_constructor_and_null_is_acc
     assert kwargs["palm"] is True and "promote" not in kwargs  # unset sentinels: not passed
 
 
+@pytest.mark.slow
 def test_ranger21_scheduling_its_own_lr_is_refused_until_its_schedule_is_off(project) -> None:
     """Item 8: Ranger21 warms up on top of the harness's schedule; the preflight sees the step
     change its lr and refuses, naming it; with its warmup off, or the harness's schedule constant
@@ -137,6 +138,7 @@ def test_adam_mini_is_given_named_parameters(project: Path) -> None:
     assert not torch.equal(before, matrix)
 
 
+@pytest.mark.slow
 def test_galore_projects_the_matrices_given_rank_through_group_options(project) -> None:
     """Item 8: GaLore without ``rank`` in a group is plain AdamW (the dry run says so); declared
     with the matrix group's options it projects every matrix and nothing else."""
@@ -154,6 +156,7 @@ def test_galore_projects_the_matrices_given_rank_through_group_options(project) 
     assert not any(p for name, ps in projected.items() if name != "matrix" for p in ps)
 
 
+@pytest.mark.slow
 def test_adahessian_gets_a_second_order_backward_when_declared(project: Path) -> None:
     """Item 8: Adahessian needs ``create_graph=True`` in backward: unwired, the dry run names it
     and the preflight refuses it; declared, it trains."""
@@ -168,6 +171,7 @@ def test_adahessian_gets_a_second_order_backward_when_declared(project: Path) ->
     assert all(math.isfinite(v) for v in losses) and losses[-1] < losses[0]
 
 
+@pytest.mark.slow
 def test_sophia_update_hessian_is_called_every_k_steps_when_declared(project: Path) -> None:
     """Item 8: SophiaG's ``update_hessian`` is never called by a plain loop (a sign-of-momentum
     step: the dry run names it); declared ``every={"update_hessian": 2}``, the loop calls it

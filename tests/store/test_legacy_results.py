@@ -152,6 +152,7 @@ def test_a_project_moved_with_its_results_keeps_every_run_id(tmp_path, prepared_
     assert "skipped 2 with a result" in out and "launching 0" in out
 
 
+@pytest.mark.slow
 def test_two_files_of_one_name_in_two_folders_of_a_grid_are_two_runs(
     tmp_path: Path, prepared_data: Path
 ) -> None:

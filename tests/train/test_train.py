@@ -22,6 +22,7 @@ OPTIMIZER_LRS = {"sgd": 0.3, "sgd_cclip": 0.3, "signsgd": 1e-3, "signum": 1e-3, 
 
 
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
+@pytest.mark.slow
 def test_few_steps_per_optimizer(prepared_data, optimizer):
     extra = {"clip_value": 0.01} if optimizer == "sgd_cclip" else {}
     run = tiny_run(
@@ -49,6 +50,7 @@ def test_few_steps_per_optimizer(prepared_data, optimizer):
         assert result.metrics["mfu"] == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_mfu_is_model_flops_per_second_over_the_device_peak(prepared_data, monkeypatch):
     from harness.model.architecture import flops_per_token
     from harness.train.device import Placement
@@ -68,6 +70,7 @@ def _model(run):
     return GPT(run.arch, run.data.seq_len)
 
 
+@pytest.mark.slow
 def test_divergence_is_a_result(prepared_data):
     run = tiny_run(prepared_data, optimizer="sgd", lr=1e4, grad_clip=None, log_every=1)
     result = train(run, data_root=prepared_data, log=None)
@@ -77,6 +80,7 @@ def test_divergence_is_a_result(prepared_data):
     assert result.metric("val_loss") is None and result.curve
 
 
+@pytest.mark.slow
 def test_deterministic_given_seed(prepared_data, on_the_cpu):
     run = tiny_run(prepared_data)
     a = train(run, data_root=prepared_data, log=None)
@@ -88,6 +92,7 @@ def test_deterministic_given_seed(prepared_data, on_the_cpu):
 
 
 @pytest.mark.parametrize("optimizer", ["adamw", "sgd"])
+@pytest.mark.slow
 def test_resume_from_checkpoint_is_bitwise_identical(
     prepared_data, on_the_cpu, tmp_path, optimizer
 ):
@@ -100,12 +105,14 @@ def test_resume_from_checkpoint_is_bitwise_identical(
     assert resumed.steps_done == whole.steps_done
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_matches_full_batch(prepared_data, on_the_cpu):
     full = train(tiny_run(prepared_data), data_root=prepared_data, log=None)
     accum = train(tiny_run(prepared_data, micro_batch_size=2), data_root=prepared_data, log=None)
     assert accum.metrics["val_loss"] == pytest.approx(full.metrics["val_loss"], rel=1e-4)
 
 
+@pytest.mark.slow
 def test_a_loss_that_climbs_away_from_its_best_is_diverged(prepared_data):
     # a constant, too-high SGD lr without clipping: the loss first falls, then climbs
     setup = {"schedule": "constant", "warmup_steps": 0, "tokens": 8 * 32 * 40, "log_every": 1,
@@ -123,6 +130,7 @@ def test_a_loss_that_climbs_away_from_its_best_is_diverged(prepared_data):
     assert relaxed.steps_done > result.steps_done
 
 
+@pytest.mark.slow
 def test_without_the_spike_rules_a_finite_spike_trains_to_the_end(prepared_data):
     """The talk's beta table keeps finite values for runs that blew up. AdamW at a constant lr
     of 0.1 spikes above 1.5 ln V early, then recovers: the default rules score it diverged;
@@ -143,6 +151,7 @@ def test_without_the_spike_rules_a_finite_spike_trains_to_the_end(prepared_data)
     assert result.metrics["max_loss_rise"] > 1.0
 
 
+@pytest.mark.slow
 def test_validation_loss_by_frequency_bucket(prepared_data):
     """val_loss_q1..q4: the loss of the targets in each training-frequency bucket; their
     target-weighted mean is val_loss, and the rare tokens are the hard ones."""
@@ -174,6 +183,7 @@ def test_frequency_buckets_hold_equal_shares_of_training_tokens():
     assert np.allclose(mass, 0.25, atol=0.02) and (np.diff(b) >= 0).all()
 
 
+@pytest.mark.slow
 def test_an_error_during_training_is_typed_and_carries_what_was_done(prepared_data):
     run = tiny_run(prepared_data)
     calls = iter(range(10**6))

@@ -289,6 +289,7 @@ def _cli(*args: object, code: int = 0, stdout: bool = False) -> str:
     return r.stdout if stdout else r.output
 
 
+@pytest.mark.slow
 def test_rows_are_typed_skipped_on_resubmit_and_analysed(tmp_path):
     (tmp_path / "wl.yaml").write_text(
         GRID.replace("seeds: [0, 1]", "seeds: [0]").format(
@@ -323,6 +324,7 @@ def test_rows_are_typed_skipped_on_resubmit_and_analysed(tmp_path):
         assert (tmp_path / "results" / "wl" / "figures" / f"{figure}-val_loss.png").is_file()
 
 
+@pytest.mark.slow
 def test_a_workload_grid_analyses_and_confirms_on_its_loss_without_metric(tmp_path):
     # a workload has no val_ppl: the default metric falls back to val_loss (and says so)
     (tmp_path / "wl.yaml").write_text(
@@ -404,6 +406,7 @@ def test_a_bad_workload_or_parameter_is_one_line_exit_2_nothing_written(
     assert "Traceback" not in r.output and not (tmp_path / "res").exists()
 
 
+@pytest.mark.slow
 def test_the_preflight_refuses_an_optimizer_the_workload_cannot_take(tmp_path):
     (tmp_path / "g.yaml").write_text(
         "name: g\nbase: {workload: quadratic, lr: 0.01, steps: 4}\n"
