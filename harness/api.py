@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from harness.analysis.rows.selectors import Selector
     from harness.core.config import RunConfig
     from harness.followup.rounds import Submitted
-    from harness.followup.selected import Tuned
+    from harness.followup.selected import Tuned as Tuned  # the type of tuned(), for callers
     from harness.grid.load import Grid
     from harness.metrics.catalogue import Goal
     from harness.store.importing import Imported
@@ -295,6 +295,7 @@ def analyze(
     over: Sequence[str] = (),
     target: float | None = None,
     curve: str | None = None,
+    pool: Sequence[str] = (),
     **options: Any,
 ) -> Answer:
     """Answer one ``harness analyze`` question (``best``, ``gap``, ``compare``, ...) about
@@ -304,7 +305,8 @@ def analyze(
     ``a``/``b``/``baseline``/``reference`` as ``"K=V[,K=V]"`` strings or selectors, the others
     as values (``confidence=0.9``, ``tuned_mode="fit"``); an option not given takes its default.
     A ``target`` question (``targets``, ``profiles``) reads ``target``/``curve`` instead of
-    ``metric``/``goal``/``select_by``/``over``.
+    ``metric``/``goal``/``select_by``/``over``. Every condition that varies (batch size, model,
+    tokens, ...) is a cell unless named in ``pool`` (``--pool``: tuned over instead).
     """
     from harness.analysis.questions.query import Query
     from harness.analysis.questions.registry import QUESTIONS
@@ -313,7 +315,7 @@ def analyze(
     q = QUESTIONS[question]  # an unknown name lists the known ones
     rows: dict[str, Any] = {
         "grid": _grid_args(grid) or None, "results": _results(results), "where": where,
-        "scale": scale,
+        "scale": scale, "pool": tuple(pool),
     }  # fmt: skip
     if q.inputs == "target":  # by and over, where the question takes them, are its options
         given = {
@@ -334,11 +336,12 @@ def _figure_request(
     grid: Grids, results: str | Path | None, where: str | None, scale: str | None, metric: str,
     goal: GoalChoice, select_by: str | None, names: Sequence[str], runs: str, x: str | None,
     baseline: Selector | str | None, reference: Selector | str | None, target: float | None,
-    curve: str | None,
+    curve: str | None, pool: Sequence[str],
 ) -> tuple[Any, Any, list[str], str, Any]:  # fmt: skip
     from harness.analysis.present.figures.choose import plan_figures
     from harness.analysis.present.figures.options import FigureOptions
     from harness.analysis.questions.target_query import TargetQuery, find_target
+    from harness.analysis.rows.conditions import check_pool
     from harness.analysis.rows.load import select
     from harness.analysis.rows.metric_choice import choose_metric
     from harness.analysis.rows.selectors import as_selector
@@ -348,9 +351,10 @@ def _figure_request(
     choice = choose_metric(sel.frame("runs"), metric, goal, select_by)
     chosen, why = plan_figures(sel, args, list(names))
     timed = find_target(TargetQuery(args, target, curve), sel.scale)
+    check_pool(sel.frame("runs"), pool)
     options = FigureOptions(
         runs=runs, x=x, baseline=as_selector(baseline, "--baseline"),
-        reference=as_selector(reference, "--reference"), target=timed,
+        reference=as_selector(reference, "--reference"), target=timed, pool=tuple(pool),
     )  # fmt: skip
     return sel, choice, chosen, why, options
 
@@ -384,6 +388,7 @@ def figures(
     target: float | None = None,
     curve: str | None = None,
     write: bool = True,
+    pool: Sequence[str] = (),
 ) -> Figures:
     """Draw ``grid``'s figures (``names``, else those the grid declares, else the defaults for
     the columns that vary): into ``results/<grid>/figures/`` as PNG, PDF and a sidecar JSON each
@@ -393,7 +398,7 @@ def figures(
 
     sel, choice, chosen, why, options = _figure_request(
         grid, results, where, scale, metric, goal, select_by, names, runs, x, baseline,
-        reference, target, curve,
+        reference, target, curve, pool,
     )  # fmt: skip
     notes = (*choice.notes, why)
     if not write:
@@ -417,6 +422,7 @@ def report(
     baseline: Selector | str | None = None,
     reference: Selector | str | None = None,
     runs: str = "all",
+    pool: Sequence[str] = (),
 ) -> str:
     """The self-contained HTML report of ``grid`` (``harness report``): figures, toggleable loss
     curves, the best-per-cell and gap tables, provenance. Written to ``output`` when given
@@ -431,7 +437,7 @@ def report(
         grids=tuple(_grid_args(grid)), results=_results(results), where=where, scale=scale,
         metric=metric, goal=goal, select_by=select_by, figures=tuple(names),
         options=FigureOptions(runs=runs, baseline=as_selector(baseline, "--baseline"),
-                              reference=as_selector(reference, "--reference")),
+                              reference=as_selector(reference, "--reference"), pool=tuple(pool)),
     )  # fmt: skip
     html = build_report(req)
     if output is not None:

@@ -23,5 +23,5 @@ else
 fi
 ruff check . && ruff format --check .
 lint-imports  # the architecture's layers and "never" rules (pyproject.toml [tool.importlinter])
-mypy  # harness/: strict on core, grid, store, launch; cache in .mypy_cache (gitignored)
+mypy  # harness/: --strict on every package; cache in .mypy_cache (gitignored)
 python3 -m pytest -q "$@"

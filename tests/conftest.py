@@ -68,6 +68,15 @@ def slurm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     cancel_leftovers(tmp_path / "results")
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test on the SLURM cluster is ``slow`` too: the fast lane (``-m "not slow"``) never
+    waits for a queue."""
+    for item in items:
+        if item.get_closest_marker("slurm") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
 # --- the device (harness.train.device) --------------------------------------------------------
 
 

@@ -18,24 +18,31 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from harness.analysis.stats.baseline_gap import closure, closure_interval
+from harness.analysis.stats.baseline_gap import closure, closure_interval, gap_t, small_gap
 from harness.analysis.stats.batch_fit import fit_critical_batch
 from harness.analysis.stats.crossing import advantage
 from harness.analysis.stats.intervals import crossing_interval, linear_interval, two_arm_coefs
 from harness.analysis.stats.optimum_fit import optimum_table
-from harness.analysis.stats.power_law import budget_ratio_interval
+from harness.analysis.stats.pooled import pool
+from harness.analysis.stats.power_law import budget_ratio_interval, checked, fit_power_law
 
+#: The misspecified speed-up scenario's name.
+SPEEDUP_DRIFT = "speed-up ratio, drifting power law (covered or flagged)"
 #: Intervals whose simulation fits per experiment (``slow_reps``).
 SLOW = (
     "speed-up ratio",
+    SPEEDUP_DRIFT,
     "fitted optimum",
     "metric at optimum",
     "fitted optimum, asymmetric c = 0.08 (covered or flagged)",
     "fitted optimum, asymmetric c = 0.02 (covered or flagged)",
 )
-#: The Welch scenario with unequal seed counts: it under-covers at n = (2, 5), which the
-#: documentation states (not held to the floor of ``tests/analysis/test_coverage.py``).
-UNEQUAL = "difference, n and n + 3 seeds, smaller arm noisier (noted)"
+#: The Welch scenarios with unequal seed counts (Welch's df under-covered there: 90.5 % at
+#: n = (2, 5); Banerjee's quantile now, :func:`harness.analysis.stats.intervals.welch_quantile`).
+UNEQUAL = (
+    "difference, n and n + 3 seeds, smaller arm noisier",
+    "difference, n and 4 n seeds, equal noise",
+)
 #: Seed counts simulated.
 SEED_COUNTS = (2, 3, 5, 10)
 #: Nominal two-sided level simulated.
@@ -76,15 +83,52 @@ def _difference(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np
     return (lo <= 1.0) & (hi >= 1.0)
 
 
-def _difference_unequal(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
-    """Unequal seed counts, the smaller arm noisier: n seeds of sd 2 against n + 3 of sd 1
-    (n = 2: the (2, 5) case where Welch's df overstates the information)."""
-    a = _summary(11.0 + 2.0 * noise(rng, (reps, n)))
-    b = _summary(10.0 + noise(rng, (reps, n + 3)))
-    lo, hi = linear_interval(
-        b[0] - a[0], [a[1] / a[2], b[1] / b[2]], [a[2] - 1.0, b[2] - 1.0], LEVEL
-    )
-    return (lo <= -1.0) & (hi >= -1.0)
+def _difference_unequal(n_b: Callable[[int], int], sd_a: float) -> Callable[..., np.ndarray]:
+    """Unequal seed counts: n seeds of sd ``sd_a`` against ``n_b(n)`` of sd 1 (n = 2, sd 2:
+    the (2, 5) case where Welch's df overstated the information)."""
+
+    def sim(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+        a = _summary(11.0 + sd_a * noise(rng, (reps, n)))
+        b = _summary(10.0 + noise(rng, (reps, n_b(n))))
+        lo, hi = linear_interval(
+            b[0] - a[0], [a[1] / a[2], b[1] / b[2]], [a[2] - 1.0, b[2] - 1.0], LEVEL
+        )
+        return (lo <= -1.0) & (hi >= -1.0)
+
+    return sim
+
+
+#: Pooled-variance scenarios (``--pooled-variance``): 4 cells of n seeds; the interval of cell
+#: 0's mean (or of the difference of two arms in cell 0) on the variance pooled over the cells.
+POOLED = (
+    "mean, variance pooled over 4 cells, equal noise",
+    "difference, each arm pooled over 4 cells, equal noise across cells",
+    "mean, variance pooled over 4 cells of sd 2, 1, 1, 0.5: the noisiest cell (noted)",
+    "mean, variance pooled over 4 cells of sd 2, 1, 1, 0.5: the quietest cell (noted)",
+)
+
+
+def _pooled_arm(noise: Noise, n: int, reps: int, rng, sds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(cell means, pooled variance, its df) of one arm: 4 cells of n seeds around 0."""
+    m, var, k = _summary(sds[None, :, None] * noise(rng, (reps, sds.size, n)))
+    pooled_var, df = pool(var, k)
+    return m, pooled_var, df
+
+
+def _pooled_mean(sds: tuple[float, ...], cell: int) -> Callable[..., np.ndarray]:
+    def sim(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+        m, var, df = _pooled_arm(noise, n, reps, rng, np.array(sds))
+        lo, hi = linear_interval(m[:, cell], [var / n], [df], LEVEL)
+        return (lo <= 0.0) & (hi >= 0.0)
+
+    return sim
+
+
+def _pooled_difference(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    ma, va, da = _pooled_arm(noise, n, reps, rng, np.ones(4))
+    mb, vb, db = _pooled_arm(noise, n, reps, rng, np.full(4, 2.0))
+    lo, hi = linear_interval(mb[:, 0] - ma[:, 0], [va / n, vb / n], [da, db], LEVEL)
+    return (lo <= 0.0) & (hi >= 0.0)
 
 
 #: Gap-closure scenario: (true mean, noise sd) of baseline, X and reference; closure 0.8.
@@ -103,6 +147,51 @@ def _gap_closure(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> n
     b, x, r = (_summary(v) for v in _gap_arms(noise, n, reps, rng))
     lo, hi = closure_interval(b, x, r, LEVEL)
     return (lo <= _true_closure()) & (_true_closure() <= hi)
+
+
+#: Small-gap scenarios: noise sd 1 in all three arms, gap B - R of ``g`` seed sd, closure 0.8;
+#: the share of *bounded* intervals that cover or carry the small-gap note
+#: (:func:`harness.analysis.stats.baseline_gap.small_gap`). Bounded ones are rare at a small gap
+#: (4 % at g = 1, n = 2), so each draws :data:`SMALL_GAP_DRAWS` times ``reps`` experiments.
+SMALL_GAP_DRAWS = 10
+
+
+def _gap_small(g: float) -> Callable[..., np.ndarray]:
+    def sim(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+        k = reps * SMALL_GAP_DRAWS
+        b, x, r = (_summary(m + noise(rng, (k, n))) for m in (0.0, -0.8 * g, -g))
+        lo, hi = closure_interval(b, x, r, LEVEL)
+        bounded = np.isfinite(lo) & np.isfinite(hi)
+        flagged = small_gap(gap_t(b, r), n)
+        return ((lo <= 0.8) & (hi >= 0.8) | flagged)[bounded]
+
+    return sim
+
+
+def _gap_small_unflagged(g: float) -> Callable[..., np.ndarray]:
+    """As :func:`_gap_small`, the share of bounded intervals *without* the note that cover."""
+
+    def sim(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+        k = reps * SMALL_GAP_DRAWS
+        b, x, r = (_summary(m + noise(rng, (k, n))) for m in (0.0, -0.8 * g, -g))
+        lo, hi = closure_interval(b, x, r, LEVEL)
+        shown = np.isfinite(lo) & np.isfinite(hi) & ~small_gap(gap_t(b, r), n)
+        return ((lo <= 0.8) & (hi >= 0.8))[shown]
+
+    return sim
+
+
+#: The small-gap scenarios' names.
+SMALL_GAP = (
+    "gap closure, gap 1 sd, bounded (covered or flagged)",
+    "gap closure, gap 2 sd, bounded (covered or flagged)",
+)
+#: Reported for the documentation, not held to the floor: at 3 seeds and a gap of 1 sd the
+#: unflagged bounded intervals cover 92 % (the observed t does not tell those apart).
+SMALL_GAP_UNFLAGGED = (
+    "gap closure, gap 1 sd, bounded without the note (noted)",
+    "gap closure, gap 2 sd, bounded without the note (noted)",
+)
 
 
 #: Bootstrap resamples of the former percentile interval (simulated for comparison only).
@@ -181,6 +270,34 @@ def _speedup(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.nd
     return out
 
 
+#: Misspecified speed-up (issue 30): b = 2.4 + 300 D^-0.3 + 0.02 ln(D / 1e9)^2, a curve that
+#: bends away from the power law as it flattens; covered, or flagged by ``fit_check``.
+DRIFT = 0.02
+
+
+def _drift_curve(d: np.ndarray | float) -> np.ndarray:
+    return np.asarray(2.4 + 300 * np.power(d, -0.3) + DRIFT * np.log(np.asarray(d) / 1e9) ** 2)
+
+
+DRIFT_TRUTH = (
+    optimize.brentq(lambda d: float(_drift_curve(d)) - (2.5 + 300 * 8e9**-0.3), 1e8, 8e9) / 8e9
+)
+
+
+def _speedup_drift(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    final_a = 2.5 + 300 * 8e9**-0.3
+    b = _summary(_drift_curve(SPEED_D)[None, :, None] + 0.003 * noise(rng, (reps, SPEED_D.size, n)))
+    a = _summary(final_a + 0.003 * noise(rng, (reps, n)))
+    out = np.zeros(reps, bool)
+    for i in range(reps):
+        b_i, a_i = (b[0][i], b[1][i], b[2][i]), (a[0][i], a[1][i], a[2][i])
+        fit = fit_power_law(SPEED_D, b_i[0], "min", polish=False)
+        _, lo, hi = budget_ratio_interval(SPEED_D, b_i, a_i, 8e9, "min", LEVEL, polish=False)
+        lo, hi, flags = checked(fit, SPEED_D, b_i, a_i, 8e9, "min", LEVEL, (lo, hi), polish=False)
+        out[i] = bool(flags) or lo <= DRIFT_TRUTH <= hi
+    return out
+
+
 #: Optimum scenario: metric 3 + 0.5 (ln lr - ln 1.5e-3)^2 at lr = 1e-3 * 3^(-2..2), noise 0.1.
 OPT_LR = 1e-3 * 3.0 ** np.arange(-2, 3)
 OPT_TRUTH = (1.5e-3, 3.0)
@@ -246,12 +363,22 @@ ASYMMETRIC = (
 INTERVALS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "mean": ("Student t", _mean),
     "difference": ("Welch t", _difference),
-    UNEQUAL: ("Welch t", _difference_unequal),
+    UNEQUAL[0]: ("Welch t; Banerjee at unequal n", _difference_unequal(lambda n: n + 3, 2.0)),
+    UNEQUAL[1]: ("Welch t; Banerjee at unequal n", _difference_unequal(lambda n: 4 * n, 1.0)),
+    POOLED[0]: ("Student t, pooled df", _pooled_mean((1.0, 1.0, 1.0, 1.0), 0)),
+    POOLED[1]: ("Welch t, pooled df", _pooled_difference),
+    POOLED[2]: ("Student t, pooled df", _pooled_mean((2.0, 1.0, 1.0, 0.5), 0)),
+    POOLED[3]: ("Student t, pooled df", _pooled_mean((2.0, 1.0, 1.0, 0.5), 3)),
     "gap closure": ("Fieller, t quantiles", _gap_closure),
+    SMALL_GAP[0]: ("as above; small-gap note", _gap_small(1.0)),
+    SMALL_GAP[1]: ("as above; small-gap note", _gap_small(2.0)),
+    SMALL_GAP_UNFLAGGED[0]: ("as above", _gap_small_unflagged(1.0)),
+    SMALL_GAP_UNFLAGGED[1]: ("as above", _gap_small_unflagged(2.0)),
     "crossover": ("t-test inversion", _crossover),
     "critical batch": ("Fieller on b/a of S = a + b/B", _critical_batch_on(CB_B)),
     "critical batch (x4 grid)": ("Fieller on b/a of S = a + b/B", _critical_batch_on(CB_B4)),
     "speed-up ratio": ("delta method on log, t quantiles", _speedup),
+    SPEEDUP_DRIFT: ("as above; fit_check", _speedup_drift),
     "fitted optimum": ("Fieller on -c1 / 2 c2", _optimum),
     "metric at optimum": ("Welch t on the fit", _optimum_metric),
     ASYMMETRIC[0]: ("as above; fit_check", _optimum_asymmetric(0.08)),

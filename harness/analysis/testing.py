@@ -55,7 +55,7 @@ def write_run(
     run: RunConfig,
     *,
     val_ppl: float | None = None,
-    status: str = "completed",
+    status: Status = Status.COMPLETED,
     metrics: Mapping[str, float | None] | None = None,
     points: int = 5,
     source: str = "synthetic",

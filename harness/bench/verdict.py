@@ -8,7 +8,8 @@ For each cell (batch size x budget) and baseline:
 - **no verdict** with fewer than 2 confirmation seeds on either side (one seed has no spread),
   or a diverged confirmation seed;
 - else the final-loss difference candidate - baseline with Welch's interval at 1 - alpha, and
-  Welch's two-sided test, its p-value Holm-corrected over every cell and baseline of the bench:
+  Welch's two-sided test (Banerjee's interval and test where the seed counts differ, as in
+  ``analyze compare``), its p-value Holm-corrected over every cell and baseline of the bench:
   **better** (lower loss, corrected p < alpha), **worse**, or **no evidence**. The power line
   gives the difference the seeds detect with the protocol's power at Holm's strictest level
   (alpha / number of tests), from the seeds' spread.
@@ -30,10 +31,10 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from harness.bench.derive import Derived
 from harness.bench.results import LR_EDGE, VALUE, Rows, load_rows, selection
+from harness.metrics.catalogue import Goal
 
 Reading = Literal["better", "worse", "no evidence", "not tuned", "no verdict", "pending"]
 """What one comparison says."""
@@ -307,14 +308,14 @@ def _one(
         return {**head, **nums, "reading": "no verdict", "why": "one confirmation seed"}
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         return {**head, **nums, "reading": "no verdict", "why": "a confirmation seed diverged"}
-    from harness.analysis.stats import welch_interval
+    from harness.analysis.stats import TESTS, welch_interval
 
     lo, hi = welch_interval(a, b, 1 - alpha)
     diff = float(b.mean() - a.mean())
     if np.ptp(a) == 0 and np.ptp(b) == 0:  # no spread: a test has nothing to weigh
         pval = 1.0 if diff == 0 else 0.0
     else:
-        pval = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
+        pval = TESTS["welch"].run(a, b, "two-sided", alpha).p  # Banerjee's at unequal n
     return {**head, **nums, "reading": "no evidence", "difference": diff, "ci_low": lo,
             "ci_high": hi, "p": pval, "_a": a, "_b": b}  # fmt: skip
 
@@ -329,7 +330,7 @@ def _holm(p: np.ndarray) -> np.ndarray:
     return holm(p)
 
 
-def _read(diff: float, p_adj: float, alpha: float, goal: str) -> Reading:
+def _read(diff: float, p_adj: float, alpha: float, goal: Goal) -> Reading:
     if not p_adj < alpha:
         return "no evidence"
     lower = diff < 0

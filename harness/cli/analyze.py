@@ -25,6 +25,7 @@ from harness.analysis.questions.registry import (
 from harness.analysis.rows.selectors import Selector, parse_columns, parse_selector
 from harness.cli.options import (
     metric_options,
+    pool_option,
     results_option,
     scale_option,
     target_options,
@@ -59,6 +60,7 @@ def _tuned_options(f: Callable[..., Any]) -> Callable[..., Any]:
         _FORMAT,
         _option(BY),
         _option(OVER),
+        pool_option,
         results_option,
     ])  # fmt: skip
 
@@ -67,7 +69,7 @@ def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID, the target and the options that select rows (no --metric: the target says)."""
     return _stack(f, [
         click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
-        results_option,
+        pool_option, results_option,
     ])  # fmt: skip
 
 
@@ -98,6 +100,7 @@ _KINDS: dict[str, dict[str, Any]] = {
     "float": {"type": float},
     "int": {"type": int},
     "columns": {"type": str, "callback": _parse_columns},
+    "flag": {"is_flag": True},
 }
 
 

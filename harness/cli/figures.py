@@ -16,6 +16,7 @@ from harness.analysis.rows.selectors import Selector
 from harness.cli.options import (
     arm_options,
     metric_options,
+    pool_option,
     results_option,
     scale_option,
     target_options,
@@ -53,6 +54,7 @@ from harness.cli.options import (
     "(default: the first own hyperparameter that varies, else the first tuned one).",
 )
 @arm_options
+@pool_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="table for people; csv or json for programs (notes on stderr).")  # fmt: skip
 @results_option
@@ -70,6 +72,7 @@ def figures(
     reference: Selector | None,
     target: float | None,
     curve: str | None,
+    pool: tuple[str, ...],
     fmt: str,
     results: Path | None,
 ) -> None:
@@ -90,7 +93,7 @@ def figures(
     done = api.figures(
         grid, names=names, results=results, where=where, scale=scale, metric=metric, goal=goal,
         select_by=select_by, runs=curve_runs, x=x, baseline=baseline, reference=reference,
-        target=target, curve=curve,
+        target=target, curve=curve, pool=pool,
     )  # fmt: skip
     table = pd.DataFrame(
         [

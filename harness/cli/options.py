@@ -60,6 +60,22 @@ scale_option: Decorator = click.option(
 """``--scale full|local``."""
 
 
+def _parse_pool(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    from harness.analysis.rows.selectors import parse_columns
+
+    return tuple(parse_columns(value))
+
+
+def pool_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--pool AXES``: conditions pooled instead of being cells (``analyze``, ``figures``,
+    ``report``; :mod:`harness.analysis.rows.conditions`)."""
+    from harness.analysis.rows.conditions import POOL_FLAG, POOL_HELP
+
+    return click.option(
+        POOL_FLAG, "pool", default=None, callback=_parse_pool, metavar="COLUMNS", help=POOL_HELP
+    )(f)
+
+
 def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--target VALUE`` and ``--curve COLUMN`` (the loss runs are timed to)."""
     f = click.option(

@@ -12,6 +12,7 @@ from harness.analysis.rows.selectors import Selector
 from harness.cli.options import (
     arm_options,
     metric_options,
+    pool_option,
     results_option,
     scale_option,
     where_option,
@@ -28,6 +29,7 @@ from harness.cli.options import (
 @metric_options
 @scale_option
 @arm_options
+@pool_option
 @results_option
 def report(
     grid: tuple[str, ...],
@@ -40,6 +42,7 @@ def report(
     scale: str | None,
     baseline: Selector | None,
     reference: Selector | None,
+    pool: tuple[str, ...],
     results: Path | None,
 ) -> None:
     """Write one HTML file to share GRID...'s results: it opens offline, every asset inline.
@@ -55,5 +58,6 @@ def report(
     html = api.report(
         grid, output=output, names=names, results=results, where=where, scale=scale,
         metric=metric, goal=goal, select_by=select_by, baseline=baseline, reference=reference,
+        pool=pool,
     )  # fmt: skip
     click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)")

@@ -357,6 +357,12 @@ def spill_dirs() -> list[Path]:
     return found
 
 
+def family_path(root: Path, name: str) -> Path:
+    """The claims of the correction family ``name`` (``harness analyze ... --family NAME``):
+    ``<root>/_families/<name>.json`` (no grid name starts with ``_``)."""
+    return root / "_families" / f"{check_grid_name(name, '--family')}.json"
+
+
 def grids_in(root: Path) -> list[str]:
     """Names of the grids that have a manifest or results under ``root``."""
     if not root.is_dir():

@@ -39,8 +39,9 @@ class RunResult:
     """What one run produced. ``metrics`` holds every measured value by its catalogued name
     (``harness.metrics.embedding.catalogue.METRICS``); ``curve`` one dict per logged step."""
 
-    status: str
-    """One of ``STATUSES``."""
+    status: Status
+    """How the run ended (a status's string, as a row or a spill file holds it, is taken as
+    that status)."""
     params: int | None = None
     """Total trainable parameters (tied weights counted once)."""
     steps_done: int = 0
@@ -55,6 +56,13 @@ class RunResult:
     """Metric name -> value (``val_loss``, ``wall_s``, ``iso``, ``mfu``, ...); each a column."""
     curve: list[dict[str, Any]] = field(default_factory=list)
     """Loss-curve points, each with the keys of ``CURVE_COLUMNS``."""
+
+    def __post_init__(self) -> None:
+        """Raises ValueError: ``status`` is no :class:`Status` (naming the valid ones)."""
+        if not isinstance(self.status, Status):
+            if self.status not in STATUSES:
+                raise ValueError(f"unknown status {self.status!r}; valid: {', '.join(STATUSES)}")
+            self.status = Status(self.status)
 
     def metric(self, name: str) -> float | None:
         """One metric's value (None when not measured)."""

@@ -260,10 +260,11 @@ def _plan_part(
     tuning = {r.run_id: r for r in [*own, *added] if not r.confirm}
     finished = df.loc[df["status"].isin(RESULT_STATUSES), "run_id"] if strict else df["run_id"]
     pending = sorted(set(tuning) - set(finished))
-    if pending and strict:
-        out.lines.append(f"{len(pending)} tuning run(s) have no result (completed or diverged) "
-                         f"yet; failed ones run again with: harness submit {grid.path} "
-                         "--retry failed,timeout,oom,cancelled")  # fmt: skip
+    ended = sorted(set(pending) & set(df["run_id"]))  # a row, but no result: failed, timeout...
+    if ended and strict:
+        out.lines.append(f"{len(ended)} tuning run(s) have no result (completed or diverged): "
+                         f"they ended without one; run them again with: harness submit "
+                         f"{grid.path} --retry failed,timeout,oom,cancelled")  # fmt: skip
         return out
     if pending:
         out.lines.append(f"{len(pending)} tuning run(s) have no result yet: nothing planned "

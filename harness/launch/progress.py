@@ -37,9 +37,8 @@ class Progress:
     def finished(self, status: str, val_loss: float | None = None) -> None:
         """Record one finished run (``val_loss``: its validation loss, when it has one)."""
         self.counts[status] += 1
-        ok = status == Status.COMPLETED and val_loss is not None and math.isfinite(val_loss)
-        if ok and (self.best is None or val_loss < self.best):  # type: ignore[operator]
-            self.best = val_loss
+        if status == Status.COMPLETED and val_loss is not None and math.isfinite(val_loss):
+            self.best = val_loss if self.best is None else min(self.best, val_loss)
         self.draw(force=not self._tty)
 
     def line(self) -> str:

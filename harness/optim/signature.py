@@ -160,9 +160,9 @@ def spec_from_constructor(
         if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in PASSED_BY_HARNESS:
             continue
         default = REQUIRED if p.default is p.empty else p.default
-        if p.name in (reads or {}):
-            fields[reads[p.name]] = default  # type: ignore[index]
-            renamed[reads[p.name]] = p.name  # type: ignore[index]
+        if reads is not None and p.name in reads:
+            fields[reads[p.name]] = default
+            renamed[reads[p.name]] = p.name
             continue
         kind = _kind(hints.get(p.name), default)
         if p.kind is p.POSITIONAL_ONLY:

@@ -23,7 +23,7 @@ from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.files import atomic_write_text, os_error_line
 from harness.core.provenance import ATTEMPT
-from harness.core.result import RunResult
+from harness.core.result import RunResult, Status
 from harness.store.auto import auto_compact
 from harness.store.rows import next_attempt, write_result
 
@@ -32,7 +32,7 @@ class ResultSpilled(OSError):
     """A run's result was not written to the results folder but kept in a spill file (an
     OSError without an errno: the CLI prints its one line, exit 2)."""
 
-    def __init__(self, line: str, status: str, spill: Path | None) -> None:
+    def __init__(self, line: str, status: Status, spill: Path | None) -> None:
         super().__init__(line)
         self.line = line
         """One line: the file-system error, and where the result is kept (or that it is lost)."""

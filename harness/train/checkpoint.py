@@ -36,9 +36,9 @@ class LoopState:
     data_wait_s: float = 0.0
     """Seconds spent producing batches (host side)."""
     opt_s: float = 0.0
-    """Optimizer-step seconds on profiled steps."""
+    """Optimizer-step seconds on log steps (each synchronised and timed)."""
     profiled_s: float = 0.0
-    """Whole-step seconds on profiled steps."""
+    """Whole-step seconds on log steps (the name is kept: checkpoints store it)."""
     compile_s: float | None = None
     """Extra seconds of the first step when compiled."""
     interval_loss: float = 0.0

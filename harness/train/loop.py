@@ -229,13 +229,14 @@ class _Trainer:
                     raise StoppedBeforeFirstStep("stopped before its first step")
                 self._save(start)
                 raise TrainingInterrupted(f"stopped at step {st.step}")
-            profile = (st.step + 1) % log_every == 0 or st.step + 1 == steps
+            # a log step: its mean loss is read (a sync) and its optimizer step timed
+            log_step = (st.step + 1) % log_every == 0 or st.step + 1 == steps
             t = time.perf_counter()
-            loss, gnorm = self._step(st.step, profile)
+            loss, gnorm = self._step(st.step, log_step)
             self._interval_loss += loss
             self._interval_steps += 1
             st.step += 1
-            if profile or first:
+            if log_step or first:
                 mean = (self._interval_loss / self._interval_steps).item()  # this interval's sync
                 bad = self._divergence(mean, gnorm, limit)
                 if bad:
@@ -247,9 +248,9 @@ class _Trainer:
             else:
                 st.timed_s += dt
                 st.timed_tokens += self.tokens_per_step
-                if profile:
+                if log_step:
                     st.profiled_s += dt
-            if profile:
+            if log_step:
                 self._log_point(mean, start)
                 self._interval_loss.zero_()
                 self._interval_steps = 0
@@ -258,7 +259,7 @@ class _Trainer:
                 last_save = time.time()
         return self._finish(start)
 
-    def _step(self, step: int, profile: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _step(self, step: int, log_step: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         st = self.state
         lr = lr_at(step, self.run)
         for g in self.optimizer.param_groups:
@@ -274,7 +275,7 @@ class _Trainer:
         clip = self.run.optim.grad_clip
         if clip is not None:
             gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
-        if profile:
+        if log_step:
             self._sync()
             t_opt = time.perf_counter()
         if self.closure:  # the SAM family: a second forward and backward on the same batch
@@ -284,7 +285,7 @@ class _Trainer:
             self.optimizer.step()
         call_periodic(self.optimizer, self.hooks, step + 1)  # with this step's gradients
         self.optimizer.zero_grad(set_to_none=True)
-        if profile:
+        if log_step:
             self._sync()
             st.opt_s += time.perf_counter() - t_opt
         return total, gnorm

@@ -160,3 +160,13 @@ def test_per_arm_gives_an_arm_added_later_its_own_rounds(tmp_path: Path) -> None
     per = api.plan(third, extend=True, confirm=True, per_arm=True, results=root)
     assert not [r for r in per.runs if r.label == "Lion" and (r.extend_round or r.confirm)]
     assert any(line.startswith("Lion: 2 tuning run(s) have no result") for line in per.lines)
+
+
+def test_an_untrained_arm_is_waited_for_not_told_to_retry(tmp_path: Path) -> None:
+    # a bench's first round: no run has a row yet; only runs that ended without a result
+    # (failed, timeout...) are worth a --retry hint
+    root = tmp_path / "r"
+    grid = _arms_grid(tmp_path, "fresh.yaml", {"sgd": "SGD", "lion": "Lion"})
+    lines = api.plan(grid, extend=True, confirm=True, per_arm=True, results=root).lines
+    assert "Lion: 2 tuning run(s) have no result yet: nothing planned until they finish" in lines
+    assert not [line for line in lines if "--retry" in line], lines

@@ -3,6 +3,8 @@
 The simulation (:mod:`tests.coverage_simulation`) runs the analysis's own interval functions on
 experiments with known true values, normal and heavy-tailed seed noise. The former percentile
 bootstrap is checked to fail the same bar, so the bar is one a wrong method does not pass.
+Misspecified scenarios (an asymmetric lr curve, a drifting power law, a small gap) count an
+interval flagged by the harness (``fit_check``, the gap table's small-gap note) as not a miss.
 """
 
 from __future__ import annotations
@@ -10,9 +12,17 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tests.coverage_simulation import ASYMMETRIC, INTERVALS, coverage
+from tests.coverage_simulation import (
+    ASYMMETRIC,
+    INTERVALS,
+    POOLED,
+    SMALL_GAP,
+    SPEEDUP_DRIFT,
+    UNEQUAL,
+    coverage,
+)
 
-#: Nominal 95 % intervals must cover at least this often at n = 3.
+#: Nominal 95 % intervals must cover (or be flagged) at least this often.
 FLOOR_PCT = 93.0
 REPORTED = tuple(name for name in INTERVALS if "former" not in name and "noted" not in name)
 
@@ -20,22 +30,27 @@ REPORTED = tuple(name for name in INTERVALS if "former" not in name and "noted" 
 @pytest.fixture(scope="module")
 def table():
     closed = coverage(("mean", "difference", "gap closure"), reps=3000)
+    # where Welch's df and bounded Fieller intervals under-covered: n = 2 and 3
+    small = coverage((*UNEQUAL, *SMALL_GAP, *POOLED[:2]), seed_counts=(2, 3), reps=2000)
     cross = coverage(
         ("crossover", "critical batch", "critical batch (x4 grid)"), seed_counts=(3, 10), reps=1000
     )
     fits = [
         coverage(("speed-up ratio",), seed_counts=(3,), reps=600),
+        coverage((SPEEDUP_DRIFT,), seed_counts=(3,), reps=200),
         coverage(("fitted optimum", "metric at optimum", *ASYMMETRIC), seed_counts=(3,), reps=300),
     ]
-    return pd.concat([closed, cross]), pd.concat(fits)
+    return pd.concat([closed, cross]), pd.concat([small, *fits])
 
 
 def test_every_interval_covers_95_percent_at_three_seeds(table):
     closed, slow = table
-    at3 = [*closed[closed["n"] == 3].itertuples(), *slow.itertuples()]
-    assert {r.interval for r in at3} == set(REPORTED)
-    low = [(r.interval, r.noise, r.coverage_pct) for r in at3 if r.coverage_pct < FLOOR_PCT]
-    assert not low, f"coverage below {FLOOR_PCT}% at n = 3: {low}"
+    checked = [*closed[closed["n"] == 3].itertuples(), *slow.itertuples()]
+    assert {r.interval for r in checked} == set(REPORTED)
+    low = [
+        (r.interval, r.noise, r.n, r.coverage_pct) for r in checked if r.coverage_pct < FLOOR_PCT
+    ]
+    assert not low, f"coverage below {FLOOR_PCT}%: {low}"
     # and not absurdly wide either: at n = 10 the closed forms sit near 95 %
     at10 = closed[closed["n"] == 10]
     assert (at10["coverage_pct"] < 98.5).all(), at10

@@ -74,6 +74,7 @@ def test_report_is_self_contained(report: Path):
         assert part in html
 
 
+@pytest.mark.slow
 def test_report_in_headless_chromium(report: Path, tmp_path: Path):
     dom = browse(report, tmp_path, "--dump-dom")
     assert not [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln], dom.stderr

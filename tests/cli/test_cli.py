@@ -48,6 +48,7 @@ def grid_file(tmp_path: Path) -> Path:
     return p
 
 
+@pytest.mark.slow
 def test_submit_local_query_status_and_resubmit(tmp_path, grid_file, prepared_data):
     res_root = tmp_path / "results"
     common = ["--results", str(res_root)]
@@ -186,6 +187,7 @@ def test_every_command_has_help_with_an_example():
             assert "Example" in r.output or "example" in r.output, path
 
 
+@pytest.mark.slow
 def test_a_killed_run_process_is_recorded_as_failed(tmp_path, grid_file, prepared_data):
     from harness.data.catalogue import vocab_lookup
     from harness.grid.load import load_grid

@@ -249,6 +249,7 @@ def _prepare_in_child(name: str, root: str, force: bool) -> None:
     prepare(name, Path(root), force=force)
 
 
+@pytest.mark.slow
 def test_concurrent_prepare_is_safe(tmp_path: Path) -> None:
     # a small registered dataset (the Bible, GPT-2 BPE: ~1 s) built by two processes at once
     spec = DatasetSpec(

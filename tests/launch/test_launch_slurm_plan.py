@@ -174,6 +174,7 @@ def test_records_round_trip_and_the_latest_submission_wins(tmp_path):
 
 
 # --- dry run ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_dry_run_plan_of_10000_runs(prepared_data, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # as on a laptop: no Slurm, defaults assumed
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

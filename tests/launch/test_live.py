@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from harness.cli import main
@@ -75,6 +76,7 @@ ADAMW = "adamw: {lr: [3.0e-3]}"
 RAISES = "./boom.py:Boom: {lr: [1.0e-2]}"
 
 
+@pytest.mark.slow
 def test_submit_exits_1_when_a_run_failed_and_its_log_holds_the_traceback(tmp_path, prepared_data):
     grid = grid_file(tmp_path, "boom", [ADAMW, RAISES])
     root = tmp_path / "results"
@@ -92,6 +94,7 @@ def test_submit_exits_1_when_a_run_failed_and_its_log_holds_the_traceback(tmp_pa
     assert 'in step\n    raise RuntimeError("boom at the third step")' in failed[0]
 
 
+@pytest.mark.slow
 def test_submit_exits_0_when_every_run_completed_or_diverged(tmp_path, prepared_data):
     grid = grid_file(tmp_path, "ok", ["adamw: {lr: [3.0e-3, 1.0e+3]}"], steps=10)  # 1e3 blows up
     root = tmp_path / "results"
@@ -128,6 +131,7 @@ class Slow(torch.optim.AdamW):
 '''
 
 
+@pytest.mark.slow
 def test_a_running_run_is_seen_by_status_and_query_while_it_trains(tmp_path, prepared_data):
     (tmp_path / "slow.py").write_text(SLOW)
     grid = grid_file(tmp_path, "live", ["./slow.py:Slow: {lr: [3.0e-3]}"], steps=40)

@@ -27,6 +27,8 @@ from tests.local_submits import (
 )
 from tests.polling import wait_until
 
+pytestmark = pytest.mark.slow  # each test runs submit --local as real processes and signals them
+
 STEPS = 40
 
 
@@ -102,6 +104,7 @@ def test_ctrl_c_then_kill_9_then_resume_trains_each_step_once(tmp_path, prepared
     runs = children(again.pid)
     again.kill()  # kill -9: no handler runs; the orphans notice within a step
     again.communicate(timeout=30)
+    assert again.returncode == -signal.SIGKILL  # the kill landed: submit had not ended
     assert wait_until(lambda: not any(alive(p) for p in runs), 30, "orphaned runs to stop")
 
     last = start_submit(grid, root, prepared_data, tmp_path / "spill")

@@ -8,10 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from harness.core import paths
 from harness.core.files import is_locked
@@ -29,6 +29,8 @@ from tests.local_submits import (
 )
 from tests.polling import wait_until
 from tests.runs import tiny_run
+
+pytestmark = pytest.mark.slow  # each test runs submit --local as real processes and breaks them
 
 
 def _run_ids(grid: Path, data: Path) -> list[str]:
@@ -126,9 +128,13 @@ def test_b1_a_second_ctrl_c_kills_runs_without_recording_them_failed(tmp_path, p
     for p in runs:  # runs slow to checkpoint (a big model): they are still at it when...
         os.kill(p, signal.SIGSTOP)
     os.killpg(submit.pid, signal.SIGINT)  # ... Ctrl-C, and Ctrl-C again, kill them
-    time.sleep(0.5)
+    assert submit.stderr is not None
+    said = ""  # the second Ctrl-C once the first was taken (two at once may arrive as one)
+    while "stopping: " not in said and (line := submit.stderr.readline()):
+        said += line
     os.killpg(submit.pid, signal.SIGINT)
     _, err = submit.communicate(timeout=120)
+    err = said + err
 
     assert submit.returncode == 130, err
     assert wait_until(lambda: not any(alive(p) for p in runs), 10, "run processes gone")
@@ -147,7 +153,8 @@ def test_b2_a_resubmit_after_kill_9_leaves_no_run_missing(tmp_path, prepared_dat
     """B2: after ``kill -9`` of submit while its runs start, an immediate re-submit skipped the
     runs whose orphaned processes still held their run locks, and exited 0 with them missing.
     Now it waits for the locks, then trains them (resumed). The orphans' hold is stretched by a
-    ``flock`` of the same locks, as on a loaded machine where they take seconds to stop."""
+    ``flock`` of the same locks, as on a loaded machine where they take seconds to stop: held
+    until the re-submit has said what it found, so the fault lands however slow its start."""
     grid = grid_file(tmp_path, "orphans", [0, 1], STEPS)
     ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
     first = start_submit(grid, root, prepared_data, tmp_path / "spill")
@@ -155,16 +162,28 @@ def test_b2_a_resubmit_after_kill_9_leaves_no_run_missing(tmp_path, prepared_dat
     wait_until(lambda: all(is_locked(p) for p in locks), 120, "both run locks held")
     first.kill()  # kill -9 while its runs start
     first.communicate(timeout=30)
-    holders = [subprocess.Popen(["flock", str(p), "sleep", "8"]) for p in locks]
+    assert first.returncode == -signal.SIGKILL  # the kill landed: submit had not ended
+    held = [tmp_path / f"held-{i}" for i in range(len(locks))]
+    hold = ["sh", "-c", 'touch "$0"; exec sleep 600']  # until killed
+    holders = [
+        subprocess.Popen(["flock", str(p), *hold, str(h)], start_new_session=True)
+        for p, h in zip(locks, held, strict=True)
+    ]
+    wait_until(lambda: all(h.exists() for h in held), 120, "the orphans' locks taken over")
 
-    again = start_submit(grid, root, prepared_data, tmp_path / "spill")
-    out, err = again.communicate(timeout=300)
+    again = start_submit(
+        grid, root, prepared_data, tmp_path / "spill", env={"PYTHONUNBUFFERED": "1"}
+    )
+    assert again.stdout is not None
+    said = [again.stdout.readline(), again.stdout.readline()]  # what it planned, what it found
+    for h in holders:  # the locks are free: the runs it waits for start
+        os.killpg(h.pid, signal.SIGKILL)
+        h.wait()
+    _, err = again.communicate(timeout=300)
 
     assert again.returncode == 0, err
-    assert "being trained by another process now" in out, out
+    assert "2 runs are being trained by another process now" in said[1], said
     _each_step_once(root, "orphans", ids)
-    for h in holders:
-        h.wait(timeout=30)
 
 
 def test_b3_a_run_finishing_while_a_second_submit_decides_is_not_trained_again(

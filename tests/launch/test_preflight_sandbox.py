@@ -82,6 +82,7 @@ def test_a_bad_limit_is_one_line(project: Path, monkeypatch: pytest.MonkeyPatch)
     assert "HARNESS_PREFLIGHT_TIMEOUT_S='soon': expected a positive number" in out
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_slow_constructor_stops_submit_and_the_users_code(project) -> None:
     marker = project / "constructing"
     path = _grid(project, ["Slow"], extra=f"marker: {marker}")
@@ -129,6 +130,7 @@ def test_import_type_and_preflight_refusals_come_in_one_pass(project: Path) -> N
     assert "fast_knob" not in out  # the unloaded optimizer's own key is not a second problem
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_a_run_is_built_ends_it_at_once_not_checkpointed(project: Path) -> None:
     """Item 2: a run stopped while its slow constructor runs (before its first step) ends at
     once and is reported as not started, with no checkpoint (before: submit waited for the

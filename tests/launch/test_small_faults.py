@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from harness.core import paths
 from harness.core.errors import MAX_MESSAGE, UserError
@@ -68,6 +69,7 @@ def _manifest(root: Path, data: Path, **overrides) -> str:
     return run.run_id
 
 
+@pytest.mark.slow
 def test_a_stale_checkpoint_temp_file_is_removed_when_the_run_starts(tmp_path, prepared_data):
     run_id = _manifest(tmp_path, prepared_data)
     ckpt = paths.checkpoint_path(tmp_path, "small", run_id)
@@ -96,6 +98,7 @@ def _stop_after(steps: int, then: BaseException | None = None):
     return should_stop
 
 
+@pytest.mark.slow
 def test_a_failed_run_records_its_steps_and_curve(tmp_path, prepared_data):
     run_id = _manifest(tmp_path, prepared_data, tokens=8 * 32 * 20)
     spec = spec_for(tmp_path, "small", prepared_data, threads=1)
@@ -110,6 +113,7 @@ def test_a_failed_run_records_its_steps_and_curve(tmp_path, prepared_data):
     assert curve == [2, 4, 6]
 
 
+@pytest.mark.slow
 def test_cancelled_and_timed_out_rows_record_their_steps_and_curve(tmp_path, prepared_data):
     run_id = _manifest(tmp_path, prepared_data, tokens=8 * 32 * 20)
     spec = spec_for(tmp_path, "small", prepared_data, threads=1)
@@ -124,6 +128,7 @@ def test_cancelled_and_timed_out_rows_record_their_steps_and_curve(tmp_path, pre
         assert pq.read_table(path).column("step").to_pylist() == [2, 4, 6, 8]
 
 
+@pytest.mark.slow
 def test_temp_files_of_writers_killed_mid_write_are_removed_by_the_next_submit(
     tmp_path, prepared_data
 ):

@@ -165,6 +165,7 @@ PACKAGES = [
 
 
 @pytest.mark.parametrize(("ref", "defaults"), PACKAGES)
+@pytest.mark.slow
 def test_pypi_optimizers_as_they_are(project: Path, ref: str, defaults: dict) -> None:
     spec = get_spec(ref)
     assert {k: spec.defaults()[k] for k in defaults} == defaults

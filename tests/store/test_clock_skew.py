@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
@@ -33,6 +34,7 @@ def _created(path) -> object:
     return pq.read_table(path).column("created_at").to_pylist()
 
 
+@pytest.mark.slow
 def test_a_retry_on_a_host_an_hour_behind_is_the_newest_row(tmp_path, prepared_data):
     faketime = shutil.which("faketime")
     if faketime is None:

@@ -7,7 +7,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from harness.store.manifest import read_manifest
+
+pytestmark = pytest.mark.slow  # processes that write at once
 
 WRITER = """
 import sys, time

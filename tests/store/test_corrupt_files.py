@@ -24,11 +24,10 @@ from harness.store.rows import newest_curve_file, newest_row_file
 
 GRID = """
 name: cg
-base: {model: tiny, dataset: classics-bpe8k, optimizer: adamw, seq_len: 32, batch_size: 8,
-       tokens: 1536, eval_tokens: 2048, log_every: 2}
+base: {workload: quadratic, optimizer: adamw, steps: 6, log_every: 2}
 grid: {lr: [1.0e-3, 3.0e-3]}
 seeds: 2
-local: {base: {tokens: 1536}}
+local: {base: {}}
 """
 
 
@@ -102,6 +101,7 @@ def test_every_command_moves_a_truncated_row_and_curve_aside(results, command):
     assert _status_counts(out) == ["2", "0", "0", "0", "0", "0", "2", "4"]  # 2 missing, 4 in all
 
 
+@pytest.mark.slow
 def test_submit_runs_a_run_with_a_corrupt_curve_again(results, prepared_data):
     root, grid_file, ids = results
     _truncate(_curve(root, ids[2]))
@@ -114,6 +114,7 @@ def test_submit_runs_a_run_with_a_corrupt_curve_again(results, prepared_data):
     assert _status_counts(out) == ["4", "0", "0", "0", "0", "0", "0", "4"]
 
 
+@pytest.mark.slow
 def test_a_corrupt_manifest_is_moved_aside_and_planned_anew(results, prepared_data):
     root, grid_file, _ = results
     paths.manifest_path(root, "cg").write_bytes(b"not parquet at all")
@@ -152,7 +153,8 @@ def test_a_corrupt_dataset_metadata_file_is_one_line(tmp_path, prepared_data):
         (data / name).write_bytes((prepared_data / "classics-bpe8k" / name).read_bytes())
     (data / "meta.json").write_text('{"vocab_size": 81')  # cut short
     grid = tmp_path / "mine.yaml"
-    grid.write_text(textwrap.dedent(GRID).replace("classics-bpe8k", str(data)))
+    spec = f"{{model: tiny, dataset: {data}, optimizer: adamw}}"  # a GPT: it reads the data
+    grid.write_text(f"name: mine\nbase: {spec}\nlocal: {{base: {{}}}}\n")
 
     code, out = cli("submit", grid, "--local", "--results", tmp_path / "results")
 
@@ -223,6 +225,7 @@ def test_a_file_garbled_in_the_middle_is_moved_aside_like_a_truncated_one(result
         assert missing == str(MISSING_AFTER[target]), out
 
 
+@pytest.mark.slow
 def test_runs_whose_consolidated_curves_are_lost_are_trained_again(results, prepared_data):
     """A truncated consolidated curve file: the rows of the runs whose curves it held are moved
     aside too, so those runs count as missing and the next submit trains them again."""

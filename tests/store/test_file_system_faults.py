@@ -25,6 +25,7 @@ def cli(*args: object) -> tuple[int, str]:
     return r.exit_code, r.output
 
 
+@pytest.mark.slow
 def test_runs_finished_on_a_full_disk_are_kept_and_written_by_the_next_submit(
     tmp_path, prepared_data
 ):
@@ -63,6 +64,7 @@ def test_runs_finished_on_a_full_disk_are_kept_and_written_by_the_next_submit(
         assert not list(spill.rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_a_full_disk_at_submit_is_one_line(tmp_path, prepared_data):
     grid = grid_file(tmp_path, "nospace", [0], STEPS)
     with tmpfs(tmp_path / "fs", 1) as fs:
@@ -74,6 +76,7 @@ def test_a_full_disk_at_submit_is_one_line(tmp_path, prepared_data):
     assert "No space left on device (free on that file system: 0 B)" in out
 
 
+@pytest.mark.slow
 def test_a_read_only_results_folder_is_read_and_writes_are_one_line(tmp_path, prepared_data):
     grid = grid_file(tmp_path, "ro", [0, 1], STEPS)
     runs = load_grid(grid, vocab=vocab_lookup(prepared_data), local=True).runs

@@ -17,10 +17,9 @@ from tests.runs import tiny_run
 
 GRID = """
 name: {name}
-base: {{model: tiny, dataset: classics-bpe8k, optimizer: adamw, lr: 3.0e-3, seq_len: 32,
-        batch_size: 8, tokens: 1536, eval_tokens: 2048, log_every: 2}}
+base: {{workload: quadratic, optimizer: adamw, lr: 3.0e-3, steps: 6, log_every: 2}}
 seeds: {seeds}
-local: {{base: {{tokens: 1536}}}}
+local: {{base: {{}}}}
 """
 
 
@@ -54,6 +53,7 @@ def _rows(root: Path, grid: str, data: Path, n: int) -> None:
         write_result(root, run, RunResult(status="completed", steps_done=6), provenance())
 
 
+@pytest.mark.slow
 def test_results_under_a_path_with_glob_characters_are_read_literally(tmp_path, prepared_data):
     # "res[1]" read as a pattern matches "res1"; "sm*" matches "small" and "smaller".
     root = tmp_path / "res[1]"
@@ -112,6 +112,7 @@ def test_a_results_path_with_a_backslash_and_a_glob_character_is_refused_up_fron
     assert code == 2 and "cannot be read by DuckDB" in out, out
 
 
+@pytest.mark.slow
 def test_a_results_path_with_a_backslash_alone_is_read(tmp_path, prepared_data):
     root = tmp_path / "a\\b"
     code, out = cli("submit", _grid(tmp_path, "small"), "--local", "--results", root,

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from harness.core import paths
 from harness.core.provenance import provenance
@@ -98,6 +99,7 @@ def _kill_a_writer(target: Path) -> bool:
     return any(target.parent.glob(writing))
 
 
+@pytest.mark.slow
 def test_killed_writer_leaves_no_partial_row(tmp_path):
     # the kill may land between two writes (the rename done, the next temp not yet opened):
     # then it tested nothing, so the writer is killed again, in a fresh folder, until one landed

@@ -54,6 +54,7 @@ def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_the_contracts_hold_and_a_forbidden_import_breaks_them(tree_copy: Path) -> None:
     kept = _lint_imports(tree_copy)
     assert kept.returncode == 0, kept.stdout + kept.stderr
@@ -71,6 +72,7 @@ def test_the_contracts_hold_and_a_forbidden_import_breaks_them(tree_copy: Path) 
     assert "Grid expansion is a pure translator" in broken.stdout and "BROKEN" in broken.stdout
 
 
+@pytest.mark.slow
 def test_the_bench_reaches_results_and_submits_only_through_the_api(tree_copy: Path) -> None:
     # The bench loading rows itself: what harness.api.rows is for.
     results = tree_copy / "harness" / "bench" / "results.py"

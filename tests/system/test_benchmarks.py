@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs a benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER = r"([\d,]+(?:\.\d+)?)"
 
@@ -78,7 +80,6 @@ def test_startup_quick_trains_runs_through_one_warm_slot() -> None:
     assert re.search(rf"harness --help CPU {NUMBER} s .* harness status CPU {NUMBER} s", out), out
 
 
-@pytest.mark.slow
 def test_scale_quick_builds_a_store_through_the_write_path_and_measures_commands() -> None:
     out = _quick("scale")
     assert "150 runs x 20 points: wrote 150 runs through write_or_spill" in out, out

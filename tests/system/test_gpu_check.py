@@ -59,6 +59,7 @@ def test_the_check_runs_every_step_on_the_cpu_into_one_folder(tmp_path: Path) ->
     assert "reference torch.optim.AdamW(fused=True)" in summary
 
 
+@pytest.mark.slow
 def test_every_step_of_the_gpu_plan_takes_its_flags(
     gpu_check: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,8 @@ from nbclient import NotebookClient
 
 from harness.analysis.testing import make_run, write_run
 
+pytestmark = pytest.mark.slow  # executes the notebook in a kernel
+
 NOTEBOOK = Path(__file__).resolve().parents[2] / "analysis" / "example.ipynb"
 
 

@@ -4,6 +4,7 @@ of ``submit``; no constrained-layout warning from a figure whose legend has many
 from __future__ import annotations
 
 import io
+import signal
 import warnings
 
 import pytest
@@ -23,6 +24,8 @@ def test_kill_9_of_submit_prints_no_leaked_semaphore_warning(tmp_path, prepared_
 
     submit.kill()  # kill -9: the resource tracker cleans up after it, on the same terminal
     _, err = submit.communicate(timeout=120)  # every holder of its stderr has ended
+
+    assert submit.returncode == -signal.SIGKILL, err  # the kill landed: submit had not ended
 
     assert "leaked semaphore" not in err and "resource_tracker" not in err, err
 

@@ -80,6 +80,7 @@ def _live(root: Path, run_id: str) -> None:
         })  # fmt: skip
 
 
+@pytest.mark.slow
 def test_watch_shows_a_running_run_and_the_best_per_arm_until_ctrl_c(tmp_path):
     root = tmp_path / "results"
     running = _grid(root)
@@ -110,6 +111,7 @@ def test_watch_shows_a_running_run_and_the_best_per_arm_until_ctrl_c(tmp_path):
     assert "WATCH-EXIT 130" in after, after
 
 
+@pytest.mark.slow
 def test_watch_ends_once_every_run_has_its_row(tmp_path):
     root = tmp_path / "results"
     missing = _grid(root)

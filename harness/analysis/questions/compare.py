@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from harness.analysis.questions import family as families
 from harness.analysis.questions import query
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, hypothesis, resolve_alternative
 from harness.analysis.rows.direction import metric_goal
 from harness.analysis.rows.selectors import Selector
-from harness.analysis.stats import significance
+from harness.analysis.stats import pooled, significance
 from harness.analysis.stats.defaults import Alternative, Correction, TestName, TunedMode
-from harness.analysis.stats.intervals import METHODS
+from harness.analysis.stats.intervals import METHODS, UNEQUAL_N
 
 
 def answer(
@@ -28,6 +29,8 @@ def answer(
     correction: Correction = "holm",
     tuned_mode: TunedMode = "grid",
     fit_axis: str = "lr",
+    pooled_variance: bool = False,
+    family: str | None = None,
 ) -> Answer:
     """``analyze compare``: b against a per cell, with a significance test."""
     goal = metric_goal(q.metric, q.goal)
@@ -36,25 +39,33 @@ def answer(
     t, goal = query.arms_tuned(
         q, {"--a": a, "--b": b}, by, over, tuned_mode=tuned_mode, fit_axis=fit_axis
     )
+    fam = families.family(q, family, "compare", [a.label, b.label], correction) if family else None
     out = significance.compare(
         t.seeds,
-        list(by),
+        [*by, *t.added],
         a.label,
         b.label,
         test=test,
         alternative=alt,
         alpha=alpha,
         correction=correction,
+        pooled_variance=pooled_variance,
+        adjust=fam,
     )
     h1 = f"{test} test, {hypothesis(a.label, b.label, alt)}, alpha {alpha}"
     method = METHODS["paired"] if test == "paired" else METHODS["diff"]
+    unequal = test == "welch" and bool((out["n_a"] != out["n_b"]).any())
     return Answer(
         table=out,
         notes=[
             *t.notes,
             h1,
-            f"correction: {correction} over the {int(out['p'].notna().sum())} cell(s); "
+            fam.note(str(family))
+            if fam
+            else f"correction: {correction} over the {int(out['p'].notna().sum())} cell(s); "
             "significant: p_adj < alpha",
             f"ci_low..ci_high: {method} of diff, two-sided {100 * (1 - alpha):g}%",
+            *([UNEQUAL_N] if unequal else []),
+            *([pooled.NOTE] if pooled_variance else []),
         ],
     )

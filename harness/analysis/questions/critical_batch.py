@@ -48,6 +48,7 @@ def answer(
         raise UserError("no loss curves for the tuned runs: critical-batch reads the curves")
     given = target is not None
     target = target if target is not None else default_target(by_run)
+    cells += t.added
     table = steps_table(t.seeds, by_run, cells, x, float(target), confidence, reference_batch)
     ref = f"B_ref = {reference_batch:g}" if reference_batch else "B_ref = 0 (the fit's limit)"
     notes = [

@@ -33,7 +33,7 @@ def answer(
     )
     out = crossing.crossover(
         t.seeds,
-        list(by),
+        [*by, *t.added],
         x,
         a.label,
         b.label,

@@ -6,14 +6,16 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from harness.analysis.questions import family as families
 from harness.analysis.questions import query
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query
 from harness.analysis.rows.selectors import Selector
-from harness.analysis.stats import baseline_gap, significance
+from harness.analysis.stats import baseline_gap, pooled, significance
 from harness.analysis.stats.cells import iter_cells
 from harness.analysis.stats.defaults import CONFIDENCE, Correction, TunedMode
 from harness.analysis.stats.frame import ARM
+from harness.analysis.stats.intervals import UNEQUAL_N
 from harness.metrics.catalogue import Goal
 
 
@@ -29,6 +31,8 @@ def answer(
     correction: Correction = "holm",
     tuned_mode: TunedMode = "grid",
     fit_axis: str = "lr",
+    pooled_variance: bool = False,
+    family: str | None = None,
 ) -> Answer:
     """``analyze gap``: every other arm's closure of the baseline-reference gap."""
     significance.check_choices("welch", "two-sided", correction, alpha)
@@ -36,19 +40,28 @@ def answer(
     t, goal = query.arms_tuned(
         q, arms, by, over, others=True, tuned_mode=tuned_mode, fit_axis=fit_axis
     )
+    by = [*by, *t.added]
+    labels = [baseline.label, reference.label]
+    fam = families.family(q, family, "gap", labels, correction) if family else None
     out = baseline_gap.gap_closure(
         t.seeds,
-        list(by),
+        by,
         baseline.label,
         reference.label,
         confidence=confidence,
         goal=goal,
         alpha=alpha,
         correction=correction,
+        pooled_variance=pooled_variance,
+        adjust=fam,
     )
     n_tests = int(out.attrs["n_tests"])  # baseline vs reference counted once
     out = out.merge(t.table[[*by, ARM, *t.over]], on=[*by, ARM], how="left")
     notes = [*t.notes, *baseline_gap.notes(confidence, alpha, correction, n_tests)]
+    notes += [fam.note(str(family))] if fam else []
+    counts = out.groupby(list(by))["n"].nunique() if by else pd.Series([out["n"].nunique()])
+    notes += [UNEQUAL_N] if (counts > 1).any() else []
+    notes += [pooled.NOTE] if pooled_variance else []
     return Answer(table=out, notes=notes + beaten_reference(out, by, reference.label, goal))
 
 

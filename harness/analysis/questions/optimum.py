@@ -40,7 +40,7 @@ def answer(
     if axis in cells:
         raise UserError(f"--axis {axis!r} is also in --by")
     t = tuned(prep, goal, [*cells, axis], others)
-    out = optimum_table(t.table, cells, axis, goal, confidence)
+    out = optimum_table(t.table, [*cells, *t.added], axis, goal, confidence)
     notes = [
         *t.notes,
         f"fit: quadratic in log({axis}) through the best {axis} and up to {WINDOW} finite "

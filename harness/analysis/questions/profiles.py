@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.target_query import TargetQuery, profile_table, runs
 from harness.analysis.stats import performance_profiles
+from harness.analysis.stats.defaults import Measure
 from harness.analysis.stats.frame import METHOD
 from harness.analysis.stats.to_target import MEASURES
 from harness.core.errors import UserError, unknown_choice
@@ -17,7 +18,7 @@ def answer(
     *,
     by: Sequence[str] = (),
     over: Sequence[str] = (),
-    measure: str = "tokens",
+    measure: Measure = "tokens",
     tau_max: float = performance_profiles.TAU_MAX,
 ) -> Answer:
     """``analyze profiles``: each arm's rho(tau) at a few taus and its score (area up to
@@ -27,7 +28,7 @@ def answer(
     if not tau_max > 1:
         raise UserError(f"--tau-max {tau_max}: must be greater than 1")
     _, rows, _, notes = runs(q)
-    table, keys = profile_table(rows, by, over, MEASURES[measure])
+    table, keys = profile_table(rows, by, over, MEASURES[measure], q.pool)
     taus = sorted({t for t in performance_profiles.TABLE_TAUS if t <= tau_max} | {tau_max})
     curve = performance_profiles.rho(table, taus).pivot(index=METHOD, columns="tau", values="rho")
     curve.columns = [f"rho({t:g})" for t in curve.columns]

@@ -14,7 +14,14 @@ from typing import Literal
 import pandas as pd
 
 from harness.analysis.rows import caveats
-from harness.analysis.rows.axes import auto_over, check_cells, check_columns
+from harness.analysis.rows.axes import check_cells, check_columns, varying_within
+from harness.analysis.rows.conditions import (
+    POOL_FLAG,
+    auto_over,
+    check_pool,
+    declared_expressions,
+    open_conditions,
+)
 from harness.analysis.rows.direction import DEFAULT_METRIC, GoalChoice
 from harness.analysis.rows.gridref import declared_derived_axes
 from harness.analysis.rows.load import select
@@ -50,6 +57,9 @@ class Query:
     select_by: str | None = None
     """The metric whose mean over seeds picks each cell's best configuration (None: the
     grid's loss, :func:`~harness.analysis.rows.direction.default_select`)."""
+    pool: tuple[str, ...] = ()
+    """Conditions pooled (``--pool``): not cells, tuned over instead
+    (:mod:`harness.analysis.rows.conditions`); every other condition that varies is a cell."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +75,12 @@ class Tuned:
     """The columns tuned over."""
     notes: list[str]
     """Notes on the rows and the tuning."""
+    keys: list[str] = dataclasses.field(default_factory=list)
+    """Every column of a cell: the keys asked for and :attr:`added`."""
+    added: list[str] = dataclasses.field(default_factory=list)
+    """The conditions that varied inside the cells asked for, made cells by default
+    (:func:`~harness.analysis.rows.conditions.open_conditions`): a question groups its
+    statistic by its ``by`` and these."""
 
 
 def load(q: Query) -> tuple[Prepared, Goal]:
@@ -74,23 +90,38 @@ def load(q: Query) -> tuple[Prepared, Goal]:
     choice = choose_metric(frame, q.metric, q.goal, q.select_by)
     prep = prepare(frame, choice.metric, choice.goal, choice.select_by, choice.select_goal)
     require_rows(prep.rows, f"in grid {sel.grid!r} with {choice.metric}")
-    derived = caveats.derived(declared_derived_axes(q.grid), prep.rows)
-    return dataclasses.replace(prep, readings=(*choice.notes, *derived)), choice.goal
+    derived = [*caveats.derived(declared_derived_axes(q.grid), prep.rows), *sel.missing().notes()]
+    check_pool(prep.rows, q.pool)
+    prep = dataclasses.replace(
+        prep,
+        readings=(*choice.notes, *derived),
+        expressions=tuple(declared_expressions(q.grid)),
+        pool=tuple(q.pool),
+    )
+    return prep, choice.goal
 
 
 def tuned(prep: Prepared, goal: Goal, keys: Sequence[str], over: Sequence[str]) -> Tuned:
-    """Tune each cell of ``keys`` over ``over`` (empty: the hyperparameters that vary)."""
+    """Tune each cell of ``keys`` over ``over`` (empty: the hyperparameters that vary, but
+    those that follow other fields); the conditions that vary inside a cell of ``keys`` and
+    are not pooled (``prep.pool``) become cell columns too, before the arm."""
     rows = prep.rows
     check_columns(rows, [k for k in keys if k != ARM], "--by")
     check_columns(rows, over, "--over")
-    if overlap := set(keys) & set(over):
-        raise UserError(f"--over and --by share column(s) {', '.join(sorted(overlap))}")
-    over = list(over) or auto_over(rows, keys)
+    for flag, other in (("--over", over), (POOL_FLAG, prep.pool)):
+        if overlap := set(keys) & set(other):
+            raise UserError(f"{flag} and --by share column(s) {', '.join(sorted(overlap))}")
+    added = open_conditions(rows, keys, [*prep.pool, *over])  # --over batch_size pools it too
+    keys = [k for k in keys if k != ARM] + added + [ARM] * (ARM in keys)
+    over = list(over) or auto_over(rows, keys, prep.expressions)
+    pooled = [p for p in varying_within(rows, keys, prep.pool) if p not in over]
+    over += pooled
     check_cells(rows, keys, over)
     tested = confirmed(rows, keys, over, goal, prep.select_goal)
     table = tested.table
     notes = [
         *prep.notes(),
+        *_cell_notes(added, pooled),
         f"tuned over: {', '.join(over) or 'nothing (one configuration per cell)'}",
     ]
     if prep.select and over:
@@ -106,7 +137,20 @@ def tuned(prep: Prepared, goal: Goal, keys: Sequence[str], over: Sequence[str]) 
         pairs = inapplicable(rows, [k for k in keys if k != ARM])
         table, seeds = broadcast(table, pairs), broadcast(seeds, pairs)
         notes += [f"{arm} has no {col}: it joins every {col} cell" for arm, col in pairs]
-    return Tuned(table=table, seeds=seeds, over=over, notes=notes)
+    return Tuned(table=table, seeds=seeds, over=over, notes=notes, keys=keys, added=added)
+
+
+def _cell_notes(added: Sequence[str], pooled: Sequence[str]) -> list[str]:
+    out = []
+    if added:
+        names = ", ".join(added)
+        out.append(
+            f"cells by {names} too: conditions that vary are cells unless pooled "
+            f"({POOL_FLAG} {','.join(added)} tunes over them instead)"
+        )
+    if pooled:
+        out.append(f"pooled ({POOL_FLAG}): {', '.join(pooled)}, tuned over as hyperparameters")
+    return out
 
 
 #: Edge notes listed one by one, at most.
@@ -157,8 +201,8 @@ def tuned_by(
             f"--tuned fit: {axis!r} is not tuned over here (tuned over: "
             f"{', '.join(t.over) or 'nothing'}); name the axis with --fit-axis"
         )
-    along_axis = tuned(prep, goal, [*keys, axis], [o for o in t.over if o != axis])
-    seeds, notes = fitted_seeds(along_axis.table, along_axis.seeds, keys, axis, goal)
+    along_axis = tuned(prep, goal, [*t.keys, axis], [o for o in t.over if o != axis])
+    seeds, notes = fitted_seeds(along_axis.table, along_axis.seeds, t.keys, axis, goal)
     notes.append(
         f"--tuned fit: each seed's value is its own quadratic in log({axis}) through the "
         f"points of the cell's fit, at the fitted optimum (see analyze optimum); the {axis} "
@@ -174,7 +218,7 @@ def resolve_alternative(goal: Goal, alternative: Alternative | Literal["auto"]) 
     return "less" if goal == "min" else "greater"
 
 
-def hypothesis(a: str, b: str, alternative: str) -> str:
+def hypothesis(a: str, b: str, alternative: Alternative) -> str:
     """The alternative hypothesis about arm ``b`` against arm ``a``, in words (``alternative``:
     a resolved one, ``less``, ``greater`` or ``two-sided``)."""
     if alternative == "two-sided":

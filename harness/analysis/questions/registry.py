@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pandas is imported when a question is answered, not for --h
     from harness.analysis.questions.answer import Answer
 
 #: The kinds of :attr:`Option.kind`.
-OPTION_KINDS = ("text", "float", "int", "selector", "choice", "columns")
+OPTION_KINDS = ("text", "float", "int", "selector", "choice", "columns", "flag")
 
 #: What a question reads (:attr:`Question.inputs`): ``tuned``: GRID and the options every tuned
 #: command takes (``--metric``, ``--goal``, ``--select-by``, ``--by``, ``--over``, ...), given to
@@ -151,6 +151,18 @@ _CORRECTION = Option(
     "holm",
     choices=CORRECTION_NAMES,
 )
+_POOLED = Option(
+    "--pooled-variance",
+    "Pool each arm's seed variance over the cells (df = sum of n - 1): narrower intervals, "
+    "valid only if the seed noise is the same in every cell.",
+    "flag",
+    False,
+)
+_FAMILY = Option(
+    "--family",
+    "Correct over every claim recorded in this family (a study's claims from several "
+    "commands; kept under the results root), not over this table alone.",
+)
 _TUNED = (
     Option(
         "--tuned",
@@ -194,6 +206,7 @@ QUESTIONS: Registry[Question] = Registry(
                 "Each cell's best configuration: mean, std, n and 2-sigma over seeds; edges "
                 "flagged.",
                 "harness analyze best grids/adam_betas.yaml --over lr --by beta1,beta2",
+                (_POOLED,),
             ),
             Question(
                 "gap",
@@ -208,6 +221,8 @@ QUESTIONS: Registry[Question] = Registry(
                     _CONFIDENCE,
                     _ALPHA,
                     _CORRECTION,
+                    _POOLED,
+                    _FAMILY,
                     *_TUNED,
                     *_boot(hidden=True),
                 ),
@@ -252,6 +267,8 @@ QUESTIONS: Registry[Question] = Registry(
                     ),
                     _ALPHA,
                     _CORRECTION,
+                    _POOLED,
+                    _FAMILY,
                     *_TUNED,
                 ),
             ),

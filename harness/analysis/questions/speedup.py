@@ -27,7 +27,7 @@ def answer(
     t, goal = query.arms_tuned(q, {"--a": a, "--b": b}, by, over, x=x)
     out = power_law.speedup(
         t.seeds,
-        list(by),
+        [*by, *t.added],
         x,
         a.label,
         b.label,

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis.rows.arm_labels import METHOD_EXTRAS, add_methods, panel_keys
-from harness.analysis.rows.axes import auto_over, check_cells, check_columns
+from harness.analysis.rows.arm_labels import add_methods, panel_keys
+from harness.analysis.rows.axes import check_cells, check_columns, varying_within
+from harness.analysis.rows.conditions import METHOD_EXTRAS, auto_over, check_pool
 from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.preparation import require_rows
 from harness.analysis.stats import performance_profiles
@@ -41,6 +42,8 @@ class TargetQuery:
     """SQL predicate restricting the rows."""
     scale: str | None = None
     """``full``, ``local`` or None (the only one present)."""
+    pool: tuple[str, ...] = ()
+    """Conditions pooled (``--pool``): not cells of a profile, tuned over instead."""
 
 
 def find_target(q: TargetQuery, scale: str) -> Target | None:
@@ -81,9 +84,11 @@ def runs(q: TargetQuery) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
     faults = int((~status.isin(RESULT_STATUSES)).sum())
     rows = add_methods(rows[status.isin(RESULT_STATUSES)].reset_index(drop=True))
     require_rows(rows, f"in grid {sel.grid!r}")
+    check_pool(rows, q.pool)
     rows = runs_to_target(rows, sel.frame("curves"), target)
     notes = [f"target: {target.describe()} (first crossing, linear between logged points)"]
     notes += [f"{faults} run(s) left out (failed, oom, timeout or cancelled)"] if faults else []
+    notes += sel.missing().notes()
     if n := int(rows[CENSORED].sum()):
         notes.append(f"{n} run(s) never reached the target: censored (inf), not dropped")
     return sel, rows, target, notes
@@ -100,15 +105,21 @@ def _method_columns(rows: pd.DataFrame) -> list[str]:
 
 
 def profile_table(
-    rows: pd.DataFrame, by: Sequence[str], over: Sequence[str], measure: str
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    over: Sequence[str],
+    measure: str,
+    pool: Sequence[str] = (),
 ) -> tuple[pd.DataFrame, list[str]]:
     """The per-cell ratios of :func:`harness.analysis.stats.performance_profiles.ratios` of
-    ``rows`` (with methods and times to target), and the cell columns used."""
-    keys = list(by) or panel_keys(rows)
-    check_columns(rows, keys, "--by")
+    ``rows`` (with methods and times to target), and the cell columns used: ``by`` and every
+    other condition that varies, but those pooled (tuned over instead)."""
+    check_columns(rows, by, "--by")
     check_columns(rows, over, "--over")
+    keys = [*by, *panel_keys(rows, [*pool, *over], by)]
     arms = _method_columns(rows)
     over = list(over) or tuned_columns(rows, keys)
+    over += [p for p in varying_within(rows, [*keys, *arms], pool) if p not in over]
     check_cells(rows, [*keys, *arms], over)
     times = performance_profiles.arm_times(rows, keys, over, measure)
     return performance_profiles.ratios(times, keys), keys

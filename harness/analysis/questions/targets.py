@@ -12,7 +12,7 @@ from harness.analysis.stats.to_target import CENSORED, TIME_TO_TARGET, TOKENS_TO
 def answer(q: TargetQuery) -> Answer:
     """``analyze targets``: every run's tokens- and time-to-target."""
     _, rows, _, notes = runs(q)
-    keys = panel_keys(rows)
+    keys = panel_keys(rows, q.pool)
     cols = ["run_id", METHOD, *keys, *tuned_columns(rows, keys), "seed", "status", TOKENS_TO_TARGET,
             TIME_TO_TARGET, CENSORED]  # fmt: skip
     table = rows[list(dict.fromkeys(cols))].sort_values([METHOD, "run_id"])

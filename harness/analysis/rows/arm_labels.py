@@ -15,11 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.analysis.rows.axes import experiment_columns, hyperparameters, varying
+from harness.analysis.rows.axes import varying
+from harness.analysis.rows.conditions import METHOD_EXTRAS, PRIORITY, conditions, minimal
 from harness.analysis.stats.frame import METHOD
-
-#: Config columns that distinguish variants of one optimizer.
-METHOD_EXTRAS = ("embedding_optimizer", "grad_clip", "weight_decay_mode")
 
 
 def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
@@ -54,24 +52,15 @@ def short(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-#: Conditions named first in panel titles; columns they determine (a model's n_layer) are
-#: dropped from the titles.
-PANEL_PRIORITY = ("model", "dataset", "tokens", "batch_size", "seq_len")
+#: Conditions named first in panel titles (:data:`~harness.analysis.rows.conditions.PRIORITY`).
+PANEL_PRIORITY = PRIORITY
 
 
-def panel_keys(rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
-    """Conditions that vary: experiment columns except hyperparameters, methods and ``exclude``,
-    minus those determined by the others (``n_layer`` when ``model`` is a key)."""
-    skip = {*hyperparameters(rows), "optimizer", *METHOD_EXTRAS, *exclude}
-    keys = varying(rows, [c for c in experiment_columns(rows) if c not in skip])
-    keys.sort(key=lambda k: PANEL_PRIORITY.index(k) if k in PANEL_PRIORITY else len(PANEL_PRIORITY))
-    n_cells = _n_groups(rows, keys)
-    for k in reversed(list(keys)):
-        rest = [c for c in keys if c != k]
-        if rest and _n_groups(rows, rest) == n_cells:
-            keys = rest
-    return keys
-
-
-def _n_groups(rows: pd.DataFrame, keys: Sequence[str]) -> int:
-    return int(rows.groupby(list(keys), dropna=False).ngroups) if keys else 1
+def panel_keys(
+    rows: pd.DataFrame, exclude: Sequence[str] = (), keys: Sequence[str] = ()
+) -> list[str]:
+    """Conditions that vary (:func:`~harness.analysis.rows.conditions.conditions`) except
+    ``exclude`` and ``keys``, minus those determined by the others and ``keys`` (``n_layer``
+    when ``model`` is a key)."""
+    skip = {*exclude, *keys}
+    return minimal(rows, varying(rows, [c for c in conditions(rows) if c not in skip]), keys)

@@ -72,18 +72,20 @@ def varying_within(df: pd.DataFrame, keys: Sequence[str], columns: Sequence[str]
     return [c for c in cols if (counts[c] > 1).any()]
 
 
-def auto_over(df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
-    """Hyperparameters that vary inside at least one cell defined by ``keys``."""
-    return varying_within(df, keys, hyperparameters(df))
-
-
 def check_cells(df: pd.DataFrame, keys: Sequence[str], over: Sequence[str]) -> None:
-    """Refuse cells that mix experiments: a config column outside ``keys``, ``over`` varies.
+    """Refuse cells that mix experiments: a config column outside ``keys`` and ``over`` varies
+    within a configuration, or a column that is no hyperparameter varies within a cell.
 
     Raises:
         UserError: naming the varying columns and how to fix it.
     """
-    mixed = varying_within(df, list(keys) + list(over), experiment_columns(df))
+    columns = experiment_columns(df)
+    mixed = varying_within(df, list(keys) + list(over), columns)
+    # a column that is not tuned must be one value per cell, not merely per configuration (an
+    # optimizer whose lrs no other optimizer tried is not tuned over by lr)
+    tuned = set(hyperparameters(df))
+    mixed += [c for c in varying_within(df, keys, [c for c in columns if c not in tuned])
+              if c not in over and c not in mixed]  # fmt: skip
     if mixed:
         named = [k for k in keys if k != "arm"]
         cells = f"the cells of {', '.join(named)}" if named else "one cell"

@@ -27,6 +27,29 @@ from harness.store import db
 
 
 @dataclass(frozen=True, slots=True)
+class Missing:
+    """Planned runs without a result (:meth:`Selection.missing`)."""
+
+    planned: int
+    """Runs of the plan (the manifest) the selection covers."""
+    missing: int
+    """Of them, runs with no completed or diverged row (never run, running, or failed)."""
+    where_applied: bool
+    """Whether ``--where`` could restrict the plan (False: it names a column the manifest
+    lacks, and the whole plan counts)."""
+
+    def notes(self) -> list[str]:
+        """One line when a planned run is missing, else none."""
+        if not self.missing:
+            return []
+        whole = "" if self.where_applied else " (the whole plan: --where names a result column)"
+        return [
+            f"{self.missing} of {self.planned} planned runs have no result yet{whole}: never "
+            "run, still running, or failed (harness status); the tables cover the others only"
+        ]
+
+
+@dataclass(frozen=True, slots=True)
 class Selection:
     """The rows a command reads: one or more grids, one scale, an optional predicate."""
 
@@ -68,6 +91,19 @@ class Selection:
                 warnings.filterwarnings("ignore", message=".*inplace keyword.*")
                 self.read[name] = self.con.execute(self.sql(name)).df()
         return self.read[name].copy(deep=False)
+
+    def missing(self) -> Missing:
+        """How many of the selection's planned runs (its grids' manifests, at its scale) have
+        no completed or diverged row; the predicate applies when the manifest has its columns
+        (a predicate over metrics does not: then the whole plan counts)."""
+        for where, applied in ((self.where, True), (None, False)):
+            try:
+                got = self.con.execute(queries.render(queries.PLAN_MISSING, self.scale, where))
+            except duckdb.Error:
+                continue
+            planned, missing = got.fetchone() or (0, 0)
+            return Missing(int(planned), int(missing), applied or self.where is None)
+        return Missing(0, 0, False)
 
     def columns(self) -> list[str]:
         """Columns of the ``runs`` view."""

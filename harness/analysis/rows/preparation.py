@@ -67,6 +67,11 @@ class Prepared:
     """``min`` or ``max`` for ``select``."""
     readings: tuple[str, ...] = ()
     """Notes about the grid the rows came from (e.g. derived axes)."""
+    expressions: tuple[str, ...] = ()
+    """Fields the grid YAMLs compute by an expression: they follow their sources, never
+    tuned over (:func:`harness.analysis.rows.conditions.followers`)."""
+    pool: tuple[str, ...] = ()
+    """Conditions pooled (``--pool``): tuned over instead of being cells."""
 
     def notes(self) -> list[str]:
         """One line per thing a reader should know about the rows."""

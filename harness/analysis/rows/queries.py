@@ -31,6 +31,13 @@ CURVES = (
 #: Planned runs of the selection's scale (the manifest: every run of the grid, run or not).
 MANIFEST = "SELECT * FROM manifest WHERE scale = {scale} ORDER BY run_id"
 
+#: Planned runs of the selection (manifest rows the predicate keeps) and how many of them have
+#: no completed or diverged row: ``(planned, missing)``.
+PLAN_MISSING = (
+    "SELECT count(*), count(*) FILTER (WHERE run_id NOT IN (SELECT run_id FROM runs WHERE "
+    "status IN ('completed', 'diverged'))) FROM manifest WHERE scale = {scale} AND ({where})"
+)
+
 #: ``harness watch``: wall seconds of the rows so far, and whether any ran on a GPU.
 PROGRESS_USED = (
     "SELECT coalesce(sum(wall_s), 0), coalesce(bool_or(device LIKE 'cuda%'), false) FROM runs"

@@ -15,8 +15,9 @@ beat a), ``power_law`` (speed-up as a budget ratio), ``optimum_fit`` (the fitted
 axis), ``critical_batch`` (steps to target and their checks), ``batch_fit`` (the critical batch
 size from S(B) = a + b/B), ``fit_check`` (lack of fit, window checks, the approximately-best
 band), ``welch_rejection`` (Welch's actual power at few seeds), ``to_target`` (tokens- and
-time-to-target from a curve), ``performance_profiles`` (AlgoPerf), ``bootstrap``, ``cells``
-(grouping by key columns) and ``frame`` (the column names read).
+time-to-target from a curve), ``performance_profiles`` (AlgoPerf), ``banerjee`` (intervals
+and tests at unequal seed counts), ``pooled`` (seed variance pooled over cells), ``bootstrap``,
+``cells`` (grouping by key columns) and ``frame`` (the column names read).
 
 Importing this package is cheap: a name's module (and scipy) is imported when the name is first
 used.
@@ -32,7 +33,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("N_BOOT", "CONFIDENCE"), "defaults"),
     **dict.fromkeys(("resampled_means",), "bootstrap"),
     **dict.fromkeys(("groups", "iter_cells", "with_keys"), "cells"),
-    **dict.fromkeys(("CORRECTIONS", "holm", "bh"), "corrections"),
+    **dict.fromkeys(("CORRECTIONS", "Adjust", "holm", "bh"), "corrections"),
+    **dict.fromkeys(("pool", "pooled_by", "mean_intervals"), "pooled"),
     **dict.fromkeys(
         (
             "Reading",
@@ -53,14 +55,19 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("welch_power",), "welch_rejection"),
     **dict.fromkeys(("Crossing", "find_crossing", "advantage", "crossover"), "crossing"),
     **dict.fromkeys(("VALUE", "SELECT", "ARM", "METHOD", "std_or_nan"), "frame"),
-    **dict.fromkeys(("closure", "closure_interval", "gap_closure"), "baseline_gap"),
+    **dict.fromkeys(
+        ("closure", "closure_interval", "gap_closure", "gap_t", "small_gap"), "baseline_gap"
+    ),
     **dict.fromkeys(
         (
             "METHODS",
             "ONE_SEED",
             "ZERO_VARIANCE",
+            "UNEQUAL_N",
             "t_quantile",
             "satterthwaite",
+            "welch_quantile",
+            "welch_p_value",
             "mean_interval",
             "linear_interval",
             "welch_interval",
@@ -109,11 +116,17 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the names as mypy and editors see them
-    from harness.analysis.stats.baseline_gap import closure, closure_interval, gap_closure  # noqa: F401
+    from harness.analysis.stats.baseline_gap import (  # noqa: F401
+        closure,
+        closure_interval,
+        gap_closure,
+        gap_t,
+        small_gap,
+    )
     from harness.analysis.stats.batch_fit import NEAR, OVERHEAD, BatchFit, fit_critical_batch  # noqa: F401
     from harness.analysis.stats.bootstrap import resampled_means  # noqa: F401
     from harness.analysis.stats.cells import groups, iter_cells, with_keys  # noqa: F401
-    from harness.analysis.stats.corrections import CORRECTIONS, bh, holm  # noqa: F401
+    from harness.analysis.stats.corrections import CORRECTIONS, Adjust, bh, holm  # noqa: F401
     from harness.analysis.stats.critical_batch import (  # noqa: F401
         Reading,
         curves_by_run,
@@ -137,6 +150,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
     from harness.analysis.stats.intervals import (  # noqa: F401
         METHODS,
         ONE_SEED,
+        UNEQUAL_N,
         ZERO_VARIANCE,
         crossing_interval,
         fieller,
@@ -147,9 +161,12 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         t_quantile,
         two_arm_coefs,
         welch_interval,
+        welch_p_value,
+        welch_quantile,
     )
     from harness.analysis.stats.optimum_fit import Fit, fitted_seeds, optimum_table  # noqa: F401
     from harness.analysis.stats.performance_profiles import TAU_MAX, arm_times, ratios, rho, score  # noqa: F401
+    from harness.analysis.stats.pooled import mean_intervals, pool, pooled_by  # noqa: F401
     from harness.analysis.stats.power import detectable, power_table, seeds_needed, variance_range  # noqa: F401
     from harness.analysis.stats.power_law import (  # noqa: F401
         PowerLaw,

@@ -66,7 +66,8 @@ class BatchFit:
 
     def overhead_at(self, batch: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Measured steps over linear scaling from the reference: B S(B) / (a B_ref + b)."""
-        return batch * steps / (self.a * self.reference + self.b)
+        overhead: np.ndarray = batch * steps / (self.a * self.reference + self.b)
+        return overhead
 
 
 def _coefs(batch: np.ndarray, means: np.ndarray) -> np.ndarray:
@@ -74,7 +75,8 @@ def _coefs(batch: np.ndarray, means: np.ndarray) -> np.ndarray:
     x = np.stack([batch, np.ones_like(batch)], axis=1)  # B S = a B + b
     w = 1.0 / (batch * means) ** 2
     xtw = x.T * w
-    return np.linalg.solve(xtw @ x, xtw) * batch  # the response is B * mean
+    coefs: np.ndarray = np.linalg.solve(xtw @ x, xtw) * batch  # the response is B * mean
+    return coefs
 
 
 def fit_critical_batch(

@@ -21,4 +21,5 @@ def resampled_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -
     values = np.asarray(values, dtype=float)
     assert values.ndim == 1 and values.size > 0
     idx = rng.integers(0, values.size, size=(n_boot, values.size))  # (n_boot, n)
-    return values[idx].mean(axis=1)
+    means: np.ndarray = values[idx].mean(axis=1)  # (n_boot,)
+    return means

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from pandas.core.groupby import DataFrameGroupBy
 
 
-def groups(df: pd.DataFrame, keys: Sequence[str]) -> DataFrameGroupBy:
+def groups(df: pd.DataFrame, keys: Sequence[str]) -> DataFrameGroupBy[Any, Literal[True]]:
     """``df`` grouped by ``keys`` (NULL is a group of its own); all rows when ``keys`` is empty."""
     if keys:
         return df.groupby(list(keys), dropna=False, sort=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -55,3 +55,8 @@ CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "holm": holm,
     "bh": bh,
 }
+
+
+#: A correction over a family wider than one table (``--family``): (raw p-values, the claim key
+#: of each) -> adjusted p-values. The caller records the claims and corrects over all of them.
+Adjust = Callable[[np.ndarray, Sequence[str]], np.ndarray]

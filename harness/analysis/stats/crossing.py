@@ -85,7 +85,8 @@ def advantage(m_a: np.ndarray, m_b: np.ndarray, goal: Goal) -> np.ndarray:
     """b's advantage over a: positive when b is better; inf - inf (both diverged) is 0."""
     with np.errstate(invalid="ignore"):
         d = (m_a - m_b) if goal == "min" else (m_b - m_a)
-    return np.nan_to_num(d, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    advantage: np.ndarray = np.nan_to_num(d, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    return advantage
 
 
 def crossover(
@@ -124,8 +125,23 @@ def crossover(
     return pd.concat(parts, ignore_index=True)[[*by, *COLUMNS]]
 
 
-def _cell(cell, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
-    arms = {(arm, xv): g[VALUE].to_numpy(float) for (arm, xv), g in cell.groupby([ARM, x])}
+Arms = dict[tuple[str, float], np.ndarray]
+"""(arm label, x value) -> the seeds' values there."""
+
+
+def _cell(
+    cell: pd.DataFrame,
+    x: str,
+    a: str,
+    b: str,
+    goal: Goal,
+    n_boot: int,
+    conf: float,
+    rng: np.random.Generator,
+) -> dict[str, object]:
+    arms: Arms = {  # pandas types a group's key Hashable
+        cast(tuple[str, float], key): g[VALUE].to_numpy(float) for key, g in cell.groupby([ARM, x])
+    }
     xs = np.array(sorted({xv for (arm, xv) in arms if (a, xv) in arms and (b, xv) in arms}))
     if xs.size < 2:
         return dict.fromkeys(COLUMNS, np.nan) | {"b_better": "n/a: fewer than 2 shared x"}
@@ -159,7 +175,16 @@ def _cell(cell, x, a, b, goal, n_boot, conf, rng) -> dict[str, object]:
     )
 
 
-def _interval(arms, xs, point: Crossing, a, b, goal, conf, note: str) -> dict[str, object]:
+def _interval(
+    arms: Arms,
+    xs: np.ndarray,
+    point: Crossing,
+    a: str,
+    b: str,
+    goal: Goal,
+    conf: float,
+    note: str,
+) -> dict[str, object]:
     m = {arm: np.array([arms[(arm, xv)].mean() for xv in xs]) for arm in (a, b)}
     var = np.array([arms[(arm, xv)].var(ddof=1) / arms[(arm, xv)].size for arm in (a, b)
                     for xv in xs])  # fmt: skip
@@ -178,7 +203,16 @@ def _interval(arms, xs, point: Crossing, a, b, goal, conf, note: str) -> dict[st
     return {"ci_low": float(2**lo), "ci_high": float(2**hi), "note": "; ".join(notes)}
 
 
-def _p_boot(arms, xs, point: Crossing, a, b, goal, n_boot, rng) -> float:
+def _p_boot(
+    arms: Arms,
+    xs: np.ndarray,
+    point: Crossing,
+    a: str,
+    b: str,
+    goal: Goal,
+    n_boot: int,
+    rng: np.random.Generator,
+) -> float:
     boot = {
         arm: np.stack([resampled_means(arms[(arm, xv)], n_boot, rng) for xv in xs], axis=1)
         for arm in (a, b)

@@ -7,7 +7,8 @@ simulation (:mod:`coverage_simulation`) runs the very same code over thousands o
 
 - A mean: Student's t interval, ``m +- t_(1 - alpha/2, n - 1) * s / sqrt(n)``.
 - A difference or any linear combination of independent arms' means: the Welch interval, with
-  the Welch-Satterthwaite degrees of freedom.
+  the Welch-Satterthwaite degrees of freedom; where the arms' seed counts differ, Banerjee's
+  interval instead (:mod:`~harness.analysis.stats.banerjee`: Welch under-covers there).
 - A ratio of two linear combinations (gap closure): Fieller's interval, which inverts the t test
   of ``N - theta * D = 0``; it is unbounded when the denominator is not distinguishable from 0
   (the gap itself is not significant), and says so rather than inventing a finite range.
@@ -24,6 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
+from harness.analysis.stats import banerjee
+
 #: An array, or a number that broadcasts like one.
 Values = np.ndarray | float
 
@@ -38,6 +41,11 @@ METHODS = {
     "delta": "delta method on the log of the ratio with t quantiles (Welch-Satterthwaite df)",
 }
 
+#: The note of a table where some interval or test had unequal seed counts in its arms.
+UNEQUAL_N = (
+    "unequal seed counts: Banerjee's interval and test (each arm's own t quantile, "
+    "conservative), where Welch's df under-covers"
+)
 #: The note every table with an interval prints when some arm has one seed.
 ONE_SEED = "n = 1: no interval"
 #: The note of a quantity whose seeds are all identical (no seed variance to test against).
@@ -58,13 +66,52 @@ def satterthwaite(weights: Sequence[Values], dfs: Sequence[Values]) -> np.ndarra
     ``weights[i]`` is the i-th term's contribution to the variance (``c_i^2 s_i^2 / n_i``) and
     ``dfs[i]`` its degrees of freedom (``n_i - 1``). A term with zero weight does not count.
     """
-    w = np.stack(np.broadcast_arrays(*[np.asarray(x, float) for x in weights]))
-    d = np.stack(np.broadcast_arrays(*[np.asarray(x, float) for x in dfs]))
+    both = np.broadcast_arrays(*[np.asarray(x, float) for x in (*weights, *dfs)])
+    w, d = np.stack(both[: len(weights)]), np.stack(both[len(weights) :])
     with np.errstate(divide="ignore", invalid="ignore"):
         den = np.where(w > 0, w * w / d, 0.0).sum(axis=0)
         out = w.sum(axis=0) ** 2 / den
     # all-zero variance (identical seeds): the smallest df of the terms, a finite choice
-    return np.where(den > 0, out, d.min(axis=0))
+    df: np.ndarray = np.where(den > 0, out, d.min(axis=0))
+    return df
+
+
+def welch_quantile(
+    weights: Sequence[Values], dfs: Sequence[Values], confidence: float
+) -> np.ndarray:
+    """The two-sided quantile of every Welch-type interval here: Welch-Satterthwaite's t where
+    every term with weight has the same df (equal seed counts), Banerjee's effective quantile
+    (:func:`harness.analysis.stats.banerjee.quantile`) where they differ."""
+    both = np.broadcast_arrays(*[np.asarray(x, float) for x in (*weights, *dfs)])
+    w, d = np.stack(both[: len(weights)]), np.stack(both[len(weights) :])
+    hi = np.where(w > 0, d, -np.inf).max(axis=0)
+    lo = np.where(w > 0, d, np.inf).min(axis=0)
+    welch = t_quantile(confidence, satterthwaite(weights, dfs))
+    if np.all(hi <= lo):
+        return welch
+    return np.where(hi <= lo, welch, banerjee.quantile(weights, dfs, (1.0 - confidence) / 2.0))
+
+
+def welch_p_value(
+    estimate: float, weights: Sequence[float], dfs: Sequence[float], alternative: str
+) -> float:
+    """The p-value of the test that inverts :func:`linear_interval`: of ``estimate = 0`` for a
+    linear combination of independent means (``alternative``: ``two-sided``, ``less``,
+    ``greater``); Welch's t where the dfs are equal, Banerjee's test where they differ."""
+    se = float(np.sqrt(np.sum(weights)))
+    t = estimate / se if se > 0 else float("nan")
+    w, d = np.asarray(weights, float), np.asarray(dfs, float)
+    if len(set(d[w > 0])) > 1:
+        return banerjee.p_value(t, list(w), list(d), alternative)
+    df = float(satterthwaite(list(w), list(d)))
+    if alternative == "two-sided":
+        return float(2 * stats.t.sf(abs(t), df))
+    return float(stats.t.cdf(t, df) if alternative == "less" else stats.t.sf(t, df))
+
+
+def unequal_counts(*counts: float) -> bool:
+    """Whether arms with these seed counts get Banerjee's interval (see :func:`welch_quantile`)."""
+    return len(set(counts)) > 1
 
 
 def mean_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -82,10 +129,11 @@ def linear_interval(
     dfs: Sequence[Values],
     confidence: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``estimate +- t(df) * sqrt(sum(weights))`` with Welch-Satterthwaite df (see
-    :func:`satterthwaite`): the Welch interval of a linear combination of independent means."""
+    """``estimate +- t * sqrt(sum(weights))`` with Welch-Satterthwaite df (Banerjee's quantile
+    where the dfs differ, see :func:`welch_quantile`): the Welch interval of a linear combination
+    of independent means."""
     w = np.stack(np.broadcast_arrays(*[np.asarray(x, float) for x in weights]))
-    half = t_quantile(confidence, satterthwaite(weights, dfs)) * np.sqrt(w.sum(axis=0))
+    half = welch_quantile(weights, dfs, confidence) * np.sqrt(w.sum(axis=0))
     est = np.asarray(estimate, float)
     return est - half, est + half
 
@@ -148,7 +196,8 @@ def ratio_interval(
         parts: per arm ``(c_i, e_i, var_of_mean_i, df_i)``.
         confidence: two-sided level.
 
-    The degrees of freedom are Welch-Satterthwaite's for the combination num - theta den, taken
+    The degrees of freedom are Welch-Satterthwaite's for the combination num - theta den (or
+    Banerjee's quantile where the arms' seed counts differ, :func:`welch_quantile`), taken
     at each bound itself: the test of "num / den = theta" is inverted exactly, each bound found
     by a fixed-point iteration from the bound at the estimate's df (to 1e-12 relative, at most
     :data:`FIELLER_ITERATIONS` steps).
@@ -163,12 +212,12 @@ def ratio_interval(
     dfs = [d for *_, d in parts]
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = np.asarray(num, float) / np.asarray(den, float)
-    q = t_quantile(confidence, satterthwaite(var_terms(theta), dfs)) ** 2
+    q = welch_quantile(var_terms(theta), dfs, confidence) ** 2
     bounds = list(fieller(num, den, v_num, v_den, cov, q))
     for i in range(2):
         for _ in range(FIELLER_ITERATIONS):
             at = np.where(np.isfinite(bounds[i]), bounds[i], theta)
-            q_b = t_quantile(confidence, satterthwaite(var_terms(at), dfs)) ** 2
+            q_b = welch_quantile(var_terms(at), dfs, confidence) ** 2
             new = fieller(num, den, v_num, v_den, cov, q_b)[i]
             with np.errstate(invalid="ignore"):
                 done = np.all((new == bounds[i]) | (np.abs(new - bounds[i]) <= 1e-12 * np.abs(new)))
@@ -220,8 +269,8 @@ def crossing_interval(
     weights = c * c * var[..., None, None, :]  # (..., k-1, G, m)
     dfs = np.broadcast_to(df[..., None, None, :], weights.shape)
     total = weights.sum(axis=-1)
-    t = t_quantile(confidence, satterthwaite(list(np.moveaxis(weights, -1, 0)),
-                                             list(np.moveaxis(dfs, -1, 0))))  # fmt: skip
+    t = welch_quantile(list(np.moveaxis(weights, -1, 0)), list(np.moveaxis(dfs, -1, 0)),
+                       confidence)  # fmt: skip
     with np.errstate(invalid="ignore"):
         inside = value * value <= t * t * total  # (..., k-1, G)
     lx = logx[:-1, None] + theta[:, 0] * (logx[1:, None] - logx[:-1, None])  # (k-1, G)

@@ -70,7 +70,8 @@ class Fit:
     def at_optimum(self) -> np.ndarray:
         """(k,): the weights of the points' means in m*."""
         d = self.d
-        return self.weights[0] + d * self.weights[1] + d * d * self.weights[2]
+        value: np.ndarray = self.weights[0] + d * self.weights[1] + d * d * self.weights[2]
+        return value
 
 
 def fit(u: np.ndarray, means: np.ndarray, sign: float) -> Fit:
@@ -179,8 +180,33 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: Goal, conf: float) -> dict[str, 
         notes.append(f"optimum interval reaches beyond the searched {axis}")
     if sign * (means[best] - metric) > abs(m_hi - m_lo):  # better than seen, beyond noise
         checks.append(f"fitted metric {metric:.4g} far beyond the best observed {means[best]:.4g}")
+    checks += _outside_observed(values, means, u_star, (m_lo, m_hi), axis, str(row["searched"]))
     row |= {"metric_ci_low": float(m_lo), "metric_ci_high": float(m_hi)}
     return row | {"note": "; ".join(notes), "fit_check": "; ".join(checks) or OK}
+
+
+def _outside_observed(
+    values: np.ndarray,
+    means: np.ndarray,
+    u_star: float,
+    metric_ci: tuple[float, float],
+    axis: str,
+    searched: str,
+) -> list[str]:
+    """Flags of fitted values outside what was observed: an optimum beyond the searched
+    values (an extrapolation), a metric interval crossing zero where every observed mean has
+    one sign (a loss or a perplexity below 0: a value the metric never takes)."""
+    out = []
+    if not np.log(values.min()) <= u_star <= np.log(values.max()):
+        out.append(f"extrapolated: the fitted optimum {np.exp(u_star):.3g} is outside the "
+                   f"searched {axis} {searched}")  # fmt: skip
+    seen = means[np.isfinite(means)]
+    lo, hi = metric_ci
+    if ((seen > 0).all() and lo < 0) or ((seen < 0).all() and hi > 0):
+        side = "below" if lo < 0 else "above"
+        out.append(f"metric interval [{lo:.4g}, {hi:.4g}] reaches {side} 0 where every observed "
+                   "mean is on the other side: the fit is not the curve there")  # fmt: skip
+    return out
 
 
 def _checks(f: Fit, pts: np.ndarray, sign: float) -> list[str]:

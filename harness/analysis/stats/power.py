@@ -22,6 +22,7 @@ says from how many).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -46,7 +47,13 @@ COLUMNS = (
 SEEDS_RANGE = 0.9
 
 
-def _se_df(var_a, n_a, var_b, n_b, test: str) -> tuple[np.ndarray, np.ndarray]:
+def _se_df(
+    var_a: float | np.ndarray,
+    n_a: float | np.ndarray,
+    var_b: float | np.ndarray,
+    n_b: float | np.ndarray,
+    test: PowerTest,
+) -> tuple[np.ndarray, np.ndarray]:
     var_a, n_a, var_b, n_b = (np.asarray(v, float) for v in (var_a, n_a, var_b, n_b))
     if test == "paper":
         s = np.minimum(n_a, n_b)
@@ -146,7 +153,23 @@ def power_table(
     return pd.DataFrame(rows)[[*by, *COLUMNS]]
 
 
-def _cell(va, vb, test, alternative, alpha, target, difference) -> dict[str, object]:
+class _TestArgs(TypedDict):
+    """The test's keywords of :func:`power`, :func:`seeds_needed` and :func:`detectable`."""
+
+    alpha: float
+    two_sided: bool
+    test: PowerTest
+
+
+def _cell(
+    va: np.ndarray,
+    vb: np.ndarray,
+    test: PowerTest,
+    alternative: Alternative,
+    alpha: float,
+    target: float,
+    difference: float | None,
+) -> dict[str, object]:
     row: dict[str, object] = dict.fromkeys(COLUMNS, np.nan)
     row |= {"n_a": va.size, "n_b": vb.size, "note": ""}
     if min(va.size, vb.size) < 2 or not np.isfinite([*va, *vb]).all():
@@ -154,7 +177,7 @@ def _cell(va, vb, test, alternative, alpha, target, difference) -> dict[str, obj
     var_a, var_b = va.var(ddof=1), vb.var(ddof=1)
     diff = vb.mean() - va.mean()
     delta = abs(diff) if difference is None else abs(difference)
-    kw = {"alpha": alpha, "two_sided": alternative == "two-sided", "test": test}
+    kw: _TestArgs = {"alpha": alpha, "two_sided": alternative == "two-sided", "test": test}
     row |= {"std_a": np.sqrt(var_a), "std_b": np.sqrt(var_b), "diff": diff, "difference": delta}
     if var_a + var_b == 0:
         return row | {"note": "no seed variance: any difference is detected"}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -72,7 +72,8 @@ class PowerLaw:
 
     def __call__(self, d: np.ndarray | float) -> np.ndarray:
         """The curve at budgets ``d``."""
-        return self.E + self.sign * self.A * np.power(np.asarray(d, float), -self.alpha)
+        loss: np.ndarray = self.E + self.sign * self.A * np.power(np.asarray(d, float), -self.alpha)
+        return loss
 
     def budget_for(self, target: float) -> float:
         """The D with L(D) = target; inf when target is at or beyond the asymptote."""
@@ -138,11 +139,14 @@ def fit_power_law(d: np.ndarray, y: np.ndarray, goal: Goal, *, polish: bool = Tr
     return PowerLaw(A=float(a * ref**alpha), alpha=float(alpha), E=float(e), sign=sign)
 
 
-def _polish(u: np.ndarray, y: np.ndarray, sign: float, start: tuple[float, float, float]):
-    def f(u_, a_, alpha_, e_):
-        return e_ + sign * a_ * np.power(u_, -alpha_)
+def _polish(
+    u: np.ndarray, y: np.ndarray, sign: float, start: tuple[float, float, float]
+) -> tuple[float, float, float]:
+    def f(u_: np.ndarray, a_: float, alpha_: float, e_: float) -> np.ndarray:
+        loss: np.ndarray = e_ + sign * a_ * np.power(u_, -alpha_)
+        return loss
 
-    def sse(p) -> float:
+    def sse(p: Sequence[float]) -> float:
         return float(((f(u, *p) - y) ** 2).sum())
 
     lower, upper = [0.0, ALPHA_BOUNDS[0], -np.inf], [np.inf, ALPHA_BOUNDS[1], np.inf]
@@ -152,7 +156,10 @@ def _polish(u: np.ndarray, y: np.ndarray, sign: float, start: tuple[float, float
             p, _ = curve_fit(f, u, y, p0=start, bounds=(lower, upper), maxfev=2000)
     except (RuntimeError, ValueError):
         return start
-    return tuple(float(v) for v in p) if sse(p) <= sse(start) else start
+    if sse(p) > sse(start):
+        return start
+    a, alpha, e = (float(v) for v in p)
+    return a, alpha, e
 
 
 def speedup(
@@ -194,7 +201,9 @@ def _arm(cell: pd.DataFrame, arm: str, x: str) -> dict[float, np.ndarray]:
     return {float(cast(float, xv)): g[VALUE].to_numpy(float) for xv, g in sub.groupby(x)}
 
 
-def _usable_budgets(cell, key, x, a, b) -> tuple[dict, dict, list[str]]:
+def _usable_budgets(
+    cell: pd.DataFrame, key: dict[str, Any], x: str, a: str, b: str
+) -> tuple[dict[float, np.ndarray], dict[float, np.ndarray], list[str]]:
     """(a's seeds by budget, b's finite budgets, notes); refuses too few budgets of b."""
     va, vb = _arm(cell, a, x), _arm(cell, b, x)
     diverged = [d for d, v in vb.items() if not np.isfinite(v.mean())]
@@ -261,7 +270,7 @@ def budget_ratio_interval(
     return ratio, float(np.exp(lo)), float(np.exp(hi))
 
 
-def _checked(
+def checked(
     fit: PowerLaw,
     d: np.ndarray,
     b_stats: tuple[np.ndarray, ...],
@@ -270,8 +279,12 @@ def _checked(
     goal: Goal,
     conf: float,
     ci: tuple[float, float],
+    *,
+    polish: bool = True,
 ) -> tuple[float, float, list[str]]:
-    """The interval widened over fit windows, and the checks (module docstring)."""
+    """The interval ``ci`` widened over fit windows, and the checks (module docstring): (low,
+    high, the reasons ``fit_check`` prints; empty when ok). ``polish`` as for
+    :func:`budget_ratio_interval`."""
     if d.size <= MIN_BUDGETS:
         return ci[0], ci[1], [f"unchecked: {d.size} budgets, as many as parameters"]
     means, vars_, ns = b_stats
@@ -280,7 +293,7 @@ def _checked(
     if test.rejected:
         checks.append(f"lack of fit: the power law misses b's means (F test p = {test.p:.2g})")
     sub = tuple(v[1:] for v in b_stats)
-    _, lo2, hi2 = budget_ratio_interval(d[1:], sub, a_stats, budget_a, goal, conf)
+    _, lo2, hi2 = budget_ratio_interval(d[1:], sub, a_stats, budget_a, goal, conf, polish=polish)
     if not (np.isfinite(lo2) and np.isfinite(hi2)):
         return ci[0], ci[1], [*checks, "unchecked window: no ratio without the smallest budget"]
     if np.isfinite(ci).all() and intervals_disjoint(ci, (lo2, hi2)):
@@ -288,7 +301,9 @@ def _checked(
     return float(np.nanmin([ci[0], lo2])), float(np.nanmax([ci[1], hi2])), checks
 
 
-def _cell(cell, key, x, a, b, goal, conf) -> dict[str, object]:
+def _cell(
+    cell: pd.DataFrame, key: dict[str, Any], x: str, a: str, b: str, goal: Goal, conf: float
+) -> dict[str, object]:
     va, vb, notes = _usable_budgets(cell, key, x, a, b)
     checks: list[str] = []
     budget_a = max(va)
@@ -307,7 +322,7 @@ def _cell(cell, key, x, a, b, goal, conf) -> dict[str, object]:
         b_stats = tuple(np.array([f(vb[k]) for k in d]) for f in _SUMMARY)
         a_stats = tuple(float(f(va[budget_a])) for f in _SUMMARY)
         _, lo, hi = budget_ratio_interval(d, b_stats, a_stats, budget_a, goal, conf)
-        lo, hi, checks = _checked(fit, d, b_stats, a_stats, budget_a, goal, conf, (lo, hi))
+        lo, hi, checks = checked(fit, d, b_stats, a_stats, budget_a, goal, conf, (lo, hi))
     if np.isinf(budget_b):
         notes.append(f"{a}'s final value is beyond {b}'s asymptote E")
     elif not d[0] <= budget_b <= d[-1]:

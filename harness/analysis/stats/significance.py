@@ -8,11 +8,14 @@ sqrt(s_a^2 + s_b^2) (corrected stds), threshold t_(alpha, S-1) * sigma_d / sqrt(
 one-sided t quantile, significant if d < -threshold (``less``) or d > threshold (``greater``).
 Its p-value is that of the statistic d / (sigma_d / sqrt(S)) under t with S - 1 degrees of
 freedom, so ``p < alpha`` is the same decision as the threshold. The other tests are scipy.stats:
-``welch`` (ttest_ind, unequal variances), ``student`` (pooled), ``paired`` (ttest_rel over the
-seeds both arms ran) and ``mannwhitney`` (mannwhitneyu). Corrections adjust the p-values over all
-cells of one call (Holm by default); significance is ``p_adj < alpha``.
+``welch`` (ttest_ind, unequal variances; with unequal seed counts Banerjee's test, whose
+interval is the one reported: Welch's df under-covers there), ``student`` (pooled),
+``paired`` (ttest_rel over the seeds both arms ran) and ``mannwhitney`` (mannwhitneyu).
+Corrections adjust the p-values over all cells of one call (Holm by default); significance
+is ``p_adj < alpha``.
 
-``ci_low``/``ci_high`` bound the difference: Welch's t interval (paired: the t interval of the
+``ci_low``/``ci_high`` bound the difference: Welch's t interval (Banerjee's with unequal seed
+counts; paired: the t interval of the
 per-seed differences), at the two-sided level 1 - alpha.
 """
 
@@ -21,17 +24,27 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness.analysis.stats import banerjee
 from harness.analysis.stats.cells import iter_cells
-from harness.analysis.stats.corrections import CORRECTIONS
+from harness.analysis.stats.corrections import CORRECTIONS, Adjust
 from harness.analysis.stats.defaults import ALTERNATIVES as ALTERNATIVE_CHOICES
 from harness.analysis.stats.defaults import Alternative, Correction, TestName
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
-from harness.analysis.stats.intervals import ZERO_VARIANCE, mean_interval, welch_interval
+from harness.analysis.stats.intervals import (
+    ZERO_VARIANCE,
+    linear_interval,
+    mean_interval,
+    unequal_counts,
+    welch_interval,
+    welch_p_value,
+)
+from harness.analysis.stats.pooled import pooled_by
 from harness.core.errors import UserError, unknown_choice
 
 ALTERNATIVES = ALTERNATIVE_CHOICES
@@ -49,7 +62,9 @@ class SignificanceResult:
     """``paper`` only: the one-sided significance threshold d_significance."""
 
 
-def paper_test(a: np.ndarray, b: np.ndarray, alternative: str, alpha: float) -> SignificanceResult:
+def paper_test(
+    a: np.ndarray, b: np.ndarray, alternative: Alternative, alpha: float
+) -> SignificanceResult:
     """App. F of the Coupled Adam paper (see the module docstring); len(a) == len(b) == S."""
     s = a.size
     assert s == b.size and s >= 2
@@ -62,22 +77,28 @@ def paper_test(a: np.ndarray, b: np.ndarray, alternative: str, alpha: float) -> 
     return SignificanceResult(statistic=float(t), p=float(p), threshold=float(threshold))
 
 
-def _welch(a, b, alt, alpha) -> SignificanceResult:
+def _welch(a: np.ndarray, b: np.ndarray, alt: Alternative, alpha: float) -> SignificanceResult:
     r = stats.ttest_ind(b, a, equal_var=False, alternative=alt)
-    return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
+    if not unequal_counts(a.size, b.size):
+        return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
+    weights = [a.var(ddof=1) / a.size, b.var(ddof=1) / b.size]
+    p = banerjee.p_value(float(r.statistic), weights, [a.size - 1.0, b.size - 1.0], alt)
+    return SignificanceResult(statistic=float(r.statistic), p=p)
 
 
-def _student(a, b, alt, alpha) -> SignificanceResult:
+def _student(a: np.ndarray, b: np.ndarray, alt: Alternative, alpha: float) -> SignificanceResult:
     r = stats.ttest_ind(b, a, equal_var=True, alternative=alt)
     return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
 
-def _paired(a, b, alt, alpha) -> SignificanceResult:
+def _paired(a: np.ndarray, b: np.ndarray, alt: Alternative, alpha: float) -> SignificanceResult:
     r = stats.ttest_rel(b, a, alternative=alt)
     return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
 
-def _mannwhitney(a, b, alt, alpha) -> SignificanceResult:
+def _mannwhitney(
+    a: np.ndarray, b: np.ndarray, alt: Alternative, alpha: float
+) -> SignificanceResult:
     r = stats.mannwhitneyu(b, a, alternative=alt)
     return SignificanceResult(statistic=float(r.statistic), p=float(r.pvalue))
 
@@ -86,7 +107,7 @@ def _mannwhitney(a, b, alt, alpha) -> SignificanceResult:
 class SignificanceTest:
     """A registered test."""
 
-    run: Callable[[np.ndarray, np.ndarray, str, float], SignificanceResult]
+    run: Callable[[np.ndarray, np.ndarray, Alternative, float], SignificanceResult]
     """(a values, b values, alternative, alpha) -> outcome."""
     paired: bool = False
     """Pairs a and b by seed."""
@@ -97,7 +118,7 @@ class SignificanceTest:
 
 
 #: ``--test`` name -> test.
-TESTS: dict[str, SignificanceTest] = {
+TESTS: dict[TestName, SignificanceTest] = {
     "paper": SignificanceTest(run=paper_test, one_sided_only=True),
     "welch": SignificanceTest(run=_welch),
     "student": SignificanceTest(run=_student),
@@ -137,6 +158,8 @@ def compare(
     alternative: Alternative = "less",
     alpha: float = 0.05,
     correction: Correction = "holm",
+    pooled_variance: bool = False,
+    adjust: Adjust | None = None,
 ) -> pd.DataFrame:
     """Test b against a in each cell.
 
@@ -150,6 +173,10 @@ def compare(
         alternative: ``less``, ``greater`` or ``two-sided`` (about b relative to a).
         alpha: significance level.
         correction: a name in :data:`~harness.analysis.stats.corrections.CORRECTIONS`.
+        pooled_variance: each arm's seed variance pooled over the cells
+            (:mod:`~harness.analysis.stats.pooled`; ``welch`` only).
+        adjust: corrects the p-values over a wider family instead (``--family``); each cell's
+            claim key is its ``by`` values (``batch_size=8``; ``all`` without ``by``).
 
     Returns:
         One row per cell: ``by``, mean_a, std_a, n_a, mean_b, std_b, n_b, diff (b - a),
@@ -161,13 +188,18 @@ def compare(
             ``paired``), or ``paper`` gets unequal seed counts.
     """
     check_choices(test, alternative, correction, alpha)
+    if pooled_variance and test != "welch":
+        raise UserError(f"--pooled-variance needs --test welch, got --test {test}")
     spec = TESTS[test]
+    pooled = pooled_by(seeds, by, [ARM]) if pooled_variance else None
     rows = [
-        _cell(cell, key, a, b, test, spec, alternative, alpha)
+        _cell(cell, key, a, b, test, spec, alternative, alpha, pooled)
         for key, cell in iter_cells(seeds, by)
     ]
     out = pd.DataFrame(rows)
-    out["p_adj"] = CORRECTIONS[correction](out["p"].to_numpy(float))
+    p = out["p"].to_numpy(float)
+    keys = [_describe(key).strip(" ()") or "all" for key, _ in iter_cells(seeds, by)]
+    out["p_adj"] = adjust(p, keys) if adjust else CORRECTIONS[correction](p)
     out["significant"] = [
         "n/a" if np.isnan(p) else ("yes" if p < alpha else "no") for p in out["p_adj"]
     ]
@@ -195,7 +227,7 @@ def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
 
 
 def _check_seeds(
-    test: str, spec: SignificanceTest, arms: dict[str, np.ndarray], where: str
+    test: TestName, spec: SignificanceTest, arms: dict[str, np.ndarray], where: str
 ) -> None:
     what = "shared seeds" if spec.paired else "seeds"
     for label, v in arms.items():
@@ -213,7 +245,17 @@ def _check_seeds(
         )
 
 
-def _cell(cell, key, a, b, test, spec, alternative, alpha) -> dict[str, object]:
+def _cell(
+    cell: pd.DataFrame,
+    key: dict[str, Any],
+    a: str,
+    b: str,
+    test: TestName,
+    spec: SignificanceTest,
+    alternative: Alternative,
+    alpha: float,
+    pooled: dict[tuple[Any, ...], tuple[float, float]] | None,
+) -> dict[str, object]:
     va, vb, note = _arm_values(cell, key, a, b, spec.paired)
     absent = [label for label in (a, b) if not (cell[ARM] == label).any()]
     if absent:
@@ -227,13 +269,35 @@ def _cell(cell, key, a, b, test, spec, alternative, alpha) -> dict[str, object]:
     spread = np.ptp(vb - va) if spec.paired else max(np.ptp(va), np.ptp(vb))
     if spec.finite_only and spread == 0:  # a zero-width interval and p = 0 from no noise
         return row | {"ci_low": np.nan, "ci_high": np.nan, "note": ZERO_VARIANCE}
+    if pooled is not None:
+        return row | _pooled_test(va, vb, pooled[(a,)], pooled[(b,)], alternative, alpha)
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = spec.run(va, vb, alternative, alpha)
     return row | {"statistic": res.statistic, "p": res.p, "threshold": res.threshold}
 
 
-def _arm_values(cell, key, a, b, paired: bool) -> tuple[np.ndarray, np.ndarray, str]:
+def _pooled_test(
+    va: np.ndarray,
+    vb: np.ndarray,
+    pool_a: tuple[float, float],
+    pool_b: tuple[float, float],
+    alternative: Alternative,
+    alpha: float,
+) -> dict[str, float]:
+    """Interval and Welch-type test of mean(b) - mean(a) on each arm's pooled (variance, df)."""
+    d = float(vb.mean() - va.mean())
+    weights = [pool_a[0] / va.size, pool_b[0] / vb.size]
+    dfs = [pool_a[1], pool_b[1]]
+    lo, hi = linear_interval(d, weights, dfs, 1 - alpha)
+    p = welch_p_value(d, weights, dfs, alternative)
+    return {"ci_low": float(lo), "ci_high": float(hi), "statistic": d / np.sqrt(sum(weights)),
+            "p": p}  # fmt: skip
+
+
+def _arm_values(
+    cell: pd.DataFrame, key: dict[str, Any], a: str, b: str, paired: bool
+) -> tuple[np.ndarray, np.ndarray, str]:
     va = cell[cell[ARM] == a]
     vb = cell[cell[ARM] == b]
     if not paired:

@@ -10,7 +10,9 @@ sigma_b^2 / n_b), and independent of them (normal seed noise). So the power is a
 over the two scaled chi-square variances of a normal probability; it is computed here on a
 product grid of :data:`NODES` quantile midpoints of each chi-square (error below 0.005 against
 simulation, ``tests/analysis/test_guardrails.py``). Beyond :data:`EXACT_UP_TO` seeds per arm the
-noncentral t is accurate and is used instead (:mod:`harness.analysis.stats.power`).
+noncentral t is accurate and is used instead (:mod:`harness.analysis.stats.power`). With
+unequal seed counts the test is Banerjee's (:mod:`harness.analysis.stats.banerjee`), whose
+critical value sqrt(t_a^2 w_a + t_b^2 w_b) replaces Welch's on the same grid.
 """
 
 from __future__ import annotations
@@ -47,7 +49,11 @@ def welch_power(
     wb = vb[..., None, None] * stats.chi2.ppf(u, nb[..., None] - 1)[..., None, :] / fb / (fb + 1)
     se_hat = np.sqrt(wa + wb)
     df_hat = (wa + wb) ** 2 / (wa**2 / fa + wb**2 / fb)
-    crit = stats.t.ppf(1 - (alpha / 2 if two_sided else alpha), df_hat) * se_hat
+    level = 1 - (alpha / 2 if two_sided else alpha)
+    crit = stats.t.ppf(level, df_hat) * se_hat
+    # unequal seed counts: Banerjee's test (harness.analysis.stats.banerjee), each arm's own t
+    ta, tb = stats.t.ppf(level, fa), stats.t.ppf(level, fb)
+    crit = np.where(fa == fb, crit, np.sqrt(ta * ta * wa + tb * tb * wb))
     sd = np.sqrt(va / na + vb / nb)[..., None, None]
     dd = d[..., None, None]
     p = stats.norm.sf((crit - dd) / sd)

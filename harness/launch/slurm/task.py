@@ -206,7 +206,12 @@ class RunTask(submitit.helpers.Checkpointable):
         return self._record(run_ids, status, f"{reason[status]} at {job_id}", job_id, statuses)
 
     def _record(
-        self, run_ids: Sequence[str], status: str, error: str, job_id: str, statuses: dict[str, str]
+        self,
+        run_ids: Sequence[str],
+        status: Status,
+        error: str,
+        job_id: str,
+        statuses: dict[str, str],
     ) -> dict[str, str]:
         for run_id in run_ids:
             if distributed.rank() == 0:

@@ -153,7 +153,7 @@ def _train_and_record(
 
 
 def write_status(
-    root: Path, grid: str, run_id: str, status: str, error: str, job_id: str | None
+    root: Path, grid: str, run_id: str, status: Status, error: str, job_id: str | None
 ) -> None:
     """Write a row with only an outcome (``cancelled``, ``timeout``, ...) for a run that stopped
     without a result, with what it had done (steps, loss curve): what its checkpoint or its

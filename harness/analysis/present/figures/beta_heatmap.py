@@ -31,10 +31,8 @@ from harness.analysis.present.figures.common import (
     panel_title,
     panels,
     subtitle,
-    tuned_points,
     use_log,
 )
-from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.stats.frame import METHOD
 from harness.metrics.catalogue import Goal
 
@@ -50,8 +48,8 @@ def draw(data: FigureData) -> Figure:
     rows = data.rows.dropna(subset=BETAS)
     if rows.empty:
         raise FigureSkipped("no runs with both beta1 and beta2")
-    keys = [*panel_keys(rows, BETAS), METHOD]
-    points = tuned_points(rows, [*keys, *BETAS], data.goal, data.select_goal)
+    keys = [*data.panels(rows, BETAS), METHOD]
+    points = data.tuned(rows, [*keys, *BETAS])
     table = points.table
     finite = table["mean"].to_numpy(float)
     finite = finite[np.isfinite(finite)]

@@ -23,10 +23,8 @@ from matplotlib.figure import Figure
 from harness.analysis.present.figures import style
 from harness.analysis.present.figures.options import FigureOptions
 from harness.analysis.rows.arm_labels import panel_keys, short
-from harness.analysis.rows.axes import (
-    auto_over,
-    check_cells,
-)
+from harness.analysis.rows.axes import check_cells, varying_within
+from harness.analysis.rows.conditions import auto_over
 from harness.analysis.rows.selectors import Selector, match
 from harness.analysis.rows.tuning import confirmed, is_confirmation
 from harness.analysis.stats.cells import iter_cells
@@ -63,6 +61,16 @@ class FigureData:
     """Lines naming the arms with no completed or diverged run (failed, absent), for the note."""
     options: FigureOptions = field(default_factory=FigureOptions)
     """The user's options."""
+
+    def panels(self, rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
+        """The panel keys of ``rows``: the conditions that vary (:func:`panel_keys`), but
+        ``exclude`` and those the user pools (``--pool``)."""
+        return panel_keys(rows, [*exclude, *self.options.pool])
+
+    def tuned(self, rows: pd.DataFrame, keys: Sequence[str]) -> Points:
+        """:func:`tuned_points` of ``rows`` by ``keys``, with this figure's goals and the
+        pooled conditions tuned over."""
+        return tuned_points(rows, keys, self.goal, self.select_goal, self.options.pool)
 
     def style(self, method: str) -> style.ArmStyle:
         """The arm's color, marker and line style."""
@@ -218,16 +226,21 @@ class Points:
 
 
 def tuned_points(
-    rows: pd.DataFrame, keys: Sequence[str], goal: Goal, select_goal: Goal | None = None
+    rows: pd.DataFrame,
+    keys: Sequence[str],
+    goal: Goal,
+    select_goal: Goal | None = None,
+    pool: Sequence[str] = (),
 ) -> Points:
     """Best configuration per combination of ``keys``, over the hyperparameters that vary (by
-    ``select_value`` when the rows carry it, with ``select_goal``).
+    ``select_value`` when the rows carry it, with ``select_goal``) and the conditions ``pool``.
 
     Raises:
         FigureSkipped: every row is a confirmation run (confirmation runs never select).
     """
     keys = list(keys)
     over = [c for c in auto_over(rows, keys) if c not in keys]
+    over += [c for c in varying_within(rows, keys, pool) if c not in over]
     check_cells(rows, keys, over)
     tested = confirmed(rows, keys, over, goal, select_goal)
     if tested.table.empty:
@@ -246,8 +259,8 @@ def points_along(data: FigureData, x: str, what: str) -> tuple[list[str], Points
     """
     if data.rows[x].nunique() < 2:
         raise FigureSkipped(f"only one {what}")
-    keys = panel_keys(data.rows, [x])
-    return keys, tuned_points(data.rows, [*keys, METHOD, x], data.goal, data.select_goal)
+    keys = data.panels(data.rows, [x])
+    return keys, data.tuned(data.rows, [*keys, METHOD, x])
 
 
 def metric_label(metric: str) -> str:

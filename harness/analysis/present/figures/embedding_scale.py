@@ -23,9 +23,7 @@ from harness.analysis.present.figures.common import (
     metric_label,
     panel_title,
     subtitle,
-    tuned_points,
 )
-from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.stats.frame import METHOD, VALUE
 from harness.metrics.catalogue import METRICS, Producer, produced_by
 
@@ -46,9 +44,9 @@ def draw(data: FigureData) -> Figure:
     metrics = [data.metric] + [
         m for m in EMBEDDING_METRICS if m != data.metric and rows[m].notna().any()
     ]
-    keys = panel_keys(rows, [X])
+    keys = data.panels(rows, [X])
     series = rows.assign(**{SERIES: _series_labels(rows, keys)})
-    points = tuned_points(series, [*keys, METHOD, SERIES, X], data.goal, data.select_goal)
+    points = data.tuned(series, [*keys, METHOD, SERIES, X])
     seeds = points.seeds
     fig, axes = layout(len(metrics))
     for ax, metric in zip(axes, metrics, strict=True):

@@ -22,9 +22,7 @@ from harness.analysis.present.figures.common import (
     panel_title,
     panels,
     subtitle,
-    tuned_points,
 )
-from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.stats.baseline_gap import gap_closure
 from harness.analysis.stats.frame import ARM, METHOD
 
@@ -42,8 +40,8 @@ def draw(data: FigureData) -> Figure:
         )
     if len(methods) < 3:
         raise FigureSkipped("no optimizer besides the baseline and the reference")
-    keys = panel_keys(rows)
-    points = tuned_points(rows, [*keys, METHOD], data.goal, data.select_goal)
+    keys = data.panels(rows)
+    points = data.tuned(rows, [*keys, METHOD])
     seeds = points.seeds.assign(**{ARM: points.seeds[METHOD]})
     table = gap_closure(seeds, keys, base, ref)
     cells = panels(table, keys)

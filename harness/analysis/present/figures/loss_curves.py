@@ -25,9 +25,7 @@ from harness.analysis.present.figures.common import (
     panels,
     restrict,
     subtitle,
-    tuned_points,
 )
-from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.stats.frame import METHOD
 
 
@@ -38,8 +36,8 @@ def draw(data: FigureData) -> Figure:
         raise FigureSkipped("no loss curves")
     rows = data.rows
     every = data.options.runs == "all"
-    keys = panel_keys(rows)
-    points = tuned_points(rows, [*keys, METHOD], data.goal, data.select_goal)
+    keys = data.panels(rows)
+    points = data.tuned(rows, [*keys, METHOD])
     cells = panels(points.table, keys)
     fig, axes = layout(len(cells))
     has_val = False

@@ -26,10 +26,8 @@ from harness.analysis.present.figures.common import (
     panel_title,
     panels,
     subtitle,
-    tuned_points,
     use_log,
 )
-from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.rows.axes import hyperparameters, own_hyperparameters, varying
 from harness.analysis.stats.frame import METHOD
 from harness.core.errors import UserError
@@ -74,8 +72,8 @@ def draw_along(
     rows = data.rows
     if rows[x].nunique() < 2:
         raise FigureSkipped(f"only one value of {x}")
-    keys = panel_keys(rows, [x])
-    points = tuned_points(rows, [*keys, METHOD, x], data.goal, data.select_goal)
+    keys = data.panels(rows, [x])
+    points = data.tuned(rows, [*keys, METHOD, x])
     table = points.table
     numeric = pd.api.types.is_numeric_dtype(rows[x]) and not pd.api.types.is_bool_dtype(rows[x])
     order = sorted(table[x].dropna().unique(), key=lambda v: (str(type(v)), v))

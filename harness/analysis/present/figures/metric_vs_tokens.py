@@ -23,9 +23,7 @@ from harness.analysis.present.figures.common import (
     panels,
     restrict,
     subtitle,
-    tuned_points,
 )
-from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.stats.frame import METHOD
 
 
@@ -39,8 +37,8 @@ def draw(data: FigureData) -> Figure:
             "and eval_every"
         )
     rows = data.rows
-    keys = panel_keys(rows)
-    points = tuned_points(rows, [*keys, METHOD], data.goal, data.select_goal)
+    keys = data.panels(rows)
+    points = data.tuned(rows, [*keys, METHOD])
     cells = panels(points.table, keys)
     fig, axes = layout(len(cells))
     for ax, (key, _) in zip(axes, cells, strict=True):

@@ -25,6 +25,9 @@ class FigureOptions:
     target: Target | None = None
     """``performance_profile``: the loss runs are timed to (``--target``, else the grid's
     ``target:``; None: none)."""
+    pool: tuple[str, ...] = ()
+    """Conditions pooled (``--pool``): not panels, tuned over instead
+    (:mod:`harness.analysis.rows.conditions`)."""
 
 
 #: ``--runs`` choices of ``loss_curves``.

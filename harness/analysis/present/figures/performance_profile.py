@@ -31,7 +31,7 @@ def draw(data: FigureData) -> Figure:
     if curves is None or curves.empty:
         raise FigureSkipped("no loss curves")
     rows = to_target(data.rows, curves, target)
-    table, keys = profile_table(rows, (), (), TOKENS_TO_TARGET)
+    table, keys = profile_table(rows, (), (), TOKENS_TO_TARGET, data.options.pool)
     taus = np.geomspace(1.0, performance_profiles.TAU_MAX, 400)
     profile = performance_profiles.rho(table, list(taus))
     scores = performance_profiles.score(table)

@@ -25,6 +25,7 @@ from harness.analysis.present.figures.render import draw_figures, every_arm, row
 from harness.analysis.present.report import page, svg
 from harness.analysis.present.report.tables import tables
 from harness.analysis.questions import query
+from harness.analysis.rows.conditions import check_pool
 from harness.analysis.rows.direction import GoalChoice
 from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.metric_choice import MetricChoice, choose_metric
@@ -65,6 +66,7 @@ def build_report(req: ReportRequest) -> str:
     """
     sel = select(list(req.grids), results=req.results, scale=req.scale, where=req.where)
     runs = sel.frame("runs")
+    check_pool(runs, req.options.pool)
     choice = choose_metric(runs, req.metric, req.goal, req.select_by)
     names, _ = plan_figures(sel, list(req.grids), list(req.figures))
     blocks = list(_figures(sel, names, req, choice))
@@ -76,6 +78,7 @@ def build_report(req: ReportRequest) -> str:
         metric=choice.metric,
         goal=choice.goal,
         select_by=req.select_by,
+        pool=req.options.pool,
     )
     curves = sel.frame("curves")
     made = tables(q, runs, req.options.baseline, req.options.reference)
@@ -84,13 +87,13 @@ def build_report(req: ReportRequest) -> str:
     subtitle = (
         f"{len(runs)} runs at {sel.scale} scale ({counts}); metric {choice.metric} "
         f"({choice.goal}), configurations selected by {choice.select_by}"
-        + "".join(f"; {n}" for n in choice.notes)
+        + "".join(f"; {n}" for n in [*choice.notes, *sel.missing().notes()])
     )
     return page.page(
         title=f"harness report: {sel.grid}",
         subtitle=subtitle,
         figures=blocks,
-        curves=_curves(sel, runs, curves, choice),
+        curves=_curves(sel, runs, curves, choice, req),
         tables=made,
         provenance=_provenance(sel, runs, curves, names),
         sql=[("runs (every table and figure)", sel.sql("runs")), ("curves", sel.sql("curves")),
@@ -113,7 +116,13 @@ def _figures(
         yield page.FigureBlock(d.spec.name, d.spec.description, buf.getvalue(), d.notes)
 
 
-def _curves(sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, choice: MetricChoice) -> str:
+def _curves(
+    sel: Selection,
+    runs: pd.DataFrame,
+    curves: pd.DataFrame,
+    choice: MetricChoice,
+    req: ReportRequest,
+) -> str:
     """Checkboxes (one per arm) and one chart per condition: every run thin, each arm's tuned
     configuration (mean over seeds) thick, validation losses as dots."""
     from harness.analysis.present.figures.common import (
@@ -138,9 +147,10 @@ def _curves(sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, choice: Me
         return "<p>No completed or diverged runs.</p>"
     arms = sorted(styles)
     index = {a: k for k, a in enumerate(arms)}
-    keys = panel_keys(rows)
+    pool = req.options.pool
+    keys = panel_keys(rows, pool)
     try:
-        points = tuned_points(rows, [*keys, METHOD], choice.goal, choice.select_goal)
+        points = tuned_points(rows, [*keys, METHOD], choice.goal, choice.select_goal, pool)
         cells = panels(points.table, keys)
     except (FigureSkipped, UserError) as e:  # shown, not raised: the rest of the report stands
         return f"<p>No loss curves: {e}</p>"

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from harness.analysis.questions import best, gap, query
-from harness.analysis.rows.arm_labels import METHOD_EXTRAS, panel_keys
+from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.rows.axes import varying
+from harness.analysis.rows.conditions import METHOD_EXTRAS
 from harness.analysis.rows.selectors import Selector, parse_selector
 from harness.core.errors import UserError
 
@@ -59,13 +60,15 @@ def tables(
     """The best-per-cell table and the gap table of ``q`` (``rows``: its run rows, to choose
     the cells and the arms)."""
     done = rows[rows["status"].isin(["completed", "diverged"])]
-    conditions = panel_keys(done) if len(done) else []
+    conditions = panel_keys(done, q.pool) if len(done) else []
     by = [*arm_columns(done), *conditions]
     grids = q.grid if isinstance(q.grid, str) else " ".join(q.grid or [])
-    out = [_best(q, by, grids)]
+    pooled = f" --pool {','.join(q.pool)}" if q.pool else ""
+    out = [_best(q, by, grids + pooled)]
     base = _selector(done, baseline, ("sgd",), "--baseline")
     ref = _selector(done, reference, ("adamw", "adam"), "--reference")
     cmd = f"harness analyze gap {grids}" + (f" --by {','.join(conditions)}" if conditions else "")
+    cmd += pooled
     if base is None or ref is None:
         why = "no gap table: it needs a baseline (SGD) and a reference (AdamW or Adam) arm; "
         why += "name them with --baseline K=V --reference K=V"
