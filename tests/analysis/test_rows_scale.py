@@ -8,11 +8,15 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from harness.analysis.present.figures.render import rows_sha256
 from harness.analysis.rows import selectors
+from harness.analysis.rows.load import select
 from harness.analysis.rows.selectors import ARM, label_arms, parse_selector
 from harness.analysis.rows.tuning import seed_stats, tune
 from harness.analysis.stats.frame import VALUE
+from harness.analysis.testing import make_run, write_run
 from harness.metrics.catalogue import Goal
 
 
@@ -62,3 +66,28 @@ def test_diverged_seeds_are_counted_per_cell_with_null_keys_kept():
     cells = zip(best["opt"], best["diverged"], strict=True)
     by_cell = {(o if isinstance(o, str) else None): d for o, d in cells}
     assert by_cell == {"a": 1, "b": 0, None: 1}
+
+
+def test_a_selection_reads_each_statement_once_and_hands_out_copies(tmp_path):
+    """A figure command asked for the rows of every run five times (1 s of CPU each at 100,000
+    runs): the second read of a statement comes from the first, without the database, and a
+    caller that changes its frame changes no one else's."""
+    for s in range(3):
+        write_run(tmp_path, make_run(grid="g", optimizer="sgd", lr=0.1, seed=s))
+    sel = select("g", results=tmp_path)
+    first = sel.frame("runs")
+    first["lr"] = 5.0
+    sel.con.close()  # a second read that went to the database would fail now
+    again = sel.frame("runs")
+    assert len(again) == 3 and list(again["lr"]) == [0.1] * 3
+
+
+def test_the_rows_hash_formats_no_text(monkeypatch):
+    """The sidecar's hash of the rows drawn (20M curve points at 100,000 runs) hashes the
+    values, never writes the rows out as CSV; it changes when one value does."""
+    frame = pd.DataFrame({"run_id": ["a", "b"], "step": [2, 4], "train_loss": [1.0, None]})
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda *a, **k: pytest.fail("CSV written"))
+    before = rows_sha256({"curves": frame})
+    assert rows_sha256({"curves": frame.copy()}) == before
+    changed = frame.assign(train_loss=[1.0, 2.0])
+    assert rows_sha256({"curves": changed}) != before

@@ -62,7 +62,8 @@ def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:
 
 def varying_within(df: pd.DataFrame, keys: Sequence[str], columns: Sequence[str]) -> list[str]:
     """The columns among ``columns`` (minus ``keys``) that vary inside some cell of ``keys``."""
-    cols = [c for c in columns if c not in keys]
+    # a column with one value in all of df has one in each cell: only the others are grouped
+    cols = varying(df, [c for c in columns if c not in keys])
     if not cols or df.empty:
         return []
     if not keys:

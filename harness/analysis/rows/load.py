@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -63,6 +63,10 @@ class Selection:
     """The user's SQL predicate (None: every row)."""
     con: duckdb.DuckDBPyConnection
     """Connection with the grid's views."""
+    read: dict[str, pd.DataFrame] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Named statement -> its rows, once read (:meth:`frame`)."""
 
     @property
     def grid(self) -> str:
@@ -76,10 +80,17 @@ class Selection:
         return queries.render(queries.NAMED[name], self.scale, self.where)
 
     def frame(self, name: str) -> pd.DataFrame:
-        """Run the named statement; a DataFrame with NULLs as NaN/None."""
-        with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
-            warnings.filterwarnings("ignore", message=".*inplace keyword.*")
-            return self.con.execute(self.sql(name)).df()
+        """Run the named statement; a DataFrame with NULLs as NaN/None.
+
+        A statement is run once per selection (the views see the files of when it was made, so
+        it answers the same each time): a figure command read the rows of 100,000 runs five
+        times. Each caller gets its own copy (copy-on-write: a change to one is not seen by
+        the others)."""
+        if name not in self.read:
+            with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
+                warnings.filterwarnings("ignore", message=".*inplace keyword.*")
+                self.read[name] = self.con.execute(self.sql(name)).df()
+        return self.read[name].copy(deep=False)
 
     def missing(self) -> Missing:
         """How many of the selection's planned runs (its grids' manifests, at its scale) have

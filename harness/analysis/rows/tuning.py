@@ -109,16 +109,36 @@ def tune(
         if by
         else best.assign(**{str(k): v for k, v in extra.iloc[0].items()})
     )
-    best["edge"] = [_edges(rows, by, over, b) for _, b in best.iterrows()]
+    best["edge"] = _edge_notes(rows, by, over, best)
     return best.sort_values(by, kind="stable").reset_index(drop=True) if by else best
 
 
-def _edges(rows: pd.DataFrame, by: list[str], over: list[str], best: pd.Series) -> str:
-    cell = rows
-    for k in by:
-        cell = cell[cell[k].isna()] if pd.isna(best[k]) else cell[cell[k] == best[k]]
-    notes = [edge_note(a, line_values(cell, best, over, a), best[a]) for a in over]
-    return "; ".join(n for n in notes if n)
+def _edge_notes(
+    rows: pd.DataFrame, by: list[str], over: list[str], best: pd.DataFrame
+) -> list[str]:
+    """The ``edge`` column of ``best`` (one row per cell of ``by``): each cell's rows are found
+    by one grouping of the columns the notes read, not by filtering every row per cell (at
+    20,000 cells of 100,000 runs that filtering took minutes)."""
+    if not over:  # nothing tuned: no edge
+        return [""] * len(best)
+    notes: dict[object, str] = {}
+    cells = groups(rows[[*by, *over]], by)
+    for (key, cell), (other, row) in zip(cells, groups(best, by), strict=True):
+        assert _same_key(key, other), (key, other)  # both grouped by ``by``, sorted alike
+        b = row.iloc[0]
+        found = [edge_note(a, line_values(cell, b, over, a), b[a]) for a in over]
+        notes[row.index[0]] = "; ".join(n for n in found if n)
+    return [notes[i] for i in best.index]
+
+
+def _same_key(a: object, b: object) -> bool:
+    """Whether two group keys (a value, or a tuple of them) are equal, NULL matching NULL."""
+    pairs = zip(a, b, strict=True) if isinstance(a, tuple) and isinstance(b, tuple) else [(a, b)]
+    return all(x == y or (_null(x) and _null(y)) for x, y in pairs)
+
+
+def _null(v: object) -> bool:
+    return bool(pd.isna(v))  # type: ignore[call-overload]  # a scalar: pandas says if NULL
 
 
 def line_values(
