@@ -53,11 +53,21 @@ def optimizer_run(
     """The run a grid would resolve for ``optimizer`` (with the grid values ``extra``) on the
     benchmark's model, with the spec's defaults for every hyperparameter the grid does not set."""
     point: dict[str, Any] = {
-        "model": args.preset, "n_layer": args.layers, "d_model": args.d_model,
-        "n_head": args.d_model // 64, "dataset": "synthetic", "vocab_size": args.vocab,
-        "seq_len": SEQ_LEN, "batch_size": 1, "steps": 1, "optimizer": optimizer, "lr": 1e-3,
-        "weight_decay": 0.1, **EXTRA.get(optimizer, {}), **(extra or {}),
-    }  # fmt: skip
+        "model": args.preset,
+        "n_layer": args.layers,
+        "d_model": args.d_model,
+        "n_head": args.d_model // 64,
+        "dataset": "synthetic",
+        "vocab_size": args.vocab,
+        "seq_len": SEQ_LEN,
+        "batch_size": 1,
+        "steps": 1,
+        "optimizer": optimizer,
+        "lr": 1e-3,
+        "weight_decay": 0.1,
+        **EXTRA.get(optimizer, {}),
+        **(extra or {}),
+    }
     if args.tied is not None:
         point["tie_weights"] = args.tied
     resolver = Resolver("optim_step", "full", lambda _: args.vocab, "benchmark")
@@ -109,11 +119,15 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default 1 on CPU)")
     ap.add_argument("--clock", choices=["cpu", "wall"], default=None, help="default: cpu on CPU")
     ap.add_argument("--only", nargs="*", default=sorted(OPTIMIZERS))
-    ap.add_argument("--reference", choices=["foreach", "fused"], default=None,
-                    help="torch AdamW implementation to compare with (default: fused on CUDA, "
-                    "foreach on CPU)")  # fmt: skip
-    ap.add_argument("--ns-dtypes", default="",
-                    help="comma-separated Newton-Schulz dtypes for extra Muon rows")  # fmt: skip
+    ap.add_argument(
+        "--reference",
+        choices=["foreach", "fused"],
+        default=None,
+        help="torch AdamW implementation to compare with (default: fused on CUDA, foreach on CPU)",
+    )
+    ap.add_argument(
+        "--ns-dtypes", default="", help="comma-separated Newton-Schulz dtypes for extra Muon rows"
+    )
     args = parse_args_quick(ap, {"layers": 2, "d_model": 128, "vocab": 1024, "rounds": 3})
     on_cpu = args.device == "cpu"
     args.reference = args.reference or ("foreach" if on_cpu else "fused")

@@ -101,17 +101,35 @@ def _write_share(args: tuple[str, Path, int, int, int]) -> list[float]:
     for i, run in enumerate(runs):
         loss = 3.0 + (i % 97) / 100
         curve = [
-            {"step": 5 * (k + 1), "tokens": 2560 * (k + 1), "train_loss": 9.0 - k / points,
-             "lr": 1e-3, "val_loss": None, "elapsed_s": 0.1 * k}
+            {
+                "step": 5 * (k + 1),
+                "tokens": 2560 * (k + 1),
+                "train_loss": 9.0 - k / points,
+                "lr": 1e-3,
+                "val_loss": None,
+                "elapsed_s": 0.1 * k,
+            }
             for k in range(points)
-        ]  # fmt: skip
+        ]
         result = RunResult(
-            status="completed", params=2_500_000, steps_done=200, tokens_seen=102400,
-            device="cpu", curve=curve,
-            metrics={"val_loss": loss, "val_ppl": 2.718**loss, "train_loss": loss + 0.1,
-                     "wall_s": 60.0, "tokens_per_s": 1700.0, "iso": 0.5, "rho": -10.0,
-                     "mfu": None, "data_wait_s": 0.1},
-        )  # fmt: skip
+            status="completed",
+            params=2_500_000,
+            steps_done=200,
+            tokens_seen=102400,
+            device="cpu",
+            curve=curve,
+            metrics={
+                "val_loss": loss,
+                "val_ppl": 2.718**loss,
+                "train_loss": loss + 0.1,
+                "wall_s": 60.0,
+                "tokens_per_s": 1700.0,
+                "iso": 0.5,
+                "rho": -10.0,
+                "mfu": None,
+                "data_wait_s": 0.1,
+            },
+        )
         t = time.perf_counter()
         write_result(Path(root), run, result, {"hostname": "bench", "git_commit": "x"})
         latencies.append(time.perf_counter() - t)
@@ -121,8 +139,9 @@ def _write_share(args: tuple[str, Path, int, int, int]) -> list[float]:
 def time_writes(root: Path, path: Path, writers: int, points: int) -> list[float]:
     start = time.perf_counter()
     with ProcessPoolExecutor(writers) as pool:
-        shares = list(pool.map(_write_share, [(str(root), path, w, writers, points)
-                                              for w in range(writers)]))  # fmt: skip
+        shares = list(
+            pool.map(_write_share, [(str(root), path, w, writers, points) for w in range(writers)])
+        )
     wall = time.perf_counter() - start
     lat = sorted(x for s in shares for x in s)
     pct = {p: lat[min(len(lat) - 1, int(p / 100 * len(lat)))] * 1e3 for p in (50, 99)}
@@ -150,8 +169,10 @@ def time_queries(root: Path, repeats: int, label: str) -> None:
             totals.append(end - t)
             only.append(end - q)
             con.close()
-        print(f"query {label:>9} {name:<16} connect+query {_ms(totals)}  query alone "
-              f"{_ms(only)}  query cpu {_ms(cpu)}  ({len(rows)} rows)")  # fmt: skip
+        print(
+            f"query {label:>9} {name:<16} connect+query {_ms(totals)}  query alone "
+            f"{_ms(only)}  query cpu {_ms(cpu)}  ({len(rows)} rows)"
+        )
 
 
 def _ms(seconds: list[float]) -> str:
@@ -177,8 +198,10 @@ def main() -> None:
         time_queries(root, 1, "per-run")  # seconds each: once is enough
         t = time.perf_counter()
         report = compact(root, "overhead")
-        print(f"compact: {report.rows:,} rows, {report.curve_points:,} curve points from "
-              f"{report.consolidated_files:,} files in {time.perf_counter() - t:.1f}s")  # fmt: skip
+        print(
+            f"compact: {report.rows:,} rows, {report.curve_points:,} curve points from "
+            f"{report.consolidated_files:,} files in {time.perf_counter() - t:.1f}s"
+        )
         time_queries(root, args.repeats, "compacted")
 
 

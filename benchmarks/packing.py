@@ -55,12 +55,21 @@ def one_mode(
     results root; time it."""
     root = Path(tempfile.mkdtemp(dir=tmp))
     runs = [
-        bench_run(data_dir, grid="packing", model=args.preset, seq_len=args.seq_len,
-                  batch_size=args.batch_size, steps=args.steps, warmup_steps=1,
-                  log_every=args.steps // 4 or 1, eval_tokens=args.batch_size * args.seq_len,
-                  seed=s, compile=args.compile)
+        bench_run(
+            data_dir,
+            grid="packing",
+            model=args.preset,
+            seq_len=args.seq_len,
+            batch_size=args.batch_size,
+            steps=args.steps,
+            warmup_steps=1,
+            log_every=args.steps // 4 or 1,
+            eval_tokens=args.batch_size * args.seq_len,
+            seed=s,
+            compile=args.compile,
+        )
         for s in range(args.runs)
-    ]  # fmt: skip
+    ]
     write_manifest(root, "packing", runs)
     start = time.perf_counter()
     spec = ExecutionSpec.build(load_profile("local"), root, "packing", data_dir.parent)
@@ -72,8 +81,12 @@ def one_mode(
     rows = connect(root, "packing").sql("SELECT * FROM runs").to_arrow_table().to_pylist()
     per_run = statistics.median(r["tokens_per_s"] for r in rows)
     tokens = sum(r["tokens_seen"] for r in rows)
-    return {"total": tokens / wall, "per_run": per_run, "steady": per_run * per_device,
-            "util": util.mean()}  # fmt: skip
+    return {
+        "total": tokens / wall,
+        "per_run": per_run,
+        "steady": per_run * per_device,
+        "util": util.mean(),
+    }
 
 
 class Utilisation:
@@ -125,9 +138,17 @@ def _nvml_reader() -> Callable[[], float | None] | None:
     def smi() -> float | None:
         try:
             out = subprocess.run(
-                ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                 "--id=0"], capture_output=True, text=True, timeout=5, check=True,
-            ).stdout  # fmt: skip
+                [
+                    "nvidia-smi",
+                    "--query-gpu=utilization.gpu",
+                    "--format=csv,noheader,nounits",
+                    "--id=0",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
+            ).stdout
             return float(out.split()[0])
         except (OSError, subprocess.SubprocessError, ValueError, IndexError):
             return None
@@ -151,8 +172,10 @@ def parse_args() -> argparse.Namespace:
         ap, {"runs": 2, "packs": "2", "steps": 4, "batch_size": 8, "repeats": 1}
     )
     if (args.device == "cuda") != torch.cuda.is_available():
-        ap.error(f"--device {args.device}, but CUDA available: {torch.cuda.is_available()} "
-                 "(hide GPUs with CUDA_VISIBLE_DEVICES= for cpu)")  # fmt: skip
+        ap.error(
+            f"--device {args.device}, but CUDA available: {torch.cuda.is_available()} "
+            "(hide GPUs with CUDA_VISIBLE_DEVICES= for cpu)"
+        )
     args.cores = available_cores()
     return args
 
@@ -174,18 +197,25 @@ def main() -> None:
             for mode in modes:
                 measured[mode].append(one_mode(args, data, *mode, Path(tmp)))
                 m = measured[mode][-1]
-                print(f"  {_label(mode)}: total {m['total']:,.0f} tok/s, per run "
-                      f"{m['per_run']:,.0f} tok/s, GPU util {_util([m])}", flush=True)  # fmt: skip
+                print(
+                    f"  {_label(mode)}: total {m['total']:,.0f} tok/s, per run "
+                    f"{m['per_run']:,.0f} tok/s, GPU util {_util([m])}",
+                    flush=True,
+                )
     tokens = args.batch_size * args.seq_len * args.steps
-    print(f"{args.runs} runs of {args.preset}, {args.steps} steps of {args.batch_size} x "
-          f"{args.seq_len} ({tokens:,} tokens each), pid {os.getpid()}")  # fmt: skip
+    print(
+        f"{args.runs} runs of {args.preset}, {args.steps} steps of {args.batch_size} x "
+        f"{args.seq_len} ({tokens:,} tokens each), pid {os.getpid()}"
+    )
     base = statistics.median(m["total"] for m in measured[modes[0]])
     for mode in modes:
         ms = measured[mode]
         ratio = statistics.median(m["total"] for m in ms) / base
-        print(f"  {_label(mode)}: total tok/s {summary([m['total'] for m in ms])} ({ratio:.2f}x)  "
-              f"per-run {summary([m['per_run'] for m in ms])}  "
-              f"steady {summary([m['steady'] for m in ms])}  GPU util {_util(ms)}")  # fmt: skip
+        print(
+            f"  {_label(mode)}: total tok/s {summary([m['total'] for m in ms])} ({ratio:.2f}x)  "
+            f"per-run {summary([m['per_run'] for m in ms])}  "
+            f"steady {summary([m['steady'] for m in ms])}  GPU util {_util(ms)}"
+        )
 
 
 def _util(measured: list[dict]) -> str:

@@ -59,11 +59,27 @@ def grid_yaml(folder: Path, name: str, runs: int) -> Path:
 
 
 def _result() -> RunResult:
-    curve = [{"step": s, "tokens": s, "train_loss": 1.0 / s, "lr": 1e-3, "val_loss": None,
-              "elapsed_s": 0.01 * s} for s in (10, 20)]  # fmt: skip
+    curve = [
+        {
+            "step": s,
+            "tokens": s,
+            "train_loss": 1.0 / s,
+            "lr": 1e-3,
+            "val_loss": None,
+            "elapsed_s": 0.01 * s,
+        }
+        for s in (10, 20)
+    ]
     metrics: dict[str, float | None] = {"val_loss": 0.5, "wall_s": 0.4}
-    return RunResult(status=Status.COMPLETED, params=10, steps_done=STEPS, tokens_seen=STEPS,
-                     device="cpu", metrics=metrics, curve=curve)  # fmt: skip
+    return RunResult(
+        status=Status.COMPLETED,
+        params=10,
+        steps_done=STEPS,
+        tokens_seen=STEPS,
+        device="cpu",
+        metrics=metrics,
+        curve=curve,
+    )
 
 
 def build(root: Path, grid_path: Path, data_root: Path, compacted: bool) -> int:
@@ -86,8 +102,17 @@ def build(root: Path, grid_path: Path, data_root: Path, compacted: bool) -> int:
 
 def resubmit(grid_path: Path, root: Path, data_root: Path) -> tuple[float, float, str]:
     """CPU seconds, wall seconds and output of ``harness submit GRID`` in a fresh process."""
-    argv = [sys.executable, "-c", "from harness.cli import main; main()", "submit",
-            str(grid_path), "--results", str(root), "--data", str(data_root)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "submit",
+        str(grid_path),
+        "--results",
+        str(root),
+        "--data",
+        str(data_root),
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=os.environ.copy())
@@ -113,8 +138,10 @@ def measure(n: int, compacted: bool, repeats: int, work: Path) -> None:
         cpus.append(cpu)
         walls.append(wall)
     form = "one compacted generation" if compacted else "per-run files"
-    print(f"{runs:>7,} runs ({form}, built in {built:.0f} s): no-op re-submit "
-          f"CPU {_summary(cpus)}, wall {_summary(walls)}")  # fmt: skip
+    print(
+        f"{runs:>7,} runs ({form}, built in {built:.0f} s): no-op re-submit "
+        f"CPU {_summary(cpus)}, wall {_summary(walls)}"
+    )
 
 
 def _summary(values: list[float]) -> str:
@@ -123,10 +150,20 @@ def _summary(values: list[float]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, nargs="*", default=[1000, 10000],
-                    help="grid sizes written as per-run files")  # fmt: skip
-    ap.add_argument("--compacted", type=int, nargs="*", default=[],
-                    help="grid sizes written as one compacted generation")  # fmt: skip
+    ap.add_argument(
+        "--runs",
+        type=int,
+        nargs="*",
+        default=[1000, 10000],
+        help="grid sizes written as per-run files",
+    )
+    ap.add_argument(
+        "--compacted",
+        type=int,
+        nargs="*",
+        default=[],
+        help="grid sizes written as one compacted generation",
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--work", type=Path, default=None, help="folder for the stores (default: tmp)")
     args = parse_args_quick(ap, {"runs": [100], "compacted": [200], "repeats": 1})

@@ -57,8 +57,9 @@ def pool_cpu(root: Path, runs: list[RunConfig]) -> float:
     write_manifest(root, grid, runs)
     spec = ExecutionSpec.build(load_profile("local"), root, grid, root / "data").with_threads(1)
     before = _cpu()
-    ended = drain(RunPool(spec, [r.run_id for r in runs], parallel=1, logs=root / "logs"),
-                  poll_s=0.05)  # fmt: skip
+    ended = drain(
+        RunPool(spec, [r.run_id for r in runs], parallel=1, logs=root / "logs"), poll_s=0.05
+    )
     assert all(e.outcome is Outcome.FINISHED for e in ended), ended
     return _cpu() - before
 
@@ -105,8 +106,10 @@ def main() -> None:
     overhead = [p - t for p, t in zip(per_run, trained, strict=True)]
     print(f"runs: {args.runs} quadratic runs of {args.steps} steps through one pool slot")
     print(f"  pool, 1 run: CPU {summary(one)}; {args.runs} runs: CPU {summary(many)}")
-    print(f"  per run (marginal): CPU {summary(per_run)}; its training alone {summary(trained)}; "
-          f"fixed overhead per run {summary(overhead)}")  # fmt: skip
+    print(
+        f"  per run (marginal): CPU {summary(per_run)}; its training alone {summary(trained)}; "
+        f"fixed overhead per run {summary(overhead)}"
+    )
     print(f"cli: harness --help CPU {summary(helps)}; harness status CPU {summary(statuses)}")
 
 

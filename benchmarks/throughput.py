@@ -117,10 +117,12 @@ def time_bare(run: RunConfig, data_dir: Path, fused: bool) -> Measure:
     torch.manual_seed(run.execution.seed)  # as the harness seeds before building the model
     model = GPT(run.arch, run.data.seq_len).to(placement.device)
     opt = torch.optim.AdamW(
-        param_groups(model, run.optim.weight_decay), lr=run.optim.lr,
-        betas=(run.optim.beta1, run.optim.beta2), eps=run.optim.eps,
+        param_groups(model, run.optim.weight_decay),
+        lr=run.optim.lr,
+        betas=(run.optim.beta1, run.optim.beta2),
+        eps=run.optim.eps,
         **({"fused": True} if fused else {"foreach": True}),
-    )  # fmt: skip
+    )
     forward = torch.compile(model) if placement.compile else model
     train_bin = np.memmap(data_dir / "train.bin", dtype=np.uint16, mode="r")
     to_device = _transfer(placement.device)
@@ -181,22 +183,35 @@ def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path)
     micro = args.micro_batch_size or max(1, min(args.batch_size, args.micro_tokens // seq_len))
     warm = args.warmup_steps
     run = bench_run(
-        data_dir, model=preset, seq_len=seq_len, batch_size=args.batch_size,
-        micro_batch_size=micro, steps=warm + args.steps, warmup_steps=warm, log_every=warm,
-        eval_tokens=micro * seq_len, compile=args.compile, precision=args.precision,
-    )  # fmt: skip
+        data_dir,
+        model=preset,
+        seq_len=seq_len,
+        batch_size=args.batch_size,
+        micro_batch_size=micro,
+        steps=warm + args.steps,
+        warmup_steps=warm,
+        log_every=warm,
+        eval_tokens=micro * seq_len,
+        compile=args.compile,
+        precision=args.precision,
+    )
     pairs = []
     for i in range(args.repeats):  # ABBA order: the second loop of a round tends to be slower
-        loops = [lambda: time_harness(run, data_dir.parent),
-                 lambda: time_bare(run, data_dir, args.fused)]  # fmt: skip
+        loops = [
+            lambda: time_harness(run, data_dir.parent),
+            lambda: time_bare(run, data_dir, args.fused),
+        ]
         order = loops if i % 2 == 0 else loops[::-1]
         done = [_collected(f) for f in order]
         h, b = done if i % 2 == 0 else done[::-1]
         pairs.append((h, b))
-        print(f"  round: harness {h.tokens_per_s:,.0f} tok/s, bare {b.tokens_per_s:,.0f} tok/s, "
-              f"ratio {h.tokens_per_s / b.tokens_per_s:.3f} (CPU-time ratio "
-              f"{h.tokens_per_cpu_s / b.tokens_per_cpu_s:.3f}); "
-              f"e2e {h.wall_s:.1f}s vs {b.wall_s:.1f}s", flush=True)  # fmt: skip
+        print(
+            f"  round: harness {h.tokens_per_s:,.0f} tok/s, bare {b.tokens_per_s:,.0f} tok/s, "
+            f"ratio {h.tokens_per_s / b.tokens_per_s:.3f} (CPU-time ratio "
+            f"{h.tokens_per_cpu_s / b.tokens_per_cpu_s:.3f}); "
+            f"e2e {h.wall_s:.1f}s vs {b.wall_s:.1f}s",
+            flush=True,
+        )
     _report(run, pairs)
 
 
@@ -252,8 +267,12 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto")
     ap.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto")
-    ap.add_argument("--fused", action=argparse.BooleanOptionalAction, default=None,
-                    help="bare loop: fused AdamW (default on cuda), else foreach")  # fmt: skip
+    ap.add_argument(
+        "--fused",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="bare loop: fused AdamW (default on cuda), else foreach",
+    )
     ap.add_argument("--vocab", type=int, default=None, help="default: 8192 tiny, 50304 others")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: cpu 1)")
     args = parse_args_quick(ap, {"steps": 4, "warmup_steps": 2, "repeats": 2})

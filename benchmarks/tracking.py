@@ -65,10 +65,16 @@ def main() -> None:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         data = synthetic_dataset(Path(tmp) / "synthetic", 8192, 2_000_000, args.val_tokens)
-        point = {"model": "tiny", "vocab_size": 8192, "seq_len": 64, "batch_size": 8,
-                 "steps": args.steps,
-                 "eval_every": args.eval_every, "eval_tokens": args.eval_tokens,
-                 "log_every": 10}  # fmt: skip
+        point = {
+            "model": "tiny",
+            "vocab_size": 8192,
+            "seq_len": 64,
+            "batch_size": 8,
+            "steps": args.steps,
+            "eval_every": args.eval_every,
+            "eval_tokens": args.eval_tokens,
+            "log_every": 10,
+        }
         runs = {name: bench_run(data, track=track, **point) for name, track in SETTINGS.items()}
         walls: dict[str, list[float]] = {name: [] for name in SETTINGS}
         names = list(SETTINGS)
@@ -81,11 +87,15 @@ def main() -> None:
         base = statistics.median(walls[names[0]])
         model = build_model(runs[names[0]].arch, 64)
         tokens = TokenData(resolve_dataset(str(data), Path(tmp)))
-        print(f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {machine()}; "
-              f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-        print(f"# tiny, {args.steps} steps of 64 x 8 tokens, eval every {args.eval_every} steps "
-              f"on {args.eval_tokens} tokens ({points} intermediate points + the end), "
-              f"{args.repeats} repeats")  # fmt: skip
+        print(
+            f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {machine()}; "
+            f"load average {os.getloadavg()[0]:.1f}"
+        )
+        print(
+            f"# tiny, {args.steps} steps of 64 x 8 tokens, eval every {args.eval_every} steps "
+            f"on {args.eval_tokens} tokens ({points} intermediate points + the end), "
+            f"{args.repeats} repeats"
+        )
         print("| track | run CPU s | overhead (runs) | per point ms | overhead (direct) |")
         print("|---|---|---|---|---|")
         for name, track in SETTINGS.items():
@@ -93,8 +103,10 @@ def main() -> None:
             cost = _measure_cost(tracker, model)
             wall = statistics.median(walls[name])
             spread = f"{wall:.2f} [{min(walls[name]):.2f}, {max(walls[name]):.2f}]"
-            print(f"| {name} | {spread} | {100 * (wall / base - 1):+.1f}% | "
-                  f"{1000 * cost:.1f} | {100 * cost * points / base:.2f}% |")  # fmt: skip
+            print(
+                f"| {name} | {spread} | {100 * (wall / base - 1):+.1f}% | "
+                f"{1000 * cost:.1f} | {100 * cost * points / base:.2f}% |"
+            )
 
 
 def _measure_cost(tracker: Tracker, model: torch.nn.Module) -> float:

@@ -15,8 +15,13 @@ from harness.analysis.testing import make_run, write_run
 from harness.cli import main
 
 #: arm -> (final loss at its best lr, best lr)
-ARMS = {"sgd": (4.1, 0.1), "adamw": (3.55, 3e-3), "signum": (3.6, 1e-3), "lion": (3.62, 3e-4),
-        "./my_opt.py:MyOpt": (3.58, 3e-3)}  # fmt: skip
+ARMS = {
+    "sgd": (4.1, 0.1),
+    "adamw": (3.55, 3e-3),
+    "signum": (3.6, 1e-3),
+    "lion": (3.62, 3e-4),
+    "./my_opt.py:MyOpt": (3.58, 3e-3),
+}
 
 
 def losses(final: float, off: float, spike: bool, seed: int, n: int = 40) -> list[float]:
@@ -36,16 +41,24 @@ def main_(out: Path) -> None:
     for arm, (final, best_lr) in ARMS.items():
         for m in (1 / 3, 1, 3):
             for seed in range(2):
-                run = make_run(grid="demo", optimizer=arm, lr=best_lr * m, seed=seed,
-                               model="tiny", tokens=2_621_440)  # fmt: skip
+                run = make_run(
+                    grid="demo",
+                    optimizer=arm,
+                    lr=best_lr * m,
+                    seed=seed,
+                    model="tiny",
+                    tokens=2_621_440,
+                )
                 off = 0.12 * abs(math.log(m)) + 0.01 * seed
                 curve = losses(final, off, spike=m == 3 and arm != "sgd", seed=seed)
                 write_run(out, run, val_ppl=math.exp(curve[-1] + 0.05), losses=curve)
     for seed in range(2):
-        write_run(out, make_run(grid="demo", optimizer="pkg.opt:Broken", seed=seed),
-                  status="failed")  # fmt: skip
-    res = CliRunner().invoke(main, ["report", "demo", "--results", str(out),
-                                    "-o", str(out / "report.html")])  # fmt: skip
+        write_run(
+            out, make_run(grid="demo", optimizer="pkg.opt:Broken", seed=seed), status="failed"
+        )
+    res = CliRunner().invoke(
+        main, ["report", "demo", "--results", str(out), "-o", str(out / "report.html")]
+    )
     print(res.output)
 
 

@@ -46,9 +46,22 @@ if TYPE_CHECKING:
     from harness.store.importing import Imported
 
 __all__ = [
-    "Compute", "Figures", "Plan", "Rows", "analyze", "cells", "connect", "figures",
-    "import_results", "plan", "report", "rows", "submit", "text", "tuned",
-]  # fmt: skip
+    "Compute",
+    "Figures",
+    "Plan",
+    "Rows",
+    "analyze",
+    "cells",
+    "connect",
+    "figures",
+    "import_results",
+    "plan",
+    "report",
+    "rows",
+    "submit",
+    "text",
+    "tuned",
+]
 
 Grids = str | Path | Sequence[str | Path] | None
 """A grid YAML path or a grid name in the results, several (arms compared across grids), or
@@ -274,11 +287,23 @@ def submit(
     from harness.followup.rounds import submit_rounds
 
     return submit_rounds(
-        grid, root=paths.results_root(results), data_root=data_root(_path(data)), local=local,
-        launcher=launcher, dry_run=dry_run, retry=retry, wait=wait, stale=stale,
-        plan_format=plan_format, check=check, extend=extend, confirm=confirm, per_arm=per_arm,
-        out=out or sys.stdout, err=err or sys.stderr,
-    )  # fmt: skip
+        grid,
+        root=paths.results_root(results),
+        data_root=data_root(_path(data)),
+        local=local,
+        launcher=launcher,
+        dry_run=dry_run,
+        retry=retry,
+        wait=wait,
+        stale=stale,
+        plan_format=plan_format,
+        check=check,
+        extend=extend,
+        confirm=confirm,
+        per_arm=per_arm,
+        out=out or sys.stdout,
+        err=err or sys.stderr,
+    )
 
 
 def analyze(
@@ -314,9 +339,12 @@ def analyze(
 
     q = QUESTIONS[question]  # an unknown name lists the known ones
     rows: dict[str, Any] = {
-        "grid": _grid_args(grid) or None, "results": _results(results), "where": where,
-        "scale": scale, "pool": tuple(pool),
-    }  # fmt: skip
+        "grid": _grid_args(grid) or None,
+        "results": _results(results),
+        "where": where,
+        "scale": scale,
+        "pool": tuple(pool),
+    }
     if q.inputs == "target":  # by and over, where the question takes them, are its options
         given = {
             **options,
@@ -333,11 +361,22 @@ def analyze(
 
 
 def _figure_request(
-    grid: Grids, results: str | Path | None, where: str | None, scale: str | None, metric: str,
-    goal: GoalChoice, select_by: str | None, names: Sequence[str], runs: str, x: str | None,
-    baseline: Selector | str | None, reference: Selector | str | None, target: float | None,
-    curve: str | None, pool: Sequence[str],
-) -> tuple[Any, Any, list[str], str, Any]:  # fmt: skip
+    grid: Grids,
+    results: str | Path | None,
+    where: str | None,
+    scale: str | None,
+    metric: str,
+    goal: GoalChoice,
+    select_by: str | None,
+    names: Sequence[str],
+    runs: str,
+    x: str | None,
+    baseline: Selector | str | None,
+    reference: Selector | str | None,
+    target: float | None,
+    curve: str | None,
+    pool: Sequence[str],
+) -> tuple[Any, Any, list[str], str, Any]:
     from harness.analysis.present.figures.choose import plan_figures
     from harness.analysis.present.figures.options import FigureOptions
     from harness.analysis.questions.target_query import TargetQuery, find_target
@@ -353,9 +392,13 @@ def _figure_request(
     timed = find_target(TargetQuery(args, target, curve), sel.scale)
     check_pool(sel.frame("runs"), pool)
     options = FigureOptions(
-        runs=runs, x=x, baseline=as_selector(baseline, "--baseline"),
-        reference=as_selector(reference, "--reference"), target=timed, pool=tuple(pool),
-    )  # fmt: skip
+        runs=runs,
+        x=x,
+        baseline=as_selector(baseline, "--baseline"),
+        reference=as_selector(reference, "--reference"),
+        target=timed,
+        pool=tuple(pool),
+    )
     return sel, choice, chosen, why, options
 
 
@@ -397,9 +440,22 @@ def figures(
     from harness.analysis.present.figures.render import draw_figures, render_figures
 
     sel, choice, chosen, why, options = _figure_request(
-        grid, results, where, scale, metric, goal, select_by, names, runs, x, baseline,
-        reference, target, curve, pool,
-    )  # fmt: skip
+        grid,
+        results,
+        where,
+        scale,
+        metric,
+        goal,
+        select_by,
+        names,
+        runs,
+        x,
+        baseline,
+        reference,
+        target,
+        curve,
+        pool,
+    )
     notes = (*choice.notes, why)
     if not write:
         return Figures((), tuple(draw_figures(sel, chosen, choice, options)), notes)
@@ -434,11 +490,21 @@ def report(
     from harness.core.files import atomic_write_text
 
     req = ReportRequest(
-        grids=tuple(_grid_args(grid)), results=_results(results), where=where, scale=scale,
-        metric=metric, goal=goal, select_by=select_by, figures=tuple(names),
-        options=FigureOptions(runs=runs, baseline=as_selector(baseline, "--baseline"),
-                              reference=as_selector(reference, "--reference"), pool=tuple(pool)),
-    )  # fmt: skip
+        grids=tuple(_grid_args(grid)),
+        results=_results(results),
+        where=where,
+        scale=scale,
+        metric=metric,
+        goal=goal,
+        select_by=select_by,
+        figures=tuple(names),
+        options=FigureOptions(
+            runs=runs,
+            baseline=as_selector(baseline, "--baseline"),
+            reference=as_selector(reference, "--reference"),
+            pool=tuple(pool),
+        ),
+    )
     html = build_report(req)
     if output is not None:
         atomic_write_text(Path(output), html)
@@ -470,6 +536,11 @@ def import_results(
     from harness.store.importing import import_csv
 
     return import_csv(
-        csv, grid=grid, root=paths.results_root(results), source=source, scale=scale,
-        extra=extra, curves=curves,
-    )  # fmt: skip
+        csv,
+        grid=grid,
+        root=paths.results_root(results),
+        source=source,
+        scale=scale,
+        extra=extra,
+        curves=curves,
+    )

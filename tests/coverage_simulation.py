@@ -201,8 +201,10 @@ N_BOOT = 400
 def _gap_bootstrap(noise: Noise, n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
     arms = _gap_arms(noise, n, reps, rng)
     idx = rng.integers(0, n, size=(3, reps, N_BOOT, n))
-    mb, mx, mr = (np.take_along_axis(v[:, None, :], i, axis=2).mean(axis=2)
-                  for v, i in zip(arms, idx, strict=True))  # fmt: skip
+    mb, mx, mr = (
+        np.take_along_axis(v[:, None, :], i, axis=2).mean(axis=2)
+        for v, i in zip(arms, idx, strict=True)
+    )
     c = closure(mb, mx, mr)
     lo, hi = np.nanquantile(c, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=1)
     return (lo <= _true_closure()) & (_true_closure() <= hi)

@@ -35,12 +35,34 @@ def start_submit(
 ) -> subprocess.Popen[str]:
     """``harness submit GRID --local`` in a session of its own (a terminal's process group);
     ``env`` adds to (or overrides) its environment."""
-    env = {**os.environ, "HARNESS_CHECKPOINT_EVERY_S": "1", "HARNESS_SPILL": str(spill),
-           "PYTHONPATH": str(REPO), **(env or {})}  # fmt: skip
-    argv = [sys.executable, "-c", "from harness.cli import main; main()", "submit", str(grid),
-            "--local", "--results", str(root), "--data", str(data)]  # fmt: skip
-    return subprocess.Popen(argv, env=env, cwd=REPO, text=True, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    env = {
+        **os.environ,
+        "HARNESS_CHECKPOINT_EVERY_S": "1",
+        "HARNESS_SPILL": str(spill),
+        "PYTHONPATH": str(REPO),
+        **(env or {}),
+    }
+    argv = [
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "submit",
+        str(grid),
+        "--local",
+        "--results",
+        str(root),
+        "--data",
+        str(data),
+    ]
+    return subprocess.Popen(
+        argv,
+        env=env,
+        cwd=REPO,
+        text=True,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def log_of(root: Path, grid: str, run_id: str) -> Path:

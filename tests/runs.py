@@ -65,8 +65,13 @@ def interrupt_then_resume(
 
     polls = iter(range(1, 1_000_000))  # should_stop is polled before each step
     with pytest.raises(TrainingInterrupted):
-        train(run, data_root=data_root, checkpoint=checkpoint, log=None,
-              should_stop=lambda: next(polls) == after + 1)  # fmt: skip
+        train(
+            run,
+            data_root=data_root,
+            checkpoint=checkpoint,
+            log=None,
+            should_stop=lambda: next(polls) == after + 1,
+        )
     assert checkpoint.path.exists()
     torch.manual_seed(1234)  # a resumed process starts with other RNG state
     return train(run, data_root=data_root, checkpoint=checkpoint, log=log)

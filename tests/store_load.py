@@ -25,12 +25,27 @@ GRID = "load"
 def _result(attempt: int):  # type: ignore[no-untyped-def]
     from harness.core.result import RunResult
 
-    curve = [{"step": 2 * (i + 1), "tokens": 512 * (i + 1), "train_loss": 5.0 - 0.01 * i,
-              "lr": 1e-3, "val_loss": None, "elapsed_s": 0.1 * i}
-             for i in range(attempt + 2)]  # fmt: skip
+    curve = [
+        {
+            "step": 2 * (i + 1),
+            "tokens": 512 * (i + 1),
+            "train_loss": 5.0 - 0.01 * i,
+            "lr": 1e-3,
+            "val_loss": None,
+            "elapsed_s": 0.1 * i,
+        }
+        for i in range(attempt + 2)
+    ]
     metrics = {"val_loss": 3.0, "val_ppl": 20.0, "train_loss": 3.1}
-    return RunResult(status="completed", params=1, steps_done=attempt, tokens_seen=attempt,
-                     device="cpu", metrics=metrics, curve=curve)  # fmt: skip
+    return RunResult(
+        status="completed",
+        params=1,
+        steps_done=attempt,
+        tokens_seen=attempt,
+        device="cpu",
+        metrics=metrics,
+        curve=curve,
+    )
 
 
 def runs(root: Path, n: int) -> list:  # type: ignore[type-arg]
@@ -61,8 +76,9 @@ def read(root: Path, n: int, out: Path) -> None:
         try:
             con = connect(root, GRID)
             rows = con.execute("SELECT run_id, status, steps_done FROM runs").fetchall()
-            counts = dict(con.execute("SELECT run_id, count(*) FROM curves GROUP BY run_id")
-                          .fetchall())  # fmt: skip
+            counts = dict(
+                con.execute("SELECT run_id, count(*) FROM curves GROUP BY run_id").fetchall()
+            )
             queries += 1
             if len(rows) != n or any(s != "completed" for _, s, _ in rows):
                 errors.append(f"runs view: {sorted(rows)}")

@@ -78,8 +78,10 @@ class Study:
         except UserError as e:
             sys.exit(f"harness {shlex.join(args)} failed:\n{e}")
         if log:
-            self.lines += [f"\n$ harness {shlex.join(args)}   # {time.time() - t:.0f} s",
-                           text.rstrip()]  # fmt: skip
+            self.lines += [
+                f"\n$ harness {shlex.join(args)}   # {time.time() - t:.0f} s",
+                text.rstrip(),
+            ]
         print(text, flush=True)
         return text
 
@@ -90,15 +92,18 @@ class Study:
         out = self._submit(self.grid, self.followup)
         took = time.time() - t
         flags = "".join(f" {f}" for f in self.followup)
-        self.lines.append(f"\n# training: submit {self.grid.name} --local{flags}: "
-                          f"{took / 60:.1f} min")  # fmt: skip
+        self.lines.append(
+            f"\n# training: submit {self.grid.name} --local{flags}: {took / 60:.1f} min"
+        )
         keep = ("runs planned", "new run(s) planned", "beyond", "edge", "confirm", "finished")
         self.lines += [f"# {ln}" for ln in out.splitlines() if any(k in ln for k in keep)]
         for extra in self.also:
             t = time.time()
             out = self._submit(extra, ())
-            self.lines.append(f"# training: submit {extra.relative_to(REPO)} --local: "
-                              f"{(time.time() - t) / 60:.1f} min")  # fmt: skip
+            self.lines.append(
+                f"# training: submit {extra.relative_to(REPO)} --local: "
+                f"{(time.time() - t) / 60:.1f} min"
+            )
             self.lines += [f"# {ln}" for ln in out.splitlines() if any(k in ln for k in keep)]
         return time.time() - start
 
@@ -106,9 +111,15 @@ class Study:
     def _submit(grid: Path, followup: tuple[str, ...]) -> str:
         """``api.submit`` of ``grid``'s local section; what it printed (also shown)."""
         buf = io.StringIO()
-        done = api.submit(grid, local=True, extend="--extend" in followup,
-                          confirm="--confirm" in followup, results=RESULTS, out=buf,
-                          err=buf)  # fmt: skip
+        done = api.submit(
+            grid,
+            local=True,
+            extend="--extend" in followup,
+            confirm="--confirm" in followup,
+            results=RESULTS,
+            out=buf,
+            err=buf,
+        )
         print(buf.getvalue(), end="", flush=True)
         if done.faults:
             sys.exit(f"submit {grid}: {done.faults} runs failed or were lost")
@@ -120,8 +131,13 @@ class Study:
         runs of the study grids ``also``)."""
         ids: dict[str, None] = {}
         for grid, flags in ((self.grid, self.followup), *((g, ()) for g in self.also)):
-            plan = api.plan(grid, local=True, extend="--extend" in flags,
-                            confirm="--confirm" in flags, results=RESULTS)  # fmt: skip
+            plan = api.plan(
+                grid,
+                local=True,
+                extend="--extend" in flags,
+                confirm="--confirm" in flags,
+                results=RESULTS,
+            )
             ids.update(dict.fromkeys(plan.run_ids))
         return "run_id IN (" + ", ".join(f"'{i}'" for i in ids) + ")"
 
@@ -131,8 +147,18 @@ class Study:
 
     def analyze(self, command: str, *args: str) -> str:
         """``harness analyze COMMAND GRID ARGS`` over the grid's current local runs."""
-        return self.harness("analyze", command, str(self.grid), "--scale", "local",
-                            "--results", str(RESULTS), "--where", self.where(), *args)  # fmt: skip
+        return self.harness(
+            "analyze",
+            command,
+            str(self.grid),
+            "--scale",
+            "local",
+            "--results",
+            str(RESULTS),
+            "--where",
+            self.where(),
+            *args,
+        )
 
     def query(self, sql: str) -> str:
         """The rows of ``sql`` over the studies' results, as a table in the log."""
@@ -140,8 +166,19 @@ class Study:
 
     def figure(self, figure: str, *args: str, suffix: str = "") -> Path:
         """Draw one of the grid's figures and copy its PNG (downscaled) next to the report."""
-        self.harness("figures", str(self.grid), "--figure", figure, "--scale", "local",
-                     "--results", str(RESULTS), "--where", self.where(), *args)  # fmt: skip
+        self.harness(
+            "figures",
+            str(self.grid),
+            "--figure",
+            figure,
+            "--scale",
+            "local",
+            "--results",
+            str(RESULTS),
+            "--where",
+            self.where(),
+            *args,
+        )
         folder = RESULTS / self.grid_name / "figures"
         src = max(folder.glob(f"{figure}*-local.png"), key=lambda p: p.stat().st_mtime_ns)
         return self.save_png(src, suffix)

@@ -25,33 +25,58 @@ from harness.analysis.stats import linear_interval, satterthwaite
 SMALL, LARGE = 4, 64
 """The batch sizes the gap trend and the rare-token figure contrast."""
 
-study = Study("batch_size_gap", "batch_size_gap", followup=("--extend", "--confirm"),
-              grid_file=STUDIES / "batch_size_gap.yaml")  # fmt: skip
+study = Study(
+    "batch_size_gap",
+    "batch_size_gap",
+    followup=("--extend", "--confirm"),
+    grid_file=STUDIES / "batch_size_gap.yaml",
+)
 study.train()
 sgd_adam = ("--a", "optimizer=sgd", "--b", "optimizer=adamw")
 study.analyze("best", "--by", "optimizer,batch_size")  # confirmed on seeds 1-3
 study.analyze("compare", *sgd_adam, "--by", "batch_size", "--alternative", "two-sided")
-study.analyze("compare", *sgd_adam, "--by", "batch_size", "--alternative", "two-sided",
-              "--metric", "val_loss")  # fmt: skip
+study.analyze(
+    "compare", *sgd_adam, "--by", "batch_size", "--alternative", "two-sided", "--metric", "val_loss"
+)
 study.analyze("crossover", "--x", "batch_size", *sgd_adam)
 for q in (1, 4):  # frequent (q1) and rarest (q4) tokens, at each cell's loss-selected config
-    study.analyze("compare", *sgd_adam, "--by", "batch_size", "--alternative", "two-sided",
-                  "--metric", f"val_loss_q{q}")  # fmt: skip
+    study.analyze(
+        "compare",
+        *sgd_adam,
+        "--by",
+        "batch_size",
+        "--alternative",
+        "two-sided",
+        "--metric",
+        f"val_loss_q{q}",
+    )
 study.analyze("optimum", "--axis", "lr", "--by", "batch_size")
 study.analyze("critical-batch")  # default target: the highest training loss every run reaches
 study.analyze("critical-batch", "--target", "6.5")  # a target Adam reaches at every batch size
 # the tuning seed alone (selected and measured on the same seed), for contrast
-study.harness("analyze", "best", str(study.grid), "--by", "optimizer,batch_size", "--scale",
-              "local", "--results", str(RESULTS), "--where",
-              f"({study.where()}) AND confirm IS NOT TRUE")  # fmt: skip
+study.harness(
+    "analyze",
+    "best",
+    str(study.grid),
+    "--by",
+    "optimizer,batch_size",
+    "--scale",
+    "local",
+    "--results",
+    str(RESULTS),
+    "--where",
+    f"({study.where()}) AND confirm IS NOT TRUE",
+)
 
 
 def gap_trend() -> None:
     """Does the SGD - Adam gap (validation loss, nats, confirmation seeds) differ between the
     largest and the smallest batch? The contrast (d(LARGE) - d(SMALL)), d = SGD - Adam, of four
     independent means: Welch-Satterthwaite t interval and two-sided t test."""
-    sql = (f"SELECT optimizer, batch_size, val_loss FROM runs WHERE ({study.where()}) "
-           f"AND confirm AND batch_size IN ({SMALL}, {LARGE})")  # fmt: skip
+    sql = (
+        f"SELECT optimizer, batch_size, val_loss FROM runs WHERE ({study.where()}) "
+        f"AND confirm AND batch_size IN ({SMALL}, {LARGE})"
+    )
     vals: dict[tuple[str, int], list[float]] = {}
     for row in study.frame(sql).itertuples(index=False):
         vals.setdefault((str(row.optimizer), int(row.batch_size)), []).append(float(row.val_loss))
@@ -88,9 +113,20 @@ study.figure("steps_to_target", suffix="-steps")
 # confirmed configuration on its confirmation seeds (mean and 2-sigma band over seeds 1-3; the
 # figure selects on the tuning run and draws the confirmation runs, as analyze best)
 rare = f"({study.where()}) AND batch_size IN ({SMALL}, {LARGE})"
-study.harness("figures", str(study.grid), "--figure", "metric_vs_tokens", "--metric",
-              "val_loss_q4", "--scale", "local", "--results", str(RESULTS),
-              "--where", rare)  # fmt: skip
+study.harness(
+    "figures",
+    str(study.grid),
+    "--figure",
+    "metric_vs_tokens",
+    "--metric",
+    "val_loss_q4",
+    "--scale",
+    "local",
+    "--results",
+    str(RESULTS),
+    "--where",
+    rare,
+)
 folder = RESULTS / study.grid_name / "figures"
 study.save_png(folder / "metric_vs_tokens-val_loss_q4-local.png", "-rare")
 study.query(

@@ -28,8 +28,12 @@ from harness import api
 from harness.core.paths import family_path, results_root
 
 # The study grid lives next to this script (the shipped grid's plan must not change).
-study = Study("coupled_adam", "coupled_adam_tracked", followup=("--confirm",),
-              grid_file=STUDIES / "coupled_adam.yaml")  # fmt: skip
+study = Study(
+    "coupled_adam",
+    "coupled_adam_tracked",
+    followup=("--confirm",),
+    grid_file=STUDIES / "coupled_adam.yaml",
+)
 study.train()
 ALL = study.where()  # the grid's runs and its confirmation runs
 EQUAL = f"({ALL}) AND confirm IS NOT TRUE"  # the 12 equal-lr runs
@@ -38,8 +42,19 @@ METRICS = ("val_loss", "iso", "iso_sym", "mu_norm", "rho", "kappa")
 
 
 def analyze(command: str, where: str, *args: str, log: bool = True) -> str:
-    return study.harness("analyze", command, str(study.grid), "--scale", "local",
-                         "--results", str(RESULTS), "--where", where, *args, log=log)  # fmt: skip
+    return study.harness(
+        "analyze",
+        command,
+        str(study.grid),
+        "--scale",
+        "local",
+        "--results",
+        str(RESULTS),
+        "--where",
+        where,
+        *args,
+        log=log,
+    )
 
 
 # Equal lr: per metric and lr, Welch two-sided (the paper's App. F test is one-sided only, so it
@@ -76,22 +91,33 @@ for metric in METRICS:
 equal_lr_cells()  # records the 12 claims
 cells = equal_lr_cells()
 p_holm = [float(c["p_adj"]) for c in cells]
-study.note("\n# equal lr, Welch two-sided, Holm over the 12 cells (alpha 0.05); "
-           "diff = coupled_adam - adamw, [95% Welch interval]")  # fmt: skip
+study.note(
+    "\n# equal lr, Welch two-sided, Holm over the 12 cells (alpha 0.05); "
+    "diff = coupled_adam - adamw, [95% Welch interval]"
+)
 for c, p in zip(cells, p_holm, strict=True):
-    study.note(f"{c['metric']:8s} lr {float(c['lr']):g}: adamw {float(c['mean_a']):.4g} "
-               f"+- {float(c['std_a']):.2g}, coupled {float(c['mean_b']):.4g} +- "
-               f"{float(c['std_b']):.2g}, diff {float(c['diff']):.4g} "
-               f"[{float(c['ci_low']):.4g}, {float(c['ci_high']):.4g}], p {float(c['p']):.2g}, "
-               f"p_holm12 {p:.2g} {'significant' if p < 0.05 else 'n.s.'}")  # fmt: skip
+    study.note(
+        f"{c['metric']:8s} lr {float(c['lr']):g}: adamw {float(c['mean_a']):.4g} "
+        f"+- {float(c['std_a']):.2g}, coupled {float(c['mean_b']):.4g} +- "
+        f"{float(c['std_b']):.2g}, diff {float(c['diff']):.4g} "
+        f"[{float(c['ci_low']):.4g}, {float(c['ci_high']):.4g}], p {float(c['p']):.2g}, "
+        f"p_holm12 {p:.2g} {'significant' if p < 0.05 else 'n.s.'}"
+    )
 
 # Each optimizer at its own best lr (selected on seeds 0-2, reported on the confirmation seeds
 # 3-5; the edge column says whether that best is on an edge of the two lrs), then the same on the
 # tuning seeds alone, for contrast.
 analyze("best", ALL, "--by", "optimizer", "--metric", "val_loss")
 analyze("compare", ALL, *ARMS, "--metric", "val_loss", "--alternative", "two-sided")
-analyze("compare", f"({ALL}) AND confirm IS NOT TRUE", *ARMS, "--metric", "val_loss",
-        "--alternative", "two-sided")  # fmt: skip
+analyze(
+    "compare",
+    f"({ALL}) AND confirm IS NOT TRUE",
+    *ARMS,
+    "--metric",
+    "val_loss",
+    "--alternative",
+    "two-sided",
+)
 # Power of the loss comparisons: seeds needed for the observed difference, the smallest one the
 # present seeds detect, and the seeds the paper's 0.02-nat gain (125M, 5B tokens) would need here.
 power = (*ARMS, "--metric", "val_loss", "--alternative", "two-sided")
@@ -117,8 +143,19 @@ FIGURES = RESULTS / study.grid_name / "figures"
 
 def figure(name: str, where: str, *args: str) -> Path:
     """Draw one figure of the study grid over ``where``; returns its PNG."""
-    study.harness("figures", str(study.grid), "--figure", name, "--scale", "local",
-                  "--results", str(RESULTS), "--where", where, *args)  # fmt: skip
+    study.harness(
+        "figures",
+        str(study.grid),
+        "--figure",
+        name,
+        "--scale",
+        "local",
+        "--results",
+        str(RESULTS),
+        "--where",
+        where,
+        *args,
+    )
     return max(FIGURES.glob(f"{name}*-local.png"), key=lambda f: f.stat().st_mtime_ns)
 
 
@@ -147,15 +184,27 @@ for lr, style in ((1e-3, "-"), (3e-3, "--")):
         axes[1].plot(steps, [r["rel_step_top100"] for r in rows], style, color=color, label=label)
         axes[2].plot(steps, [r["loss"] for r in rows], style, color=color, label=label)
         if opt == "coupled_adam":
-            axes[0].plot(steps, [r["ratio_top"] for r in rows], style, color="tab:red",
-                         label=f"most frequent token, lr {lr:g}")  # fmt: skip
-            axes[0].plot(steps, [r["ratio_top100"] for r in rows], style, color="tab:orange",
-                         label=f"median of top 100, lr {lr:g}")  # fmt: skip
+            axes[0].plot(
+                steps,
+                [r["ratio_top"] for r in rows],
+                style,
+                color="tab:red",
+                label=f"most frequent token, lr {lr:g}",
+            )
+            axes[0].plot(
+                steps,
+                [r["ratio_top100"] for r in rows],
+                style,
+                color="tab:orange",
+                label=f"median of top 100, lr {lr:g}",
+            )
             seen_ax.plot(steps, [r["seen"] for r in rows], style, color="0.6", linewidth=0.8)
         for r in rows[::5] + rows[-1:]:
-            study.note(f"{opt} lr {lr:g} step {r['step']}: seen {r['seen']:.4f} "
-                       f"ratio_top {r['ratio_top']:.1f} ratio_top100 {r['ratio_top100']:.1f} "
-                       f"rel_step {r['rel_step_top100']:.4f} loss {r['loss']:.3f}")  # fmt: skip
+            study.note(
+                f"{opt} lr {lr:g} step {r['step']}: seen {r['seen']:.4f} "
+                f"ratio_top {r['ratio_top']:.1f} ratio_top100 {r['ratio_top100']:.1f} "
+                f"rel_step {r['rel_step_top100']:.4f} loss {r['loss']:.3f}"
+            )
 eq18 = rows[0]["eq18"]
 axes[0].axhline(eq18, color="0.4", linestyle=":", label=f"Eq. 18: sqrt(V p_max) = {eq18:.0f}")
 seen_ax.set_ylabel("fraction of vocabulary seen (grey)", color="0.5")

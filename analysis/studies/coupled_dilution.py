@@ -41,11 +41,18 @@ def measure(grid: Path, data_root: Path, optimizer: str, lr: float, steps: int |
     """Per-step measurements (module docstring) of the grid's local run ``optimizer`` at ``lr``
     (seed 0), trained for ``steps`` steps (default: the grid's)."""
     runs = load_grid(grid, vocab=vocab_lookup(data_root), local=True).runs
-    (run,) = [r for r in runs if r.optim.optimizer == optimizer and r.optim.lr == lr
-              and r.execution.seed == 0]  # fmt: skip
+    (run,) = [
+        r
+        for r in runs
+        if r.optim.optimizer == optimizer and r.optim.lr == lr and r.execution.seed == 0
+    ]
     if steps is not None:
-        run = with_values(run, steps=steps, tokens=steps * run.data.tokens_per_step,
-                          warmup_steps=round(0.1 * steps))  # fmt: skip
+        run = with_values(
+            run,
+            steps=steps,
+            tokens=steps * run.data.tokens_per_step,
+            warmup_steps=round(0.1 * steps),
+        )
     torch.manual_seed(run.execution.seed)
     data = TokenData(ensure_prepared(run.data.dataset, data_root))
     model = GPT(run.arch, run.data.seq_len)
@@ -75,13 +82,15 @@ def measure(grid: Path, data_root: Path, optimizer: str, lr: float, steps: int |
         v_bar = float(v.mean())
         ratio = torch.sqrt(v[top] / v_bar).numpy()
         rel = ((emb.detach()[top] - before).norm(dim=1) / before.norm(dim=1)).numpy()
-        out.append({
-            "step": step + 1,
-            "loss": float(loss.detach()),
-            "seen": float(seen.mean()),
-            "ratio_top": float(ratio[0]),
-            "ratio_top100": float(np.median(ratio)),
-            "eq18": math.sqrt(V * p_top),
-            "rel_step_top100": float(np.median(rel)),
-        })  # fmt: skip
+        out.append(
+            {
+                "step": step + 1,
+                "loss": float(loss.detach()),
+                "seen": float(seen.mean()),
+                "ratio_top": float(ratio[0]),
+                "ratio_top100": float(np.median(ratio)),
+                "eq18": math.sqrt(V * p_top),
+                "rel_step_top100": float(np.median(rel)),
+            }
+        )
     return out

@@ -134,8 +134,10 @@ def main() -> None:
         for n, row in zip(names, js, strict=True):
             study.note(f"{n:<14}" + "".join(f"{float(v):>8.3f}" for v in row))
         off = js[~torch.eye(len(names), dtype=torch.bool)]
-        study.note(f"mean off-diagonal {float(off.mean()):.3f}, min {float(off.min()):.3f}, "
-                   f"max {float(off.max()):.3f}")  # fmt: skip
+        study.note(
+            f"mean off-diagonal {float(off.mean()):.3f}, min {float(off.min()):.3f}, "
+            f"max {float(off.max()):.3f}"
+        )
     png = _figure(shape_grid, shape, top, names, js_raw, js_shape)
     study.save_png(png)
     study.finish()

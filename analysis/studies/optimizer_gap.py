@@ -18,21 +18,68 @@ study = Study("optimizer_gap", "optimizer_gap", followup=("--extend", "--confirm
 study.train()
 gap = ("gap", "--baseline", "label=SGD", "--reference", "label=Adam")
 study.analyze(*gap)  # confirmed on seeds 3-5 (the default once confirmation runs exist)
-study.analyze("compare", "--a", "label=SGD+Gclip", "--b", "label=SGD+Cclip", "--by", "model",
-              "--alternative", "two-sided")  # fmt: skip
+study.analyze(
+    "compare",
+    "--a",
+    "label=SGD+Gclip",
+    "--b",
+    "label=SGD+Cclip",
+    "--by",
+    "model",
+    "--alternative",
+    "two-sided",
+)
 study.analyze("best", "--by", "label")
 for q in (1, 2, 3, 4):  # at each arm's loss-best configuration (the default --select-by)
     study.analyze("best", "--by", "label", "--metric", f"val_loss_q{q}")
 for q in (1, 4):  # frequent (q1) and rare (q4) tokens: is SGD's loss there different from Adam's?
-    study.analyze("compare", "--a", "label=Adam", "--b", "label=SGD", "--by", "model",
-                  "--metric", f"val_loss_q{q}", "--alternative", "two-sided")  # fmt: skip
-study.harness("import", "analysis/published/talk_table1.csv", "--grid", "talk_table1",
-              "--source", "Orvieto talk, Table 1", "--results", "results/studies")  # fmt: skip
-study.harness("analyze", "gap", "talk_table1", "--baseline", "label=SGD", "--reference",
-              "label=Adam", "--results", "results/studies")  # fmt: skip
+    study.analyze(
+        "compare",
+        "--a",
+        "label=Adam",
+        "--b",
+        "label=SGD",
+        "--by",
+        "model",
+        "--metric",
+        f"val_loss_q{q}",
+        "--alternative",
+        "two-sided",
+    )
+study.harness(
+    "import",
+    "analysis/published/talk_table1.csv",
+    "--grid",
+    "talk_table1",
+    "--source",
+    "Orvieto talk, Table 1",
+    "--results",
+    "results/studies",
+)
+study.harness(
+    "analyze",
+    "gap",
+    "talk_table1",
+    "--baseline",
+    "label=SGD",
+    "--reference",
+    "label=Adam",
+    "--results",
+    "results/studies",
+)
 study.figure("gap_closure")
 # the gap table on the tuning seeds alone (selected and tested on the same seeds), for contrast
 tuning = f"({study.where()}) AND confirm IS NOT TRUE"
-study.harness("analyze", "gap", str(study.grid), *gap[1:], "--scale", "local",
-              "--results", str(RESULTS), "--where", tuning)  # fmt: skip
+study.harness(
+    "analyze",
+    "gap",
+    str(study.grid),
+    *gap[1:],
+    "--scale",
+    "local",
+    "--results",
+    str(RESULTS),
+    "--where",
+    tuning,
+)
 study.finish()

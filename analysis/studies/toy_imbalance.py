@@ -26,11 +26,21 @@ for q in (1, 2, 3, 4):  # each group, at each arm's configuration selected by th
     study.analyze("best", "--by", "label", "--metric", f"val_loss_q{q}", "--select-by", "val_loss")
 for arm in ("Adam", "SignSGD"):
     for q in (1, 4):  # the most frequent and the rarest quarter of the examples
-        study.analyze("compare", "--a", "label=GD", "--b", f"label={arm}", "--by", "workload",
-                      "--metric", f"val_loss_q{q}", "--select-by", "val_loss",
-                      "--alternative", "two-sided")  # fmt: skip
-study.figure("metric_vs_tokens", "--metric", "val_loss_q4", "--select-by", "val_loss",
-             suffix="-q4")  # fmt: skip
-study.figure("metric_vs_tokens", "--metric", "val_loss_q1", "--select-by", "val_loss",
-             suffix="-q1")  # fmt: skip
+        study.analyze(
+            "compare",
+            "--a",
+            "label=GD",
+            "--b",
+            f"label={arm}",
+            "--by",
+            "workload",
+            "--metric",
+            f"val_loss_q{q}",
+            "--select-by",
+            "val_loss",
+            "--alternative",
+            "two-sided",
+        )
+study.figure("metric_vs_tokens", "--metric", "val_loss_q4", "--select-by", "val_loss", suffix="-q4")
+study.figure("metric_vs_tokens", "--metric", "val_loss_q1", "--select-by", "val_loss", suffix="-q1")
 study.finish()

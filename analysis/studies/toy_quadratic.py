@@ -25,8 +25,18 @@ study.train()
 metric = ("--metric", "log10_gap")
 study.analyze("best", "--by", "spectrum,label", *metric)
 for arm in ("Adam", "Signum", "SignSGD"):  # each against SGD, within each spectrum
-    study.analyze("compare", "--a", "label=SGD", "--b", f"label={arm}", "--by", "spectrum",
-                  *metric, "--alternative", "two-sided")  # fmt: skip
+    study.analyze(
+        "compare",
+        "--a",
+        "label=SGD",
+        "--b",
+        f"label={arm}",
+        "--by",
+        "spectrum",
+        *metric,
+        "--alternative",
+        "two-sided",
+    )
 study.analyze(
     "compare",
     "--a",
@@ -39,7 +49,8 @@ study.analyze(
     "--alternative",
     "two-sided",
 )  # each arm: does the spectrum matter?
-study.analyze("gap", "--baseline", "label=SGD", "--reference", "label=Adam", "--by", "spectrum",
-              *metric)  # fmt: skip
+study.analyze(
+    "gap", "--baseline", "label=SGD", "--reference", "label=Adam", "--by", "spectrum", *metric
+)
 study.figure("lr_sensitivity", *metric)
 study.finish()

@@ -67,6 +67,16 @@ def derive_bench(
 
 
 __all__ = [
-    "DEFAULT_SCALE", "SCALES", "Derived", "Plan", "Progress", "Protocol", "Verdict",
-    "derive_bench", "find_protocol", "judge", "plan", "run",
-]  # fmt: skip
+    "DEFAULT_SCALE",
+    "SCALES",
+    "Derived",
+    "Plan",
+    "Progress",
+    "Protocol",
+    "Verdict",
+    "derive_bench",
+    "find_protocol",
+    "judge",
+    "plan",
+    "run",
+]

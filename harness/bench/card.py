@@ -19,12 +19,19 @@ def report_card(verdict: Verdict, derived: Derived, root: Path) -> str:
     """One self-contained HTML file: the verdict, then ``harness report`` of the bench's arms
     (figures, curves, each cell's best configuration, provenance)."""
     page = api.report(
-        derived.protocol.name, results=root, where=of_arms([a.label for a in derived.arms]),
-        scale="full", metric=verdict.metric, names=FIGURES, runs="best",
-    )  # fmt: skip
-    card = (f'<section id="bench-verdict"><h2>harness bench: {html.escape(verdict.candidate)}'
-            f"</h2><p><b>{html.escape(verdict.summary)}</b></p>"
-            f"<pre>{html.escape(verdict_table(verdict))}</pre></section>")  # fmt: skip
+        derived.protocol.name,
+        results=root,
+        where=of_arms([a.label for a in derived.arms]),
+        scale="full",
+        metric=verdict.metric,
+        names=FIGURES,
+        runs="best",
+    )
+    card = (
+        f'<section id="bench-verdict"><h2>harness bench: {html.escape(verdict.candidate)}'
+        f"</h2><p><b>{html.escape(verdict.summary)}</b></p>"
+        f"<pre>{html.escape(verdict_table(verdict))}</pre></section>"
+    )
     head, sep, tail = page.partition("<body>")
     if not sep:  # a report without a body tag: the card goes first
         return card + page

@@ -86,9 +86,11 @@ def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None 
     baselines = tuple(baseline_arm(f, protocol) for f in protocol.baselines)
     for b in baselines:
         if b.optimizer == name:
-            raise UserError(f"candidate {candidate!r} is baseline {b.label!r} of {protocol.path}; "
-                            f"to bench it against itself (an A/A test) name it another way "
-                            f"(torch.optim:AdamW for adamw)")  # fmt: skip
+            raise UserError(
+                f"candidate {candidate!r} is baseline {b.label!r} of {protocol.path}; "
+                f"to bench it against itself (an A/A test) name it another way "
+                f"(torch.optim:AdamW for adamw)"
+            )
     label = candidate_label(name)
     if label in {b.label for b in baselines}:
         label += CANDIDATE_SUFFIX
@@ -130,7 +132,9 @@ def _document(protocol: Protocol, arms: tuple[Arm, ...], launcher: str | None) -
 def write_grid(derived: Derived) -> Path:
     """Write the derived grid file (atomically); returns its path."""
     derived.path.parent.mkdir(parents=True, exist_ok=True)
-    header = (f"# Derived by harness bench from {derived.protocol.path} for candidate "
-              f"{derived.candidate.label}; edit the protocol, not this file.\n")  # fmt: skip
+    header = (
+        f"# Derived by harness bench from {derived.protocol.path} for candidate "
+        f"{derived.candidate.label}; edit the protocol, not this file.\n"
+    )
     atomic_write_text(derived.path, header + yaml.safe_dump(derived.document, sort_keys=False))
     return derived.path

@@ -88,18 +88,24 @@ class Plan:
 
 def plan(derived: Derived, root: Path, data_root: Path) -> Plan:
     """What the bench of ``derived`` will run, and what earlier benches already ran."""
-    planned = api.plan(write_grid(derived), extend=True, confirm=True, per_arm=True,
-                       results=root, data=data_root)  # fmt: skip
+    planned = api.plan(
+        write_grid(derived), extend=True, confirm=True, per_arm=True, results=root, data=data_root
+    )
     grid, done = planned.grid, planned.done
     added = [r for r in planned.runs if r.extend_round or r.confirm]
     arms = []
     for arm in derived.arms:
         own = [r for r in grid.runs if r.label == arm.label]
         more = [r for r in added if r.label == arm.label]
-        arms.append(ArmPlan(
-            arm.label, arm.candidate, len(own), sum(r.run_id in done for r in own),
-            sum(r.run_id in done for r in more),
-        ))  # fmt: skip
+        arms.append(
+            ArmPlan(
+                arm.label,
+                arm.candidate,
+                len(own),
+                sum(r.run_id in done for r in own),
+                sum(r.run_id in done for r in more),
+            )
+        )
     p = derived.protocol
     n_cells = 1
     for _, values in p.cells:
@@ -110,10 +116,18 @@ def plan(derived: Derived, root: Path, data_root: Path) -> Plan:
     )
     most = planned.compute(grid.runs).scaled(scale)
     return Plan(
-        grid.name, derived.path, tuple(arms), n_cells, derived.candidate.configs,
-        len(p.tune_seeds), len(p.confirm_seeds), p.budget.extend_rounds, most.flops,
-        most.gpu_hours, most.device,
-    )  # fmt: skip
+        grid.name,
+        derived.path,
+        tuple(arms),
+        n_cells,
+        derived.candidate.configs,
+        len(p.tune_seeds),
+        len(p.confirm_seeds),
+        p.budget.extend_rounds,
+        most.flops,
+        most.gpu_hours,
+        most.device,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +155,18 @@ def run(
 ) -> Progress:
     """Run the bench's phases (module docstring); ``out`` takes ``submit``'s report and the
     plan's lines."""
-    done = api.submit(write_grid(derived), launcher=launcher, wait=wait, extend=True,
-                      confirm=True, per_arm=True, results=root, data=data_root, out=out,
-                      err=out)  # fmt: skip
+    done = api.submit(
+        write_grid(derived),
+        launcher=launcher,
+        wait=wait,
+        extend=True,
+        confirm=True,
+        per_arm=True,
+        results=root,
+        data=data_root,
+        out=out,
+        err=out,
+    )
     finished = not done.last.launched  # the last round found nothing left to train
     trained = sum(r.launched for r in done.reports)
     return Progress(finished, done.queued, done.faults, trained)

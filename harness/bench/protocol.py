@@ -40,9 +40,18 @@ import yaml
 from harness.core.errors import UserError
 
 TOP_KEYS = (
-    "name", "description", "launcher", "base", "cells", "seeds", "budget", "weight_decay",
-    "baselines", "candidate", "verdict",
-)  # fmt: skip
+    "name",
+    "description",
+    "launcher",
+    "base",
+    "cells",
+    "seeds",
+    "budget",
+    "weight_decay",
+    "baselines",
+    "candidate",
+    "verdict",
+)
 """Keys of a protocol file."""
 BATCH_AXIS = "batch_size"
 """The cell axis of batch sizes (sequences per step)."""
@@ -275,8 +284,10 @@ def _cells(value: Any, f: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
             continue
         values = m[axis]
         if not isinstance(values, list) or len(values) < 2 or len(set(map(str, values))) < 2:
-            raise UserError(f"{f}: cells: {axis}: expected a list of >= 2 distinct values (a "
-                            f"verdict must hold at more than one), got {values!r}")  # fmt: skip
+            raise UserError(
+                f"{f}: cells: {axis}: expected a list of >= 2 distinct values (a "
+                f"verdict must hold at more than one), got {values!r}"
+            )
         out.append((axis, tuple(values)))
     return tuple(out)
 
@@ -297,12 +308,16 @@ def _seeds(value: Any, f: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     tune = _seed_list(m["tune"], f"{f}: seeds: tune", 0)
     confirm = _seed_list(m["confirm"], f"{f}: seeds: confirm", max(tune) + 1)
     if len(confirm) < MIN_CONFIRM:
-        raise UserError(f"{f}: seeds: confirm: {len(confirm)} seed(s); a verdict needs at least "
-                        f"{MIN_CONFIRM} confirmation seeds")  # fmt: skip
+        raise UserError(
+            f"{f}: seeds: confirm: {len(confirm)} seed(s); a verdict needs at least "
+            f"{MIN_CONFIRM} confirmation seeds"
+        )
     if set(tune) & set(confirm):
-        raise UserError(f"{f}: seeds: confirm: seeds {sorted(set(tune) & set(confirm))} are "
-                        "tuning seeds too; a configuration is reported on seeds it was not "
-                        "selected on")  # fmt: skip
+        raise UserError(
+            f"{f}: seeds: confirm: seeds {sorted(set(tune) & set(confirm))} are "
+            "tuning seeds too; a configuration is reported on seeds it was not "
+            "selected on"
+        )
     return tune, confirm
 
 
@@ -323,8 +338,10 @@ def _search(value: Any, where: str) -> tuple[tuple[str, LogRange], ...]:
     for key, r in m.items():
         name = key.removeprefix(ONE_MINUS)
         if not name.isidentifier():
-            raise UserError(f"{where}: {key!r} is not a hyperparameter name (write e.g. lr, "
-                            "weight_decay, 1-beta1, eps)")  # fmt: skip
+            raise UserError(
+                f"{where}: {key!r} is not a hyperparameter name (write e.g. lr, "
+                "weight_decay, 1-beta1, eps)"
+            )
         rng = _range(r, f"{where}: {key}")
         if key.startswith(ONE_MINUS) and rng.high >= 1:
             raise UserError(f"{where}: {key}: {rng.high:g} >= 1 would make {name} <= 0")
@@ -343,20 +360,25 @@ def _baselines(value: Any, f: str) -> tuple[Family, ...]:
         search = _search(fam["search"], f"{w}: search")
         for key in REQUIRED_SEARCH:
             if key not in dict(search):
-                raise UserError(f"{w}: search: missing {key!r} (every arm searches "
-                                f"{', '.join(REQUIRED_SEARCH)})")  # fmt: skip
+                raise UserError(
+                    f"{w}: search: missing {key!r} (every arm searches "
+                    f"{', '.join(REQUIRED_SEARCH)})"
+                )
         out.append(Family(label, _text(fam["optimizer"], f"{w}: optimizer"), search))
     optimizers = [b.optimizer for b in out]
     if len(set(optimizers)) != len(optimizers):
-        raise UserError(f"{f}: baselines: an optimizer appears twice ({optimizers}); each "
-                        "baseline is one optimizer with its own search space")  # fmt: skip
+        raise UserError(
+            f"{f}: baselines: an optimizer appears twice ({optimizers}); each "
+            "baseline is one optimizer with its own search space"
+        )
     return tuple(out)
 
 
 def _candidate(value: Any, f: str) -> CandidateRules:
     m = _keys(value, CANDIDATE_KEYS, f"{f}: candidate")
-    factor = _number(m.get("range_factor", 10.0), f"{f}: candidate: range_factor", low=1.0,
-                     above=True)  # fmt: skip
+    factor = _number(
+        m.get("range_factor", 10.0), f"{f}: candidate: range_factor", low=1.0, above=True
+    )
     return CandidateRules(factor, _search(m.get("search") or {}, f"{f}: candidate: search"))
 
 

@@ -117,17 +117,22 @@ def baseline_arm(family: Family, protocol: Protocol) -> Arm:
             continue
         if key != WEIGHT_DECAY and key not in defaults:
             valid = ", ".join(sorted({LR, WEIGHT_DECAY, *defaults}))
-            raise UserError(f"{protocol.path}: baselines: {family.label}: search: {key!r} is not "
-                            f"a hyperparameter {family.optimizer} takes with a positive default; "
-                            f"valid: {valid}")  # fmt: skip
+            raise UserError(
+                f"{protocol.path}: baselines: {family.label}: search: {key!r} is not "
+                f"a hyperparameter {family.optimizer} takes with a positive default; "
+                f"valid: {valid}"
+            )
         center = protocol.weight_decay if key == WEIGHT_DECAY else _center(key, defaults[key])
         keys.append((key, r, center))
     lr = family.range(LR)
     assert lr is not None  # the protocol requires it
     return Arm(
-        family.label, family.optimizer, family.search, lr.points(protocol.budget.lr_points),
+        family.label,
+        family.optimizer,
+        family.search,
+        lr.points(protocol.budget.lr_points),
         _settings(keys, protocol.budget.settings, protocol.weight_decay),
-    )  # fmt: skip
+    )
 
 
 def candidate_arm(optimizer: str, label: str, protocol: Protocol) -> Arm:
@@ -149,10 +154,13 @@ def candidate_arm(optimizer: str, label: str, protocol: Protocol) -> Arm:
             center = protocol.weight_decay if key == WEIGHT_DECAY else _center(key, default)
             keys.append((key, r, center))
     return Arm(
-        label, optimizer, tuple(sorted(ranges.items())),
+        label,
+        optimizer,
+        tuple(sorted(ranges.items())),
         ranges[LR].points(protocol.budget.lr_points),
-        _settings(keys, protocol.budget.settings, protocol.weight_decay), candidate=True,
-    )  # fmt: skip
+        _settings(keys, protocol.budget.settings, protocol.weight_decay),
+        candidate=True,
+    )
 
 
 def _around(center: float, factor: float, cap: float | None) -> LogRange:

@@ -203,10 +203,21 @@ def verdict_of(derived: Derived, rows: Rows | None) -> Verdict:
         speedups = _speedups(rows, derived, axes)
         totals = _totals(rows, derived)
     return Verdict(
-        str(p.path), p.name, derived.candidate.label, tuple(b.label for b in derived.baselines),
-        metric, p.verdict.alpha, p.verdict.power, tuple(comparisons), tuple(speedups),
-        tuple(arms), tuple(totals), p.tune_seeds, p.confirm_seeds, _untested(derived),
-    )  # fmt: skip
+        str(p.path),
+        p.name,
+        derived.candidate.label,
+        tuple(b.label for b in derived.baselines),
+        metric,
+        p.verdict.alpha,
+        p.verdict.power,
+        tuple(comparisons),
+        tuple(speedups),
+        tuple(arms),
+        tuple(totals),
+        p.tune_seeds,
+        p.confirm_seeds,
+        _untested(derived),
+    )
 
 
 def _cell_of(row: pd.Series, axes: Sequence[str]) -> dict[str, Any]:
@@ -222,13 +233,20 @@ def _arm_cells(rows: Rows, axes: Sequence[str]) -> list[ArmCell]:
     out = []
     for _, best in tuned.best.iterrows():
         curve = tuned.line(best, "lr")
-        out.append(ArmCell(
-            str(best["label"]), _cell_of(best, axes),
-            {k: float(best[k]) for k in rows.over if pd.notna(best[k])},
-            float(best["mean"]), int(best["configs"]), int(best["runs"]),
-            str(best.get(LR_EDGE, "")),
-            tuple((float(a), float(b)) for a, b in zip(curve["lr"], curve["mean"], strict=True)),
-        ))  # fmt: skip
+        out.append(
+            ArmCell(
+                str(best["label"]),
+                _cell_of(best, axes),
+                {k: float(best[k]) for k in rows.over if pd.notna(best[k])},
+                float(best["mean"]),
+                int(best["configs"]),
+                int(best["runs"]),
+                str(best.get(LR_EDGE, "")),
+                tuple(
+                    (float(a), float(b)) for a, b in zip(curve["lr"], curve["mean"], strict=True)
+                ),
+            )
+        )
     return out
 
 
@@ -300,8 +318,12 @@ def _one(
         if why:
             return {**head, "reading": "not tuned", "why": why}
     a, b = _arm_values(rows, base, cell), _arm_values(rows, cand, cell)
-    nums = {"mean_candidate": _mean(b), "mean_baseline": _mean(a),
-            "n_candidate": int(b.size), "n_baseline": int(a.size)}  # fmt: skip
+    nums = {
+        "mean_candidate": _mean(b),
+        "mean_baseline": _mean(a),
+        "n_candidate": int(b.size),
+        "n_baseline": int(a.size),
+    }
     if a.size == 0 or b.size == 0:
         return {**head, **nums, "reading": "pending", "why": "confirmation runs not done"}
     if min(a.size, b.size) < 2:
@@ -316,8 +338,17 @@ def _one(
         pval = 1.0 if diff == 0 else 0.0
     else:
         pval = TESTS["welch"].run(a, b, "two-sided", alpha).p  # Banerjee's at unequal n
-    return {**head, **nums, "reading": "no evidence", "difference": diff, "ci_low": lo,
-            "ci_high": hi, "p": pval, "_a": a, "_b": b}  # fmt: skip
+    return {
+        **head,
+        **nums,
+        "reading": "no evidence",
+        "difference": diff,
+        "ci_low": lo,
+        "ci_high": hi,
+        "p": pval,
+        "_a": a,
+        "_b": b,
+    }
 
 
 def _mean(v: np.ndarray) -> float:
@@ -362,8 +393,9 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
         if seeds.empty:
             continue
         try:
-            table = speedup(seeds, by, "tokens", cand, b.label, rows.goal,
-                            confidence=1 - p.verdict.alpha)  # fmt: skip
+            table = speedup(
+                seeds, by, "tokens", cand, b.label, rows.goal, confidence=1 - p.verdict.alpha
+            )
         except ValueError as e:  # too few budgets with results: said, not raised
             out.append(Speedup({}, b.label, math.nan, math.nan, math.nan, "no verdict", str(e)))
             continue
@@ -373,8 +405,18 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
             reading: Reading = "better" if lo > 1 else "worse" if hi < 1 else "no evidence"
             if _failed(check):
                 reading = "no verdict"
-            out.append(Speedup({k: _plain(r[k]) for k in by}, b.label, float(r["ratio"]), lo, hi,
-                               reading, str(r["note"] or ""), check))  # fmt: skip
+            out.append(
+                Speedup(
+                    {k: _plain(r[k]) for k in by},
+                    b.label,
+                    float(r["ratio"]),
+                    lo,
+                    hi,
+                    reading,
+                    str(r["note"] or ""),
+                    check,
+                )
+            )
     return out
 
 
@@ -403,8 +445,16 @@ def _totals(rows: Rows, derived: Derived) -> list[ArmTotal]:
             if "extend_round" in mine
             else np.zeros(0, bool)
         )
-        out.append(ArmTotal(arm.label, arm.candidate, arm.configs, len(mine),
-                            float(mine["tokens"].sum()), int(np.sum(ext))))  # fmt: skip
+        out.append(
+            ArmTotal(
+                arm.label,
+                arm.candidate,
+                arm.configs,
+                len(mine),
+                float(mine["tokens"].sum()),
+                int(np.sum(ext)),
+            )
+        )
     return out
 
 

@@ -60,8 +60,10 @@ class _Group(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``harness --help``, read from the commands' source files."""
-        rows = [(name, short_help(name, formatter.width - 6 - len(name)))
-                for name in self.list_commands(ctx)]  # fmt: skip
+        rows = [
+            (name, short_help(name, formatter.width - 6 - len(name)))
+            for name in self.list_commands(ctx)
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

@@ -52,25 +52,36 @@ def _stack(f: Callable[..., Any], opts: list[Decorator]) -> Callable[..., Any]:
 
 def _tuned_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID and the options every tuned command takes."""
-    return _stack(f, [
-        click.argument("grid", nargs=-1),
-        where_option,
-        metric_options,
-        scale_option,
-        _FORMAT,
-        _option(BY),
-        _option(OVER),
-        pool_option,
-        results_option,
-    ])  # fmt: skip
+    return _stack(
+        f,
+        [
+            click.argument("grid", nargs=-1),
+            where_option,
+            metric_options,
+            scale_option,
+            _FORMAT,
+            _option(BY),
+            _option(OVER),
+            pool_option,
+            results_option,
+        ],
+    )
 
 
 def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """GRID, the target and the options that select rows (no --metric: the target says)."""
-    return _stack(f, [
-        click.argument("grid", nargs=-1), target_options, where_option, scale_option, _FORMAT,
-        pool_option, results_option,
-    ])  # fmt: skip
+    return _stack(
+        f,
+        [
+            click.argument("grid", nargs=-1),
+            target_options,
+            where_option,
+            scale_option,
+            _FORMAT,
+            pool_option,
+            results_option,
+        ],
+    )
 
 
 #: The common options of each kind of :attr:`Question.inputs`.

@@ -15,20 +15,40 @@ from harness.cli.options import data_option, resolve_results, results_option
 
 @click.command()
 @click.argument("candidate")
-@click.option("--protocol", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="A protocol file (default: the shipped one of --scale).")  # fmt: skip
-@click.option("--scale", type=click.Choice(sorted(SCALES)), default=None,
-              help=f"A shipped protocol: local (protocols/laptop.yaml, a 2-core CPU), paper "
-              f"(protocols/paper.yaml, A100s), ci (tests). Default: {DEFAULT_SCALE}.")  # fmt: skip
+@click.option(
+    "--protocol",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A protocol file (default: the shipped one of --scale).",
+)
+@click.option(
+    "--scale",
+    type=click.Choice(sorted(SCALES)),
+    default=None,
+    help=f"A shipped protocol: local (protocols/laptop.yaml, a 2-core CPU), paper "
+    f"(protocols/paper.yaml, A100s), ci (tests). Default: {DEFAULT_SCALE}.",
+)
 @click.option("--launcher", default=None, help="Launcher profile (default: the protocol's).")
-@click.option("--dry-run", is_flag=True,
-              help="Print the plan (runs per phase and arm, runs reused from earlier benches, "
-              "GPU-hours); run nothing.")  # fmt: skip
-@click.option("--wait/--no-wait", default=None,
-              help="Block until every phase has run (default: local runs block; SLURM returns "
-              "once a phase is queued: run the same command again).")  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="The verdict as a terminal table or JSON.")  # fmt: skip
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan (runs per phase and arm, runs reused from earlier benches, "
+    "GPU-hours); run nothing.",
+)
+@click.option(
+    "--wait/--no-wait",
+    default=None,
+    help="Block until every phase has run (default: local runs block; SLURM returns "
+    "once a phase is queued: run the same command again).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="The verdict as a terminal table or JSON.",
+)
 @click.option(
     "--html",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -68,8 +88,7 @@ def bench(
 
     root = resolve_results(results)
     droot = data_root(data)
-    derived = derive_bench(candidate, root=root, scale=scale, protocol=protocol,
-                           launcher=launcher)  # fmt: skip
+    derived = derive_bench(candidate, root=root, scale=scale, protocol=protocol, launcher=launcher)
     p = plan(derived, root, droot)
     if dry_run:
         click.echo(plan_text(p, derived.candidate.label))
@@ -77,15 +96,23 @@ def bench(
     log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
     for a in p.arms:
         if a.tuning_done:
-            line = (f"{p.grid}: {a.label}: {a.tuning_done} of {a.tuning} tuning runs have a "
-                    "result from an earlier bench (reused, not trained again)")  # fmt: skip
+            line = (
+                f"{p.grid}: {a.label}: {a.tuning_done} of {a.tuning} tuning runs have a "
+                "result from an earlier bench (reused, not trained again)"
+            )
             click.echo(line, err=log)
     click.echo(f"{p.grid}: training at most {p.to_train_max} runs of {p.total_max}", err=log)
     # With json, whatever a backend prints while launching (SLURM's "queued ... array tasks")
     # goes to stderr too: stdout holds the verdict only.
     with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():
-        progress = run(derived, root=root, data_root=droot, launcher=launcher, wait=wait,
-                       out=sys.stderr if log else sys.stdout)  # fmt: skip
+        progress = run(
+            derived,
+            root=root,
+            data_root=droot,
+            launcher=launcher,
+            wait=wait,
+            out=sys.stderr if log else sys.stdout,
+        )
     if progress.queued:  # submit said so ("queued: run the same command again ...")
         click.echo(f"follow with 'harness status {p.grid}'", err=log)
     else:
@@ -98,6 +125,9 @@ def bench(
             atomic_write_text(html, report_card(verdict, derived, root))
             click.echo(f"wrote {html}", err=log)
     if progress.faults:
-        click.echo(f"exit 1: {progress.faults} runs failed or were lost; see 'harness status "
-                   f"{p.grid}' and each run's log", err=True)  # fmt: skip
+        click.echo(
+            f"exit 1: {progress.faults} runs failed or were lost; see 'harness status "
+            f"{p.grid}' and each run's log",
+            err=True,
+        )
         sys.exit(1)

@@ -35,8 +35,10 @@ def cancel(grid: str, wait_s: float, results: Path | None) -> None:
     reports = [r for q in found.values() if (r := q.cancel(root, name, wait_s)) is not None]
     if not reports:
         kinds = ", ".join(found)
-        raise UserError(f"grid {name!r} has no queued submissions under {root} (backends "
-                        f"asked: {kinds}); nothing to cancel")  # fmt: skip
+        raise UserError(
+            f"grid {name!r} has no queued submissions under {root} (backends "
+            f"asked: {kinds}); nothing to cancel"
+        )
     for report in reports:
         if not report.jobs:
             click.echo(f"{report.grid}: nothing queued or running")

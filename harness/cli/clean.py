@@ -23,5 +23,7 @@ def clean(grid: str, results: Path | None) -> None:
     """
     name = grid_name(grid)
     done = clean_grid(resolve_results(results), name)
-    click.echo(f"{name}: removed {done.locks} lock files, {done.logs} logs of runs with a "
-               f"result, {done.covered} consolidated files")  # fmt: skip
+    click.echo(
+        f"{name}: removed {done.locks} lock files, {done.logs} logs of runs with a "
+        f"result, {done.covered} consolidated files"
+    )

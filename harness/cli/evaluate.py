@@ -54,9 +54,15 @@ def evaluate(
 
     names = [t.strip() for t in tasks.split(",") if t.strip()]
     plan = eval_grid(
-        resolve_results(results), grid_name(grid), names, data_root=data_root(data),
-        launcher=launcher, include=include, limit=limit, wait=wait,
-    )  # fmt: skip
+        resolve_results(results),
+        grid_name(grid),
+        names,
+        data_root=data_root(data),
+        launcher=launcher,
+        include=include,
+        limit=limit,
+        wait=wait,
+    )
     pairs = sum(len(j.tasks) for j in plan.jobs)
     did = f"queued {pairs}" if plan.evaluated is None else f"evaluated {plan.evaluated}"
     without = len(plan.without_weights)

@@ -55,8 +55,14 @@ from harness.cli.options import (
 )
 @arm_options
 @pool_option
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="table for people; csv or json for programs (notes on stderr).")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table for people; csv or json for programs (notes on stderr).",
+)
 @results_option
 def figures(
     grid: tuple[str, ...],
@@ -91,10 +97,22 @@ def figures(
     from harness import api
 
     done = api.figures(
-        grid, names=names, results=results, where=where, scale=scale, metric=metric, goal=goal,
-        select_by=select_by, runs=curve_runs, x=x, baseline=baseline, reference=reference,
-        target=target, curve=curve, pool=pool,
-    )  # fmt: skip
+        grid,
+        names=names,
+        results=results,
+        where=where,
+        scale=scale,
+        metric=metric,
+        goal=goal,
+        select_by=select_by,
+        runs=curve_runs,
+        x=x,
+        baseline=baseline,
+        reference=reference,
+        target=target,
+        curve=curve,
+        pool=pool,
+    )
     table = pd.DataFrame(
         [
             {

@@ -22,23 +22,47 @@ FORMATS = ("table", "csv", "json", "parquet")
 
 @click.command()
 @click.argument("sql")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="table for people; csv, json or parquet (with --output).")  # fmt: skip
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write to this file (required for --format parquet).")  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table for people; csv, json or parquet (with --output).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to this file (required for --format parquet).",
+)
 @click.option("--grid", default=None, help="Restrict the views to one grid.")
 @click.option("--max-rows", default=50, show_default=True, help="Rows shown by --format table.")
-@click.option("--unsafe", is_flag=True,
-              help="Full DuckDB: any statement, files anywhere, extensions (default: SELECT "
-              "over the results folder only; also HARNESS_SQL_UNSAFE=1).")  # fmt: skip
-@click.option("--memory-limit", default=None, metavar="SIZE",
-              help="DuckDB's memory limit, and the most the result may hold: 4GB, 512MiB, 25% "
-              "(default: $HARNESS_SQL_MEMORY, then 25%).")  # fmt: skip
+@click.option(
+    "--unsafe",
+    is_flag=True,
+    help="Full DuckDB: any statement, files anywhere, extensions (default: SELECT "
+    "over the results folder only; also HARNESS_SQL_UNSAFE=1).",
+)
+@click.option(
+    "--memory-limit",
+    default=None,
+    metavar="SIZE",
+    help="DuckDB's memory limit, and the most the result may hold: 4GB, 512MiB, 25% "
+    "(default: $HARNESS_SQL_MEMORY, then 25%).",
+)
 @results_option
 def query(
-    sql: str, fmt: str, output: Path | None, grid: str | None, max_rows: int, unsafe: bool,
-    memory_limit: str | None, results: Path | None,
-) -> None:  # fmt: skip
+    sql: str,
+    fmt: str,
+    output: Path | None,
+    grid: str | None,
+    max_rows: int,
+    unsafe: bool,
+    memory_limit: str | None,
+    results: Path | None,
+) -> None:
     """Run SQL over the views runs, curves, manifest and evals: SELECT statements that read
     only the results folder (--unsafe: any DuckDB SQL). Ctrl-C stops a running query.
 
@@ -49,8 +73,7 @@ def query(
     if fmt == "parquet" and output is None:
         raise UserError("--format parquet needs --output FILE")
     tmp = temp_name(output) if fmt == "parquet" and output is not None else None
-    con = connect(resolve_results(results), grid, confinement=how,
-                  writable=(tmp,) if tmp else ())  # fmt: skip
+    con = connect(resolve_results(results), grid, confinement=how, writable=(tmp,) if tmp else ())
     if tmp is not None and output is not None:
         interruptible(con, lambda: _write_parquet(con.sql(sql), tmp, output))
         return
@@ -106,8 +129,13 @@ def _write_parquet(rel: duckdb.DuckDBPyRelation, tmp: Path, output: Path) -> Non
         raise KeyboardInterrupt from None
     except (duckdb.Error, OSError) as e:
         tmp.unlink(missing_ok=True)
-        if isinstance(e, duckdb.ParserException | duckdb.BinderException | duckdb.CatalogException
-                      | duckdb.PermissionException):  # fmt: skip
+        if isinstance(
+            e,
+            duckdb.ParserException
+            | duckdb.BinderException
+            | duckdb.CatalogException
+            | duckdb.PermissionException,
+        ):
             raise UserError(f"SQL error: {error_text(e)}") from None
         if isinstance(e, OSError):
             raise OSError(e.errno, e.strerror, str(output)) from None

@@ -21,10 +21,20 @@ from harness.cli.options import (
 
 @click.command()
 @click.argument("grid", nargs=-1)
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The HTML file to write, e.g. report.html.")  # fmt: skip
-@click.option("--figure", "names", multiple=True, type=click.Choice(list(FIGURES)),
-              help="Draw only this figure (repeatable; default: the grid's figures).")  # fmt: skip
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The HTML file to write, e.g. report.html.",
+)
+@click.option(
+    "--figure",
+    "names",
+    multiple=True,
+    type=click.Choice(list(FIGURES)),
+    help="Draw only this figure (repeatable; default: the grid's figures).",
+)
 @where_option
 @metric_options
 @scale_option
@@ -56,8 +66,17 @@ def report(
     from harness import api
 
     html = api.report(
-        grid, output=output, names=names, results=results, where=where, scale=scale,
-        metric=metric, goal=goal, select_by=select_by, baseline=baseline, reference=reference,
+        grid,
+        output=output,
+        names=names,
+        results=results,
+        where=where,
+        scale=scale,
+        metric=metric,
+        goal=goal,
+        select_by=select_by,
+        baseline=baseline,
+        reference=reference,
         pool=pool,
-    )  # fmt: skip
+    )
     click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)")

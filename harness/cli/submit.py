@@ -108,20 +108,37 @@ def submit(
 
     try:
         done = api.submit(
-            grid, local=local, launcher=launcher, dry_run=dry_run,
-            retry=[s for s in retry.split(",") if s], stale=stale, wait=wait, plan_format=fmt,
-            check=check, extend=extend, confirm=confirm, per_arm=per_arm,
+            grid,
+            local=local,
+            launcher=launcher,
+            dry_run=dry_run,
+            retry=[s for s in retry.split(",") if s],
+            stale=stale,
+            wait=wait,
+            plan_format=fmt,
+            check=check,
+            extend=extend,
+            confirm=confirm,
+            per_arm=per_arm,
             results=resolve_results(results),
-            data=data, out=sys.stdout, err=sys.stderr,
-        )  # fmt: skip
+            data=data,
+            out=sys.stdout,
+            err=sys.stderr,
+        )
     except Stopped as e:
         again = ["harness", "submit", str(grid), *(["--local"] if local else [])]
-        again += [f for f, on in (("--extend", extend), ("--confirm", confirm),
-                                  ("--per-arm", per_arm)) if on]  # fmt: skip
+        again += [
+            f
+            for f, on in (("--extend", extend), ("--confirm", confirm), ("--per-arm", per_arm))
+            if on
+        ]
         for flag, value in (("--launcher", launcher), ("--results", results), ("--data", data)):
             again += [flag, str(value)] if value else []
         raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
     if done.faults:
-        click.echo(f"exit 1: {done.faults} runs failed or were lost; see 'harness status "
-                   f"{done.last.grid}' and each run's log", err=True)  # fmt: skip
+        click.echo(
+            f"exit 1: {done.faults} runs failed or were lost; see 'harness status "
+            f"{done.last.grid}' and each run's log",
+            err=True,
+        )
         sys.exit(1)

@@ -12,8 +12,14 @@ from harness.cli.options import resolve_results, results_option
 
 @click.command()
 @click.argument("grids", nargs=-1, required=True)
-@click.option("--every", "every_s", type=click.FloatRange(min=0.1), default=2.0,
-              show_default=True, help="Seconds between redraws.")  # fmt: skip
+@click.option(
+    "--every",
+    "every_s",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between redraws.",
+)
 @click.option("--once", is_flag=True, help="Draw the view once and exit (scripts, logs).")
 @results_option
 def watch(grids: tuple[str, ...], every_s: float, once: bool, results: Path | None) -> None:

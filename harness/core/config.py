@@ -211,9 +211,10 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         _positive(
-            seq_len=self.seq_len, batch_size=self.batch_size,
+            seq_len=self.seq_len,
+            batch_size=self.batch_size,
             micro_batch_size=self.micro_batch_size,
-        )  # fmt: skip
+        )
         if self.batch_size % self.micro_batch_size:
             raise UserError(
                 f"batch_size {self.batch_size} is not a multiple of micro_batch_size "

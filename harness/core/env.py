@@ -122,12 +122,29 @@ MASTER_PORT = EnvVar(
 ENV: dict[str, EnvVar] = {
     v.name: v
     for v in (
-        RESULTS, DATA, SPILL, SQL_UNSAFE, SQL_MEMORY, LAUNCHERS, CHECKPOINT_EVERY_S,
-        KEEP_CHECKPOINTS, PREFLIGHT_TIMEOUT_S, PREFLIGHT_MEMORY_GB, EARLY_SIGNAL,
-        XDG_CACHE_HOME, XDG_DATA_HOME, CUDA_VISIBLE_DEVICES, SLURM_CONF, SLURM_JOB_ID,
-        SLURM_RESTART_COUNT, TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR, MASTER_ADDR, MASTER_PORT,
+        RESULTS,
+        DATA,
+        SPILL,
+        SQL_UNSAFE,
+        SQL_MEMORY,
+        LAUNCHERS,
+        CHECKPOINT_EVERY_S,
+        KEEP_CHECKPOINTS,
+        PREFLIGHT_TIMEOUT_S,
+        PREFLIGHT_MEMORY_GB,
+        EARLY_SIGNAL,
+        XDG_CACHE_HOME,
+        XDG_DATA_HOME,
+        CUDA_VISIBLE_DEVICES,
+        SLURM_CONF,
+        SLURM_JOB_ID,
+        SLURM_RESTART_COUNT,
+        TORCHINDUCTOR_CACHE_DIR,
+        TRITON_CACHE_DIR,
+        MASTER_ADDR,
+        MASTER_PORT,
     )
-}  # fmt: skip
+}
 """Every variable the harness reads, by name (the README's table lists the same)."""
 
 

@@ -185,9 +185,13 @@ def cache() -> Any:
     """Declare a private field caching a value derived from the others (excluded from the
     catalogue, equality, hashing and ``repr``)."""
     return dataclasses.field(
-        default=None, init=False, repr=False, compare=False, hash=False,
+        default=None,
+        init=False,
+        repr=False,
+        compare=False,
+        hash=False,
         metadata={_CACHE_KEY: True},
-    )  # fmt: skip
+    )
 
 
 @functools.cache
@@ -272,8 +276,11 @@ def hashed_values(obj: Any) -> dict[str, Any]:
     cls: type = type(obj)  # (type[Any] is not Hashable to mypy)
     plan = _plan(cls)
     cols = flatten(obj)
-    out = {name: cols.pop(name) for name, absent in plan.hashed
-           if absent is ALWAYS or not is_absent(cols[name], absent)}  # fmt: skip
+    out = {
+        name: cols.pop(name)
+        for name, absent in plan.hashed
+        if absent is ALWAYS or not is_absent(cols[name], absent)
+    }
     out.update((k, v) for k, v in cols.items() if k not in plan.declared)
     return out
 

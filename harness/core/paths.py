@@ -74,8 +74,10 @@ def duck_path(path: Path | str) -> str:
         return text
     if "\\" in text:
         chars = "".join(sorted(GLOB_CHARS))
-        raise UserError(f"{text}: a path with both '\\' and one of {chars} "
-                        "cannot be read by DuckDB; rename the folder")  # fmt: skip
+        raise UserError(
+            f"{text}: a path with both '\\' and one of {chars} "
+            "cannot be read by DuckDB; rename the folder"
+        )
     return "".join(f"[{c}]" if c in GLOB_CHARS else c for c in text)
 
 

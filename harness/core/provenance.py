@@ -36,8 +36,13 @@ PROVENANCE: dict[str, str] = {
 """Row columns saying where and when a result was made."""
 
 IMPORTED_PROVENANCE: tuple[str, ...] = (
-    "source", "device", "hostname", "git_commit", "torch_version", "job_id",
-)  # fmt: skip
+    "source",
+    "device",
+    "hostname",
+    "git_commit",
+    "torch_version",
+    "job_id",
+)
 """The :data:`PROVENANCE` columns an imported CSV may set (``harness import``); the importer or
 the store sets the others."""
 
@@ -71,12 +76,18 @@ def git_commit() -> str | None:
     try:
         head = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip()  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip()  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return head + ("+dirty" if dirty else "") if head else None

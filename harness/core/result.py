@@ -69,8 +69,13 @@ class RunResult:
         return self.metrics.get(name)
 
 
-OUTCOME: dict[str, type] = {"status": str, "params": int, "steps_done": int, "tokens_seen": int,
-                             "error": str}  # fmt: skip
+OUTCOME: dict[str, type] = {
+    "status": str,
+    "params": int,
+    "steps_done": int,
+    "tokens_seen": int,
+    "error": str,
+}
 """The row columns of :class:`RunResult` besides its metrics, with their types (``device`` is a
 provenance column, ``curve`` a file of its own)."""
 

@@ -54,9 +54,13 @@ def evaluate(
     scores: dict[str, list[Score]] = {}
     for task in tasks:  # one at a time: which subtask belongs to which requested task
         out = simple_evaluate(
-            model=lm, tasks=[task], task_manager=manager, limit=limit, log_samples=False,
+            model=lm,
+            tasks=[task],
+            task_manager=manager,
+            limit=limit,
+            log_samples=False,
             bootstrap_iters=bootstrap_iters,
-        )  # fmt: skip
+        )
         scores[task] = _scores(task, out)
     return scores
 

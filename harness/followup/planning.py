@@ -137,8 +137,10 @@ def plan_extension(
             low, high = spec.limits(axis)
             where = f"{_describe(best, shown_keys)}: {axis}={edge.best:g}"
             if not low <= edge.best <= high:
-                lines.append(f"{where} lies outside extend.bounds.{axis} [{low:g}, {high:g}]: "
-                             "not extended (widen the bounds to include it)")  # fmt: skip
+                lines.append(
+                    f"{where} lies outside extend.bounds.{axis} [{low:g}, {high:g}]: "
+                    "not extended (widen the bounds to include it)"
+                )
                 continue
             # clipped on the edge's own side only: never back into the searched range
             value = min(edge.next, high) if edge.side == "largest" else max(edge.next, low)
@@ -146,20 +148,26 @@ def plan_extension(
                 lines.append(f"{where} is on the {edge.side} edge and at its bound: limit reached")
                 continue
             if round_ > spec.rounds:
-                lines.append(f"{where} is on the {edge.side} edge, but {spec.rounds} round(s) "
-                             "of --extend are done: limit reached")  # fmt: skip
+                lines.append(
+                    f"{where} is on the {edge.side} edge, but {spec.rounds} round(s) "
+                    "of --extend are done: limit reached"
+                )
                 continue
             moved = [change(runs[run_id], over, {axis: value}) for run_id in seeds["run_id"]]
             if any(m is None for m in moved):
-                lines.append(f"{where} is on the {edge.side} edge, but the grid computes "
-                             f"{axis} from other values: not extended")  # fmt: skip
+                lines.append(
+                    f"{where} is on the {edge.side} edge, but the grid computes "
+                    f"{axis} from other values: not extended"
+                )
                 continue
             for m in moved:
                 run = with_values(m, extend_round=round_, confirm=None)  # type: ignore[arg-type]  # m: not None (checked above)
                 if run.run_id not in runs:
                     new.setdefault(run.run_id, run)
-            lines.append(f"{where} is the {edge.side} tried: round {round_} adds {value:g} "
-                         f"({len(seeds)} seed(s))")  # fmt: skip
+            lines.append(
+                f"{where} is the {edge.side} tried: round {round_} adds {value:g} "
+                f"({len(seeds)} seed(s))"
+            )
     return Planned(tuple(new.values()), tuple(lines))
 
 
@@ -195,8 +203,10 @@ def plan_confirmation(
             if run.run_id not in runs:
                 new.setdefault(run.run_id, run)
         picked = ", ".join(f"{a}={best[a]:g}" for a in over if not is_null(best[a]))
-        lines.append(f"{_describe(best, shown_keys)}: confirm {picked or 'its one configuration'} "
-                     f"on seed(s) {', '.join(map(str, seeds))}")  # fmt: skip
+        lines.append(
+            f"{_describe(best, shown_keys)}: confirm {picked or 'its one configuration'} "
+            f"on seed(s) {', '.join(map(str, seeds))}"
+        )
     return Planned(tuple(new.values()), tuple(lines))
 
 
@@ -226,8 +236,10 @@ def follow_up(
         UserError: ``confirm`` for a grid that declares no confirmation seeds.
     """
     if confirm and not grid.confirm_seeds:
-        raise UserError(f"--confirm: {grid.path} declares no confirmation seeds; write e.g. "
-                        "seeds: {tune: 3, confirm: 3}")  # fmt: skip
+        raise UserError(
+            f"--confirm: {grid.path} declares no confirmation seeds; write e.g. "
+            "seeds: {tune: 3, confirm: 3}"
+        )
     added = _added(root, grid)
     df = _results(root, grid)
     if not per_arm:
@@ -238,8 +250,15 @@ def follow_up(
     lines: list[str] = []
     for label in labels:
         own = [r for r in grid.runs if r.label == label]
-        part = _plan_part(grid, own, [r for r in added if r.label == label], df, extend=extend,
-                          confirm=confirm, strict=True)  # fmt: skip
+        part = _plan_part(
+            grid,
+            own,
+            [r for r in added if r.label == label],
+            df,
+            extend=extend,
+            confirm=confirm,
+            strict=True,
+        )
         new.update((r.run_id, r) for r in part.new)
         lines += [f"{label}: {line}" for line in part.lines]
     return FollowUp([r for r in added if r.label in labels], list(new.values()), lines)
@@ -263,13 +282,16 @@ def _plan_part(
     pending = sorted(set(tuning) - set(finished))
     ended = sorted(set(pending) & set(df["run_id"]))  # a row, but no result: failed, timeout...
     if ended and strict:
-        out.lines.append(f"{len(ended)} tuning run(s) have no result (completed or diverged): "
-                         f"they ended without one; run them again with: harness submit "
-                         f"{grid.path} --retry failed,timeout,oom,cancelled")  # fmt: skip
+        out.lines.append(
+            f"{len(ended)} tuning run(s) have no result (completed or diverged): "
+            f"they ended without one; run them again with: harness submit "
+            f"{grid.path} --retry failed,timeout,oom,cancelled"
+        )
         return out
     if pending:
-        out.lines.append(f"{len(pending)} tuning run(s) have no result yet: nothing planned "
-                         "until they finish")  # fmt: skip
+        out.lines.append(
+            f"{len(pending)} tuning run(s) have no result yet: nothing planned until they finish"
+        )
         return out
     tuning_rows = df[df["run_id"].isin(tuning)]
     choice = choose_metric(tuning_rows)  # as the analysis selects
@@ -284,8 +306,11 @@ def _plan_part(
         out.new, out.lines = list(planned.runs), [*out.lines, *planned.lines]
         if planned.runs:
             return out
-        out.lines.append("--extend: no best on an open edge" if not planned.lines
-                         else "--extend: nothing more to add")  # fmt: skip
+        out.lines.append(
+            "--extend: no best on an open edge"
+            if not planned.lines
+            else "--extend: nothing more to add"
+        )
     if confirm:
         planned = plan_confirmation(rows, tuning, grid.confirm_seeds, goal, change)
         known = {r.run_id for r in added}
@@ -301,8 +326,11 @@ def _added(root: Path, grid: Grid) -> list[RunConfig]:
 
     if not paths.manifest_path(root, grid.name).exists():
         return []
-    return [r for r in read_manifest(root, grid.name).values()
-            if r.scale == grid.scale and (r.extend_round or r.confirm)]  # fmt: skip
+    return [
+        r
+        for r in read_manifest(root, grid.name).values()
+        if r.scale == grid.scale and (r.extend_round or r.confirm)
+    ]
 
 
 def finished(root: Path, grid: Grid) -> frozenset[str]:

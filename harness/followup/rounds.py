@@ -51,8 +51,9 @@ class _Planner:
     def __call__(self, g: Grid) -> tuple[RunConfig, ...]:
         from harness.followup.planning import follow_up
 
-        found = follow_up(g, self.root, extend=self.extend, confirm=self.confirm,
-                          per_arm=self.per_arm)  # fmt: skip
+        found = follow_up(
+            g, self.root, extend=self.extend, confirm=self.confirm, per_arm=self.per_arm
+        )
         for line in found.lines:
             print(f"{g.name}: {line}", file=self.err)
         print(f"{g.name}: {len(found.new)} new run(s) planned", file=self.err)
@@ -101,10 +102,21 @@ def submit_rounds(
 
     def once() -> SubmitReport:
         report = submit(
-            grid, root=root, data_root=data_root, local=local, launcher=launcher,
-            dry_run=dry_run, retry=retry, wait=wait, stale=stale, plan_format=plan_format,
-            check=check, figure_names=FIGURES.names(), more=planner, out=out,
-        )  # fmt: skip
+            grid,
+            root=root,
+            data_root=data_root,
+            local=local,
+            launcher=launcher,
+            dry_run=dry_run,
+            retry=retry,
+            wait=wait,
+            stale=stale,
+            plan_format=plan_format,
+            check=check,
+            figure_names=FIGURES.names(),
+            more=planner,
+            out=out,
+        )
         _say_finished(report, out)
         return report
 
@@ -114,8 +126,11 @@ def submit_rounds(
     # ended without a row ends the loop)
     while planner is not None and not dry_run and _again(reports[-1]):
         if not reports[-1].statuses:
-            print(f"{reports[-1].grid}: another process trained this round's runs; planning the "
-                  "next round", file=out)  # fmt: skip
+            print(
+                f"{reports[-1].grid}: another process trained this round's runs; planning the "
+                "next round",
+                file=out,
+            )
         reports.append(once())
     last = reports[-1]
     queued = planner is not None and not dry_run and bool(last.launched) and not last.waited
@@ -137,5 +152,6 @@ def _say_finished(report: SubmitReport, out: TextIO) -> None:
             counts[s] = counts.get(s, 0) + 1
         print("finished: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=out)
     if report.lost:
-        print(f"lost: {len(report.lost)} runs ended without a row: {', '.join(report.lost)}",
-              file=out)  # fmt: skip
+        print(
+            f"lost: {len(report.lost)} runs ended without a row: {', '.join(report.lost)}", file=out
+        )

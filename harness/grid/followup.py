@@ -89,8 +89,9 @@ def parse_extend(value: Any, file: str, own: Collection[str]) -> ExtendSpec | No
         raise UserError(f"{file}: extend.axes: expected a list of axes, got {axes!r}")
     for a in [*axes, *(value.get("bounds") or {})]:
         if a not in valid:
-            raise UserError(f"{file}: extend: {a!r} is not an extendable axis; valid: "
-                            f"{', '.join(valid)}")  # fmt: skip
+            raise UserError(
+                f"{file}: extend: {a!r} is not an extendable axis; valid: {', '.join(valid)}"
+            )
     rounds = value.get("rounds", DEFAULT_ROUNDS)
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
         raise UserError(f"{file}: extend.rounds: expected a positive int, got {rounds!r}")
@@ -104,8 +105,10 @@ def _bounds(value: Any, file: str) -> tuple[tuple[str, float, float], ...]:
     for axis, pair in value.items():
         ok = isinstance(pair, list) and len(pair) == 2 and all(_number(x) for x in pair)
         if not ok or not all(math.isfinite(x) for x in pair) or float(pair[0]) >= float(pair[1]):
-            raise UserError(f"{file}: extend.bounds.{axis}: expected [low, high], finite numbers "
-                            f"with low < high, got {pair!r}")  # fmt: skip
+            raise UserError(
+                f"{file}: extend.bounds.{axis}: expected [low, high], finite numbers "
+                f"with low < high, got {pair!r}"
+            )
         out.append((axis, float(pair[0]), float(pair[1])))
     return tuple(out)
 
@@ -147,12 +150,16 @@ def confirm_seeds(spec: Any, tune: list[int], file: str) -> tuple[int, ...]:
         and value
         and all(isinstance(s, int) and not isinstance(s, bool) for s in value)
     ):
-        raise UserError(f"{file}: seeds.confirm: expected a positive int or a non-empty list of "
-                        f"ints, got {value!r}")  # fmt: skip
+        raise UserError(
+            f"{file}: seeds.confirm: expected a positive int or a non-empty list of "
+            f"ints, got {value!r}"
+        )
     if len(set(value)) != len(value):
         raise UserError(f"{file}: seeds.confirm: repeated seed in {value}")
     shared = sorted(set(value) & set(tune))
     if shared:
-        raise UserError(f"{file}: seeds.confirm: seed(s) {shared} are also tuning seeds; "
-                        "confirmation seeds must be fresh")  # fmt: skip
+        raise UserError(
+            f"{file}: seeds.confirm: seed(s) {shared} are also tuning seeds; "
+            "confirmation seeds must be fresh"
+        )
     return tuple(value)

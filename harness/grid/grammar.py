@@ -44,10 +44,19 @@ from harness.core.errors import UserError
 from harness.grid.followup import SEED_KEYS, tune_part
 
 TOP_KEYS = (
-    "name", "description", "launcher", "base", "grid", "zip", "seeds", "local", "figures", "extend",
+    "name",
+    "description",
+    "launcher",
+    "base",
+    "grid",
+    "zip",
+    "seeds",
+    "local",
+    "figures",
+    "extend",
     "derived_axes",
     "target",
-)  # fmt: skip
+)
 """Top-level keys of a grid file."""
 LOCAL_KEYS = ("base", "grid", "zip", "seeds", "target", "extend")
 """Keys of the ``local:`` section."""
@@ -85,8 +94,14 @@ def sections(doc: dict[str, Any], file: str, local: bool) -> dict[str, Any]:
     base = dict(doc.get("base") or {})
     grid = dict(doc.get("grid") or {})
     extend = doc.get("extend")
-    out = {"base": base, "grid": grid, "zip": doc.get("zip"), "seeds": doc.get("seeds", [0]),
-           "target": doc.get("target"), "extend": extend}  # fmt: skip
+    out = {
+        "base": base,
+        "grid": grid,
+        "zip": doc.get("zip"),
+        "seeds": doc.get("seeds", [0]),
+        "target": doc.get("target"),
+        "extend": extend,
+    }
     if local:
         loc = doc.get("local")
         if loc is None:
@@ -144,8 +159,9 @@ def expand(sections: dict[str, Any], keys: Collection[str], file: str) -> list[P
         block["zip"] = sections["zip"]
     combos = list(_block(block, keys, file, "grid"))
     seeds = seed_list(sections["seeds"], file)
-    _check_count(len(combos) * len(seeds), file, f"{len(combos):,} combinations x "
-                 f"{len(seeds):,} seeds")  # fmt: skip
+    _check_count(
+        len(combos) * len(seeds), file, f"{len(combos):,} combinations x {len(seeds):,} seeds"
+    )
     if "seed" in sections["base"] or any("seed" in c for c in combos):
         raise UserError(f"{file}: set seeds with the top-level 'seeds' key, not 'seed'")
     base = sections["base"]

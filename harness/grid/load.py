@@ -162,8 +162,11 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         _raise(file, problems)
     _check_schedule_read(sections, file)
     points = grammar.expand(sections, GRID_KEYS | own | theirs, file)
-    points = [p for p in points if not {p.values.get("optimizer"), p.values.get(
-        "embedding_optimizer")} & unloaded]  # fmt: skip
+    points = [
+        p
+        for p in points
+        if not {p.values.get("optimizer"), p.values.get("embedding_optimizer")} & unloaded
+    ]
     scale = "local" if local else "full"
     resolver = Resolver(name, scale, vocab, file, path.parent)
     runs = _resolve_all(resolver, points, file, problems)

@@ -32,8 +32,11 @@ def vary(
         for point, base in zip(grid.points, grid.runs, strict=False):
             if base.optim.optimizer != run.optim.optimizer or base.label != run.label:
                 continue
-            derived = {k for k, v in point.values.items() if isinstance(v, str) and k in FIELDS
-                       and FIELDS[k].type in (int, float)}  # fmt: skip
+            derived = {
+                k
+                for k, v in point.values.items()
+                if isinstance(v, str) and k in FIELDS and FIELDS[k].type in (int, float)
+            }
             put = {k: own[k] for k in tuned if own.get(k) is not None and k not in derived}
             values = {**point.values, **put, "seed": run.execution.seed}
             try:

@@ -96,8 +96,9 @@ def plan_evals(
 
     remove_stale_temps([paths.evals_dir(root, grid)])  # left by an eval killed mid-write
     runs = read_manifest(root, grid)
-    completed = [r for r, s in result_statuses(root, grid).items()
-                 if s == Status.COMPLETED and r in runs]  # fmt: skip
+    completed = [
+        r for r, s in result_statuses(root, grid).items() if s == Status.COMPLETED and r in runs
+    ]
     keeping = [r for r in completed if runs[r].execution.keep_weights]
     if not keeping:
         raise UserError(
@@ -138,13 +139,17 @@ def evaluate_run(spec: EvalSpec, job: EvalJob, job_id: str | None = None) -> int
     lock = paths.eval_lock_path(root, grid, job.run_id)
     with try_locked(lock) as held:
         if not held:
-            print(f"harness: run {job.run_id} is being evaluated by another process ({lock} is "
-                  "held): left to it", flush=True)  # fmt: skip
+            print(
+                f"harness: run {job.run_id} is being evaluated by another process ({lock} is "
+                "held): left to it",
+                flush=True,
+            )
             return 0
         weights = paths.weights_path(root, grid, job.run_id)
         digest = weights_digest(weights)
-        todo = [t for t in job.tasks
-                if scored_with(root, grid, job.run_id, t) != (digest, spec.limit)]  # fmt: skip
+        todo = [
+            t for t in job.tasks if scored_with(root, grid, job.run_id, t) != (digest, spec.limit)
+        ]
         if not todo:
             return 0
         lm = load_lm(load_run(root, grid, job.run_id), weights, spec.data_root)
@@ -152,8 +157,11 @@ def evaluate_run(spec: EvalSpec, job: EvalJob, job_id: str | None = None) -> int
         for task in todo:
             scores = evaluate(lm, [task], spec.include, limit=spec.limit)[task]
             write_scores(root, grid, job.run_id, task, scores, digest, spec.limit, where)
-            shown = ", ".join(f"{s.metric}={s.value:.4g}" for s in scores
-                              if s.subtask == task and s.value is not None)  # fmt: skip
+            shown = ", ".join(
+                f"{s.metric}={s.value:.4g}"
+                for s in scores
+                if s.subtask == task and s.value is not None
+            )
             print(f"[{job.run_id}] {task}: {shown}", flush=True)
         return len(todo)
 
@@ -205,9 +213,12 @@ def eval_grid(
         raise UserError(f"no results for grid {grid!r} under {root}; grids there: {known}")
     plan = plan_evals(root, grid, tasks, data_root, limit)
     spec = EvalSpec(
-        results_root=root.resolve(), grid=grid, data_root=data_root.resolve(),
-        include=tuple(Path(p).resolve() for p in include), limit=limit,
-    )  # fmt: skip
+        results_root=root.resolve(),
+        grid=grid,
+        data_root=data_root.resolve(),
+        include=tuple(Path(p).resolve() for p in include),
+        limit=limit,
+    )
     if plan.jobs:
         return dataclasses.replace(plan, evaluated=run_evals(profile, spec, plan.jobs, wait))
     return plan

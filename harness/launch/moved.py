@@ -50,8 +50,9 @@ def moved_ids(planned: Mapping[str, RunConfig], today: Iterable[RunConfig]) -> d
     for old, run in planned.items():
         if old in ids or run.grid_dir is not None:
             continue
-        folders = {_old_folder(then, f, d) for then in _files(run) for f, d in now
-                   if f.name == then.name}  # fmt: skip
+        folders = {
+            _old_folder(then, f, d) for then in _files(run) for f, d in now if f.name == then.name
+        }
         for folder in sorted(folders):
             new = dataclasses.replace(run, grid_dir=folder).run_id
             if new in ids:

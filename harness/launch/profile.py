@@ -174,13 +174,16 @@ def typed_fields(cls: type[Any], doc: dict[str, Any], where: str) -> dict[str, A
         if value is None and (tuple in want or dict in want):
             value = tuple() if tuple in want else {}  # a commented-out list or mapping
         elif value is None and type(None) not in want:
-            raise UserError(f"{where}: {key}: expected a value, got nothing "
-                            f"(default: {defaults[key]})")  # fmt: skip
+            raise UserError(
+                f"{where}: {key}: expected a value, got nothing (default: {defaults[key]})"
+            )
         elif value is not None and not _is(value, want):
-            names = " or ".join("list" if t is tuple else t.__name__ for t in want if t is not
-                                type(None))  # fmt: skip
-            raise UserError(f"{where}: {key}: expected {names}, got {type(value).__name__} "
-                            f"{value!r}")  # fmt: skip
+            names = " or ".join(
+                "list" if t is tuple else t.__name__ for t in want if t is not type(None)
+            )
+            raise UserError(
+                f"{where}: {key}: expected {names}, got {type(value).__name__} {value!r}"
+            )
         if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
             raise UserError(f"{where}: {key}: must be >= 0, got {value}")
         if tuple in want and isinstance(value, list | tuple):

@@ -86,8 +86,9 @@ def check_data(grid: Grid, data_root: Path) -> None:
 
     for dataset in sorted({r.data.dataset for r in grid.runs if r.arch.workload is None}):
         data = TokenData(ensure_prepared(dataset, data_root))
-        windows = {(r.data.seq_len, r.data.eval_tokens) for r in grid.runs
-                   if r.data.dataset == dataset}  # fmt: skip
+        windows = {
+            (r.data.seq_len, r.data.eval_tokens) for r in grid.runs if r.data.dataset == dataset
+        }
         for seq_len, eval_tokens in sorted(windows):
             try:
                 data.eval_windows(eval_tokens, seq_len)
@@ -292,20 +293,27 @@ def _launch(
         f"on '{runner.profile.name}'\n"
     )
     if busy and runner.detaches:
-        out.write(f"{grid.name}: {len(busy)} of the skipped runs are being trained by another "
-                  "process now (their run locks are held)\n")  # fmt: skip
+        out.write(
+            f"{grid.name}: {len(busy)} of the skipped runs are being trained by another "
+            "process now (their run locks are held)\n"
+        )
     elif busy:
-        out.write(f"{grid.name}: {len(busy)} runs are being trained by another process now "
-                  "(their run locks are held); each starts once its lock is free, unless it "
-                  "has a row by then\n")  # fmt: skip
+        out.write(
+            f"{grid.name}: {len(busy)} runs are being trained by another process now "
+            "(their run locks are held); each starts once its lock is free, unless it "
+            "has a row by then\n"
+        )
     if not todo:
         return SubmitReport(grid.name, len(grid.runs), skipped, 0, {})
     launched = runner.launch(todo, spec, seen)  # a run whose row changed since is not trained
     if wait if wait is not None else not runner.detaches:
         report = runner.wait(launched, spec)
         marks = row_marks(root, grid.name)
-        lost = tuple(r.run_id for r in todo if r.run_id not in report.statuses
-                     and marks.get(r.run_id) == seen[r.run_id])  # fmt: skip
+        lost = tuple(
+            r.run_id
+            for r in todo
+            if r.run_id not in report.statuses and marks.get(r.run_id) == seen[r.run_id]
+        )
         return SubmitReport(
             grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost, waited=True
         )

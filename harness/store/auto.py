@@ -40,5 +40,7 @@ def auto_compact(root: Path, grid: str, threshold: int | None = None) -> None:
         compact(root, grid, wait=False)  # removes what is due, compacts what piled up
     except Exception as e:  # the row is written: a failed compaction loses nothing
         line = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-        sys.stderr.write(f"warning: compacting {grid} by itself failed ({line}); "
-                         f"'harness compact {grid}' tries again\n")  # fmt: skip
+        sys.stderr.write(
+            f"warning: compacting {grid} by itself failed ({line}); "
+            f"'harness compact {grid}' tries again\n"
+        )

@@ -161,8 +161,12 @@ def snapshot(root: Path, grid: str) -> Snapshot:
     base = current_generation(root, grid)
     folder = paths.grid_dir(root, grid)
     present = [*loose(paths.runs_dir(root, grid)), *loose(paths.curves_dir(root, grid))]
-    numbers = [n for kind in paths.GENERATION_KINDS for p in paths.generations(root, grid, kind)
-               if (n := (paths.generation_of(p) or ("", 0))[1])]  # fmt: skip
+    numbers = [
+        n
+        for kind in paths.GENERATION_KINDS
+        for p in paths.generations(root, grid, kind)
+        if (n := (paths.generation_of(p) or ("", 0))[1])
+    ]
     return Snapshot(
         grid=grid,
         root=root,

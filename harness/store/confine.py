@@ -63,9 +63,12 @@ class Confinement:
 
     @classmethod
     def from_env(
-        cls, environ: Mapping[str, str] | None = None, *, unsafe: bool = False,
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        unsafe: bool = False,
         memory_limit: str | None = None,
-    ) -> Confinement:  # fmt: skip
+    ) -> Confinement:
         """The confinement the environment asks for (``HARNESS_SQL_UNSAFE``,
         ``HARNESS_SQL_MEMORY``), ``unsafe`` and ``memory_limit`` (a command's flags) first.
 
@@ -171,8 +174,19 @@ def interruptible(con: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
     return done[0]
 
 
-_UNITS = {"": 1, "b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "bytes": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def memory_bytes(con: duckdb.DuckDBPyConnection) -> int | None:

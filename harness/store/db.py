@@ -73,8 +73,12 @@ def _globs(root: Path, grids: list[str], view: str) -> list[str]:
 
 
 def _empty_select(view: str) -> str:
-    schema = {"runs": row_schema(), "curves": CURVE_SCHEMA, "manifest": config_schema(),
-              "evals": EVAL_SCHEMA}[view]  # fmt: skip
+    schema = {
+        "runs": row_schema(),
+        "curves": CURVE_SCHEMA,
+        "manifest": config_schema(),
+        "evals": EVAL_SCHEMA,
+    }[view]
     cols = ", ".join(f'CAST(NULL AS {_sql_type(f.type)}) AS "{f.name}"' for f in schema)
     return f"SELECT {cols} WHERE false"
 
@@ -139,8 +143,11 @@ def _stored_sql(view: str, found: Sequence[GridFiles]) -> str:
     """The ``runs`` or ``curves`` view over the files readers read now of some grids: the
     newest row of each run; each run's points from one place (:func:`curves_select`)."""
     if view == "curves":
-        parts = [curves_select(f.curves, f.curve_generation) for f in found
-                 if f.curves or f.curve_generation]  # fmt: skip
+        parts = [
+            curves_select(f.curves, f.curve_generation)
+            for f in found
+            if f.curves or f.curve_generation
+        ]
         if not parts:
             return _empty_select("curves")
         return " UNION ALL BY NAME ".join(f"({p})" for p in parts)
@@ -184,9 +191,12 @@ def with_attempt(src: str) -> str:
 
 
 def connect(
-    root: Path, grid: str | Sequence[str] | None = None, *,
-    confinement: Confinement | None = None, writable: tuple[Path, ...] = (),
-) -> duckdb.DuckDBPyConnection:  # fmt: skip
+    root: Path,
+    grid: str | Sequence[str] | None = None,
+    *,
+    confinement: Confinement | None = None,
+    writable: tuple[Path, ...] = (),
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with views over the results under ``root``, confined to
     reading them (:mod:`harness.store.confine`).
 
@@ -225,8 +235,9 @@ def connect(
     return con
 
 
-def _with_live_points(con: duckdb.DuckDBPyConnection, root: Path, grids: list[str],
-                      stored: str) -> str:  # fmt: skip
+def _with_live_points(
+    con: duckdb.DuckDBPyConnection, root: Path, grids: list[str], stored: str
+) -> str:
     """The ``curves`` view with a ``running`` column: the stored points (``false``), and the
     points of runs with a live file (:mod:`harness.store.live`; ``true`` while a process holds
     the run's lock), which replace a run's stored points (an older attempt's)."""

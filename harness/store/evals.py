@@ -60,8 +60,10 @@ def write_scores(
 ) -> Path:
     """Write (replace) the file of ``run_id``'s scores on ``task`` computed from the weights of
     digest ``weights_sha256`` on at most ``doc_limit`` documents (None: all), atomically."""
-    where = {k: provenance.get(k) for k in ("lm_eval_version", "hostname", "git_commit",
-                                            "torch_version", "job_id")}  # fmt: skip
+    where = {
+        k: provenance.get(k)
+        for k in ("lm_eval_version", "hostname", "git_commit", "torch_version", "job_id")
+    }
     rows = [
         {
             "grid": grid,

@@ -135,9 +135,13 @@ def generations(root: Path, grid: str) -> tuple[list[Generation], list[Generatio
     incomplete: list[Generation] = []
     for n, files in sorted(by_number.items()):
         covered = _covered(paths.covered_path(root, grid, n))
-        gen = Generation(n, files.get("runs"), files.get("curves"),
-                         covered[0] if covered else frozenset(),
-                         covered[1] if covered else None)  # fmt: skip
+        gen = Generation(
+            n,
+            files.get("runs"),
+            files.get("curves"),
+            covered[0] if covered else frozenset(),
+            covered[1] if covered else None,
+        )
         (complete if covered else incomplete).append(gen)
     return complete, incomplete
 
@@ -152,8 +156,13 @@ def current_generation(root: Path, grid: str) -> Generation | None:
         return None
     runs = [g.runs for g in incomplete if g.runs is not None]
     curves = [g.curves for g in incomplete if g.curves is not None]
-    return Generation(incomplete[-1].number, runs[-1] if runs else None,
-                      curves[-1] if curves else None, frozenset(), None)  # fmt: skip
+    return Generation(
+        incomplete[-1].number,
+        runs[-1] if runs else None,
+        curves[-1] if curves else None,
+        frozenset(),
+        None,
+    )
 
 
 def grid_files(root: Path, grid: str) -> GridFiles:

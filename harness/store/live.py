@@ -209,13 +209,18 @@ def heartbeats(root: Path, grid: str) -> list[Heartbeat]:
         last = points[-1]
         mtime = _mtime(paths.live_path(root, grid, run_id))
         rate = last.get("tokens_per_s")
-        out.append(Heartbeat(
-            run_id, int(last["step"]), int(last.get("steps") or last["step"]),
-            float(last.get("train_loss") or float("nan")), float(rate) if rate else None,
-            int(last.get("tokens") or 0) / max(1, int(last["step"])),
-            max(0.0, now - mtime) if mtime else 0.0,
-            is_locked(paths.run_lock_path(root, grid, run_id)),
-        ))  # fmt: skip
+        out.append(
+            Heartbeat(
+                run_id,
+                int(last["step"]),
+                int(last.get("steps") or last["step"]),
+                float(last.get("train_loss") or float("nan")),
+                float(rate) if rate else None,
+                int(last.get("tokens") or 0) / max(1, int(last["step"])),
+                max(0.0, now - mtime) if mtime else 0.0,
+                is_locked(paths.run_lock_path(root, grid, run_id)),
+            )
+        )
     return sorted(out, key=lambda h: (not h.running, h.run_id))
 
 

@@ -335,8 +335,10 @@ def _order(row: Mapping[str, Any]) -> tuple[int, float]:
     """Where a row sorts among its run's rows (:data:`~harness.store.schema.NEWEST_KEY`)."""
     attempt = row.get(ATTEMPT)
     created = row.get("created_at")
-    return (ATTEMPT_ABSENT if attempt is None else attempt,
-            created.timestamp() if created is not None else 0.0)  # fmt: skip
+    return (
+        ATTEMPT_ABSENT if attempt is None else attempt,
+        created.timestamp() if created is not None else 0.0,
+    )
 
 
 def _rows_of(

@@ -79,8 +79,10 @@ def format_heartbeat(h: Heartbeat) -> str:
     state = "running" if h.running else "stopped"
     rate = f"{h.tokens_per_s:,.0f} tok/s" if h.tokens_per_s else "? tok/s"
     eta = duration(h.eta_s) if h.eta_s is not None and h.running else "?"
-    return (f"  {state:9} {h.run_id}  step {h.step}/{h.steps}  loss {h.loss:.4f}  {rate}  "
-            f"ETA {eta}  last point {duration(h.age_s)} ago")  # fmt: skip
+    return (
+        f"  {state:9} {h.run_id}  step {h.step}/{h.steps}  loss {h.loss:.4f}  {rate}  "
+        f"ETA {eta}  last point {duration(h.age_s)} ago"
+    )
 
 
 def format_status(s: GridStatus) -> str:

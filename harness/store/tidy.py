@@ -43,8 +43,10 @@ def remove_locks(root: Path, grid: str, run_ids: Iterable[str] | None = None) ->
         files = list(folder.iterdir()) if folder.is_dir() else []
         files = [p for p in files if paths.lock_run_id(p) is not None]
     else:
-        pairs = ((paths.run_lock_path(root, grid, r), paths.eval_lock_path(root, grid, r))
-                 for r in run_ids)  # fmt: skip
+        pairs = (
+            (paths.run_lock_path(root, grid, r), paths.eval_lock_path(root, grid, r))
+            for r in run_ids
+        )
         files = [p for pair in pairs for p in pair]
     return sum(remove_unheld_lock(p) for p in files)
 

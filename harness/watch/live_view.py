@@ -97,9 +97,16 @@ def snapshot(root: Path, grid: str) -> Snapshot:
         for b in now.best
     )
     return Snapshot(
-        grid, len(runs), counts, status.live, now.used_s / 3600.0,
-        compute_estimate(list(runs.values()))[1] if runs else 0.0, now.on_gpu, best, now.leaders,
-    )  # fmt: skip
+        grid,
+        len(runs),
+        counts,
+        status.live,
+        now.used_s / 3600.0,
+        compute_estimate(list(runs.values()))[1] if runs else 0.0,
+        now.on_gpu,
+        best,
+        now.leaders,
+    )
 
 
 def _arm(optimizer: str) -> str:
@@ -117,8 +124,9 @@ def sparkline(values: Sequence[float], width: int = 40) -> str:
     lo, hi = min(finite), max(finite)
     span = hi - lo or 1.0
     top = len(SPARKS) - 1
-    return "".join(SPARKS[round((v - lo) / span * top)] if math.isfinite(v) else "!"
-                   for v in values)  # fmt: skip
+    return "".join(
+        SPARKS[round((v - lo) / span * top)] if math.isfinite(v) else "!" for v in values
+    )
 
 
 def render(snaps: Sequence[Snapshot]) -> RenderableType:
@@ -136,8 +144,9 @@ def _grid_view(s: Snapshot) -> RenderableType:
         counts.add_column(st, justify="right")
     counts.add_row(*(str(s.counts[st]) for st in states), str(running))
     unit = "GPU" if s.on_gpu else "CPU"
-    hours = Text(f"{unit}-hours used {s.used_h:.3g} of an estimated {s.estimate_h:.3g} "
-                 "GPU-hours (dry run)")  # fmt: skip
+    hours = Text(
+        f"{unit}-hours used {s.used_h:.3g} of an estimated {s.estimate_h:.3g} GPU-hours (dry run)"
+    )
     parts: list[RenderableType] = [head, counts, hours]
     if s.live:
         live = Table(title="live runs", title_justify="left", box=None)
@@ -146,8 +155,14 @@ def _grid_view(s: Snapshot) -> RenderableType:
         for h in s.live:
             eta = duration(h.eta_s) if h.eta_s is not None and h.running else "?"
             rate = f"{h.tokens_per_s:,.0f}" if h.tokens_per_s else "?"
-            live.add_row(h.run_id, "running" if h.running else "stopped",
-                         f"{h.step}/{h.steps}", f"{h.loss:.4f}", rate, eta)  # fmt: skip
+            live.add_row(
+                h.run_id,
+                "running" if h.running else "stopped",
+                f"{h.step}/{h.steps}",
+                f"{h.loss:.4f}",
+                rate,
+                eta,
+            )
         parts.append(live)
     if s.best:
         best = Table(title="best so far per arm", title_justify="left", box=None)
@@ -169,9 +184,13 @@ def _grid_view(s: Snapshot) -> RenderableType:
 
 
 def watch(
-    root: Path, grids: Sequence[str], *, every_s: float = 2.0, once: bool = False,
+    root: Path,
+    grids: Sequence[str],
+    *,
+    every_s: float = 2.0,
+    once: bool = False,
     console: Console | None = None,
-) -> list[Snapshot]:  # fmt: skip
+) -> list[Snapshot]:
     """Redraw the view of ``grids`` every ``every_s`` seconds until every planned run has its
     row (or once, with ``once``); returns the last snapshots. Ctrl-C propagates
     (KeyboardInterrupt) after the last view is left on the screen."""

@@ -67,10 +67,15 @@ class GPT:
         data = self.run.data
         return list(
             self.data.micro_batches(
-                step, self.run.execution.seed, data.batch_size, data.micro_batch_size,
-                data.seq_len, self.rank, self.world,
+                step,
+                self.run.execution.seed,
+                data.batch_size,
+                data.micro_batch_size,
+                data.seq_len,
+                self.rank,
+                self.world,
             )
-        )  # fmt: skip
+        )
 
     def loss(self, forward: torch.nn.Module, micro: Any) -> torch.Tensor:
         x, y = micro

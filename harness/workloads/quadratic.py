@@ -93,10 +93,12 @@ class Quadratic:
     def objective(self, model: Point) -> torch.Tensor:
         """``f(x)`` (not the suboptimality)."""
         return sum(
-            (0.5 * x @ (h @ x) - b @ x
-             for x, h, b in zip(model.blocks, self.hessians, self.linear, strict=True)),
+            (
+                0.5 * x @ (h @ x) - b @ x
+                for x, h, b in zip(model.blocks, self.hessians, self.linear, strict=True)
+            ),
             torch.zeros((), dtype=torch.float64),
-        )  # fmt: skip
+        )
 
     def batch(self, seed: int, step: int, size: int) -> list[torch.Tensor] | None:
         """The gradient noise of step ``step`` (None without noise)."""
@@ -111,10 +113,12 @@ class Quadratic:
         """The suboptimality ``f(x) - f* = 1/2 (x - x*)^T H (x - x*)``, in this form: exact
         to float64's relative precision however small (``f(x) - f*`` would cancel)."""
         return sum(
-            (0.5 * (x - s) @ (h @ (x - s))
-             for x, h, s in zip(model.blocks, self.hessians, self.minimiser, strict=True)),
+            (
+                0.5 * (x - s) @ (h @ (x - s))
+                for x, h, s in zip(model.blocks, self.hessians, self.minimiser, strict=True)
+            ),
             torch.zeros((), dtype=torch.float64),
-        )  # fmt: skip
+        )
 
     def loss(self, model: Point, batch: list[torch.Tensor] | None) -> torch.Tensor:
         """``f(x) - f*``; with noise, its gradient plus ``noise * xi`` (its value unchanged)."""

@@ -324,8 +324,17 @@ def cases() -> list[Case]:
 
 
 _HEX = re.compile(r"\b[0-9a-f]{64}\b")
-_PROVENANCE = ("report code commit", "commits of the runs", "created", "python", "harness",
-               "duckdb", "pandas", "numpy", "matplotlib")  # fmt: skip
+_PROVENANCE = (
+    "report code commit",
+    "commits of the runs",
+    "created",
+    "python",
+    "harness",
+    "duckdb",
+    "pandas",
+    "numpy",
+    "matplotlib",
+)
 
 
 def normalize(text: str, root: Path) -> str:

@@ -58,13 +58,20 @@ def _callers(module: object, names: set[str]) -> dict[str, set[str]]:
 
 def test_rows_are_loaded_and_labelled_in_one_place():
     callers = _callers(query, {"load", "label_arms", "tuned_by"})
-    assert callers == {"load": {"arms_tuned"}, "label_arms": {"arms_tuned"},
-                       "tuned_by": {"arms_tuned"}}  # fmt: skip
+    assert callers == {
+        "load": {"arms_tuned"},
+        "label_arms": {"arms_tuned"},
+        "tuned_by": {"arms_tuned"},
+    }
     for name in CALLS:
         module = importlib.import_module(QUESTIONS[name].answerer().__module__)
         used = _callers(module, {"load", "label_arms", "tuned_by", "arms_tuned"})
-        assert used == {"load": set(), "label_arms": set(), "tuned_by": set(),
-                        "arms_tuned": {"answer"}}, name  # fmt: skip
+        assert used == {
+            "load": set(),
+            "label_arms": set(),
+            "tuned_by": set(),
+            "arms_tuned": {"answer"},
+        }, name
 
 
 def test_the_cli_builds_every_command_from_the_registry():

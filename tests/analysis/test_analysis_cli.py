@@ -409,8 +409,18 @@ def test_notes_that_stop_a_misreading(root, tmp_path):
     """One seed, a reference beaten by another arm, and a declared derived axis are noted."""
     res = _run(root, "analyze", "best", "single", "--by", "optimizer")
     assert "one seed in 2 cell(s)" in res.stdout
-    gap = _run(root, "analyze", "gap", "opt", "--baseline", "optimizer=sgd",
-               "--reference", "optimizer=adamw", "--by", "batch_size")  # fmt: skip
+    gap = _run(
+        root,
+        "analyze",
+        "gap",
+        "opt",
+        "--baseline",
+        "optimizer=sgd",
+        "--reference",
+        "optimizer=adamw",
+        "--by",
+        "batch_size",
+    )
     assert "note: sgd beats the reference adamw at batch_size=8" in gap.stdout
     assert "welch two-sided t test, holm correction" in gap.stdout
     yaml_file = tmp_path / "opt.yaml"
@@ -448,8 +458,18 @@ def test_tuned_fit_uses_each_arms_fitted_optimum(tmp_path):
     assert fit["std_a"] == pytest.approx(0.1) and fit["n_a"] == 3  # one value per seed
     res = _run(tmp_path, *args, "--tuned", "fit", "--fit-axis", "beta1")
     assert res.exit_code == 2 and "--fit-axis" in res.stderr
-    gap = _json(tmp_path, "analyze", "gap", "fit", "--baseline", "optimizer=signum",
-                "--reference", "optimizer=adamw", "--tuned", "fit")  # fmt: skip
+    gap = _json(
+        tmp_path,
+        "analyze",
+        "gap",
+        "fit",
+        "--baseline",
+        "optimizer=signum",
+        "--reference",
+        "optimizer=adamw",
+        "--tuned",
+        "fit",
+    )
     assert {r["arm"]: r["mean"] for r in gap} == pytest.approx({"signum": 20.1, "adamw": 20.0})
 
 

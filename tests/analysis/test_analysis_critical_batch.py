@@ -47,9 +47,18 @@ def _expected_critical(opt: str) -> float:
 def test_critical_batch_from_curves(root):
     res = CliRunner().invoke(
         main,
-        ["analyze", "critical-batch", "cb", "--target", str(TARGET), "--format", "json",
-         "--results", str(root)],
-    )  # fmt: skip
+        [
+            "analyze",
+            "critical-batch",
+            "cb",
+            "--target",
+            str(TARGET),
+            "--format",
+            "json",
+            "--results",
+            str(root),
+        ],
+    )
     assert res.exit_code == 0, res.output
     # a given target is not called the default (notes go to stderr with --format json)
     assert f"target: train_loss <= {TARGET:.4g} (--target)" in res.stderr

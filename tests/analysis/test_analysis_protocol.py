@@ -28,16 +28,26 @@ def root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("results")
     for f, (loss, rho, kappa) in TABLE7.items():
         for s, off in enumerate(SEEDS):
-            run = make_run(grid="sgd_embeddings", optimizer="adamw", embedding_optimizer="sgd",
-                           embedding_lr_factor=float(f), momentum=0.9, nesterov=False,
-                           weight_decay_mode="decoupled", seed=s, **ADAM)  # fmt: skip
-            write_run(root, run, val_ppl=math.exp(loss + off),
-                      metrics={"rho": rho + s, "kappa": kappa})  # fmt: skip
+            run = make_run(
+                grid="sgd_embeddings",
+                optimizer="adamw",
+                embedding_optimizer="sgd",
+                embedding_lr_factor=float(f),
+                momentum=0.9,
+                nesterov=False,
+                weight_decay_mode="decoupled",
+                seed=s,
+                **ADAM,
+            )
+            write_run(
+                root, run, val_ppl=math.exp(loss + off), metrics={"rho": rho + s, "kappa": kappa}
+            )
     for opt, (loss, rho, kappa) in TABLE1.items():
         for s, off in enumerate(SEEDS):
             run = make_run(grid="coupled_adam", optimizer=opt, seed=s, **ADAM)
-            write_run(root, run, val_ppl=math.exp(loss + off),
-                      metrics={"rho": rho + s, "kappa": kappa})  # fmt: skip
+            write_run(
+                root, run, val_ppl=math.exp(loss + off), metrics={"rho": rho + s, "kappa": kappa}
+            )
     return root
 
 
@@ -52,8 +62,9 @@ def test_select_by_loss_reports_the_embedding_metric_at_the_loss_best_factor(roo
     assert row["embedding_lr_factor"] == 300  # picked by val_loss, the default
     assert row["mean"] == pytest.approx(72.0)  # rho there (71 + mean seed offset 1)
     assert row["select_mean"] == pytest.approx(math.log(math.exp(3.17)), abs=1e-9)
-    (by_rho,) = _json(root, "analyze", "best", "sgd_embeddings", "--metric", "rho",
-                      "--select-by", "rho")  # fmt: skip
+    (by_rho,) = _json(
+        root, "analyze", "best", "sgd_embeddings", "--metric", "rho", "--select-by", "rho"
+    )
     assert by_rho["embedding_lr_factor"] == 600 and by_rho["mean"] == pytest.approx(80.0)
     (kappa,) = _json(root, "analyze", "best", "sgd_embeddings", "--metric", "kappa")
     assert kappa["embedding_lr_factor"] == 300 and kappa["mean"] == pytest.approx(15.5)
@@ -63,8 +74,19 @@ def test_select_by_loss_reports_the_embedding_metric_at_the_loss_best_factor(roo
 
 
 def test_select_by_reaches_the_figures(root):
-    res = CliRunner().invoke(main, ["figures", "sgd_embeddings", "--figure", "loss_curves",
-                                    "--metric", "rho", "--results", str(root)])  # fmt: skip
+    res = CliRunner().invoke(
+        main,
+        [
+            "figures",
+            "sgd_embeddings",
+            "--figure",
+            "loss_curves",
+            "--metric",
+            "rho",
+            "--results",
+            str(root),
+        ],
+    )
     assert res.exit_code == 0, res.output
     side = json.loads((root / "sgd_embeddings" / "figures" / "loss_curves-rho.json").read_text())
     assert side["select_by"] == "val_loss" and side["metric"] == "rho"
@@ -85,16 +107,37 @@ def test_select_by_reaches_the_figures(root):
 def test_arms_compared_across_two_grids(root):
     """Table 4's rows from two grids: AdamW and Coupled Adam (coupled_adam), and AdamW with
     SGD embeddings tuned over f by loss (sgd_embeddings)."""
-    rows = _json(root, "analyze", "best", "coupled_adam", "sgd_embeddings", "--metric", "rho",
-                 "--by", "optimizer,embedding_optimizer")  # fmt: skip
+    rows = _json(
+        root,
+        "analyze",
+        "best",
+        "coupled_adam",
+        "sgd_embeddings",
+        "--metric",
+        "rho",
+        "--by",
+        "optimizer,embedding_optimizer",
+    )
     got = {(r["optimizer"], r["embedding_optimizer"]): r for r in rows}
     assert set(got) == {("adamw", None), ("coupled_adam", None), ("adamw", "sgd")}
     assert got[("adamw", "sgd")]["embedding_lr_factor"] == 300
     assert got[("adamw", "sgd")]["mean"] == pytest.approx(72.0)
     assert got[("coupled_adam", None)]["mean"] == pytest.approx(88.0)
-    cmp = _json(root, "analyze", "compare", "coupled_adam", "sgd_embeddings", "--metric",
-                "val_loss", "--a", "grid=coupled_adam,optimizer=adamw", "--b",
-                "embedding_optimizer=sgd", "--test", "paper")  # fmt: skip
+    cmp = _json(
+        root,
+        "analyze",
+        "compare",
+        "coupled_adam",
+        "sgd_embeddings",
+        "--metric",
+        "val_loss",
+        "--a",
+        "grid=coupled_adam,optimizer=adamw",
+        "--b",
+        "embedding_optimizer=sgd",
+        "--test",
+        "paper",
+    )
     (c,) = cmp
     assert c["mean_b"] - c["mean_a"] == pytest.approx(3.17 - 3.14, abs=1e-9)
     everything = _json(root, "analyze", "best", "--by", "grid,optimizer,embedding_optimizer")
@@ -104,8 +147,18 @@ def test_arms_compared_across_two_grids(root):
 
 
 def test_figures_of_two_grids(root):
-    res = CliRunner().invoke(main, ["figures", "coupled_adam", "sgd_embeddings", "--figure",
-                                    "loss_curves", "--results", str(root)])  # fmt: skip
+    res = CliRunner().invoke(
+        main,
+        [
+            "figures",
+            "coupled_adam",
+            "sgd_embeddings",
+            "--figure",
+            "loss_curves",
+            "--results",
+            str(root),
+        ],
+    )
     assert res.exit_code == 0, res.output
     side = root / "coupled_adam+sgd_embeddings" / "figures" / "loss_curves.json"
     sidecar = json.loads(side.read_text())
@@ -133,9 +186,13 @@ def test_rows_written_before_iso_sym_count_as_iso_sym(tmp_path):
     new = make_run(grid="iso", lr=2e-3)
     write_run(tmp_path, old, val_ppl=30.0, metrics={"iso": 0.65}, source=None)
     write_run(tmp_path, new, val_ppl=31.0, metrics={"iso": 0.8, "iso_sym": 0.64}, source=None)
-    sym = {r["lr"]: r["mean"] for r in _json(tmp_path, "analyze", "best", "iso", "--by", "lr",
-                                             "--metric", "iso_sym")}  # fmt: skip
+    sym = {
+        r["lr"]: r["mean"]
+        for r in _json(tmp_path, "analyze", "best", "iso", "--by", "lr", "--metric", "iso_sym")
+    }
     assert sym == {1e-3: pytest.approx(0.65), 2e-3: pytest.approx(0.64)}
-    res = CliRunner().invoke(main, ["analyze", "best", "iso", "--by", "lr", "--metric", "iso",
-                                    "--results", str(tmp_path)])  # fmt: skip
+    res = CliRunner().invoke(
+        main,
+        ["analyze", "best", "iso", "--by", "lr", "--metric", "iso", "--results", str(tmp_path)],
+    )
     assert res.exit_code == 0 and "1 run(s) left out (no iso)" in res.output

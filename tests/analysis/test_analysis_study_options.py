@@ -75,8 +75,18 @@ def test_best_with_pooled_variance_uses_the_pool_over_every_cell(root):
 
 
 def test_compare_with_pooled_variance_pools_each_arm_over_the_cells(root):
-    rows = _json(root, "analyze", "compare", "pool", *ARMS, "--alternative", "two-sided",
-                 "--correction", "none", "--pooled-variance")  # fmt: skip
+    rows = _json(
+        root,
+        "analyze",
+        "compare",
+        "pool",
+        *ARMS,
+        "--alternative",
+        "two-sided",
+        "--correction",
+        "none",
+        "--pooled-variance",
+    )
     (va, da), (vb, db) = _pooled(("sgd",)), _pooled(("adamw",))
     se = np.sqrt(va / 3 + vb / 3)
     df = se**4 / ((va / 3) ** 2 / da + (vb / 3) ** 2 / db)  # Welch on the pooled variances
@@ -93,11 +103,21 @@ def test_compare_with_pooled_variance_pools_each_arm_over_the_cells(root):
 
 
 def test_gap_with_pooled_variance_gives_narrower_intervals_and_says_so(root):
-    args = ("analyze", "gap", "pool", "--baseline", "optimizer=sgd", "--reference",
-            "optimizer=adamw", "--by", "batch_size")  # fmt: skip
+    args = (
+        "analyze",
+        "gap",
+        "pool",
+        "--baseline",
+        "optimizer=sgd",
+        "--reference",
+        "optimizer=adamw",
+        "--by",
+        "batch_size",
+    )
     plain = {r["batch_size"]: r for r in _json(root, *args) if r["arm"] == "signum"}
-    pooled = {r["batch_size"]: r for r in _json(root, *args, "--pooled-variance")
-              if r["arm"] == "signum"}  # fmt: skip
+    pooled = {
+        r["batch_size"]: r for r in _json(root, *args, "--pooled-variance") if r["arm"] == "signum"
+    }
     assert set(pooled) == {8, 32, 128}
     for bs, r in pooled.items():
         assert r["closure_pct"] == pytest.approx(plain[bs]["closure_pct"])
@@ -118,8 +138,10 @@ def test_compare_with_unequal_seed_counts_says_which_interval(root):
     assert "unequal seed counts: Banerjee's interval and test" in res.stdout
     (row,) = _json(root, *args, "--alternative", "two-sided")
     a, b = np.array([30.0, 31.0]), np.array([27.0, 27.2, 27.1, 26.9, 27.3])
-    half = np.sqrt(stats.t.ppf(0.975, 1) ** 2 * a.var(ddof=1) / 2
-                   + stats.t.ppf(0.975, 4) ** 2 * b.var(ddof=1) / 5)  # fmt: skip
+    half = np.sqrt(
+        stats.t.ppf(0.975, 1) ** 2 * a.var(ddof=1) / 2
+        + stats.t.ppf(0.975, 4) ** 2 * b.var(ddof=1) / 5
+    )
     assert row["ci_high"] - row["diff"] == pytest.approx(half)
 
 
@@ -128,8 +150,17 @@ def test_family_corrects_over_every_claim_of_several_commands(root):
     from harness.core.paths import family_path
 
     compare = ("analyze", "compare", "pool", *ARMS, "--alternative", "two-sided")
-    gap = ("analyze", "gap", "pool", "--baseline", "optimizer=sgd", "--reference",
-           "optimizer=adamw", "--by", "batch_size")  # fmt: skip
+    gap = (
+        "analyze",
+        "gap",
+        "pool",
+        "--baseline",
+        "optimizer=sgd",
+        "--reference",
+        "optimizer=adamw",
+        "--by",
+        "batch_size",
+    )
     alone = {r["batch_size"]: r["p_adj"] for r in _json(root, *compare)}
     first = {r["batch_size"]: r["p_adj"] for r in _json(root, *compare, "--family", "study")}
     assert first == pytest.approx(alone)  # the family holds this table's 3 claims only
@@ -169,9 +200,17 @@ def test_family_through_the_api_as_a_study_uses_it(root):
     def cells() -> list[dict]:
         out = []
         for where in ("batch_size = 8", "batch_size > 8"):
-            table = api.analyze("compare", "pool", results=root, where=where, a="optimizer=sgd",
-                                b="optimizer=adamw", by=["batch_size"], alternative="two-sided",
-                                family="api")  # fmt: skip
+            table = api.analyze(
+                "compare",
+                "pool",
+                results=root,
+                where=where,
+                a="optimizer=sgd",
+                b="optimizer=adamw",
+                by=["batch_size"],
+                alternative="two-sided",
+                family="api",
+            )
             out += table.table.to_dict(orient="records")
         return out
 

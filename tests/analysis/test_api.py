@@ -34,12 +34,31 @@ def test_every_public_function_is_documented() -> None:
 
 
 def test_analyze_gives_the_table_the_command_prints(work: Path) -> None:
-    ans = api.analyze("compare", "work", results=work, a="optimizer=sgd", b="optimizer=adam",
-                      alternative="two-sided")  # fmt: skip
+    ans = api.analyze(
+        "compare",
+        "work",
+        results=work,
+        a="optimizer=sgd",
+        b="optimizer=adam",
+        alternative="two-sided",
+    )
     assert len(ans.table) == 1 and ans.notes
-    cli = CliRunner().invoke(main, ["analyze", "compare", "work", "--a", "optimizer=sgd", "--b",
-                                    "optimizer=adam", "--alternative", "two-sided",
-                                    "--results", str(work)])  # fmt: skip
+    cli = CliRunner().invoke(
+        main,
+        [
+            "analyze",
+            "compare",
+            "work",
+            "--a",
+            "optimizer=sgd",
+            "--b",
+            "optimizer=adam",
+            "--alternative",
+            "two-sided",
+            "--results",
+            str(work),
+        ],
+    )
     assert cli.exit_code == 0, cli.output
     assert api.text(ans) + "\n" == cli.stdout
     with pytest.raises(UserError, match=r"unknown option.*nope"):
@@ -51,8 +70,19 @@ def test_analyze_gives_the_table_the_command_prints(work: Path) -> None:
 def test_plan_lists_the_runs_a_dry_run_prints(tmp_path: Path) -> None:
     grid = REPO / "analysis" / "studies" / "toy_quadratic.yaml"
     got = api.plan(grid, local=True, results=tmp_path)
-    cli = CliRunner().invoke(main, ["submit", str(grid), "--local", "--dry-run", "--format", "csv",
-                                    "--results", str(tmp_path)])  # fmt: skip
+    cli = CliRunner().invoke(
+        main,
+        [
+            "submit",
+            str(grid),
+            "--local",
+            "--dry-run",
+            "--format",
+            "csv",
+            "--results",
+            str(tmp_path),
+        ],
+    )
     assert cli.exit_code == 0, cli.output
     assert got.run_ids == [r["run_id"] for r in csv.DictReader(io.StringIO(cli.stdout))]
 
@@ -91,12 +121,15 @@ def test_rows_and_tuned_give_each_cells_selection(work: Path) -> None:
 
 
 def _arms_grid(folder: Path, name: str, optimizers: dict[str, str]) -> Path:
-    blocks = "\n".join(f"    {o}: {{label: [{label}], lr: [1.0e-3, 1.0e-2]}}"
-                       for o, label in optimizers.items())  # fmt: skip
+    blocks = "\n".join(
+        f"    {o}: {{label: [{label}], lr: [1.0e-3, 1.0e-2]}}" for o, label in optimizers.items()
+    )
     path = folder / name
-    path.write_text(f"name: arms\nbase: {{workload: quadratic, steps: 20}}\ngrid:\n  optimizer:\n"
-                    f"{blocks}\nseeds: {{tune: [0], confirm: [1, 2]}}\n"
-                    "extend: {axes: [lr], rounds: 1}\n")  # fmt: skip
+    path.write_text(
+        f"name: arms\nbase: {{workload: quadratic, steps: 20}}\ngrid:\n  optimizer:\n"
+        f"{blocks}\nseeds: {{tune: [0], confirm: [1, 2]}}\n"
+        "extend: {axes: [lr], rounds: 1}\n"
+    )
     return path
 
 
@@ -112,8 +145,12 @@ def _train(plan: api.Plan, root: Path, status: str = "completed") -> list[str]:
     todo = [r for r in plan.runs if r.run_id not in plan.done]
     for r in todo:
         loss = (math.log10(r.optim.lr) - 1) ** 2
-        write_result(root, r, RunResult(status=status, steps_done=r.data.steps,
-                                        metrics={"val_loss": loss}), provenance())  # fmt: skip
+        write_result(
+            root,
+            r,
+            RunResult(status=status, steps_done=r.data.steps, metrics={"val_loss": loss}),
+            provenance(),
+        )
     return [r.run_id for r in todo]
 
 

@@ -32,8 +32,15 @@ def _ppl(opt: str, bs: int, k: int, seed: int) -> float:
 
 def _run(opt: str, bs: int, lr: float, seed: int):
     steps = 1_048_576 // (bs * 64)
-    return make_run(grid="conds", optimizer=opt, batch_size=bs, lr=lr, seed=seed,
-                    warmup_steps=int(0.1 * steps), lr_min=0.1 * lr)  # fmt: skip
+    return make_run(
+        grid="conds",
+        optimizer=opt,
+        batch_size=bs,
+        lr=lr,
+        seed=seed,
+        warmup_steps=int(0.1 * steps),
+        lr_min=0.1 * lr,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +123,18 @@ def test_expression_fields_are_never_tuned_nor_edges(root):
 def test_pool_tunes_over_the_condition(root):
     """--pool batch_size: one cell per optimizer, batch size tuned over like lr; warmup_steps
     still follows it (not tuned, no edge)."""
-    res = _cli(root, "analyze", "best", "conds", "--by", "optimizer", "--pool", "batch_size",
-               "--format", "json")  # fmt: skip
+    res = _cli(
+        root,
+        "analyze",
+        "best",
+        "conds",
+        "--by",
+        "optimizer",
+        "--pool",
+        "batch_size",
+        "--format",
+        "json",
+    )
     table = _json(res)
     assert len(table) == 2
     best = dict(zip(table["optimizer"], table["batch_size"], strict=True))
@@ -128,8 +145,18 @@ def test_pool_tunes_over_the_condition(root):
 
 
 def test_over_a_condition_pools_it_as_before(root):
-    res = _cli(root, "analyze", "best", "conds", "--by", "optimizer", "--over", "lr,batch_size",
-               "--format", "json")  # fmt: skip
+    res = _cli(
+        root,
+        "analyze",
+        "best",
+        "conds",
+        "--by",
+        "optimizer",
+        "--over",
+        "lr,batch_size",
+        "--format",
+        "json",
+    )
     table = _json(res)
     assert dict(zip(table["optimizer"], table["batch_size"], strict=True)) == {
         "adamw": 16,
@@ -174,8 +201,11 @@ def test_a_zipped_lr_follows_the_batch_size(tmp_path):
     pooled, the batch size is what is tuned."""
     for bs, lr in ((16, 1e-3), (64, 2e-3)):
         for s in range(2):
-            write_run(tmp_path, make_run(grid="zip", batch_size=bs, lr=lr, seed=s),
-                      val_ppl=20.0 + bs / 16 + s * 0.1)  # fmt: skip
+            write_run(
+                tmp_path,
+                make_run(grid="zip", batch_size=bs, lr=lr, seed=s),
+                val_ppl=20.0 + bs / 16 + s * 0.1,
+            )
     res = _cli(tmp_path, "analyze", "best", "zip", "--pool", "batch_size", "--format", "json")
     table = _json(res)
     assert len(table) == 1 and int(table["batch_size"].iloc[0]) == 16
@@ -192,8 +222,11 @@ def partial(tmp_path_factory) -> Path:
 
     plan = [
         make_run(grid="part", optimizer=o, batch_size=b, lr=lr, seed=s)
-        for o in ("adamw", "sgd") for b in BATCHES for lr in LRS[:2] for s in range(3)
-    ]  # fmt: skip
+        for o in ("adamw", "sgd")
+        for b in BATCHES
+        for lr in LRS[:2]
+        for s in range(3)
+    ]
     write_manifest(root, "part", plan)
     done = [r for r in plan if r.data.batch_size == 16 and r.optim.lr == LRS[0]]
     for k, run in enumerate(done):
@@ -260,11 +293,15 @@ def test_an_expression_field_is_never_extended(tmp_path):
     g = load_grid(path, vocab=vocab_lookup(tmp_path))
     rows = pd.DataFrame(
         [
-            {"run_id": r.run_id, **flat(r), "status": "completed",
-             "value": 3.0 - math.log10(r.optim.lr) * 0.1 + 1e-4 * r.execution.seed}
+            {
+                "run_id": r.run_id,
+                **flat(r),
+                "status": "completed",
+                "value": 3.0 - math.log10(r.optim.lr) * 0.1 + 1e-4 * r.execution.seed,
+            }
             for r in g.runs
         ]
-    )  # fmt: skip
+    )
     runs = {r.run_id: r for r in g.runs}
     plan = plan_extension(rows, runs, ExtendSpec(), change=partial(vary, g))
     text = "\n".join(plan.lines)

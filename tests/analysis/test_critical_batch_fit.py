@@ -42,9 +42,14 @@ def _import(root: Path, grid: str, runs: list[dict], points: list[dict]) -> None
         lines = [",".join(cols)] + [",".join(str(r[c]) for c in cols) for r in rows]
         (root / f"{grid}_{name}.csv").write_text("\n".join(lines) + "\n")
     res = _run(
-        root, "import", str(root / f"{grid}_runs.csv"), "--grid", grid,
-        "--curves", str(root / f"{grid}_curves.csv"),
-    )  # fmt: skip
+        root,
+        "import",
+        str(root / f"{grid}_runs.csv"),
+        "--grid",
+        grid,
+        "--curves",
+        str(root / f"{grid}_curves.csv"),
+    )
     assert res.exit_code == 0, res.output
     assert f"imported the loss curves of {len(runs)} run(s)" in res.stdout
 
@@ -87,9 +92,15 @@ def test_zhang_published_step_counts_give_critical_batches_monotone_in_model_siz
     got = {}
     for model, goal in ZHANG_GOAL.items():
         rows = _critical(
-            zhang, "zhang", "--where", f"model = '{model}'", "--target", str(goal),
-            "--reference-batch", "256",
-        )  # fmt: skip
+            zhang,
+            "zhang",
+            "--where",
+            f"model = '{model}'",
+            "--target",
+            str(goal),
+            "--reference-batch",
+            "256",
+        )
         assert [r["steps"] for r in rows] == pytest.approx(ZHANG_STEPS[model])
         assert {r["reference_batch"] for r in rows} == {256}
         got[model] = rows[0]["critical_batch"]
@@ -169,8 +180,13 @@ def test_curves_whose_key_names_no_run_or_several_are_refused_and_nothing_writte
     for text, message in cases.items():
         (tmp_path / "curves.csv").write_text(text)
         res = _run(
-            tmp_path, "import", str(tmp_path / "runs.csv"), "--grid", "bad",
-            "--curves", str(tmp_path / "curves.csv"),
-        )  # fmt: skip
+            tmp_path,
+            "import",
+            str(tmp_path / "runs.csv"),
+            "--grid",
+            "bad",
+            "--curves",
+            str(tmp_path / "curves.csv"),
+        )
         assert res.exit_code == 2 and message in res.output, res.output
         assert not (tmp_path / "bad").exists()

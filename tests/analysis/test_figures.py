@@ -433,8 +433,13 @@ def test_same_arm_same_color_in_every_figure_and_failed_arm_named(tmp_path):
     prep = prepare(every, "val_ppl", "min")
     from harness.analysis.present.figures.common import arm_styles, missing_arms
 
-    data = FigureData(rows=prep.rows, metric="val_ppl", goal="min", styles=arm_styles(every),
-                      missing=tuple(missing_arms(every, prep.rows)))  # fmt: skip
+    data = FigureData(
+        rows=prep.rows,
+        metric="val_ppl",
+        goal="min",
+        styles=arm_styles(every),
+        missing=tuple(missing_arms(every, prep.rows)),
+    )
     fig = draw(data)
     drawn = {ln.get_label(): ln.get_color() for ln in fig.axes[0].get_lines()}
     assert all(drawn[arm] == a[arm]["color"] for arm in a)
@@ -445,8 +450,13 @@ def test_loss_curves_all_runs_and_the_validation_legend(root):
     from harness.analysis.present.figures.loss_curves import draw
 
     data = _data(root, "betas")
-    every = FigureData(rows=data.rows, metric="val_ppl", goal="min", frames=data.frames,
-                       options=FigureOptions(runs="all"))  # fmt: skip
+    every = FigureData(
+        rows=data.rows,
+        metric="val_ppl",
+        goal="min",
+        frames=data.frames,
+        options=FigureOptions(runs="all"),
+    )
     lines = draw(every).axes[0].get_lines()
     thin = [ln for ln in lines if ln.get_label() == "_run"]
     assert len(thin) == 36  # every run of the cell, the diverged ones included
@@ -494,8 +504,11 @@ def _set_own(row: Path, name: str, value: float) -> None:
 
     table = pq.read_table(row)
     run_id = f"{row.stem}-{value:g}"
-    table = table.set_column(table.schema.get_field_index("run_id"), "run_id",
-                             pa.array([run_id] * len(table), pa.string()))  # fmt: skip
+    table = table.set_column(
+        table.schema.get_field_index("run_id"),
+        "run_id",
+        pa.array([run_id] * len(table), pa.string()),
+    )
     table = table.append_column(name, pa.array([value] * len(table), pa.float64()))
     table = table.set_column(
         table.schema.get_field_index("own_hyperparameters"),
@@ -507,8 +520,18 @@ def _set_own(row: Path, name: str, value: float) -> None:
 
 
 def test_figures_baseline_and_reference_flags(root):
-    res = _figures(root, "opt", "--figure", "gap_closure", "--baseline", "optimizer=signum",
-                   "--reference", "optimizer=adamw", "--format", "json")  # fmt: skip
+    res = _figures(
+        root,
+        "opt",
+        "--figure",
+        "gap_closure",
+        "--baseline",
+        "optimizer=signum",
+        "--reference",
+        "optimizer=adamw",
+        "--format",
+        "json",
+    )
     assert res.exit_code == 0, res.output
     side = json.loads((root / "opt" / "figures" / "gap_closure.json").read_text())
     assert side["figure"] == "gap_closure"
@@ -527,8 +550,11 @@ def test_an_arm_not_run_yet_is_named_and_keeps_its_color(tmp_path):
     changes no other arm's color."""
     from harness.store.manifest import write_manifest
 
-    planned = [make_run(grid="p", optimizer=o, lr=lr) for o in ("adamw", "./x.py:A", "./x.py:B")
-               for lr in (1e-3, 2e-3)]  # fmt: skip
+    planned = [
+        make_run(grid="p", optimizer=o, lr=lr)
+        for o in ("adamw", "./x.py:A", "./x.py:B")
+        for lr in (1e-3, 2e-3)
+    ]
     write_manifest(tmp_path, "p", planned)
     for run in planned[:4]:  # ./x.py:B not run yet
         write_run(tmp_path, run, val_ppl=20.0 + 1000 * run.optim.lr)
@@ -552,8 +578,9 @@ def test_gap_closure_panel_with_only_baseline_and_reference(tmp_path):
         for opt in opts:
             for s in range(2):
                 ppl = {"sgd": 30.0, "adamw": 20.0, "signum": 60.0}[opt] + s
-                write_run(tmp_path, make_run(grid="g2", optimizer=opt, batch_size=bs, seed=s),
-                          val_ppl=ppl)  # fmt: skip
+                write_run(
+                    tmp_path, make_run(grid="g2", optimizer=opt, batch_size=bs, seed=s), val_ppl=ppl
+                )
     fig = draw(_data(tmp_path, "g2"))
     assert [t.get_text() for t in fig.axes[0].texts] == ["no other arm here"]
     (bar,) = fig.axes[1].patches

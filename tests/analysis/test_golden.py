@@ -17,10 +17,15 @@ def test_outputs_are_byte_identical_to_the_recorded_ones(tmp_path: Path) -> None
     assert sorted(got) == sorted(recorded), "outputs added or gone"
     differ = [name for name in got if got[name] != recorded[name]]
     diffs = "".join(
-        "".join(difflib.unified_diff(
-            recorded[n].decode(errors="replace").splitlines(True)[:400],
-            got[n].decode(errors="replace").splitlines(True)[:400], n, n, n=1,
-        ))[:3000]
+        "".join(
+            difflib.unified_diff(
+                recorded[n].decode(errors="replace").splitlines(True)[:400],
+                got[n].decode(errors="replace").splitlines(True)[:400],
+                n,
+                n,
+                n=1,
+            )
+        )[:3000]
         for n in differ
-    )  # fmt: skip
+    )
     assert not differ, f"{len(differ)} output(s) changed: {differ}\n{diffs}"

@@ -24,15 +24,21 @@ def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("module", "line", "contract"),
     [
-        ("analysis/stats/intervals.py", "from harness.analysis.rows.load import select",
-         "Statistics are numbers in, numbers out"),
+        (
+            "analysis/stats/intervals.py",
+            "from harness.analysis.rows.load import select",
+            "Statistics are numbers in, numbers out",
+        ),
         ("analysis/stats/corrections.py", "import duckdb", "Statistics are numbers in"),
         ("analysis/rows/tuning.py", "from harness.store.db import connect", "One door"),
         ("watch/live_view.py", "import duckdb", "One door"),
-        ("analysis/rows/axes.py", "from harness.analysis.questions import query",
-         "present > questions > rows > stats"),
+        (
+            "analysis/rows/axes.py",
+            "from harness.analysis.questions import query",
+            "present > questions > rows > stats",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_forbidden_import_breaks_the_analysis_contracts(
     tree_copy: Path, module: str, line: str, contract: str
 ) -> None:

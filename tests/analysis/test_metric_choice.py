@@ -40,20 +40,24 @@ def test_the_report_on_a_workload_grid_uses_val_loss(work: Path, tmp_path: Path)
     assert "<svg" in html  # the loss curves a reader can toggle
     figures = CliRunner().invoke(main, ["figures", "work", "--results", str(work)])
     assert "lr_sensitivity-val_loss.png" in figures.stdout  # the figures agree
-    best = CliRunner().invoke(main, ["analyze", "best", "work", "--by", "optimizer",
-                                     "--results", str(work)])  # fmt: skip
+    best = CliRunner().invoke(
+        main, ["analyze", "best", "work", "--by", "optimizer", "--results", str(work)]
+    )
     assert "note: metric val_loss: no run has val_ppl" in best.stdout
 
 
 def test_choose_metric_resolves_once_with_typed_goals() -> None:
     runs = pd.DataFrame({"val_loss": [1.0, 2.0], "val_ppl": [None, None], "iso": [0.1, 0.2]})
     c = choose_metric(runs)
-    assert (c.metric, c.goal, c.select_by, c.select_goal) == ("val_loss", Goal.MIN, "val_loss",
-                                                              Goal.MIN)  # fmt: skip
+    assert (c.metric, c.goal, c.select_by, c.select_goal) == (
+        "val_loss",
+        Goal.MIN,
+        "val_loss",
+        Goal.MIN,
+    )
     assert c.notes and "no run has val_ppl" in c.notes[0]
     c = choose_metric(runs, "iso", select_by="val_loss")
-    assert (c.metric, c.goal, c.select_by, c.select_goal) == ("iso", Goal.MAX, "val_loss",
-                                                              Goal.MIN)  # fmt: skip
+    assert (c.metric, c.goal, c.select_by, c.select_goal) == ("iso", Goal.MAX, "val_loss", Goal.MIN)
     assert choose_metric(runs, "val_loss", "max").goal is Goal.MAX
     with pytest.raises(UserError, match="unknown --goal 'up'"):
         choose_metric(runs, "val_loss", "up")  # type: ignore[arg-type]

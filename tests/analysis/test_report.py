@@ -36,8 +36,15 @@ def chromium() -> str:
 
 def browse(html: Path, tmp: Path, *args: str, fragment: str = "") -> subprocess.CompletedProcess:
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
-    cmd = [chromium(), *FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-           *args, f"file://{html}{fragment}"]  # fmt: skip
+    cmd = [
+        chromium(),
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+        f"file://{html}{fragment}",
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
 
 

@@ -58,8 +58,10 @@ def test_diverged_seeds_are_counted_per_cell_with_null_keys_kept():
         }
     )
     st = seed_stats(rows, ["opt", "lr"])
-    got = {(o if isinstance(o, str) else None, lr): n
-           for o, lr, n in zip(st["opt"], st["lr"], st["n_diverged"], strict=True)}  # fmt: skip
+    got = {
+        (o if isinstance(o, str) else None, lr): n
+        for o, lr, n in zip(st["opt"], st["lr"], st["n_diverged"], strict=True)
+    }
     assert got == {("a", 1.0): 1, ("a", 2.0): 0, (None, 1.0): 1, ("b", 1.0): 0}
     assert st["n_diverged"].dtype == np.int64
     best = tune(rows, ["opt"], ["lr"], Goal.MIN)

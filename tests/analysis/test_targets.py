@@ -56,8 +56,12 @@ def test_the_first_crossing_counts_and_points_without_the_column_are_skipped():
 def test_targets_parse_from_grids_and_the_command_line():
     assert parse_target(3.9, "t") == Target("train_loss", 3.9)
     assert parse_target({"val_loss": "3.5"}, "t") == Target("val_loss", 3.5)
-    for bad, msg in [({"loss": 3}, "unknown target column 'loss'"), ("x", "expected a number"),
-                     ({"val_loss": 1, "train_loss": 2}, "one"), (math.nan, "finite")]:  # fmt: skip
+    for bad, msg in [
+        ({"loss": 3}, "unknown target column 'loss'"),
+        ("x", "expected a number"),
+        ({"val_loss": 1, "train_loss": 2}, "one"),
+        (math.nan, "finite"),
+    ]:
         with pytest.raises(UserError, match=msg):
             parse_target(bad, "t")
 
@@ -69,12 +73,26 @@ def test_targets_parse_from_grids_and_the_command_line():
 #   x, bs 64: 300;  y, bs 64: 150;  z, bs 64: 450
 # Ratios: bs 8: x 1, y 2, z inf; bs 64: x 2, y 1, z 3.
 RUNS = [
-    ("x", 8, 1, 100), ("x", 8, 1, 100), ("x", 8, 2, 80), ("x", 8, 2, INF), ("x", 8, 2, INF),
-    ("y", 8, 1, 200), ("y", 8, 1, 200), ("z", 8, 1, INF),
-    ("x", 64, 1, 300), ("y", 64, 1, 150), ("z", 64, 1, 450),
-]  # fmt: skip
-RATIOS = {("x", 8): 1.0, ("y", 8): 2.0, ("z", 8): INF, ("x", 64): 2.0, ("y", 64): 1.0,
-          ("z", 64): 3.0}  # fmt: skip
+    ("x", 8, 1, 100),
+    ("x", 8, 1, 100),
+    ("x", 8, 2, 80),
+    ("x", 8, 2, INF),
+    ("x", 8, 2, INF),
+    ("y", 8, 1, 200),
+    ("y", 8, 1, 200),
+    ("z", 8, 1, INF),
+    ("x", 64, 1, 300),
+    ("y", 64, 1, 150),
+    ("z", 64, 1, 450),
+]
+RATIOS = {
+    ("x", 8): 1.0,
+    ("y", 8): 2.0,
+    ("z", 8): INF,
+    ("x", 64): 2.0,
+    ("y", 64): 1.0,
+    ("z", 64): 3.0,
+}
 
 
 def hand_table() -> pd.DataFrame:
@@ -109,22 +127,37 @@ def test_profile_and_score_match_an_independent_computation():
 
 
 def test_an_arm_missing_from_a_cell_and_a_cell_nobody_reaches_are_infinite():
-    runs = pd.DataFrame([("x", 8, 1, 100.0), ("y", 64, 1, 50.0), ("x", 64, 1, 100.0),
-                         ("x", 16, 1, INF), ("y", 16, 1, INF)],
-                        columns=[METHOD, "batch_size", "lr", "t"])  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            ("x", 8, 1, 100.0),
+            ("y", 64, 1, 50.0),
+            ("x", 64, 1, 100.0),
+            ("x", 16, 1, INF),
+            ("y", 16, 1, INF),
+        ],
+        columns=[METHOD, "batch_size", "lr", "t"],
+    )
     table = performance_profiles.ratios(
         performance_profiles.arm_times(runs, ["batch_size"], [], "t"), ["batch_size"]
     )
     got = {(r[METHOD], r["batch_size"]): r[performance_profiles.RATIO] for _, r in table.iterrows()}
-    assert got == {("x", 8): 1.0, ("y", 8): INF, ("x", 64): 2.0, ("y", 64): 1.0,
-                   ("x", 16): INF, ("y", 16): INF}  # fmt: skip
+    assert got == {
+        ("x", 8): 1.0,
+        ("y", 8): INF,
+        ("x", 64): 2.0,
+        ("y", 64): 1.0,
+        ("x", 16): INF,
+        ("y", 16): INF,
+    }
 
 
 # --- end to end ----------------------------------------------------------------------------------
 def _points(tokens_per_loss: dict[float, int]) -> list[dict]:
     ordered = enumerate(sorted(tokens_per_loss.items(), reverse=True))
-    return [{"step": i + 1, "tokens": t, "train_loss": loss, "elapsed_s": t / 100.0}
-            for i, (loss, t) in ordered]  # fmt: skip
+    return [
+        {"step": i + 1, "tokens": t, "train_loss": loss, "elapsed_s": t / 100.0}
+        for i, (loss, t) in ordered
+    ]
 
 
 @pytest.fixture
@@ -132,8 +165,14 @@ def timed(tmp_path: Path) -> tuple[Path, Path]:
     """Grid ``timed``: adamw reaches 4.0 at 1000 tokens, sgd at 3000, signsgd never (bs 16);
     at bs 64 sgd is faster (1000) than adamw (2000). Two seeds each."""
     root = tmp_path / "results"
-    when = {("adamw", 16): 1000, ("sgd", 16): 3000, ("adamw", 64): 2000, ("sgd", 64): 1000,
-            ("signsgd", 16): None, ("signsgd", 64): None}  # fmt: skip
+    when = {
+        ("adamw", 16): 1000,
+        ("sgd", 16): 3000,
+        ("adamw", 64): 2000,
+        ("sgd", 64): 1000,
+        ("signsgd", 16): None,
+        ("signsgd", 64): None,
+    }
     for (opt, bs), t in when.items():
         for seed in (0, 1):
             run = make_run(grid="timed", optimizer=opt, batch_size=bs, seed=seed)
@@ -167,8 +206,19 @@ def test_analyze_targets_and_profiles_end_to_end(timed):
     assert arms["signsgd"]["score"] == 0 and arms["signsgd"]["reached"] == 0
     assert arms["adamw"]["rho(1)"] == 0.5 and arms["sgd"]["rho(2)"] == 0.5
     # --target overrides the grid's: at 3.5 every reaching run needs 5000 tokens
-    r = invoke("analyze", "profiles", grid, "--results", root, "--format", "json",
-               "--target", "3.5", "--measure", "time")  # fmt: skip
+    r = invoke(
+        "analyze",
+        "profiles",
+        grid,
+        "--results",
+        root,
+        "--format",
+        "json",
+        "--target",
+        "3.5",
+        "--measure",
+        "time",
+    )
     arms = {row["method"]: row for row in json.loads(r.stdout)}
     assert arms["adamw"]["score"] == arms["sgd"]["score"] == 1.0
 
@@ -196,8 +246,10 @@ def test_a_grid_declares_its_target_per_scale(tmp_path):
     from harness.grid.load import load_grid
 
     p = tmp_path / "g.yaml"
-    base = ("name: g\nbase: {model: tiny, optimizer: adamw, seq_len: 32, batch_size: 8, "
-            "tokens: 2560, lr: 0.001}\n")  # fmt: skip
+    base = (
+        "name: g\nbase: {model: tiny, optimizer: adamw, seq_len: 32, batch_size: 8, "
+        "tokens: 2560, lr: 0.001}\n"
+    )
     p.write_text(base + "target: {val_loss: 3.9}\nlocal: {target: 5.5}\n")
     assert load_grid(p, vocab=vocab_lookup(tmp_path)).target == Target("val_loss", 3.9)
     local = load_grid(p, vocab=vocab_lookup(tmp_path), local=True)

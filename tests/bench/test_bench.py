@@ -93,8 +93,18 @@ def test_bad_protocol_is_one_line_exit_2_nothing_written(tmp_path: Path, case: s
     replace, message = BAD[case]
     path = _write(tmp_path, _protocol_text(**replace))
     results = tmp_path / "results"
-    r = CliRunner().invoke(main, ["bench", "torch.optim:SGD", "--protocol", str(path),
-                                  "--results", str(results), "--dry-run"])  # fmt: skip
+    r = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "torch.optim:SGD",
+            "--protocol",
+            str(path),
+            "--results",
+            str(results),
+            "--dry-run",
+        ],
+    )
     assert r.exit_code == 2, r.output
     assert message in r.output and r.output.count("\n") == 1, r.output
     assert not results.exists()
@@ -113,8 +123,9 @@ def test_candidate_that_is_a_baseline_is_refused(tmp_path: Path) -> None:
 
 
 def test_unknown_candidate_names_the_known_ones(tmp_path: Path) -> None:
-    r = CliRunner().invoke(main, ["bench", "nosuchopt", "--scale", "ci", "--dry-run",
-                                  "--results", str(tmp_path / "r")])  # fmt: skip
+    r = CliRunner().invoke(
+        main, ["bench", "nosuchopt", "--scale", "ci", "--dry-run", "--results", str(tmp_path / "r")]
+    )
     assert r.exit_code == 2 and "adamw" in r.output, r.output
 
 
@@ -139,13 +150,17 @@ def test_plain_sgd_keeps_its_zero_momentum_and_gets_adamws_lr_range(tmp_path: Pa
 
 
 def test_own_float_hyperparameters_get_a_log_range_around_their_default(tmp_path: Path) -> None:
-    opt = _write(tmp_path, """
+    opt = _write(
+        tmp_path,
+        """
         import torch
 
         class Damped(torch.optim.SGD):
             def __init__(self, params, lr=0.1, damping: float = 0.01, decay: float = 0.9):
                 super().__init__(params, lr=lr)
-    """, "damped.py")  # fmt: skip
+    """,
+        "damped.py",
+    )
     text = _protocol_text(**{"settings:": "  settings: 4"})
     d = derive(load_protocol(_write(tmp_path, text)), f"{opt}:Damped", tmp_path)
     assert d.candidate.label == "damped.py:Damped"  # however its path was typed
@@ -174,8 +189,18 @@ def test_baseline_runs_are_the_same_runs_for_every_candidate(tmp_path: Path) -> 
 
 
 def test_dry_run_says_what_each_phase_runs_and_the_paper_gpu_hours(tmp_path: Path) -> None:
-    r = CliRunner().invoke(main, ["bench", "torch.optim:SGD", "--scale", "paper", "--dry-run",
-                                  "--results", str(tmp_path / "r")])  # fmt: skip
+    r = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "torch.optim:SGD",
+            "--scale",
+            "paper",
+            "--dry-run",
+            "--results",
+            str(tmp_path / "r"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "AdamW (baseline): 90 runs" in r.output
     assert "torch.optim:SGD (candidate): 90 runs" in r.output
@@ -190,8 +215,9 @@ CELLS = [(8, 4096), (8, 8192), (16, 4096), (16, 8192)]
 LRS = [1e-3, 5.477e-3, 3e-2]
 
 
-def _rows(cand_shift: float, *, cand_curve: dict[float, float] | None = None,
-          confirm_seeds: int = 3) -> tuple[Rows, object]:  # fmt: skip
+def _rows(
+    cand_shift: float, *, cand_curve: dict[float, float] | None = None, confirm_seeds: int = 3
+) -> tuple[Rows, object]:
     """Synthetic rows of the CI protocol: AdamW's loss is 5 + (log10 lr + 2.26)^2 (best in the
     middle), seeds add a known spread; the candidate's is AdamW's + ``cand_shift``."""
     rng = np.random.default_rng(0)
@@ -201,16 +227,40 @@ def _rows(cand_shift: float, *, cand_curve: dict[float, float] | None = None,
             for lr in LRS:
                 curve = cand_curve if cand_curve and label != "AdamW" else None
                 loss = curve[lr] if curve else 5 + (np.log10(lr) + 2.26) ** 2 + shift
-                tuning.append({"label": label, "batch_size": bs, "tokens": tok, "lr": lr,
-                               "seed": 0, "confirm": None, "extend_round": None,
-                               VALUE: loss})  # fmt: skip
+                tuning.append(
+                    {
+                        "label": label,
+                        "batch_size": bs,
+                        "tokens": tok,
+                        "lr": lr,
+                        "seed": 0,
+                        "confirm": None,
+                        "extend_round": None,
+                        VALUE: loss,
+                    }
+                )
             best = min(LRS, key=lambda x: 5 + (np.log10(x) + 2.26) ** 2)
             for s in range(1, 1 + confirm_seeds):
-                confirm.append({"label": label, "batch_size": bs, "tokens": tok, "lr": best,
-                                "seed": s, "confirm": True, "extend_round": None,
-                                VALUE: 5.0 + shift + rng.normal(0, 0.01)})  # fmt: skip
-    rows = Rows("val_loss", "min", pd.DataFrame(tuning), pd.DataFrame(confirm),
-                ("label", "batch_size", "tokens"), ("lr",))  # fmt: skip
+                confirm.append(
+                    {
+                        "label": label,
+                        "batch_size": bs,
+                        "tokens": tok,
+                        "lr": best,
+                        "seed": s,
+                        "confirm": True,
+                        "extend_round": None,
+                        VALUE: 5.0 + shift + rng.normal(0, 0.01),
+                    }
+                )
+    rows = Rows(
+        "val_loss",
+        "min",
+        pd.DataFrame(tuning),
+        pd.DataFrame(confirm),
+        ("label", "batch_size", "tokens"),
+        ("lr",),
+    )
     return rows, None
 
 
@@ -273,15 +323,37 @@ def test_speedup_with_three_budgets_reads_the_candidates_data_efficiency(tmp_pat
             for tok in (4096, 8192, 16384):
                 law = 3 + 100 * (factor * tok) ** -0.5
                 for lr in LRS:
-                    tuning.append({"label": label, "batch_size": bs, "tokens": tok, "lr": lr,
-                                   "confirm": None, "extend_round": None,
-                                   VALUE: law + (np.log10(lr) + 2.26) ** 2})  # fmt: skip
+                    tuning.append(
+                        {
+                            "label": label,
+                            "batch_size": bs,
+                            "tokens": tok,
+                            "lr": lr,
+                            "confirm": None,
+                            "extend_round": None,
+                            VALUE: law + (np.log10(lr) + 2.26) ** 2,
+                        }
+                    )
                 for _seed in (1, 2, 3):
-                    confirm.append({"label": label, "batch_size": bs, "tokens": tok,
-                                    "lr": 5.477e-3, "confirm": True, "extend_round": None,
-                                    VALUE: law + rng.normal(0, 0.002)})  # fmt: skip
-    rows = Rows("val_loss", "min", pd.DataFrame(tuning), pd.DataFrame(confirm),
-                ("label", "batch_size", "tokens"), ("lr",))  # fmt: skip
+                    confirm.append(
+                        {
+                            "label": label,
+                            "batch_size": bs,
+                            "tokens": tok,
+                            "lr": 5.477e-3,
+                            "confirm": True,
+                            "extend_round": None,
+                            VALUE: law + rng.normal(0, 0.002),
+                        }
+                    )
+    rows = Rows(
+        "val_loss",
+        "min",
+        pd.DataFrame(tuning),
+        pd.DataFrame(confirm),
+        ("label", "batch_size", "tokens"),
+        ("lr",),
+    )
     v = verdict_of(d, rows)
     assert len(v.speedups) == 2  # per batch size
     for s in v.speedups:
@@ -296,7 +368,8 @@ def test_an_arm_with_part_of_its_budget_is_not_tuned(ci_sgd) -> None:
     rows = _rows(0.5)[0]
     t = rows.tuning
     dropped = t[~((t["label"] == "torch.optim:SGD") & (t["lr"] == 1e-3))]  # a failed config
-    v = verdict_of(ci_sgd, Rows(rows.metric, rows.goal, dropped, rows.confirm, rows.keys,
-                                rows.over))  # fmt: skip
+    v = verdict_of(
+        ci_sgd, Rows(rows.metric, rows.goal, dropped, rows.confirm, rows.keys, rows.over)
+    )
     assert [c.reading for c in v.comparisons] == ["not tuned"] * 4
     assert "only 2 of torch.optim:SGD's 3 configurations" in v.comparisons[0].why

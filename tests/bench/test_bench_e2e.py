@@ -54,8 +54,9 @@ def test_aa_no_evidence_then_sgd_worse_reusing_every_baseline_run(
     assert code == 0, plan
     assert "AdamW (baseline): 12 runs; 12 already have a result (reused" in plan, plan
 
-    code, out, both = _bench("torch.optim:SGD", *common, "--format", "json",
-                             "--html", tmp_path / "card.html")  # fmt: skip
+    code, out, both = _bench(
+        "torch.optim:SGD", *common, "--format", "json", "--html", tmp_path / "card.html"
+    )
     assert code == 0, both
     assert "AdamW: 12 of 12 tuning runs have a result from an earlier bench" in both, both
     assert _baseline_rows(root, "bench_ci") == before  # not one baseline run trained again

@@ -46,8 +46,7 @@ def _simulate(d: Derived, root: Path, data: Path, loss: Loss) -> list[RunConfig]
     path = write_grid(d)
     trained: list[RunConfig] = []
     for _ in range(12):  # tune, up to 3 extension rounds, confirm: a few rounds each
-        planned = api.plan(path, extend=True, confirm=True, per_arm=True, results=root,
-                           data=data)  # fmt: skip
+        planned = api.plan(path, extend=True, confirm=True, per_arm=True, results=root, data=data)
         runs = list(planned.runs)
         write_manifest(root, planned.grid.name, runs)
         done = set(newest_values(root, planned.grid.name, ["status"]))
@@ -55,8 +54,9 @@ def _simulate(d: Derived, root: Path, data: Path, loss: Loss) -> list[RunConfig]
         if not todo:
             return trained
         for r in todo:
-            result = RunResult(status="completed", steps_done=r.data.steps,
-                               metrics={"val_loss": loss(r)})  # fmt: skip
+            result = RunResult(
+                status="completed", steps_done=r.data.steps, metrics={"val_loss": loss(r)}
+            )
             write_result(root, r, result, provenance())
         trained += todo
     raise AssertionError("the phases did not converge")
@@ -87,7 +87,9 @@ def test_second_candidate_gets_its_rounds_and_reuses_every_baseline_run(
     second = derive_bench("torch.optim:SGD", root=root, scale="ci")
     p = plan(second, root, data)
     assert [(a.label, a.tuning, a.tuning_done) for a in p.arms] == [
-        ("AdamW", 12, 12), ("torch.optim:SGD", 12, 0)]  # fmt: skip
+        ("AdamW", 12, 12),
+        ("torch.optim:SGD", 12, 0),
+    ]
     assert p.arms[0].followups_done == 12  # AdamW's 12 confirmation runs
     ran = _simulate(second, root, data, loss)
     assert {r.label for r in ran} == {"torch.optim:SGD"}  # no baseline run trained again

@@ -59,8 +59,13 @@ def test_submit_local_query_status_and_resubmit(tmp_path, grid_file, prepared_da
     assert len(rows) == 4
     assert len(list((res_root / "cli_grid" / "curves").glob("*.parquet"))) == 4
 
-    r = invoke("query", "SELECT optimizer, status, val_loss FROM runs ORDER BY optimizer, seed",
-               "--format", "json", *common)  # fmt: skip
+    r = invoke(
+        "query",
+        "SELECT optimizer, status, val_loss FROM runs ORDER BY optimizer, seed",
+        "--format",
+        "json",
+        *common,
+    )
     data = json.loads(r.output)
     assert [d["status"] for d in data] == ["completed", "completed", "diverged", "diverged"]
     assert all(d["val_loss"] is not None for d in data[:2])
@@ -85,8 +90,9 @@ def test_submit_local_query_status_and_resubmit(tmp_path, grid_file, prepared_da
 
 def test_dry_run_submits_nothing(tmp_path, grid_file):
     res_root = tmp_path / "results"
-    r = invoke("submit", str(grid_file), "--dry-run", "--launcher", "local",
-               "--results", str(res_root))  # fmt: skip
+    r = invoke(
+        "submit", str(grid_file), "--dry-run", "--launcher", "local", "--results", str(res_root)
+    )
     assert r.exit_code == 0, r.output
     assert "runs: 4" in r.output and "GPU-hours" in r.output and "FLOPs" in r.output
     assert not res_root.exists()
@@ -100,8 +106,17 @@ def test_dry_run_prints_every_planned_runs_resolved_config(tmp_path, grid_file, 
     from harness.grid.load import load_grid
 
     res_root = tmp_path / "results"
-    r = invoke("submit", str(grid_file), "--dry-run", "--launcher", "local", "--format", fmt,
-               "--results", str(res_root))  # fmt: skip
+    r = invoke(
+        "submit",
+        str(grid_file),
+        "--dry-run",
+        "--launcher",
+        "local",
+        "--format",
+        fmt,
+        "--results",
+        str(res_root),
+    )
     assert r.exit_code == 0, r.output
     if fmt == "json":
         rows = json.loads(r.output)
@@ -116,13 +131,16 @@ def test_dry_run_prints_every_planned_runs_resolved_config(tmp_path, grid_file, 
     assert list(rows[0]) == ["run_id", *(f.name for f in CATALOGUE if not f.meta.sparse)]
     by_opt = {row["optimizer"]: row for row in rows if row["seed"] in (0, "0")}
     assert {k: str(by_opt["sgd"][k]) for k in ("lr", "momentum", "weight_decay_mode")} == {
-        "lr": "10000.0", "momentum": "0.9", "weight_decay_mode": "decoupled",
-    }  # fmt: skip
+        "lr": "10000.0",
+        "momentum": "0.9",
+        "weight_decay_mode": "decoupled",
+    }
     assert by_opt["adamw"]["momentum"] in (None, "")  # NULL where a field does not apply
     assert by_opt["adamw"]["steps"] in (6, "6") and by_opt["sgd"]["grad_clip"] in (None, "")
     assert not res_root.exists()
-    r = CliRunner().invoke(main, ["submit", str(grid_file), "--local", "--format", fmt,
-                                  "--results", str(res_root)])  # fmt: skip
+    r = CliRunner().invoke(
+        main, ["submit", str(grid_file), "--local", "--format", fmt, "--results", str(res_root)]
+    )
     assert r.exit_code == 2 and "--dry-run" in r.output and not res_root.exists()
 
 
@@ -158,8 +176,11 @@ BAD_INPUTS = [
 @pytest.mark.parametrize(("args", "message"), BAD_INPUTS)
 def test_bad_input_exit_2_nothing_written(tmp_path, grid_file, args, message):
     fmt = {"grid": str(grid_file), "missing": str(tmp_path / "x.yaml")}
-    for name, extra in [("bad", "colour: red"), ("launcher", "launcher: nowhere"),
-                        ("figure", "figures: [nope]")]:  # fmt: skip
+    for name, extra in [
+        ("bad", "colour: red"),
+        ("launcher", "launcher: nowhere"),
+        ("figure", "figures: [nope]"),
+    ]:
         bad = tmp_path / f"{name}.yaml"
         bad.write_text(textwrap.dedent(GRID).replace("launcher: local\n", "") + extra + "\n")
         fmt[f"grid_{name}"] = str(bad)
@@ -238,9 +259,17 @@ def test_eval_tokens_beyond_the_validation_split_is_refused_before_launch(
     grid_file.write_text(text)
     res_root = tmp_path / "results"
     r = CliRunner().invoke(
-        main, ["submit", str(grid_file), "--local", "--results", str(res_root),
-               "--data", str(prepared_data)]
-    )  # fmt: skip
+        main,
+        [
+            "submit",
+            str(grid_file),
+            "--local",
+            "--results",
+            str(res_root),
+            "--data",
+            str(prepared_data),
+        ],
+    )
     assert r.exit_code == 2
     assert "val.bin has" in r.output and "lower eval_tokens" in r.output
     assert not res_root.exists()

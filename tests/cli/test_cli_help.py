@@ -147,7 +147,13 @@ def test_help_imports_no_command():
         " or m.partition('.')[0] in heavy))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          timeout=120, check=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
     assert "Commands:" in proc.stdout and "submit" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout

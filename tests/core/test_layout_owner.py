@@ -13,10 +13,22 @@ OWNER = PACKAGE / "core" / "paths.py"
 
 #: Folder and file names of the layout (core/paths.py's module docstring).
 LAYOUT_NAMES = {
-    "runs", "curves", "compact", "compile_cache", "checkpoints", "submissions", "locks",
-    "quarantine", "figures", "manifest.parquet", ".verified.json", "records", "slurm", "local",
+    "runs",
+    "curves",
+    "compact",
+    "compile_cache",
+    "checkpoints",
+    "submissions",
+    "locks",
+    "quarantine",
+    "figures",
+    "manifest.parquet",
+    ".verified.json",
+    "records",
+    "slurm",
+    "local",
     "live",
-}  # fmt: skip
+}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -78,9 +90,13 @@ def test_the_check_sees_a_spelled_layout() -> None:
 
 #: Calls that write Parquet files (pyarrow's, pandas', the store's).
 PARQUET_WRITERS = {
-    "write_table", "write_dataset", "ParquetWriter", "to_parquet", "atomic_write_table",
+    "write_table",
+    "write_dataset",
+    "ParquetWriter",
+    "to_parquet",
+    "atomic_write_table",
     "write_to_dataset",
-}  # fmt: skip
+}
 
 
 def parquet_writes(source: str) -> list[str]:

@@ -29,15 +29,25 @@ def test_a_relative_xdg_base_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
 
 def test_data_list_from_two_folders_names_one_data_root(tmp_path: Path) -> None:
-    environ = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": "rel",
-               "PYTHONPATH": str(REPO)}  # fmt: skip
+    environ = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "XDG_DATA_HOME": "rel",
+        "PYTHONPATH": str(REPO),
+    }
     environ.pop("HARNESS_DATA", None)
     code = "from harness.data.catalogue import data_root; print(data_root())"
     seen = set()
     for folder in (tmp_path / "a", tmp_path / "b"):
         folder.mkdir()
-        out = subprocess.run([sys.executable, "-c", code], cwd=folder, env=environ, text=True,
-                             capture_output=True, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=folder,
+            env=environ,
+            text=True,
+            capture_output=True,
+            check=True,
+        ).stdout
         seen.add(out.strip())
     assert seen == {str(tmp_path / "home" / ".local" / "share" / "harness" / "data")}
 

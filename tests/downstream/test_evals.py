@@ -49,11 +49,21 @@ def write_grid(
     doc = {
         "name": name,
         "launcher": "local",
-        "base": {"model": "tiny", "dataset": "classics-bpe8k", "optimizer": "adamw",
-                 "lr": 3.0e-3, "seq_len": 32, "batch_size": 8, "tokens": 8 * 32 * 4,
-                 "eval_tokens": 2048, "log_every": 2, "keep_weights": keep, **base},
+        "base": {
+            "model": "tiny",
+            "dataset": "classics-bpe8k",
+            "optimizer": "adamw",
+            "lr": 3.0e-3,
+            "seq_len": 32,
+            "batch_size": 8,
+            "tokens": 8 * 32 * 4,
+            "eval_tokens": 2048,
+            "log_every": 2,
+            "keep_weights": keep,
+            **base,
+        },
         "seeds": list(seeds),
-    }  # fmt: skip
+    }
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -91,8 +101,19 @@ def trained(
 
 
 def eval_args(t: SimpleNamespace, *extra: Any) -> list[Any]:
-    return ["eval", t.grid, "--tasks", TASK, "--include", t.tasks, "--results", t.root,
-            "--data", t.data, *extra]  # fmt: skip
+    return [
+        "eval",
+        t.grid,
+        "--tasks",
+        TASK,
+        "--include",
+        t.tasks,
+        "--results",
+        t.root,
+        "--data",
+        t.data,
+        *extra,
+    ]
 
 
 def eval_files(root: Path, grid: str) -> dict[str, int]:
@@ -152,8 +173,15 @@ def test_eval_writes_rows_joining_runs_with_our_accuracy(trained: SimpleNamespac
     runs = read_manifest(trained.root, trained.grid)
     encoder = dataset_encoder(resolve_dataset("classics-bpe8k", trained.data))
     for run_id, task, sub, metric, filt, value, stderr, version, shots, n, sha, ver, _ in rows:
-        assert (task, sub, metric, filt, version, shots, n) == (TASK, TASK, "acc", "none", "1.0",
-                                                                0, len(docs))  # fmt: skip
+        assert (task, sub, metric, filt, version, shots, n) == (
+            TASK,
+            TASK,
+            "acc",
+            "none",
+            "1.0",
+            0,
+            len(docs),
+        )
         assert ver == "0.4.13" and stderr is not None
         weights = paths.weights_path(trained.root, trained.grid, run_id)
         assert sha == hashlib.sha256(weights.read_bytes()).hexdigest()
@@ -231,13 +259,15 @@ def test_a_group_gives_rows_for_itself_and_each_member(trained: SimpleNamespace)
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
-        (["--tasks", "harness_tiny_mcq"], ["unknown task 'harness_tiny_mcq'", "valid:",
-                                           "nearest: harness_tiny_mc"]),
+        (
+            ["--tasks", "harness_tiny_mcq"],
+            ["unknown task 'harness_tiny_mcq'", "valid:", "nearest: harness_tiny_mc"],
+        ),
         (["--include", "/no/such/folder"], ["--include /no/such/folder", "no such folder"]),
         (["--launcher", "nosuch"], ["nosuch", "local"]),
         (["--limit", "0"], ["--limit 0"]),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_exit_2_nothing_written(
     trained: SimpleNamespace, extra: list[str], words: list[str]
 ) -> None:
@@ -326,7 +356,7 @@ def test_loglikelihood_is_the_sum_of_each_tokens_log_prob(small_lm: Any) -> None
         ("In the beginning God created the heaven and the earth. And the earth", " was void"),
         ("", "To be, or not to be"),
         ("Thou shalt not ", "kill"),  # the context's space goes to the continuation
-    ]  # fmt: skip
+    ]
     got = lm.loglikelihood([_request(c, x) for c, x in requests])
     for (context, cont), (total, greedy) in zip(requests, got, strict=True):
         ctx = lm.tokens(context.rstrip())

@@ -44,12 +44,29 @@ extend: {axes: [lr], rounds: 2}
 
 
 def start(grid: Path, root: Path, data: Path) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-c", "from harness.cli import main; main()", "submit", str(grid),
-            "--launcher", "local", "--extend", "--confirm", "--results", str(root), "--data",
-            str(data)]  # fmt: skip
-    return subprocess.Popen(argv, cwd=REPO, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "submit",
+        str(grid),
+        "--launcher",
+        "local",
+        "--extend",
+        "--confirm",
+        "--results",
+        str(root),
+        "--data",
+        str(data),
+    ]
+    return subprocess.Popen(
+        argv,
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 @pytest.mark.slow

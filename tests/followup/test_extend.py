@@ -192,8 +192,9 @@ def test_extension_runs_are_resolved_as_the_grid_resolves_them(tmp_path: Path) -
     _, moved, _ = extend_until_done({r.run_id: r for r in g.runs}, ExtendSpec())
     # values changed in place would move lr_min on its own and leave it stale beside a new lr
     assert any(r.optim.lr_min != pytest.approx(0.1 * r.optim.lr) for r in moved.values())
-    confirm = plan_confirmation(synthetic(list(runs.values()), quadratic), runs, [5],
-                                change=partial(vary, g))  # fmt: skip
+    confirm = plan_confirmation(
+        synthetic(list(runs.values()), quadratic), runs, [5], change=partial(vary, g)
+    )
     got = sorted((r.optim.lr, r.optim.lr_min / r.optim.lr, r.execution.seed) for r in confirm.runs)
     assert got == [(1e-4, pytest.approx(0.1), 5), (0.1, pytest.approx(0.1), 5)]
 
@@ -323,8 +324,17 @@ def test_local_grid_reaches_an_interior_optimum_with_extend(
 
     path = tmp_path / "e2e.yaml"
     path.write_text(textwrap.dedent(E2E))
-    argv = ["submit", str(path), "--local", "--extend", "--confirm",
-            "--results", str(tmp_path / "res"), "--data", str(prepared_data)]  # fmt: skip
+    argv = [
+        "submit",
+        str(path),
+        "--local",
+        "--extend",
+        "--confirm",
+        "--results",
+        str(tmp_path / "res"),
+        "--data",
+        str(prepared_data),
+    ]
     plain = CliRunner().invoke(main, [a for a in argv if a not in ("--extend", "--confirm")])
     assert plain.exit_code == 0 and "launching 2" in plain.output, plain.output
     dry = CliRunner().invoke(main, [*argv, "--dry-run"], catch_exceptions=False)
@@ -341,8 +351,11 @@ def test_local_grid_reaches_an_interior_optimum_with_extend(
     assert picked.execution.seed == 1 and tried[0] < picked.optim.lr < tried[-1]  # interior
     again = CliRunner().invoke(main, argv, catch_exceptions=False)  # idempotent: nothing new
     assert "0 new run(s) planned" in again.output and "launching 0" in again.output
-    best = CliRunner().invoke(main, ["analyze", "best", str(path), "--results",
-                                     str(tmp_path / "res")], catch_exceptions=False)  # fmt: skip
+    best = CliRunner().invoke(
+        main,
+        ["analyze", "best", str(path), "--results", str(tmp_path / "res")],
+        catch_exceptions=False,
+    )
     assert "confirmed on fresh seeds: 1 of 1" in best.output and "edge:" not in best.output
 
 
@@ -369,8 +382,19 @@ def test_confirm_without_confirmation_seeds_is_one_line(tmp_path: Path) -> None:
 
     path = tmp_path / "g.yaml"
     path.write_text(textwrap.dedent(BASE) + "grid: {lr: [1.0e-3]}\nseeds: 2\n")
-    r = CliRunner().invoke(main, ["submit", str(path), "--launcher", "local", "--confirm",
-                                  "--dry-run", "--results", str(tmp_path / "res")])  # fmt: skip
+    r = CliRunner().invoke(
+        main,
+        [
+            "submit",
+            str(path),
+            "--launcher",
+            "local",
+            "--confirm",
+            "--dry-run",
+            "--results",
+            str(tmp_path / "res"),
+        ],
+    )
     assert r.exit_code == 2
     assert "declares no confirmation seeds; write e.g. seeds: {tune: 3, confirm: 3}" in r.output
     assert not (tmp_path / "res").exists()
@@ -385,8 +409,13 @@ def test_extend_with_wait_loops_on_slurm(slurm_env: Path, prepared_data: Path) -
     from tests.slurm_runs import invoke, rows, steps, write_grid, write_profile
 
     launcher = write_profile(slurm_env / "launchers", "slurm-ext")
-    path = write_grid(slurm_env, "ext", launcher, base={"tokens": steps(6), "warmup_steps": 1},
-                      grid={"lr": [1.0e-3, 1.0e-2]})  # fmt: skip
+    path = write_grid(
+        slurm_env,
+        "ext",
+        launcher,
+        base={"tokens": steps(6), "warmup_steps": 1},
+        grid={"lr": [1.0e-3, 1.0e-2]},
+    )
     doc = yaml.safe_load(path.read_text())
     path.write_text(yaml.safe_dump({**doc, "extend": {"axes": ["lr"], "rounds": 2}}))
     root = slurm_env / "results"

@@ -56,9 +56,18 @@ def test_seeds_share_one_resolution_and_each_run_equals_its_own(tmp_path):
     resolver = Resolver("g", "full", vocab_lookup(tmp_path), "g.yaml", tmp_path)
     for run in g.runs:
         alone = resolver.resolve(
-            {"model": "tiny", "optimizer": "adamw", "seq_len": 64, "batch_size": 16,
-             "tokens": 102400, "eval_tokens": 4096, "lr": run.optim.lr,
-             "seed": run.execution.seed}, "alone")  # fmt: skip
+            {
+                "model": "tiny",
+                "optimizer": "adamw",
+                "seq_len": 64,
+                "batch_size": 16,
+                "tokens": 102400,
+                "eval_tokens": 4096,
+                "lr": run.optim.lr,
+                "seed": run.execution.seed,
+            },
+            "alone",
+        )
         assert alone == run and alone.run_id == run.run_id
     assert len({r.run_id for r in g.runs}) == 6
     assert [r.execution.seed for r in g.runs] == [0, 3, 7, 0, 3, 7]

@@ -42,8 +42,9 @@ def _dry_run_in_little_memory(grid: Path) -> tuple[int, str, int]:
         print(r.exit_code, next(ln.split()[1] for ln in status if ln.startswith("VmHWM:")))
         print(r.output, end="")
     """
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
     first, _, output = done.stdout.partition("\n")
     assert done.returncode == 0 and first, done.stdout[-2000:] + done.stderr[-2000:]
     exit_code, peak_kb = (int(x) for x in first.split())
@@ -54,15 +55,20 @@ def _dry_run_in_little_memory(grid: Path) -> tuple[int, str, int]:
     ("extra", "says"),
     [
         ("seeds: 100000000", "seeds: 100,000,000 seeds, more than the 100,000 runs"),
-        ("grid: {lr: [1,2,3,4,5,6,7,8,9,10], warmup_steps: [1,2,3,4,5,6,7,8,9,10]}\n"
-         "seeds: 10000", "expands to 1,000,000 runs (100 combinations x 10,000 seeds)"),
-        ("grid: {lr: [1,2,3,4,5,6,7,8,9,10], beta1: [1,2,3,4,5,6,7,8,9,10],\n"
-         "       beta2: [1,2,3,4,5,6,7,8,9,10], eps: [1,2,3,4,5,6,7,8,9,10],\n"
-         "       weight_decay: [1,2,3,4,5,6,7,8,9,10], warmup_steps: [1,2,3,4,5,6,7,8,9,10]}",
-         "expands to 1,000,000 runs (at grid.warmup_steps)"),
+        (
+            "grid: {lr: [1,2,3,4,5,6,7,8,9,10], warmup_steps: [1,2,3,4,5,6,7,8,9,10]}\n"
+            "seeds: 10000",
+            "expands to 1,000,000 runs (100 combinations x 10,000 seeds)",
+        ),
+        (
+            "grid: {lr: [1,2,3,4,5,6,7,8,9,10], beta1: [1,2,3,4,5,6,7,8,9,10],\n"
+            "       beta2: [1,2,3,4,5,6,7,8,9,10], eps: [1,2,3,4,5,6,7,8,9,10],\n"
+            "       weight_decay: [1,2,3,4,5,6,7,8,9,10], warmup_steps: [1,2,3,4,5,6,7,8,9,10]}",
+            "expands to 1,000,000 runs (at grid.warmup_steps)",
+        ),
     ],
     ids=["seeds", "runs", "axes"],
-)  # fmt: skip
+)
 def test_a_grid_too_large_to_expand_is_one_line_in_little_memory(tmp_path, extra, says):
     exit_code, output, peak_kb = _dry_run_in_little_memory(_grid(tmp_path, extra))
 

@@ -68,8 +68,15 @@ def test_decay_conventions_and_spike_rules_follow_each_source(local: bool) -> No
 def test_optimizer_gap_clipping_per_arm() -> None:
     """Gclip: global norm 1; Cclip: coordinate-wise only; SGD: none; the others the recipe's 1."""
     clips = {(arm(r), r.optim.grad_clip) for r in expand("optimizer_gap")}
-    assert clips == {("Adam", 1.0), ("Signum", 1.0), ("RMSprop", 1.0), ("SignSGD", 1.0),
-                     ("SGD+Gclip", 1.0), ("SGD", None), ("SGD+Cclip", None)}  # fmt: skip
+    assert clips == {
+        ("Adam", 1.0),
+        ("Signum", 1.0),
+        ("RMSprop", 1.0),
+        ("SignSGD", 1.0),
+        ("SGD+Gclip", 1.0),
+        ("SGD", None),
+        ("SGD+Cclip", None),
+    }
     runs = expand("optimizer_gap")
     assert len({r.execution.seed for r in runs}) == 3
     assert {(r.data.tokens, r.data.batch_size, r.data.seq_len) for r in runs} == {
@@ -114,8 +121,11 @@ def test_adam_betas_covers_the_talks_table_and_its_blow_ups_keep_a_value() -> No
     """ "More Data? 2x the tokens (160M)": 6.4B tokens, beta1 in {0.9, 0.95, 0.975, 0.9875} x
     beta2 in {0.8, ..., 0.99375}; (0.975, 0.8) = 262, (0.9875, 0.8) = 5797, (0.9875, 0.9) = 189
     trained to the end, so no rule may stop a finite run."""
-    table = {(r.optim.beta1, r.optim.beta2) for r in expand("adam_betas")
-             if r.data.tokens == 6_400_000_000}  # fmt: skip
+    table = {
+        (r.optim.beta1, r.optim.beta2)
+        for r in expand("adam_betas")
+        if r.data.tokens == 6_400_000_000
+    }
     betas2 = (0.8, 0.9, 0.95, 0.975, 0.9875, 0.99375)
     assert table == {(b1, b2) for b1 in (0.9, 0.95, 0.975, 0.9875) for b2 in betas2}
     fig2 = {r.data.tokens for r in expand("adam_betas")}
@@ -196,8 +206,16 @@ def test_shipped_plans_are_byte_identical(name: str, local: bool, tmp_path: Path
     from harness.launch.submit import submit
 
     out = io.StringIO(newline="")
-    submit(GRIDS / f"{name}.yaml", root=tmp_path / "results", data_root=tmp_path / "data",
-           local=local, launcher="local", dry_run=True, plan_format="csv", out=out)  # fmt: skip
+    submit(
+        GRIDS / f"{name}.yaml",
+        root=tmp_path / "results",
+        data_root=tmp_path / "data",
+        local=local,
+        launcher="local",
+        dry_run=True,
+        plan_format="csv",
+        out=out,
+    )
     digest = hashlib.sha256(out.getvalue().encode()).hexdigest()
     assert digest == PLAN_SHA256[(name, local)]
     assert not (tmp_path / "results").exists()

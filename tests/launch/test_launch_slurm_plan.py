@@ -132,9 +132,17 @@ def test_pack_groups_by_processes_and_packs_runs(prepared_data):
 
 
 def test_executor_parameters_map_the_profile_to_sbatch():
-    p = _profile(partition="a100", account="acc", qos="hi", constraint="a100", mem_gb=1.5,
-                 timeout_min=90, array_parallelism=7, setup=("module load x",),
-                 sbatch={"exclusive": True})  # fmt: skip
+    p = _profile(
+        partition="a100",
+        account="acc",
+        qos="hi",
+        constraint="a100",
+        mem_gb=1.5,
+        timeout_min=90,
+        array_parallelism=7,
+        setup=("module load x",),
+        sbatch={"exclusive": True},
+    )
     params = arrays.executor_parameters(p, 1, "g")
     assert params["partition"] == "a100" and params["account"] == "acc" and params["qos"] == "hi"
     assert params["constraint"] == "a100" and params["mem"] == "1536M" and params["time"] == 90

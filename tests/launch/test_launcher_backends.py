@@ -102,11 +102,20 @@ def _install_toy(folder: Path) -> None:
 
 
 def _harness(argv: list[str], path: Path, launchers: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{path}",
-           "HARNESS_LAUNCHERS": str(launchers)}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO}{os.pathsep}{path}",
+        "HARNESS_LAUNCHERS": str(launchers),
+    }
     code = "from harness.cli import main; main()"
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow

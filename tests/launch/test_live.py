@@ -62,9 +62,14 @@ def grid_file(folder: Path, name: str, arms: list[str], steps: int = 6) -> Path:
 def harness(*argv: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``harness ARGV`` as a process of its own."""
     code = "from harness.cli import main; main()"
-    return subprocess.run([sys.executable, "-c", code, *map(str, argv)], capture_output=True,
-                          text=True, cwd=REPO, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, argv)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+    )
 
 
 def in_process(*argv: object) -> Result:
@@ -81,8 +86,7 @@ def test_submit_exits_1_when_a_run_failed_and_its_log_holds_the_traceback(tmp_pa
     grid = grid_file(tmp_path, "boom", [ADAMW, RAISES])
     root = tmp_path / "results"
 
-    sub = harness("submit", grid, "--launcher", "local", "--results", root, "--data",
-                  prepared_data)  # fmt: skip
+    sub = harness("submit", grid, "--launcher", "local", "--results", root, "--data", prepared_data)
 
     assert sub.returncode == 1, sub.stdout + sub.stderr
     assert "finished: completed 1, failed 1" in sub.stdout
@@ -99,8 +103,7 @@ def test_submit_exits_0_when_every_run_completed_or_diverged(tmp_path, prepared_
     grid = grid_file(tmp_path, "ok", ["adamw: {lr: [3.0e-3, 1.0e+3]}"], steps=10)  # 1e3 blows up
     root = tmp_path / "results"
 
-    sub = harness("submit", grid, "--launcher", "local", "--results", root, "--data",
-                  prepared_data)  # fmt: skip
+    sub = harness("submit", grid, "--launcher", "local", "--results", root, "--data", prepared_data)
 
     assert sub.returncode == 0, sub.stdout + sub.stderr
     assert "finished: completed 1, diverged 1" in sub.stdout
@@ -110,8 +113,13 @@ def test_submit_exits_0_when_every_run_completed_or_diverged(tmp_path, prepared_
 def test_the_progress_line_shows_the_best_validation_loss_so_far():
     progress = Progress(4, stream=io.StringIO())
     assert "best" not in progress.line()
-    for status, val in (("completed", 3.5), ("completed", 3.25), ("diverged", None),
-                        ("completed", float("nan")), ("failed", 1.0)):  # fmt: skip
+    for status, val in (
+        ("completed", 3.5),
+        ("completed", 3.25),
+        ("diverged", None),
+        ("completed", float("nan")),
+        ("failed", 1.0),
+    ):
         progress.finished(status, val)
     assert progress.line().endswith("| best val_loss 3.2500")
 
@@ -136,29 +144,50 @@ def test_a_running_run_is_seen_by_status_and_query_while_it_trains(tmp_path, pre
     (tmp_path / "slow.py").write_text(SLOW)
     grid = grid_file(tmp_path, "live", ["./slow.py:Slow: {lr: [3.0e-3]}"], steps=40)
     root = tmp_path / "results"
-    argv = [sys.executable, "-c", "from harness.cli import main; main()", "submit", str(grid),
-            "--launcher", "local", "--results", str(root), "--data",
-            str(prepared_data)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "submit",
+        str(grid),
+        "--launcher",
+        "local",
+        "--results",
+        str(root),
+        "--data",
+        str(prepared_data),
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    submit = subprocess.Popen(argv, env=env, cwd=REPO, text=True, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)  # fmt: skip
+    submit = subprocess.Popen(
+        argv, env=env, cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         folder = paths.live_dir(root, "live")
-        wait_until(lambda: any(len(read_points(p)) >= 3 for p in folder.glob("*.jsonl")), 180,
-                   "three live points")  # fmt: skip
+        wait_until(
+            lambda: any(len(read_points(p)) >= 3 for p in folder.glob("*.jsonl")),
+            180,
+            "three live points",
+        )
         (live,) = folder.glob("*.jsonl")
         run_id = live.stem
 
         status = in_process("status", "live", "--results", root)
-        query = in_process("query", "SELECT step, running FROM curves ORDER BY step", "--format",
-                           "csv", "--results", root)  # fmt: skip
+        query = in_process(
+            "query",
+            "SELECT step, running FROM curves ORDER BY step",
+            "--format",
+            "csv",
+            "--results",
+            root,
+        )
     finally:
         _, err = submit.communicate(timeout=300)
 
     assert status.exit_code == 0, status.output
     (line,) = [ln for ln in status.stdout.splitlines() if run_id in ln]
-    assert re.search(r"running\s+\S+  step \d+/40  loss \d+\.\d{4}  [\d,]+ tok/s  ETA \d+m\d\ds",
-                     line), status.stdout  # fmt: skip
+    assert re.search(
+        r"running\s+\S+  step \d+/40  loss \d+\.\d{4}  [\d,]+ tok/s  ETA \d+m\d\ds", line
+    ), status.stdout
     step = int(re.search(r"step (\d+)/", line)[1])
     assert 6 <= step < 40
     rows = [ln.split(",") for ln in query.stdout.strip().splitlines()[1:]]
@@ -166,8 +195,14 @@ def test_a_running_run_is_seen_by_status_and_query_while_it_trains(tmp_path, pre
     assert [int(r[0]) for r in rows] == list(range(2, 2 * len(rows) + 1, 2))
     assert submit.returncode == 0, err
     assert not live.exists()  # its row is written: no longer live
-    done = in_process("query", "SELECT count(*) AS n, bool_or(running) AS r FROM curves",
-                      "--format", "csv", "--results", root)  # fmt: skip
+    done = in_process(
+        "query",
+        "SELECT count(*) AS n, bool_or(running) AS r FROM curves",
+        "--format",
+        "csv",
+        "--results",
+        root,
+    )
     assert done.stdout.strip().splitlines()[1] == "20,False", done.output
 
 
@@ -185,5 +220,8 @@ def test_a_reader_sees_only_complete_points_of_a_file_being_written(tmp_path):
     start_attempt(path)  # resumed from a checkpoint at step 2
     append_point(path, {"step": 4, "train_loss": 4.55})
     append_point(path, {"step": 6, "train_loss": 4.35})
-    assert [(p["step"], p["train_loss"]) for p in read_points(path)] == [(2, 4.8), (4, 4.55),
-                                                                          (6, 4.35)]  # fmt: skip
+    assert [(p["step"], p["train_loss"]) for p in read_points(path)] == [
+        (2, 4.8),
+        (4, 4.55),
+        (6, 4.35),
+    ]

@@ -40,9 +40,14 @@ def _run_ids(grid: Path, data: Path) -> list[str]:
 def _harness(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``harness ARGV`` as a process of its own."""
     code = "from harness.cli import main; main()"
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        timeout=300,
+    )
 
 
 def test_b7_a_record_of_valid_json_with_a_wrong_type_is_moved_aside(tmp_path, prepared_data):
@@ -51,8 +56,14 @@ def test_b7_a_record_of_valid_json_with_a_wrong_type_is_moved_aside(tmp_path, pr
     root = tmp_path / "results"
     runs = [tiny_run(prepared_data, grid="rec", seed=s) for s in range(2)]
     write_manifest(root, "rec", runs)
-    good = {"job_id": "7", "array": True, "submitted_at": "2026-01-01T00:00:00+00:00",
-            "launcher": "slurm-test", "log_dir": "/x", "tasks": [[runs[0].run_id]]}  # fmt: skip
+    good = {
+        "job_id": "7",
+        "array": True,
+        "submitted_at": "2026-01-01T00:00:00+00:00",
+        "launcher": "slurm-test",
+        "log_dir": "/x",
+        "tasks": [[runs[0].run_id]],
+    }
     folder = paths.submission_records_dir(root, "rec")
     folder.mkdir(parents=True)
     (folder / "7.json").write_text(json.dumps(good))
@@ -68,8 +79,9 @@ def test_b7_a_record_of_valid_json_with_a_wrong_type_is_moved_aside(tmp_path, pr
     assert (folder / "7.json").exists()
     grid = grid_file(tmp_path, "rec", [0, 1], 6)
     (folder / "9.json").write_text(json.dumps({**good, "job_id": "9", "array": "yes"}))
-    submit = _harness("submit", str(grid), "--local", "--results", str(root), "--data",
-                      str(prepared_data))  # fmt: skip
+    submit = _harness(
+        "submit", str(grid), "--local", "--results", str(root), "--data", str(prepared_data)
+    )
     assert submit.returncode == 0, submit.stderr
     assert "9.json" in submit.stderr and "array: expected bool" in submit.stderr
 

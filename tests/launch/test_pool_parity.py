@@ -46,8 +46,10 @@ def _holder(lock: Path) -> int | None:
 
 def _setup(root: Path, grid: str, data: Path) -> dict[str, Any]:
     """The three runs in the manifest; the spilling one's curve path made unwritable."""
-    runs = {k: tiny_run(data, grid=grid, tokens=8 * 32 * n, log_every=2, seed=7)
-            for k, n in LENGTHS.items()}  # fmt: skip
+    runs = {
+        k: tiny_run(data, grid=grid, tokens=8 * 32 * n, log_every=2, seed=7)
+        for k, n in LENGTHS.items()
+    }
     write_manifest(root, grid, list(runs.values()))
     # a folder where its first curve goes: the write fails (the disk refuses, as it were)
     paths.curve_path(root, grid, runs["spills"].run_id, "000001").mkdir(parents=True)

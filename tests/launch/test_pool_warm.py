@@ -70,8 +70,10 @@ def _train(root: Path, data_root: Path, runs: list[RunConfig], monkeypatch) -> l
 
     monkeypatch.setattr(process, "start", counted)
     spec = spec_for(root, grid, data_root, threads=1)
-    ended = drain(RunPool(spec, [r.run_id for r in runs], parallel=1,
-                          logs=paths.local_logs_dir(root, grid)), poll_s=0.05)  # fmt: skip
+    ended = drain(
+        RunPool(spec, [r.run_id for r in runs], parallel=1, logs=paths.local_logs_dir(root, grid)),
+        poll_s=0.05,
+    )
     assert [e.outcome for e in ended] == [Outcome.FINISHED] * len(runs), ended
     assert all(not p.process.is_alive() for p in started)  # no process outlives the pool
     return started

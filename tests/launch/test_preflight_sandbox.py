@@ -43,8 +43,9 @@ def _grid(project: Path, arms: list[str], extra: str = "") -> Path:
 
 def _submit(project: Path, path: Path, code: int) -> str:
     results = project / "results"
-    r = CliRunner().invoke(main, ["submit", str(path), "--launcher", "local", "--results",
-                                  str(results)])  # fmt: skip
+    r = CliRunner().invoke(
+        main, ["submit", str(path), "--launcher", "local", "--results", str(results)]
+    )
     assert r.exit_code == code, r.output
     assert not (results / "hostile" / "manifest.parquet").exists()  # nothing queued
     return r.output
@@ -88,8 +89,17 @@ def test_ctrl_c_during_a_slow_constructor_stops_submit_and_the_users_code(projec
     marker = project / "constructing"
     path = _grid(project, ["Slow"], extra=f"marker: {marker}")
     env = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
-    cmd = [sys.executable, "-c", "from harness.cli import main; main()", "submit", str(path),
-           "--launcher", "local", "--results", str(project / "results")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "submit",
+        str(path),
+        "--launcher",
+        "local",
+        "--results",
+        str(project / "results"),
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while not marker.exists() or not marker.read_text():
@@ -141,10 +151,25 @@ def test_ctrl_c_while_a_run_is_built_ends_it_at_once_not_checkpointed(project: P
     path = _grid(project, ["SlowInTheRun"], extra=f"marker: {marker}")
     path.write_text(path.read_text().replace(", sgd: {}", "").replace("sgd: {}", ""))
     env = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
-    cmd = [sys.executable, "-c", "from harness.cli import main; main()", "submit", str(path),
-           "--launcher", "local", "--results", str(project / "results")]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "submit",
+        str(path),
+        "--launcher",
+        "local",
+        "--results",
+        str(project / "results"),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         run_pid, err = _interrupt_once_built(proc, Path(f"{marker}.run"))
     except BaseException:  # whatever failed, nothing this test started outlives it

@@ -62,8 +62,9 @@ class _Harness:
     def __call__(self, *argv: object, timeout: float = 400) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-c", "from harness.cli import main; main()", *map(str, argv)]
         start = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env, cwd=REPO,
-                              timeout=timeout)  # fmt: skip
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, env=self.env, cwd=REPO, timeout=timeout
+        )
         with self.lock:
             self.outputs.append((" ".join(map(str, argv[:2])), proc.stdout + proc.stderr))
             self.seconds[str(argv[0])].append(time.monotonic() - start)
@@ -123,8 +124,12 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
     launcher = write_profile(slurm_env / "launchers", "slurm-sweep", runs_per_task=PER_TASK)
     grid = _grid(slurm_env, launcher)
     root = slurm_env / "results"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HARNESS_LAUNCHERS": str(slurm_env / "launchers"),
-           "HARNESS_CHECKPOINT_EVERY_S": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HARNESS_LAUNCHERS": str(slurm_env / "launchers"),
+        "HARNESS_CHECKPOINT_EVERY_S": "1",
+    }
     harness = _Harness(env)
     common = ["--results", root, "--data", prepared_data]
 
@@ -171,13 +176,17 @@ def test_a_sweep_of_500_runs_disturbed_while_it_runs_trains_each_run_once(slurm_
             thread.join(timeout=120)
     versions.scan()
     wall = time.monotonic() - started
-    print(f"sweep of {RUNS} runs: {wall:.0f} s wall ({RUNS / wall:.2f} runs/s), "
-          f"{len(harness.outputs)} commands")  # fmt: skip
+    print(
+        f"sweep of {RUNS} runs: {wall:.0f} s wall ({RUNS / wall:.2f} runs/s), "
+        f"{len(harness.outputs)} commands"
+    )
     for command, seconds in sorted(harness.seconds.items()):
         ordered = sorted(seconds)
         median = ordered[len(ordered) // 2]
-        print(f"  harness {command}: {len(ordered)} calls, median {median:.1f} s "
-              f"[{ordered[0]:.1f}, {ordered[-1]:.1f}] wall")  # fmt: skip
+        print(
+            f"  harness {command}: {len(ordered)} calls, median {median:.1f} s "
+            f"[{ordered[0]:.1f}, {ordered[-1]:.1f}] wall"
+        )
 
     # no command printed a traceback (the loops' commands included)
     for command, text in harness.outputs:

@@ -49,8 +49,13 @@ def test_a_yaml_alias_bomb_is_one_short_line_in_little_memory(tmp_path: Path) ->
         print(r.exit_code, len(r.output), peak_kb)  # VmHWM: this process's peak, since exec
         print(r.output)
     """
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, timeout=120, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     exit_code, length, max_rss_kb = (int(x) for x in out.splitlines()[0].split())
     assert exit_code == 2 and length < 400, out[:500]
     assert "more than 100,000 values once its YAML aliases" in out

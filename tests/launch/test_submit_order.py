@@ -61,8 +61,10 @@ def test_a_run_whose_task_ends_while_submit_reads_is_never_queued_again(tmp_path
 
     data_root = tmp_path / "data"
     path = tmp_path / "race.yaml"
-    path.write_text("name: race\nbase: {workload: quadratic, steps: 4, optimizer: sgd, lr: 0.001}\n"
-                    "seeds: [0, 1]\n")  # fmt: skip
+    path.write_text(
+        "name: race\nbase: {workload: quadratic, steps: 4, optimizer: sgd, lr: 0.001}\n"
+        "seeds: [0, 1]\n"
+    )
     grid = load_grid(path, vocab=vocab_lookup(data_root))
     TASK.run, TASK.root, TASK.data_root = grid.runs[0], tmp_path / "results", data_root
     read = db.newest_values
@@ -74,8 +76,14 @@ def test_a_run_whose_task_ends_while_submit_reads_is_never_queued_again(tmp_path
 
     monkeypatch.setattr(db, "newest_values", rows_then_the_task_ends)
     with LAUNCHERS.temporarily("racing", f"{__name__}:BACKEND"):
-        report = submit(path, root=TASK.root, data_root=data_root, launcher="local",
-                        dry_run=False, out=io.StringIO())  # fmt: skip
+        report = submit(
+            path,
+            root=TASK.root,
+            data_root=data_root,
+            launcher="local",
+            dry_run=False,
+            out=io.StringIO(),
+        )
     assert TASK.ended
     assert (report.skipped, report.launched) == (1, 1)  # the racing run: skipped, not relaunched
     assert report.statuses.keys() == {grid.runs[1].run_id}

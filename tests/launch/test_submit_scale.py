@@ -25,8 +25,10 @@ def finished_grid(folder: Path, data_root: Path, lrs: int) -> Path:
     it: provenance and today's input fingerprints)."""
     values = [round(1e-3 * (1 + i / 10), 6) for i in range(lrs)]
     path = folder / f"lin{lrs}.yaml"
-    path.write_text(f"name: lin{lrs}\nbase: {{workload: quadratic, steps: 4, optimizer: sgd}}\n"
-                    f"grid: {{lr: {values}}}\nseeds: 2\n")  # fmt: skip
+    path.write_text(
+        f"name: lin{lrs}\nbase: {{workload: quadratic, steps: 4, optimizer: sgd}}\n"
+        f"grid: {{lr: {values}}}\nseeds: 2\n"
+    )
     grid = load_grid(path, vocab=vocab_lookup(data_root))
     root = folder / "results"
     write_manifest(root, grid.name, grid.runs)

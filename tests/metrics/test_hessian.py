@@ -23,8 +23,12 @@ def _sym(n: int, seed: int) -> torch.Tensor:
     """A random symmetric matrix with a spread, indefinite spectrum (known eigenvalues)."""
     gen = torch.Generator().manual_seed(seed)
     Q, _ = torch.linalg.qr(torch.randn(n, n, generator=gen, dtype=torch.float64))
-    lam = torch.cat([torch.linspace(-1.0, 2.0, n - 2, dtype=torch.float64),
-                     torch.tensor([6.0, 10.0], dtype=torch.float64)])  # fmt: skip
+    lam = torch.cat(
+        [
+            torch.linspace(-1.0, 2.0, n - 2, dtype=torch.float64),
+            torch.tensor([6.0, 10.0], dtype=torch.float64),
+        ]
+    )
     return Q @ torch.diag(lam) @ Q.T
 
 

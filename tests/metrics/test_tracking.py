@@ -33,8 +33,9 @@ def test_tracked_metrics_at_an_eval_point_equal_the_end_of_run_metrics_of_those_
     run = tiny_run(prepared_data, track=ALL, eval_every=2, **SETUP)
     assert run.execution.tracked == track_names(ALL) and run.arch.tie_weights is False
     result = train(run, data_root=prepared_data, log=None)
-    short = train(tiny_run(prepared_data, tokens=8 * 32 * 2, **SETUP), data_root=prepared_data,
-                  log=None)  # fmt: skip
+    short = train(
+        tiny_run(prepared_data, tokens=8 * 32 * 2, **SETUP), data_root=prepared_data, log=None
+    )
     at2 = next(p for p in result.curve if p["step"] == 2)
     assert at2["val_loss"] == short.metrics["val_loss"]
     for name in run.execution.tracked:  # end of the 2-step run = step 2 of the 6-step run
@@ -48,8 +49,9 @@ def test_tracked_metrics_at_an_eval_point_equal_the_end_of_run_metrics_of_those_
 
 @pytest.mark.slow
 def test_a_run_that_tracks_nothing_has_the_old_curve_columns(prepared_data):
-    result = train(tiny_run(prepared_data, eval_every=2, **SETUP), data_root=prepared_data,
-                   log=None)  # fmt: skip
+    result = train(
+        tiny_run(prepared_data, eval_every=2, **SETUP), data_root=prepared_data, log=None
+    )
     assert set(result.curve[0]) == {"step", "tokens", "train_loss", "lr", "val_loss", "elapsed_s"}
 
 
@@ -73,10 +75,18 @@ def test_tracked_columns_join_old_curves_in_the_curves_view(tmp_path):
     root = tmp_path / "results"
     write_run(root, make_run(grid="g", seed=0), val_ppl=30.0)  # an old-style curve
     new = make_run(grid="g", seed=1, track="mu_norm,val_loss_q4")
-    points = [{"step": s, "tokens": 1024 * s, "train_loss": 5.0 - s / 10, "lr": 1e-3,
-               "val_loss": 4.0 if s == 2 else None, "elapsed_s": float(s),
-               **({"mu_norm": 0.5, "val_loss_q4": 7.5} if s == 2 else {})}
-              for s in (1, 2)]  # fmt: skip
+    points = [
+        {
+            "step": s,
+            "tokens": 1024 * s,
+            "train_loss": 5.0 - s / 10,
+            "lr": 1e-3,
+            "val_loss": 4.0 if s == 2 else None,
+            "elapsed_s": float(s),
+            **({"mu_norm": 0.5, "val_loss_q4": 7.5} if s == 2 else {}),
+        }
+        for s in (1, 2)
+    ]
     from harness.core.result import RunResult
 
     write_result(root, new, RunResult(status="completed", curve=points), {"source": "test"})
@@ -85,8 +95,9 @@ def test_tracked_columns_join_old_curves_in_the_curves_view(tmp_path):
         "SELECT run_id, step, mu_norm, val_loss_q4 FROM curves WHERE mu_norm IS NOT NULL"
     ).fetchall()
     assert got == [(new.run_id, 2, 0.5, 7.5)]
-    old = con.execute("SELECT count(*), count(mu_norm) FROM curves WHERE run_id != ?",
-                      [new.run_id]).fetchone()  # fmt: skip
+    old = con.execute(
+        "SELECT count(*), count(mu_norm) FROM curves WHERE run_id != ?", [new.run_id]
+    ).fetchone()
     assert old[0] == 5 and old[1] == 0
     assert not math.isnan(con.execute("SELECT max(train_loss) FROM curves").fetchone()[0])
     from harness.store.compact import compact
@@ -107,8 +118,15 @@ def test_metric_vs_tokens_draws_a_tracked_metric_per_method(tmp_path):
     for opt, drift in (("adamw", 0.3), ("sgd", 0.0)):
         for seed in (0, 1):
             run = make_run(grid="g", optimizer=opt, seed=seed, track="mu_norm")
-            pts = [{"step": s, "tokens": 1000 * s, "train_loss": 5.0 - s / 10,
-                    "mu_norm": 0.1 + drift * s + seed / 100} for s in (1, 2, 3)]  # fmt: skip
+            pts = [
+                {
+                    "step": s,
+                    "tokens": 1000 * s,
+                    "train_loss": 5.0 - s / 10,
+                    "mu_norm": 0.1 + drift * s + seed / 100,
+                }
+                for s in (1, 2, 3)
+            ]
             write_run(
                 root, run, val_ppl=30.0 + seed, curve=pts, metrics={"mu_norm": pts[-1]["mu_norm"]}
             )
@@ -126,8 +144,10 @@ def test_a_grid_sets_track_as_a_list_and_its_plan_lists_the_column(tmp_path):
     from harness.grid.preview import plan_rows
 
     p = tmp_path / "g.yaml"
-    p.write_text("name: g\nbase: {model: tiny, optimizer: adamw, seq_len: 32, batch_size: 8, "
-                 "tokens: 2560, lr: 0.001, eval_every: 5, track: [buckets, rho]}\n")  # fmt: skip
+    p.write_text(
+        "name: g\nbase: {model: tiny, optimizer: adamw, seq_len: 32, batch_size: 8, "
+        "tokens: 2560, lr: 0.001, eval_every: 5, track: [buckets, rho]}\n"
+    )
     (run,) = load_grid(p, vocab=vocab_lookup(tmp_path)).runs
     assert run.execution.track == "rho,val_loss_q1,val_loss_q2,val_loss_q3,val_loss_q4"
     assert plan_rows([run])[0]["track"] == run.execution.track
@@ -148,8 +168,10 @@ def test_metric_vs_tokens_of_confirmation_runs_alone_is_skipped_not_a_crash(tmp_
     for opt in ("adamw", "sgd"):
         for seed in (1, 2):
             run = make_run(grid="g", optimizer=opt, seed=seed, track="mu_norm", confirm=True)
-            pts = [{"step": s, "tokens": 1000 * s, "train_loss": 5.0, "mu_norm": 0.1 * s}
-                   for s in (1, 2)]  # fmt: skip
+            pts = [
+                {"step": s, "tokens": 1000 * s, "train_loss": 5.0, "mu_norm": 0.1 * s}
+                for s in (1, 2)
+            ]
             write_run(root, run, val_ppl=30.0 + seed, curve=pts, metrics={"mu_norm": 0.2})
     args = ["figures", "g", "--results", str(root), "--figure", "metric_vs_tokens"]
     r = CliRunner().invoke(main, [*args, "--metric", "mu_norm"])

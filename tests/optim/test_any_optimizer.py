@@ -75,9 +75,11 @@ def test_every_signature_pattern_is_a_typed_key_or_left_at_its_default(project: 
         "clip_range": ("clip_range1", "clip_range2"),
     }
     assert dict(spec.renamed) == {
-        "opt_scale": "scale", "opt_label": "label",
-        "opt_warmup_steps": "warmup_steps", "opt_steps": "steps",
-    }  # fmt: skip
+        "opt_scale": "scale",
+        "opt_label": "label",
+        "opt_warmup_steps": "warmup_steps",
+        "opt_steps": "steps",
+    }
     assert dict(spec.left_at_default) == {"table": "annotated dict | None"}
 
 
@@ -193,8 +195,9 @@ def test_betas_third_element_is_a_grid_axis_of_ademamix(project: Path) -> None:
     header = out.splitlines()[0].split(",")
     assert "beta3" in header and "alpha" in header
     assert {line.split(",")[header.index("beta3")] for line in out.splitlines()[1:]} == {
-        "0.999", "0.9999"
-    }  # fmt: skip
+        "0.999",
+        "0.9999",
+    }
 
 
 def test_a_hand_written_spec_named_like_a_run_field_points_to_the_convention() -> None:

@@ -60,8 +60,13 @@ def test_schedule_free_resumes_from_a_checkpoint_as_if_never_stopped(prepared_da
     ck = Checkpointing(tmp_path / "ck.pt", every_s=1e9)
     calls = iter(range(100))
     with pytest.raises(TrainingInterrupted):
-        train(run, data_root=prepared_data, checkpoint=ck, log=None,
-              should_stop=lambda: next(calls) == 5)  # fmt: skip
+        train(
+            run,
+            data_root=prepared_data,
+            checkpoint=ck,
+            log=None,
+            should_stop=lambda: next(calls) == 5,
+        )
     resumed = train(run, data_root=prepared_data, checkpoint=ck, log=None)
     assert resumed.metrics["val_loss"] == pytest.approx(whole.metrics["val_loss"], rel=1e-6)
     assert [p["val_loss"] for p in resumed.curve] == pytest.approx(

@@ -126,11 +126,29 @@ def test_trained_stored_typed_queried_analysed_and_figured(project, prepared_dat
     assert len(schemas) == 3 and len(own_schemas) == 2
     assert {str(s.field("gamma").type) for s in own_schemas} == {"double"}
     assert {str(s.field("optimizer_fingerprint").type) for s in schemas} == {"string"}
-    out = _cli("query", "SELECT gamma, count(*) AS n FROM runs GROUP BY gamma ORDER BY gamma",
-               "--format", "csv", *common)  # fmt: skip
+    out = _cli(
+        "query",
+        "SELECT gamma, count(*) AS n FROM runs GROUP BY gamma ORDER BY gamma",
+        "--format",
+        "csv",
+        *common,
+    )
     assert "0.5,1" in out and "1.0,1" in out
-    best = _cli("analyze", "best", project / "own.yaml", "--over", "gamma", "--by", "optimizer",
-                "--metric", "val_loss", "--format", "json", *common, stdout=True)  # fmt: skip
+    best = _cli(
+        "analyze",
+        "best",
+        project / "own.yaml",
+        "--over",
+        "gamma",
+        "--by",
+        "optimizer",
+        "--metric",
+        "val_loss",
+        "--format",
+        "json",
+        *common,
+        stdout=True,
+    )
     cells = json.loads(best)
     own_cell = next(c for c in cells if str(c["optimizer"]).endswith("AdamGamma"))
     assert own_cell["gamma"] in (0.5, 1.0) and own_cell["n"] == 1
@@ -209,9 +227,16 @@ def test_an_entry_point_of_an_installed_package_is_found(project: Path) -> None:
     grid = (project / "own.yaml").read_text().replace("./my_opt.py:AdamGamma", "adam_gamma")
     (project / "ep.yaml").write_text(grid)
     out = _installed_cli(
-        project, "my_opts", OPTIMIZER, "[harness.optimizers]\nadam_gamma = my_opts:AdamGamma",
-        "submit", str(project / "ep.yaml"), "--dry-run", "--launcher", "local",
-    )  # fmt: skip
+        project,
+        "my_opts",
+        OPTIMIZER,
+        "[harness.optimizers]\nadam_gamma = my_opts:AdamGamma",
+        "submit",
+        str(project / "ep.yaml"),
+        "--dry-run",
+        "--launcher",
+        "local",
+    )
     assert out.returncode == 0, out.stderr
     assert "adam_gamma" in out.stdout and "gamma" in out.stdout and "runs: 3" in out.stdout
 
@@ -288,9 +313,16 @@ SPEC = DatasetSpec(name="noise256", vocab_size=256, doc="random tokens", build="
 
 def test_a_dataset_registered_by_entry_point_is_prepared_by_its_function(project: Path) -> None:
     out = _installed_cli(
-        project, "my_data", DATASET, "[harness.datasets]\nnoise256 = my_data:SPEC",
-        "data", "prepare", "noise256", "--data", str(project / "data"),
-    )  # fmt: skip
+        project,
+        "my_data",
+        DATASET,
+        "[harness.datasets]\nnoise256 = my_data:SPEC",
+        "data",
+        "prepare",
+        "noise256",
+        "--data",
+        str(project / "data"),
+    )
     assert out.returncode == 0, out.stderr
     assert "40,000 train" in out.stdout or "vocab 256" in out.stdout
     from harness.data.batches import TokenData

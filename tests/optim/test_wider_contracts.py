@@ -110,8 +110,11 @@ def test_ranger21_scheduling_its_own_lr_is_refused_until_its_schedule_is_off(pro
     out = _check(own, code=2)
     assert "schedules its own learning rate on top of the harness's schedule" in out
     assert "optimizer.current_lr" in out
-    alone = _grid(project, f"grid: {{optimizer: {{ranger21:Ranger21: {{{keys}}}}}}}\n",
-                  QUADRATIC + ", schedule: constant")  # fmt: skip
+    alone = _grid(
+        project,
+        f"grid: {{optimizer: {{ranger21:Ranger21: {{{keys}}}}}}}\n",
+        QUADRATIC + ", schedule: constant",
+    )
     assert "built and stepped" in _check(alone)  # its own schedule is the only one: allowed
     off = f"{keys}, use_warmup: [false], warmdown_active: [false]"
     quiet = _grid(project, f"grid: {{optimizer: {{ranger21:Ranger21: {{{off}}}}}}}\n", QUADRATIC)
@@ -121,11 +124,21 @@ def test_ranger21_scheduling_its_own_lr_is_refused_until_its_schedule_is_off(pro
 def test_adam_mini_is_given_named_parameters(project: Path) -> None:
     """Item 8: Adam-mini takes ``named_parameters`` (before: "too many values to unpack"); on the
     GPT, declared to take the >= 2-D groups (its name rules split norm gains as MLP blocks)."""
-    path = _grid(project, "grid: {optimizer: {adam_mini:Adam_mini: {dim: [16], n_heads: [1]}}}\n",
-                 QUADRATIC)  # fmt: skip
+    path = _grid(
+        project, "grid: {optimizer: {adam_mini:Adam_mini: {dim: [16], n_heads: [1]}}}\n", QUADRATIC
+    )
     assert "1 optimizer configuration(s) built and stepped" in _check(path)
-    run = _resolve(project, model="tiny", optimizer="./declared.py:ADAM_MINI", lr=1e-3,
-                   seq_len=16, batch_size=2, steps=2, dim=128, n_heads=2)  # fmt: skip
+    run = _resolve(
+        project,
+        model="tiny",
+        optimizer="./declared.py:ADAM_MINI",
+        lr=1e-3,
+        seq_len=16,
+        batch_size=2,
+        steps=2,
+        dim=128,
+        n_heads=2,
+    )
     model = build_model(run.arch, 16)
     opt = build_optimizer(model, run)
     x = torch.randint(0, 64, (1, 8))
@@ -144,14 +157,22 @@ def test_galore_projects_the_matrices_given_rank_through_group_options(project) 
     with the matrix group's options it projects every matrix and nothing else."""
     note = "note: optimizer GaLore projects only the groups that hold 'rank'"
     _named_then_wired(project, "pytorch_optimizer:GaLore", "GALORE", GPT, note)
-    run = _resolve(project, model="tiny", optimizer="./declared.py:GALORE", lr=1e-3,
-                   seq_len=16, batch_size=2, steps=2)  # fmt: skip
+    run = _resolve(
+        project,
+        model="tiny",
+        optimizer="./declared.py:GALORE",
+        lr=1e-3,
+        seq_len=16,
+        batch_size=2,
+        steps=2,
+    )
     model = build_model(run.arch, 16)
     opt = build_optimizer(model, run)
     model(torch.randint(0, 64, (1, 8))).float().pow(2).mean().backward()
     opt.step()
-    projected = {g["name"]: ["projector" in opt.state[p] for p in g["params"]]
-                 for g in opt.param_groups}  # fmt: skip
+    projected = {
+        g["name"]: ["projector" in opt.state[p] for p in g["params"]] for g in opt.param_groups
+    }
     assert projected["matrix"] and all(p for p in projected["matrix"])
     assert not any(p for name, ps in projected.items() if name != "matrix" for p in ps)
 

@@ -48,9 +48,23 @@ def test_a_retry_on_a_host_an_hour_behind_is_the_newest_row(tmp_path, prepared_d
 
     # attempt 2 on a host whose clock is an hour behind: submit and its run processes
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    argv = [faketime, "-f", "-1h", sys.executable, "-c", "from harness.cli import main; main()",
-            "submit", str(grid), "--local", "--retry", "failed", "--results", str(root),
-            "--data", str(prepared_data)]  # fmt: skip
+    argv = [
+        faketime,
+        "-f",
+        "-1h",
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "submit",
+        str(grid),
+        "--local",
+        "--retry",
+        "failed",
+        "--results",
+        str(root),
+        "--data",
+        str(prepared_data),
+    ]
     done = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "launching 1" in done.stdout, done.stdout + done.stderr
 
@@ -61,11 +75,13 @@ def test_a_retry_on_a_host_an_hour_behind_is_the_newest_row(tmp_path, prepared_d
     code, out = cli("status", "skew", "--results", root)
     assert code == 0 and "failed" not in out.split("\n", 2)[2], out
     assert next(ln for ln in out.splitlines() if ln.startswith("local")).split()[1] == "1", out
-    code, out = cli("query", "SELECT status, attempt FROM runs", "--format", "csv",
-                    "--results", root)  # fmt: skip
+    code, out = cli(
+        "query", "SELECT status, attempt FROM runs", "--format", "csv", "--results", root
+    )
     assert code == 0 and out.split() == ["status,attempt", "completed,2"], out
-    code, out = cli("submit", grid, "--local", "--retry", "failed", "--results", root,
-                    "--data", prepared_data)  # fmt: skip
+    code, out = cli(
+        "submit", grid, "--local", "--retry", "failed", "--results", root, "--data", prepared_data
+    )
     assert code == 0 and "skipped 1 with a result" in out and "launching 0" in out, out
     compact(root, "skew")  # both rows in one generation: the attempt still decides
     code, out = cli("query", "SELECT status FROM runs", "--format", "csv", "--results", root)

@@ -35,10 +35,16 @@ def no_grace(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _curve(n: int, start: float) -> list[dict[str, Any]]:
     return [
-        {"step": 2 * i + 2, "tokens": 512 * (i + 1), "train_loss": start - 0.1 * i,
-         "lr": 1e-3, "val_loss": None if i < n - 1 else start - 0.5, "elapsed_s": 0.5 * i}
+        {
+            "step": 2 * i + 2,
+            "tokens": 512 * (i + 1),
+            "train_loss": start - 0.1 * i,
+            "lr": 1e-3,
+            "val_loss": None if i < n - 1 else start - 0.5,
+            "elapsed_s": 0.5 * i,
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def _write(
@@ -67,18 +73,25 @@ def _write(
         "iso": 0.5,
     }
     result = RunResult(
-        status=status, params=1234, steps_done=6, tokens_seen=1536,
-        error=None if ok else "non-finite loss", device="cpu", metrics=metrics,
+        status=status,
+        params=1234,
+        steps_done=6,
+        tokens_seen=1536,
+        error=None if ok else "non-finite loss",
+        device="cpu",
+        metrics=metrics,
         curve=_curve(points, 5.0 + lr) if ok else [],
-    )  # fmt: skip
+    )
     created = when or dt.datetime.now(dt.UTC)
     write_result(root, run, result, {"hostname": host, "created_at": created})
     return run.run_id
 
 
 def _populate(root: Path, n: int = 6) -> list[str]:
-    ids = [_write(root, 1e-3 * (i + 1), extra={"extra_hp": float(i)} if i % 2 else None)
-           for i in range(n)]  # fmt: skip
+    ids = [
+        _write(root, 1e-3 * (i + 1), extra={"extra_hp": float(i)} if i % 2 else None)
+        for i in range(n)
+    ]
     ids.append(_write(root, 0.5, status="diverged"))  # no curve points, NULL losses
     return ids
 
@@ -155,7 +168,9 @@ def test_queries_see_consolidated_and_new_rows_alike(tmp_path):
     assert report.removed_files == 4 + 2 + 1  # two runs' per-run files, generation 1's two
     # files and its covered list
     assert sorted(p.name for p in paths.compact_dir(tmp_path, GRID).glob("*.parquet")) == [
-        "curves-000002.parquet", "runs-000002.parquet"]  # fmt: skip
+        "curves-000002.parquet",
+        "runs-000002.parquet",
+    ]
     assert _views(tmp_path) == before
     assert result_statuses(tmp_path, GRID) == statuses
     newest = newest_values(tmp_path, GRID, ["hostname", "status"], run_id=retried)

@@ -39,8 +39,13 @@ def _env() -> dict[str, str]:
 
 def _harness(*args: str) -> subprocess.Popen[str]:
     code = "from harness.cli import main; main()"
-    return subprocess.Popen([sys.executable, "-c", code, *args], env=_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        env=_env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _query(root: Path, sql: str) -> subprocess.Popen[str]:
@@ -70,12 +75,30 @@ def _versions_on_disk(root: Path) -> set[tuple[str, int]]:
 def test_compact_while_runs_write_loses_no_row_and_doubles_none(tmp_path):
     root = tmp_path / "results"
     script = str(TESTS / "compact_load.py")
-    subprocess.run([sys.executable, script, "plan", str(root), str(WRITERS), str(RUNS)],
-                   env=_env(), check=True, timeout=300)  # fmt: skip
-    writers = [subprocess.Popen([sys.executable, script, "write", str(root), str(w),
-                                 str(WRITERS), str(RUNS), str(ATTEMPTS)],
-                                env=_env(), stderr=subprocess.PIPE, text=True)
-               for w in range(WRITERS)]  # fmt: skip
+    subprocess.run(
+        [sys.executable, script, "plan", str(root), str(WRITERS), str(RUNS)],
+        env=_env(),
+        check=True,
+        timeout=300,
+    )
+    writers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                script,
+                "write",
+                str(root),
+                str(w),
+                str(WRITERS),
+                str(RUNS),
+                str(ATTEMPTS),
+            ],
+            env=_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(WRITERS)
+    ]
     rng = random.Random(29)
     problems: list[str] = []
     seen: dict[str, int] = {}  # run_id -> highest steps_done a query showed
@@ -83,8 +106,11 @@ def test_compact_while_runs_write_loses_no_row_and_doubles_none(tmp_path):
     while any(w.poll() is None for w in writers) or reads < 3:
         writing = any(w.poll() is None for w in writers)
         compactor = _harness("compact", GRID, "--results", str(root))
-        readers = [_query(root, ROWS_SQL), _query(root, CURVES_SQL),
-                   _harness("status", GRID, "--results", str(root))]  # fmt: skip
+        readers = [
+            _query(root, ROWS_SQL),
+            _query(root, CURVES_SQL),
+            _harness("status", GRID, "--results", str(root)),
+        ]
         killed = False
         if compactions % 3 == 2:  # kill -9 part way
             try:
@@ -131,8 +157,11 @@ def test_compact_while_runs_write_loses_no_row_and_doubles_none(tmp_path):
     rows, err = _read(root, ROWS_SQL)
     assert err == "", err
     assert sorted(int(r["steps_done"]) for r in rows) == [ATTEMPTS] * (WRITERS * RUNS)
-    lines = [ln for w in range(WRITERS)
-             for ln in (tmp_path / f"written-{w}.txt").read_text().splitlines()]  # fmt: skip
+    lines = [
+        ln
+        for w in range(WRITERS)
+        for ln in (tmp_path / f"written-{w}.txt").read_text().splitlines()
+    ]
     written = {(run_id, int(a)) for run_id, a in (ln.split() for ln in lines)}
     assert len(written) == WRITERS * RUNS * ATTEMPTS
     assert written <= _versions_on_disk(root)  # every version written is still on disk

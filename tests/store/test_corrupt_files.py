@@ -93,8 +93,10 @@ def test_every_command_moves_a_truncated_row_and_curve_aside(results, command):
     warnings = [ln for ln in out.splitlines() if ln.startswith("warning:")]
     assert len(warnings) == 3, out  # the row, the curve, and the row of the corrupt curve
     assert all("moved to" in w and "quarantine" in w for w in warnings)
-    moved = sorted(p.relative_to(paths.quarantine_dir(root, "cg")).as_posix()
-                   for p in paths.quarantine_dir(root, "cg").rglob("*.parquet"))  # fmt: skip
+    moved = sorted(
+        p.relative_to(paths.quarantine_dir(root, "cg")).as_posix()
+        for p in paths.quarantine_dir(root, "cg").rglob("*.parquet")
+    )
     folder = paths.grid_dir(root, "cg")
     assert moved == sorted(p.relative_to(folder).as_posix() for p in (row0, curve1, row1))
     code, out = cli("status", "cg", "--results", root)
@@ -119,22 +121,30 @@ def test_a_corrupt_manifest_is_moved_aside_and_planned_anew(results, prepared_da
     root, grid_file, _ = results
     paths.manifest_path(root, "cg").write_bytes(b"not parquet at all")
 
-    code, out = cli("query", "SELECT count(*) AS n FROM manifest", "--format", "csv",
-                    "--results", root)  # fmt: skip
+    code, out = cli(
+        "query", "SELECT count(*) AS n FROM manifest", "--format", "csv", "--results", root
+    )
     assert code == 0 and "manifest.parquet: corrupt Parquet file" in out, out
     assert out.splitlines().count("0") == 1  # an empty manifest view
     code, out = cli("submit", grid_file, "--local", "--results", root, "--data", prepared_data)
     assert code == 0 and "skipped 4 with a result" in out, out
-    code, out = cli("query", "SELECT count(*) AS n FROM manifest", "--format", "csv",
-                    "--results", root)  # fmt: skip
+    code, out = cli(
+        "query", "SELECT count(*) AS n FROM manifest", "--format", "csv", "--results", root
+    )
     assert out.split() == ["n", "4"]
 
 
 def test_a_corrupt_submission_record_is_moved_aside(tmp_path):
     records = paths.submissions_dir(tmp_path, "cg") / "records"
     records.mkdir(parents=True)
-    good = {"job_id": "12", "array": True, "submitted_at": "2026-01-01T00:00:00+00:00",
-            "launcher": "p", "log_dir": "/x", "tasks": [["a"], ["b"]]}  # fmt: skip
+    good = {
+        "job_id": "12",
+        "array": True,
+        "submitted_at": "2026-01-01T00:00:00+00:00",
+        "launcher": "p",
+        "log_dir": "/x",
+        "tasks": [["a"], ["b"]],
+    }
     (records / "12.json").write_text(json.dumps(good))
     (records / "13.json").write_text(json.dumps(good)[:40])  # cut short
     (records / "14.json").write_text(json.dumps({**good, "job_id": "14", "tasks": 3}))
@@ -243,6 +253,12 @@ def test_runs_whose_consolidated_curves_are_lost_are_trained_again(results, prep
     assert sorted(pq.read_table(quarantined).column("run_id").to_pylist()) == sorted(ids[:2])
     code, out = cli("submit", grid_file, "--local", "--results", root, "--data", prepared_data)
     assert code == 0 and "skipped 2 with a result" in out and "launching 2" in out, out
-    code, out = cli("query", "SELECT run_id, count(*) AS n FROM curves GROUP BY run_id",
-                    "--format", "csv", "--results", root)  # fmt: skip
+    code, out = cli(
+        "query",
+        "SELECT run_id, count(*) AS n FROM curves GROUP BY run_id",
+        "--format",
+        "csv",
+        "--results",
+        root,
+    )
     assert code == 0 and len(out.split()) == 5, out  # every run has its curve again

@@ -69,8 +69,9 @@ def test_a_full_disk_at_submit_is_one_line(tmp_path, prepared_data):
     grid = grid_file(tmp_path, "nospace", [0], STEPS)
     with tmpfs(tmp_path / "fs", 1) as fs:
         fill(fs)
-        code, out = cli("submit", grid, "--local", "--results", fs / "results",
-                        "--data", prepared_data)  # fmt: skip
+        code, out = cli(
+            "submit", grid, "--local", "--results", fs / "results", "--data", prepared_data
+        )
     assert code == 2 and len(out.strip().splitlines()) == 1, out
     assert out.startswith(f"error: {fs / 'results' / 'nospace'}")
     assert "No space left on device (free on that file system: 0 B)" in out
@@ -89,8 +90,11 @@ def test_a_read_only_results_folder_is_read_and_writes_are_one_line(tmp_path, pr
         assert cli("status", "ro", "--results", root)[0] == 0
         code, out = cli("query", "SELECT status FROM runs", "--format", "csv", "--results", root)
         assert code == 0 and out.split() == ["status", "completed"]
-        for args in (["submit", grid, "--local", "--data", prepared_data], ["compact", "ro"],
-                     ["figures", "ro", "--figure", "loss_curves"]):  # fmt: skip
+        for args in (
+            ["submit", grid, "--local", "--data", prepared_data],
+            ["compact", "ro"],
+            ["figures", "ro", "--figure", "loss_curves"],
+        ):
             code, out = cli(*args, "--results", root)
             assert code == 2 and len(out.strip().splitlines()) == 1, (args, out)
             assert out.startswith(f"error: {root}") and "Read-only file system" in out, out

@@ -57,8 +57,9 @@ def _rows(root: Path, grid: str, data: Path, n: int) -> None:
 def test_results_under_a_path_with_glob_characters_are_read_literally(tmp_path, prepared_data):
     # "res[1]" read as a pattern matches "res1"; "sm*" matches "small" and "smaller".
     root = tmp_path / "res[1]"
-    code, out = cli("submit", _grid(tmp_path, "small"), "--local", "--results", root,
-                    "--data", prepared_data)  # fmt: skip
+    code, out = cli(
+        "submit", _grid(tmp_path, "small"), "--local", "--results", root, "--data", prepared_data
+    )
     assert code == 0, out
     assert "launching 1" in out
     _rows(root, "smaller", prepared_data, 3)
@@ -68,16 +69,38 @@ def test_results_under_a_path_with_glob_characters_are_read_literally(tmp_path, 
     code, out = cli("status", "small", "--results", root)
     assert code == 0, out
     assert next(ln for ln in out.splitlines() if ln.startswith("local")).split()[-1] == "1"
-    code, out = cli("query", "SELECT grid, count(*) AS n FROM runs GROUP BY grid ORDER BY grid",
-                    "--format", "csv", "--results", root)  # fmt: skip
+    code, out = cli(
+        "query",
+        "SELECT grid, count(*) AS n FROM runs GROUP BY grid ORDER BY grid",
+        "--format",
+        "csv",
+        "--results",
+        root,
+    )
     assert code == 0 and out.split() == ["grid,n", "sm*,5", "small,1", "smaller,3"], out
-    code, out = cli("query", "SELECT count(*) AS n FROM curves", "--grid", "small",
-                    "--format", "csv", "--results", root)  # fmt: skip
+    code, out = cli(
+        "query",
+        "SELECT count(*) AS n FROM curves",
+        "--grid",
+        "small",
+        "--format",
+        "csv",
+        "--results",
+        root,
+    )
     assert code == 0 and out.split() == ["n", "3"], out  # 6 steps, a point every 2
     code, out = cli("compact", "small", "--results", root)
     assert code == 0 and "1 result rows" in out, out
-    code, out = cli("query", "SELECT count(*) AS n FROM runs", "--grid", "small",
-                    "--format", "csv", "--results", root)  # fmt: skip
+    code, out = cli(
+        "query",
+        "SELECT count(*) AS n FROM runs",
+        "--grid",
+        "small",
+        "--format",
+        "csv",
+        "--results",
+        root,
+    )
     assert code == 0 and out.split() == ["n", "1"], out
 
 
@@ -115,8 +138,9 @@ def test_a_results_path_with_a_backslash_and_a_glob_character_is_refused_up_fron
 @pytest.mark.slow
 def test_a_results_path_with_a_backslash_alone_is_read(tmp_path, prepared_data):
     root = tmp_path / "a\\b"
-    code, out = cli("submit", _grid(tmp_path, "small"), "--local", "--results", root,
-                    "--data", prepared_data)  # fmt: skip
+    code, out = cli(
+        "submit", _grid(tmp_path, "small"), "--local", "--results", root, "--data", prepared_data
+    )
     assert code == 0 and "launching 1" in out, out
     code, out = cli("query", "SELECT status FROM runs", "--format", "csv", "--results", root)
     assert code == 0 and out.split() == ["status", "completed"], out

@@ -43,8 +43,14 @@ def _cli(*args: object) -> str:
 def test_old_rows_keep_every_column_and_are_queried_as_before(legacy: Path) -> None:
     old = pq.read_table(next((legacy / "legacy" / "runs").glob("*.parquet"))).schema.names
     assert set(old) <= set(row_schema().names)  # no column lost or renamed
-    out = _cli("query", "SELECT optimizer, status, clip_value FROM runs ORDER BY optimizer",
-               "--results", legacy, "--format", "csv")  # fmt: skip
+    out = _cli(
+        "query",
+        "SELECT optimizer, status, clip_value FROM runs ORDER BY optimizer",
+        "--results",
+        legacy,
+        "--format",
+        "csv",
+    )
     assert out.count("completed") == 6 and "sgd_cclip,completed,0.5" in out
     assert "completed" in _cli("status", "legacy", "--results", legacy)
 
@@ -68,8 +74,9 @@ def test_an_old_manifest_accepts_new_runs(legacy: Path) -> None:
     assert write_manifest(legacy, "legacy", [*runs, new]) == 1
     table = pq.read_table(legacy / "legacy" / "manifest.parquet")
     assert table.num_rows == 7 and table.schema.names[: 1 + len(FIELD_NAMES)] == [
-        "run_id", *FIELD_NAMES,
-    ]  # fmt: skip
+        "run_id",
+        *FIELD_NAMES,
+    ]
     assert new.run_id in read_manifest(legacy, "legacy")
 
 
@@ -122,8 +129,18 @@ def test_results_with_absolute_paths_are_recognised_where_the_project_is_now(
     assert set(moved_ids(runs, grid.runs).values()) == {r.run_id for r in grid.runs}
     # --stale keep: the harness's own model and data code moved on since the fixture was written
     # (a stale result is a recognised one: the runs are matched first, then their inputs checked)
-    out = _cli("submit", project / "paths.yaml", "--results", project / "results",
-               "--data", prepared_data, "--launcher", "local", "--stale", "keep")  # fmt: skip
+    out = _cli(
+        "submit",
+        project / "paths.yaml",
+        "--results",
+        project / "results",
+        "--data",
+        prepared_data,
+        "--launcher",
+        "local",
+        "--stale",
+        "keep",
+    )
     assert "skipped 2 with a result" in out and "launching 0" in out
 
 
@@ -147,8 +164,16 @@ def test_a_project_moved_with_its_results_keeps_every_run_id(tmp_path, prepared_
     again = load_grid(moved / "paths.yaml", vocab=vocab_lookup(prepared_data))
     assert [r.run_id for r in again.runs] == [r.run_id for r in grid.runs]
     assert again.runs[0].optim.optimizer != grid.runs[0].optim.optimizer  # another path
-    out = _cli("submit", moved / "paths.yaml", "--results", moved / "results",
-               "--data", prepared_data, "--launcher", "local")  # fmt: skip
+    out = _cli(
+        "submit",
+        moved / "paths.yaml",
+        "--results",
+        moved / "results",
+        "--data",
+        prepared_data,
+        "--launcher",
+        "local",
+    )
     assert "skipped 2 with a result" in out and "launching 0" in out
 
 
@@ -172,11 +197,28 @@ def test_two_files_of_one_name_in_two_folders_of_a_grid_are_two_runs(
     assert len({r.run_id for r in grid.runs}) == 2
     assert {r.grid_dir for r in grid.runs} == {str(tmp_path.resolve())}
     root = tmp_path / "results"
-    plan = _cli("submit", tmp_path / "two.yaml", "--results", root, "--data", prepared_data,
-                "--launcher", "local", "--dry-run")  # fmt: skip
+    plan = _cli(
+        "submit",
+        tmp_path / "two.yaml",
+        "--results",
+        root,
+        "--data",
+        prepared_data,
+        "--launcher",
+        "local",
+        "--dry-run",
+    )
     assert plan.startswith("runs: 2\n"), plan
-    out = _cli("submit", tmp_path / "two.yaml", "--results", root, "--data", prepared_data,
-               "--launcher", "local")  # fmt: skip
+    out = _cli(
+        "submit",
+        tmp_path / "two.yaml",
+        "--results",
+        root,
+        "--data",
+        prepared_data,
+        "--launcher",
+        "local",
+    )
     assert "launching 2" in out, out
     sql = "SELECT optimizer, status FROM runs ORDER BY optimizer"
     rows = _cli("query", sql, "--results", root, "--format", "csv").strip().splitlines()[1:]

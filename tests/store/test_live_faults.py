@@ -25,8 +25,16 @@ base: {model: tiny, dataset: classics-bpe8k, optimizer: adamw, seq_len: 32, batc
 grid: {lr: [1.0e-3, 3.0e-3]}
 """
 
-GOOD = {"step": 2, "tokens": 512, "train_loss": 5.0, "lr": 1e-3, "val_loss": None,
-        "elapsed_s": 1.0, "steps": 6, "tokens_per_s": 100.0}  # fmt: skip
+GOOD = {
+    "step": 2,
+    "tokens": 512,
+    "train_loss": 5.0,
+    "lr": 1e-3,
+    "val_loss": None,
+    "elapsed_s": 1.0,
+    "steps": 6,
+    "tokens_per_s": 100.0,
+}
 
 BAD = {
     '{"step": 4, "train_loss": "abc"}': "'train_loss' expected a number or null, got str 'abc'",

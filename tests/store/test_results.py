@@ -50,8 +50,14 @@ REQUIRED_COLUMNS = [
 
 def test_row_has_every_required_column_and_nulls(tmp_path):
     run = tiny_run(tmp_path / "data")
-    point = {"step": 1, "tokens": 256, "train_loss": 3.0, "lr": 1e-3, "val_loss": None,
-             "elapsed_s": 0.1}  # fmt: skip
+    point = {
+        "step": 1,
+        "tokens": 256,
+        "train_loss": 3.0,
+        "lr": 1e-3,
+        "val_loss": None,
+        "elapsed_s": 0.1,
+    }
     metrics = {"val_loss": 2.0, "val_ppl": 7.389}
     result = RunResult(status="completed", metrics=metrics, params=10, device="cpu", curve=[point])
     path = write_result(tmp_path, run, result, provenance())

@@ -99,8 +99,7 @@ def test_query_still_reads_every_view_and_its_own_files(root):
 def test_where_cannot_read_a_file_outside_the_results(root):
     leak = f"lr < (SELECT count(*) FROM read_csv('{root.parent}/results2/secret.csv'))"
 
-    r = CliRunner().invoke(main, ["analyze", "best", "sg", "--where", leak, "--results",
-                                  str(root)])  # fmt: skip
+    r = CliRunner().invoke(main, ["analyze", "best", "sg", "--where", leak, "--results", str(root)])
 
     assert r.exit_code == 2, r.output
     assert "Permission Error" in r.stderr and r.stderr.count("\n") == 1, r.stderr
@@ -134,8 +133,19 @@ def test_unsafe_gives_full_duckdb_back(root, monkeypatch):
 
 def test_parquet_output_is_written_by_a_confined_query(root):
     out = root.parent / "best.parquet"
-    r = CliRunner().invoke(main, ["query", "SELECT run_id FROM runs", "--format", "parquet", "-o",
-                                  str(out), "--results", str(root)])  # fmt: skip
+    r = CliRunner().invoke(
+        main,
+        [
+            "query",
+            "SELECT run_id FROM runs",
+            "--format",
+            "parquet",
+            "-o",
+            str(out),
+            "--results",
+            str(root),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert duckdb.sql(f"SELECT count(*) FROM '{out}'").fetchall() == [(4,)]
 
@@ -159,11 +169,23 @@ def _cpu_s(pid: int) -> float:
 @pytest.mark.slow
 def test_ctrl_c_stops_a_runaway_cross_join(root):
     sql = "SELECT count(*) FROM range(1000000) a, range(1000000) b WHERE a.range + b.range = 7"
-    argv = [sys.executable, "-c", "from harness.cli import main; main()", "query", sql,
-            "--results", str(root)]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=REPO, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "query",
+        sql,
+        "--results",
+        str(root),
+    ]
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         wait_until(lambda: _cpu_s(proc.pid) > 6.0, 120, "the query running")  # start-up: ~2 s
         proc.send_signal(signal.SIGINT)

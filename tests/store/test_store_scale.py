@@ -26,8 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _result(i: int) -> RunResult:
-    curve = [{"step": 2, "tokens": 2, "train_loss": 4.0, "lr": 1e-3, "val_loss": None,
-              "elapsed_s": 0.1}]  # fmt: skip
+    curve = [
+        {"step": 2, "tokens": 2, "train_loss": 4.0, "lr": 1e-3, "val_loss": None, "elapsed_s": 0.1}
+    ]
     return RunResult(status="completed", steps_done=2, curve=curve, metrics={"val_loss": 1.0 + i})
 
 
@@ -45,7 +46,9 @@ def test_the_writers_compact_by_themselves_so_loose_files_stay_bounded(tmp_path,
     assert len(paths.generations(tmp_path, "a", "runs")) == 1  # superseded ones removed
     con = connect(tmp_path)
     assert con.execute("SELECT count(*), sum(val_loss) FROM runs").fetchone() == (
-        23, sum(1.0 + i for i in range(23)))  # fmt: skip
+        23,
+        sum(1.0 + i for i in range(23)),
+    )
     assert con.execute("SELECT count(*) FROM curves").fetchone() == (23,)
 
 
@@ -75,8 +78,13 @@ def test_the_integrity_check_of_a_large_generation_reads_it_a_row_group_at_a_tim
     }
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     code = textwrap.dedent(_MEASURE)
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     grew_mb = int(done.stdout.split()[-1]) / 1024
     assert decoded["big"] / 1e6 > 500
@@ -98,8 +106,7 @@ def _generation(root: Path, grid: str, n: int, points: int = 200) -> int:
         for start in range(0, n, ROW_GROUP_SIZE):
             m = min(ROW_GROUP_SIZE, n - start)
             ids = [f"{(start + i) // points:016x}" for i in range(m)]
-            cols = {"grid": [grid] * m, "run_id": ids,
-                    **{c: rng.random(m) for c in numbers}}  # fmt: skip
+            cols = {"grid": [grid] * m, "run_id": ids, **{c: rng.random(m) for c in numbers}}
             table = pa.table(cols, schema=schema)
             decoded += table.nbytes
             w.write_table(table)

@@ -49,17 +49,27 @@ def test_readers_see_old_or_new_versions_while_a_writer_adds_them_and_compacts(t
     n, rounds = 12, 6
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(TESTS)])}
     script = str(TESTS / "store_load.py")
-    writer = subprocess.Popen([sys.executable, script, "write", str(root), str(n), str(rounds)],
-                              env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    writer = subprocess.Popen(
+        [sys.executable, script, "write", str(root), str(n), str(rounds)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while not (root / "round-1").exists():
         assert writer.poll() is None, writer.communicate()[1]
         assert time.monotonic() < deadline, "the writer's first round"
         time.sleep(0.1)
     outs = [tmp_path / f"reader-{i}.json" for i in range(2)]
-    readers = [subprocess.Popen([sys.executable, script, "read", str(root), str(n), str(out)],
-                                env=env, stderr=subprocess.PIPE, text=True)
-               for out in outs]  # fmt: skip
+    readers = [
+        subprocess.Popen(
+            [sys.executable, script, "read", str(root), str(n), str(out)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for out in outs
+    ]
     _, err = writer.communicate(timeout=600)
     assert writer.returncode == 0, err
     (root / "stop").touch()
@@ -82,11 +92,24 @@ def test_readers_see_old_or_new_versions_while_a_writer_adds_them_and_compacts(t
 
 
 def _result(status: str = "completed", points: int = 3) -> RunResult:
-    curve = [{"step": 2 * (i + 1), "tokens": 512, "train_loss": 4.0, "lr": 1e-3,
-              "val_loss": None, "elapsed_s": 0.1} for i in range(points)]  # fmt: skip
+    curve = [
+        {
+            "step": 2 * (i + 1),
+            "tokens": 512,
+            "train_loss": 4.0,
+            "lr": 1e-3,
+            "val_loss": None,
+            "elapsed_s": 0.1,
+        }
+        for i in range(points)
+    ]
     ok = status == "completed"
-    return RunResult(status=status, steps_done=2 * points, curve=curve if ok else [],
-                     metrics={"val_loss": 3.0} if ok else {})  # fmt: skip
+    return RunResult(
+        status=status,
+        steps_done=2 * points,
+        curve=curve if ok else [],
+        metrics={"val_loss": 3.0} if ok else {},
+    )
 
 
 def test_a_rewrite_sits_beside_the_row_it_supersedes(tmp_path):
@@ -96,7 +119,9 @@ def test_a_rewrite_sits_beside_the_row_it_supersedes(tmp_path):
 
     assert first != again and first.exists() and again.exists()  # nothing replaced in place
     assert [p.name for p in row_files(tmp_path, "v", run.run_id)] == [
-        f"{run.run_id}.000001.parquet", f"{run.run_id}.000002.parquet"]  # fmt: skip
+        f"{run.run_id}.000001.parquet",
+        f"{run.run_id}.000002.parquet",
+    ]
     con = connect(tmp_path)
     assert con.execute("SELECT job_id, attempt FROM runs").fetchall() == [("2", 2)]
     assert con.execute("SELECT count(*) FROM curves").fetchone() == (5,)  # the newest curve

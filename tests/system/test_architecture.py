@@ -38,10 +38,20 @@ REPO = Path(__file__).resolve().parents[2]
 def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     env = {"PYTHONPATH": str(root), "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"}
     return subprocess.run(
-        [sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()",
-         "--config", str(root / "pyproject.toml"), "--no-cache"],
-        cwd=root, env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command as c; c()",
+            "--config",
+            str(root / "pyproject.toml"),
+            "--no-cache",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +114,15 @@ def test_every_field_is_declared_once_with_its_role_and_the_tables_derive_from_i
     assert FIELDS["lr"].meta.scale is Scale.LOG and FIELDS["beta2"].meta.scale is Scale.DECAY
     assert "lr" in catalogue.TUNED and "seed" in catalogue.NOT_COMPARED
     assert set(catalogue.PER_OPTIMIZER) == {
-        "beta1", "beta2", "eps", "momentum", "nesterov", "weight_decay_mode", "clip_value",
+        "beta1",
+        "beta2",
+        "eps",
+        "momentum",
+        "nesterov",
+        "weight_decay_mode",
+        "clip_value",
         "coupled_scale_exp",
-    }  # fmt: skip
+    }
     assert FIELDS["dataset"].default == "classics-bpe8k" and FIELDS["eval_tokens"].default == 2**16
 
 
@@ -162,8 +178,11 @@ def test_the_weight_decay_conventions_change_no_earlier_run_id(point: dict) -> N
     run = make_run(**point)
     assert {"weight_decay_mode", "decay_params"}.isdisjoint(hashed_values(run))
     ids = {run.run_id}
-    for change in ({"decay_params": "all_weights"}, {"decay_params": "no_embedding"},
-                   {"diverge_rise": None}):  # fmt: skip
+    for change in (
+        {"decay_params": "all_weights"},
+        {"decay_params": "no_embedding"},
+        {"diverge_rise": None},
+    ):
         ids.add(make_run(**point, **change).run_id)
     if run.optim.weight_decay_mode is not None:
         ids.add(make_run(**point, weight_decay_mode="l2").run_id)

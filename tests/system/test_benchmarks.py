@@ -22,8 +22,12 @@ def _quick(name: str) -> str:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the benchmarks' --device cpu
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return proc.stdout
 
@@ -83,8 +87,9 @@ def test_startup_quick_trains_runs_through_one_warm_slot() -> None:
 def test_scale_quick_builds_a_store_through_the_write_path_and_measures_commands() -> None:
     out = _quick("scale")
     assert "150 runs x 20 points: wrote 150 runs through write_or_spill" in out, out
-    measured = re.findall(rf"^  (query runs|status|analyze best)\s+{NUMBER}\s+{NUMBER}\s", out,
-                          re.MULTILINE)  # fmt: skip
+    measured = re.findall(
+        rf"^  (query runs|status|analyze best)\s+{NUMBER}\s+{NUMBER}\s", out, re.MULTILINE
+    )
     assert {name for name, _, _ in measured} == {"query runs", "status", "analyze best"}, out
     assert all(float(cpu) > 0 and float(mb) > 0 for _, cpu, mb in measured), out
     assert "(exit" not in out, out
@@ -98,9 +103,15 @@ def test_resubmit_quick_times_a_no_op_resubmit_of_finished_runs() -> None:
 
 def test_tracking_quick_times_every_track_setting() -> None:
     out = _quick("tracking")
-    rows = re.findall(r"^\| (.+?) \| ([\d.]+) \[[\d.]+, [\d.]+\] \| [+-][\d.]+% \| ([\d.]+) \|",
-                      out, re.MULTILINE)  # fmt: skip
-    assert [r[0] for r in rows] == ["nothing (default)", "buckets", "mu_norm, rho", "embedding",
-                                    "embedding, head, buckets"], out  # fmt: skip
+    rows = re.findall(
+        r"^\| (.+?) \| ([\d.]+) \[[\d.]+, [\d.]+\] \| [+-][\d.]+% \| ([\d.]+) \|", out, re.MULTILINE
+    )
+    assert [r[0] for r in rows] == [
+        "nothing (default)",
+        "buckets",
+        "mu_norm, rho",
+        "embedding",
+        "embedding, head, buckets",
+    ], out
     assert all(float(cpu) > 0 for _, cpu, _ in rows), out
     assert "4 steps of 64 x 8 tokens, eval every 2 steps" in out, out

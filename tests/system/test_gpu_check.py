@@ -35,14 +35,25 @@ def gpu_check() -> ModuleType:
 def test_the_check_runs_every_step_on_the_cpu_into_one_folder(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k != "OUT"}
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), str(out),
-                           "--device", "cpu"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=1500)  # fmt: skip
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_check.sh"), str(out), "--device", "cpu"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     summary = (out / "summary.md").read_text()
     assert proc.returncode == 0, summary + proc.stderr[-3000:]
     steps = re.findall(r"^\| (.+?) \| (.+?) \| \d+ \| (\w+)\.log \|$", summary, re.MULTILINE)
-    names = ["environment", "gpu tests", "throughput tiny seq 64", "optimizer steps",
-             "packing tiny 4 x 32", "test suite"]  # fmt: skip
+    names = [
+        "environment",
+        "gpu tests",
+        "throughput tiny seq 64",
+        "optimizer steps",
+        "packing tiny 4 x 32",
+        "test suite",
+    ]
     assert [s[0] for s in steps] == names
     assert all(state == "ok" for _, state, _ in steps), steps
     assert sorted(p.name for p in out.iterdir()) == sorted(

@@ -23,8 +23,9 @@ def results(tmp_path: Path) -> Path:
         for k, lr in enumerate((1e-3, 3e-3, 1e-2)):
             for seed in range(2):
                 final = best + 0.1 * abs(k - 1) + 0.01 * seed
-                curve = [final + (math.log(256) - final) * math.exp(-4 * (i + 1) / 8)
-                         for i in range(8)]  # fmt: skip
+                curve = [
+                    final + (math.log(256) - final) * math.exp(-4 * (i + 1) / 8) for i in range(8)
+                ]
                 run = make_run(grid="nb", optimizer=opt, lr=lr, seed=seed)
                 write_run(tmp_path, run, val_ppl=math.exp(final), losses=curve)
     return tmp_path
@@ -42,8 +43,9 @@ def test_example_notebook_runs(results: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HARNESS_RESULTS", str(results))
     monkeypatch.setenv("HARNESS_GRID", "nb")
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(nb, timeout=180, kernel_name="python3", resources={
-        "metadata": {"path": str(results)}}).execute()  # fmt: skip
+    NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(results)}}
+    ).execute()
     cells = [c for c in nb.cells if c.cell_type == "code"]
     assert all(not any(o.get("output_type") == "error" for o in c.outputs) for c in cells)
     counts = _text(cells[1])

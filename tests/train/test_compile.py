@@ -30,8 +30,11 @@ SMALL = {"n_layer": 1, "n_head": 2, "d_model": 32, "tokens": 8 * 32 * 4, "log_ev
 
 def _run_job(root: Path, data_root: Path, run_id: str) -> None:
     """One run as a launched job does it: a fresh process through ``run_job``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TORCHINDUCTOR_CACHE_DIR",
-                                                             "TRITON_CACHE_DIR")}  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+    }
     code = textwrap.dedent(
         f"""
         from pathlib import Path
@@ -53,12 +56,16 @@ def test_compiled_and_eager_agree_and_later_runs_reuse_the_compile_cache(tmp_pat
     write_manifest(tmp_path, GRID, [eager, first, second])
     for run in (eager, first, second):
         _run_job(tmp_path, prepared_data, run.run_id)
-    rows = {r.run_id: read_row(paths.run_path(tmp_path, GRID, r.run_id, "000001"))
-            for r in (eager, first)}  # fmt: skip
+    rows = {
+        r.run_id: read_row(paths.run_path(tmp_path, GRID, r.run_id, "000001"))
+        for r in (eager, first)
+    }
 
     # Same losses, eager and compiled: every logged training loss and the validation loss.
-    curves = [pq.read_table(paths.curve_path(tmp_path, GRID, r.run_id, "000001")).to_pylist()
-              for r in (eager, first)]  # fmt: skip
+    curves = [
+        pq.read_table(paths.curve_path(tmp_path, GRID, r.run_id, "000001")).to_pylist()
+        for r in (eager, first)
+    ]
     assert [p["step"] for p in curves[0]] == [p["step"] for p in curves[1]] == [2, 4]
     for a, b in zip(*curves, strict=True):
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=REL, abs=1e-6)

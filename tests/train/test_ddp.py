@@ -64,8 +64,14 @@ def _worker(rank: int, world: int, port: int, run: dict, data_root: str, out: st
 @pytest.mark.slow
 def test_two_gloo_processes_match_one_process(tmp_path, prepared_data, one_thread):
     # Global batch 8 sequences: 1 process accumulates 2 micro-batches of 4; 2 ranks take 4 each.
-    run = tiny_run(prepared_data, gpus_per_run=2, batch_size=8, micro_batch_size=4,
-                   tokens=8 * 32 * 10, log_every=2)  # fmt: skip
+    run = tiny_run(
+        prepared_data,
+        gpus_per_run=2,
+        batch_size=8,
+        micro_batch_size=4,
+        tokens=8 * 32 * 10,
+        log_every=2,
+    )
     single = train(run, data_root=prepared_data, log=None)
 
     out = tmp_path / "ddp.json"

@@ -38,10 +38,15 @@ a relative rounding of 2^-8 per operation, and a loss sums many)."""
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
 def test_a_bf16_training_step_per_optimizer_on_cuda(prepared_data, optimizer: str) -> None:
     run = tiny_run(
-        prepared_data, optimizer=optimizer, lr=OPTIMIZER_LRS.get(optimizer, 3e-3),
-        precision="bf16", compile="off", tokens=8 * 32 * 2, log_every=1,
+        prepared_data,
+        optimizer=optimizer,
+        lr=OPTIMIZER_LRS.get(optimizer, 3e-3),
+        precision="bf16",
+        compile="off",
+        tokens=8 * 32 * 2,
+        log_every=1,
         **EXTRA.get(optimizer, {}),
-    )  # fmt: skip
+    )
     result = train(run, data_root=prepared_data, log=None)
     assert result.status == "completed", result.error
     assert result.device is not None and result.device.startswith("cuda:"), result.device
@@ -54,8 +59,9 @@ def test_a_bf16_training_step_per_optimizer_on_cuda(prepared_data, optimizer: st
 
 @needs_cuda
 def test_compiled_and_eager_losses_agree_in_bf16_on_cuda(prepared_data) -> None:
-    runs = {c: tiny_run(prepared_data, precision="bf16", compile=c, log_every=1)
-            for c in ("off", "on")}  # fmt: skip
+    runs = {
+        c: tiny_run(prepared_data, precision="bf16", compile=c, log_every=1) for c in ("off", "on")
+    }
     eager, compiled = (train(runs[c], data_root=prepared_data, log=None) for c in ("off", "on"))
     assert eager.status == compiled.status == "completed", (eager.error, compiled.error)
     assert eager.metrics["compile_s"] is None and compiled.metrics["compile_s"] > 0
@@ -79,8 +85,16 @@ def tiny_run_arch():
     """The tiny GPT's run (architecture only; no dataset is read)."""
     from harness.grid.resolve import Resolver
 
-    point = {"model": "tiny", "dataset": "synthetic", "vocab_size": 512, "seq_len": 32,
-             "batch_size": 1, "steps": 1, "optimizer": "adamw", "lr": 1e-3}  # fmt: skip
+    point = {
+        "model": "tiny",
+        "dataset": "synthetic",
+        "vocab_size": 512,
+        "seq_len": 32,
+        "batch_size": 1,
+        "steps": 1,
+        "optimizer": "adamw",
+        "lr": 1e-3,
+    }
     return Resolver("gpu", "full", lambda _: 512, "test").resolve(point, "tiny")
 
 

@@ -115,8 +115,13 @@ def test_gradient_accumulation_matches_full_batch(prepared_data, on_the_cpu):
 @pytest.mark.slow
 def test_a_loss_that_climbs_away_from_its_best_is_diverged(prepared_data):
     # a constant, too-high SGD lr without clipping: the loss first falls, then climbs
-    setup = {"schedule": "constant", "warmup_steps": 0, "tokens": 8 * 32 * 40, "log_every": 1,
-             "grad_clip": None}  # fmt: skip
+    setup = {
+        "schedule": "constant",
+        "warmup_steps": 0,
+        "tokens": 8 * 32 * 40,
+        "log_every": 1,
+        "grad_clip": None,
+    }
     run = tiny_run(prepared_data, optimizer="sgd", lr=3.0, diverge_rise=0.5, **setup)
     result = train(run, data_root=prepared_data, log=None)
     assert result.status == "diverged", [p["train_loss"] for p in result.curve]
@@ -135,8 +140,14 @@ def test_without_the_spike_rules_a_finite_spike_trains_to_the_end(prepared_data)
     """The talk's beta table keeps finite values for runs that blew up. AdamW at a constant lr
     of 0.1 spikes above 1.5 ln V early, then recovers: the default rules score it diverged;
     with diverge_rise and diverge_factor off it trains to the end, its spike recorded."""
-    setup = {"optimizer": "adamw", "lr": 0.1, "schedule": "constant", "warmup_steps": 0,
-             "tokens": 8 * 32 * 40, "log_every": 1}  # fmt: skip
+    setup = {
+        "optimizer": "adamw",
+        "lr": 0.1,
+        "schedule": "constant",
+        "warmup_steps": 0,
+        "tokens": 8 * 32 * 40,
+        "log_every": 1,
+    }
     strict = train(tiny_run(prepared_data, **setup), data_root=prepared_data, log=None)
     assert strict.status == "diverged" and strict.steps_done < 40
     run = tiny_run(prepared_data, diverge_rise=None, diverge_factor=None, **setup)
@@ -163,8 +174,14 @@ def test_validation_loss_by_frequency_bucket(prepared_data):
     result = train(run, data_root=prepared_data, log=None)
     data = TokenData(resolve_dataset(run.data.dataset, prepared_data))
     buckets = frequency_buckets(data.unigram_counts())
-    targets = np.concatenate([y.numpy().ravel() for _, y in data.eval_batches(
-        run.data.eval_tokens, run.data.seq_len, run.data.micro_batch_size)])  # fmt: skip
+    targets = np.concatenate(
+        [
+            y.numpy().ravel()
+            for _, y in data.eval_batches(
+                run.data.eval_tokens, run.data.seq_len, run.data.micro_batch_size
+            )
+        ]
+    )
     n = np.bincount(buckets[targets], minlength=4)
     q = [result.metrics[f"val_loss_q{k}"] for k in range(1, 5)]
     assert all(v is not None for v in q) and (n > 0).all()

@@ -42,12 +42,24 @@ def _terminal(tmp_path: Path, root: Path) -> Iterator[tuple[list[str], str]]:
     """``harness watch w`` in a tmux session of its own server (150 x 45); yields the tmux
     command prefix and the session name. The shell prints ``WATCH-EXIT <code>`` when it ends."""
     tmux = [_tmux(), "-u", "-S", str(tmp_path / "tmux.sock")]
-    watch = [sys.executable, "-c", "from harness.cli import main; main()", "watch", GRID,
-             "--results", str(root), "--every", "0.3"]  # fmt: skip
-    shell = (f"cd {shlex.quote(str(REPO))} && LANG=C.UTF-8 PYTHONPATH={shlex.quote(str(REPO))} "
-             f"{shlex.join(watch)}; echo WATCH-EXIT $?; sleep 120")  # fmt: skip
-    subprocess.run([*tmux, "new-session", "-d", "-s", "t", "-x", "150", "-y", "45", shell],
-                   check=True)  # fmt: skip
+    watch = [
+        sys.executable,
+        "-c",
+        "from harness.cli import main; main()",
+        "watch",
+        GRID,
+        "--results",
+        str(root),
+        "--every",
+        "0.3",
+    ]
+    shell = (
+        f"cd {shlex.quote(str(REPO))} && LANG=C.UTF-8 PYTHONPATH={shlex.quote(str(REPO))} "
+        f"{shlex.join(watch)}; echo WATCH-EXIT $?; sleep 120"
+    )
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "t", "-x", "150", "-y", "45", shell], check=True
+    )
     try:
         yield tmux, "t"
     finally:
@@ -55,8 +67,9 @@ def _terminal(tmp_path: Path, root: Path) -> Iterator[tuple[list[str], str]]:
 
 
 def _screen(tmux: list[str], session: str) -> str:
-    return subprocess.run([*tmux, "capture-pane", "-p", "-t", session], capture_output=True,
-                          text=True, check=False).stdout  # fmt: skip
+    return subprocess.run(
+        [*tmux, "capture-pane", "-p", "-t", session], capture_output=True, text=True, check=False
+    ).stdout
 
 
 def _grid(root: Path) -> str:
@@ -74,10 +87,19 @@ def _grid(root: Path) -> str:
 def _live(root: Path, run_id: str) -> None:
     """Three points of a run being trained (64 steps planned, 1024 tokens a step)."""
     for step, loss in ((8, 5.5), (16, 5.0), (24, 4.25)):
-        append_point(paths.live_path(root, GRID, run_id), {
-            "step": step, "tokens": step * 1024, "train_loss": loss, "lr": 3e-2,
-            "val_loss": None, "elapsed_s": step / 8, "steps": 64, "tokens_per_s": 4096.0,
-        })  # fmt: skip
+        append_point(
+            paths.live_path(root, GRID, run_id),
+            {
+                "step": step,
+                "tokens": step * 1024,
+                "train_loss": loss,
+                "lr": 3e-2,
+                "val_loss": None,
+                "elapsed_s": step / 8,
+                "steps": 64,
+                "tokens_per_s": 4096.0,
+            },
+        )
 
 
 @pytest.mark.slow
@@ -106,8 +128,10 @@ def test_watch_shows_a_running_run_and_the_best_per_arm_until_ctrl_c(tmp_path):
     assert "CPU-hours used" in screen
     leaders = lines[next(i for i, ln in enumerate(lines) if "leading runs" in ln) + 2 :][:3]
     assert [ln.split()[1:] for ln in leaders] == [
-        ["2.9957", "█▆▄▃▁"], ["3.4012", "█▆▄▃▁"], ["3.6889", "█▆▄▃▁"]  # 5 points falling evenly
-    ], screen  # fmt: skip
+        ["2.9957", "█▆▄▃▁"],
+        ["3.4012", "█▆▄▃▁"],
+        ["3.6889", "█▆▄▃▁"],  # 5 points falling evenly
+    ], screen
     assert "WATCH-EXIT 130" in after, after
 
 

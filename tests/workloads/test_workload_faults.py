@@ -64,8 +64,9 @@ def test_a_hostile_workload_parameter_is_one_line_and_nothing_is_written(tmp_pat
     )
     root = tmp_path / "results"
 
-    r = CliRunner().invoke(main, ["submit", str(grid), "--launcher", "local", "--results",
-                                  str(root)])  # fmt: skip
+    r = CliRunner().invoke(
+        main, ["submit", str(grid), "--launcher", "local", "--results", str(root)]
+    )
 
     assert r.exit_code == 2, r.output
     assert r.stderr.count("\n") == 1 and HOSTILE[value] in r.stderr, r.stderr
@@ -75,7 +76,9 @@ def test_a_hostile_workload_parameter_is_one_line_and_nothing_is_written(tmp_pat
 def test_the_largest_64_bit_value_is_accepted(tmp_path: Path) -> None:
     (tmp_path / "line.py").write_text(WORKLOAD)
     grid = tmp_path / "wl.yaml"
-    grid.write_text("name: wl\nbase: {workload: ./line.py:Line, steps: 4, optimizer: sgd, "
-                    "lr: 0.01, unused: 9223372036854775807}\n")  # fmt: skip
+    grid.write_text(
+        "name: wl\nbase: {workload: ./line.py:Line, steps: 4, optimizer: sgd, "
+        "lr: 0.01, unused: 9223372036854775807}\n"
+    )
     r = CliRunner().invoke(main, ["submit", str(grid), "--launcher", "local", "--dry-run"])
     assert r.exit_code == 0, r.output

@@ -82,8 +82,19 @@ def test_quadratic_minimum_is_the_closed_form(spectrum):
 @pytest.mark.parametrize("spectrum", ["heterogeneous", "homogeneous"])
 def test_quadratic_gradient_descent_follows_the_closed_form_through_train(tmp_path, spectrum):
     lr, steps = 0.015, 30  # < 2 / lambda_max = 0.02: every mode contracts
-    run = _run(workload="quadratic", spectrum=spectrum, blocks=2, block_dim=4, condition=100.0,
-               steps=steps, lr=lr, log_every=1, eval_every=10, seed=3, **GD)  # fmt: skip
+    run = _run(
+        workload="quadratic",
+        spectrum=spectrum,
+        blocks=2,
+        block_dim=4,
+        condition=100.0,
+        steps=steps,
+        lr=lr,
+        log_every=1,
+        eval_every=10,
+        seed=3,
+        **GD,
+    )
     result = train(run, data_root=tmp_path, log=None)
     assert result.status == "completed", result.error
     q = Quadratic(spectrum=spectrum, blocks=2, block_dim=4, condition=100.0)
@@ -151,8 +162,11 @@ def test_imbalance_label_noise_is_the_expected_loss_over_labels_and_keeps_ln_c_a
 @pytest.mark.parametrize(("optimizer", "direction"), [("sgd", "gradient"), ("signsgd", "sign")])
 def test_imbalance_one_step_through_train_is_gradient_or_sign(tmp_path, optimizer, direction):
     lr = 0.5
-    setup = {**GD, "optimizer": optimizer} if optimizer == "sgd" else {
-        "optimizer": optimizer, "grad_clip": None, "schedule": "constant"}  # fmt: skip
+    setup = (
+        {**GD, "optimizer": optimizer}
+        if optimizer == "sgd"
+        else {"optimizer": optimizer, "grad_clip": None, "schedule": "constant"}
+    )
     run = _run(workload="imbalance", classes=16, dim=8, steps=1, lr=lr, log_every=1, **setup)
     result = train(run, data_root=tmp_path, log=None)
     w = Imbalance(classes=16, alpha=1.0, dim=8)
@@ -170,8 +184,16 @@ def test_gradient_descent_learns_rare_classes_slower_than_sign_descent(tmp_path)
     out = {}
     for optimizer, lr in (("sgd", 3.0), ("signsgd", 0.02)):
         extra = {"momentum": 0.0} if optimizer == "sgd" else {}
-        run = _run(workload="imbalance", steps=60, lr=lr, optimizer=optimizer, grad_clip=None,
-                   schedule="constant", log_every=10, **extra)  # fmt: skip
+        run = _run(
+            workload="imbalance",
+            steps=60,
+            lr=lr,
+            optimizer=optimizer,
+            grad_clip=None,
+            schedule="constant",
+            log_every=10,
+            **extra,
+        )
         out[optimizer] = train(run, data_root=tmp_path, log=None).metrics
     gd, sign = out["sgd"], out["signsgd"]
     # GD: frequent classes far ahead of rare ones; sign descent: the gap much smaller
@@ -204,8 +226,9 @@ def test_every_optimizer_of_the_zoo_trains_or_refuses_in_one_line(tmp_path, work
     ],
 )
 def test_users_optimizers_train_a_workload(tmp_path, workload, optimizer):
-    run = _run(workload=workload, steps=4, optimizer=optimizer, lr=1e-3, log_every=2,
-               schedule="constant")  # fmt: skip
+    run = _run(
+        workload=workload, steps=4, optimizer=optimizer, lr=1e-3, log_every=2, schedule="constant"
+    )
     result = train(run, data_root=tmp_path, log=None)
     assert result.status == "completed", result.error
     assert math.isfinite(result.metrics["val_loss"])
@@ -304,16 +327,31 @@ def test_rows_are_typed_skipped_on_resubmit_and_analysed(tmp_path):
     assert len(rows) == 2 and {r["status"] for r in rows} == {"completed"}
     schema = pq.read_schema(files[0])
     types = {n: str(schema.field(n).type) for n in ("spectrum", "blocks", "condition", "rotate")}
-    assert types == {"spectrum": "string", "blocks": "int64", "condition": "double",
-                     "rotate": "bool"}  # fmt: skip
+    assert types == {
+        "spectrum": "string",
+        "blocks": "int64",
+        "condition": "double",
+        "rotate": "bool",
+    }
     assert {r["workload"] for r in rows} == {"quadratic"}
     assert {r["workload_parameters"] for r in rows} == {
         "spectrum,blocks,block_dim,condition,noise,rotate"
     }
     assert {r["own_hyperparameters"] for r in rows} == {None}  # none is the optimizer's own
     assert "skipped 2 with a result" in _cli(*argv)
-    best = _cli("analyze", "best", tmp_path / "wl.yaml", "--by", "spectrum", "--metric",
-                "val_loss", "--format", "json", *common, stdout=True)  # fmt: skip
+    best = _cli(
+        "analyze",
+        "best",
+        tmp_path / "wl.yaml",
+        "--by",
+        "spectrum",
+        "--metric",
+        "val_loss",
+        "--format",
+        "json",
+        *common,
+        stdout=True,
+    )
     cells = json.loads(best)
     assert sorted(c["spectrum"] for c in cells) == ["heterogeneous", "homogeneous"]
     assert all(c["n"] == 1 for c in cells)
@@ -337,8 +375,9 @@ def test_a_workload_grid_analyses_and_confirms_on_its_loss_without_metric(tmp_pa
     _cli(*argv)
     out = _cli(*argv, "--confirm", "--dry-run")  # selected by val_loss, as the analysis does
     assert "confirm lr=0.001 on seed(s) 1" in out, out
-    best = CliRunner().invoke(main, ["analyze", "best", str(tmp_path / "wl.yaml"), "--format",
-                                     "json", *map(str, common)])  # fmt: skip
+    best = CliRunner().invoke(
+        main, ["analyze", "best", str(tmp_path / "wl.yaml"), "--format", "json", *map(str, common)]
+    )
     assert best.exit_code == 0, best.output
     assert json.loads(best.stdout)[0]["lr"] == 0.001
     assert "metric val_loss: no run has val_ppl" in best.stderr
@@ -349,8 +388,15 @@ def test_a_workload_grid_analyses_and_confirms_on_its_loss_without_metric(tmp_pa
 
 @pytest.mark.parametrize("optimizer", ["adam", "signum"])
 def test_resume_from_checkpoint_equals_uninterrupted(tmp_path, optimizer):
-    run = _run(workload="imbalance", stochastic=True, batch_size=16, steps=8, optimizer=optimizer,
-               lr=0.05, log_every=1)  # fmt: skip
+    run = _run(
+        workload="imbalance",
+        stochastic=True,
+        batch_size=16,
+        steps=8,
+        optimizer=optimizer,
+        lr=0.05,
+        log_every=1,
+    )
     whole = train(run, data_root=tmp_path, log=None)
     ckpt = Checkpointing(tmp_path / "run.pt", every_s=600.0)
     calls = {"n": 0}
@@ -412,8 +458,16 @@ def test_the_preflight_refuses_an_optimizer_the_workload_cannot_take(tmp_path):
         "name: g\nbase: {workload: quadratic, lr: 0.01, steps: 4}\n"
         "grid: {optimizer: [adamw, muon, coupled_adam]}\n"
     )
-    argv = ["submit", tmp_path / "g.yaml", "--launcher", "local", "--results", tmp_path / "res",
-            "--dry-run", "--check"]  # fmt: skip
+    argv = [
+        "submit",
+        tmp_path / "g.yaml",
+        "--launcher",
+        "local",
+        "--results",
+        tmp_path / "res",
+        "--dry-run",
+        "--check",
+    ]
     r = CliRunner().invoke(main, [str(a) for a in argv])
     assert r.exit_code == 2, r.output
     assert "optimizer 'muon' acts on matrix parameters only" in r.output

@@ -50,9 +50,16 @@ def answer(
     rows = label_arms(prep.rows, {"--a": a, "--b": b})
     t = tuned(with_rows(prep, rows), goal, [*by, ARM], over)
     out = power_table(
-        t.seeds, [*by, *t.added], a.label, b.label, test=test, alternative=alt, alpha=alpha,
-        target=power, difference=difference,
-    )  # fmt: skip
+        t.seeds,
+        [*by, *t.added],
+        a.label,
+        b.label,
+        test=test,
+        alternative=alt,
+        alpha=alpha,
+        target=power,
+        difference=difference,
+    )
     planned = "the observed |diff|" if difference is None else f"{abs(difference):g}"
     notes = [
         *t.notes,

@@ -13,7 +13,16 @@ def answer(q: TargetQuery) -> Answer:
     """``analyze targets``: every run's tokens- and time-to-target."""
     _, rows, _, notes = runs(q)
     keys = panel_keys(rows, q.pool)
-    cols = ["run_id", METHOD, *keys, *tuned_columns(rows, keys), "seed", "status", TOKENS_TO_TARGET,
-            TIME_TO_TARGET, CENSORED]  # fmt: skip
+    cols = [
+        "run_id",
+        METHOD,
+        *keys,
+        *tuned_columns(rows, keys),
+        "seed",
+        "status",
+        TOKENS_TO_TARGET,
+        TIME_TO_TARGET,
+        CENSORED,
+    ]
     table = rows[list(dict.fromkeys(cols))].sort_values([METHOD, "run_id"])
     return Answer(table=table.reset_index(drop=True), notes=notes)

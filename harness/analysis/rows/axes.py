@@ -84,8 +84,11 @@ def check_cells(df: pd.DataFrame, keys: Sequence[str], over: Sequence[str]) -> N
     # a column that is not tuned must be one value per cell, not merely per configuration (an
     # optimizer whose lrs no other optimizer tried is not tuned over by lr)
     tuned = set(hyperparameters(df))
-    mixed += [c for c in varying_within(df, keys, [c for c in columns if c not in tuned])
-              if c not in over and c not in mixed]  # fmt: skip
+    mixed += [
+        c
+        for c in varying_within(df, keys, [c for c in columns if c not in tuned])
+        if c not in over and c not in mixed
+    ]
     if mixed:
         named = [k for k in keys if k != "arm"]
         cells = f"the cells of {', '.join(named)}" if named else "one cell"

@@ -123,8 +123,13 @@ def prepare(
             dropped[f"no {name!s}"] = int(mask.sum())
     keep = ~pd.concat(list(missing.values()), axis=1).any(axis=1)
     rows = rows[keep].copy()
-    return Prepared(rows=rows, diverged=int(is_div.sum()), dropped=dropped, select=select,
-                    select_goal=(select_goal or goal) if select else None)  # fmt: skip
+    return Prepared(
+        rows=rows,
+        diverged=int(is_div.sum()),
+        dropped=dropped,
+        select=select,
+        select_goal=(select_goal or goal) if select else None,
+    )
 
 
 def _check_numeric(df: pd.DataFrame, column: str, flag: str) -> None:

@@ -36,9 +36,22 @@ from harness.analysis.stats.to_target import crossing
 LOSS = "train_loss"
 #: Output columns of the per-batch table after the cell columns.
 COLUMNS = (
-    "batch_size", "steps", "steps_ci_low", "steps_ci_high", "tokens", "n", "phase", "overhead",
-    "reference_batch", "critical_batch", "ci_low", "ci_high", "fit_check", "steps_check", "note",
-)  # fmt: skip
+    "batch_size",
+    "steps",
+    "steps_ci_low",
+    "steps_ci_high",
+    "tokens",
+    "n",
+    "phase",
+    "overhead",
+    "reference_batch",
+    "critical_batch",
+    "ci_low",
+    "ci_high",
+    "fit_check",
+    "steps_check",
+    "note",
+)
 #: A run whose learning rate at the target is below this share of its peak reached it in the
 #: decay of its schedule.
 DECAYED = 0.5
@@ -132,16 +145,26 @@ def steps_table(
         for bv, rs, st in zip(b, per_b, steps, strict=True):
             lo, hi = mean_interval(st, confidence)
             mean = st.mean() if st.size else np.nan
-            out.append(key | {
-                "batch_size": bv, "steps": mean, "steps_ci_low": lo, "steps_ci_high": hi,
-                "tokens": np.mean([r.tokens for r in rs]) if rs else np.nan, "n": len(rs),
-                "phase": np.mean([r.phase for r in rs]) if rs else np.nan,
-                "overhead": float(fitted.overhead_at(np.array(bv), np.array(mean))),
-                "reference_batch": fitted.reference, "critical_batch": fitted.critical,
-                "ci_low": fitted.ci_low, "ci_high": fitted.ci_high,
-                "fit_check": fitted.fit_check, "steps_check": steps_check(rs),
-                "note": fitted.note,
-            })  # fmt: skip
+            out.append(
+                key
+                | {
+                    "batch_size": bv,
+                    "steps": mean,
+                    "steps_ci_low": lo,
+                    "steps_ci_high": hi,
+                    "tokens": np.mean([r.tokens for r in rs]) if rs else np.nan,
+                    "n": len(rs),
+                    "phase": np.mean([r.phase for r in rs]) if rs else np.nan,
+                    "overhead": float(fitted.overhead_at(np.array(bv), np.array(mean))),
+                    "reference_batch": fitted.reference,
+                    "critical_batch": fitted.critical,
+                    "ci_low": fitted.ci_low,
+                    "ci_high": fitted.ci_high,
+                    "fit_check": fitted.fit_check,
+                    "steps_check": steps_check(rs),
+                    "note": fitted.note,
+                }
+            )
     table = pd.DataFrame(out)[[*cells, *COLUMNS]]
     table.attrs["lengths"] = tuple(lengths)
     return table

@@ -186,8 +186,9 @@ def _interval(
     note: str,
 ) -> dict[str, object]:
     m = {arm: np.array([arms[(arm, xv)].mean() for xv in xs]) for arm in (a, b)}
-    var = np.array([arms[(arm, xv)].var(ddof=1) / arms[(arm, xv)].size for arm in (a, b)
-                    for xv in xs])  # fmt: skip
+    var = np.array(
+        [arms[(arm, xv)].var(ddof=1) / arms[(arm, xv)].size for arm in (a, b) for xv in xs]
+    )
     df = np.array([arms[(arm, xv)].size - 1.0 for arm in (a, b) for xv in xs])
     lo, hi, open_lo, open_hi = crossing_interval(
         np.log2(xs), advantage(m[a], m[b], goal), two_arm_coefs(xs.size), var, df, conf

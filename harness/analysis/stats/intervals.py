@@ -269,8 +269,7 @@ def crossing_interval(
     weights = c * c * var[..., None, None, :]  # (..., k-1, G, m)
     dfs = np.broadcast_to(df[..., None, None, :], weights.shape)
     total = weights.sum(axis=-1)
-    t = welch_quantile(list(np.moveaxis(weights, -1, 0)), list(np.moveaxis(dfs, -1, 0)),
-                       confidence)  # fmt: skip
+    t = welch_quantile(list(np.moveaxis(weights, -1, 0)), list(np.moveaxis(dfs, -1, 0)), confidence)
     with np.errstate(invalid="ignore"):
         inside = value * value <= t * t * total  # (..., k-1, G)
     lx = logx[:-1, None] + theta[:, 0] * (logx[1:, None] - logx[:-1, None])  # (k-1, G)

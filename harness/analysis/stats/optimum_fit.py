@@ -39,9 +39,21 @@ from harness.metrics.catalogue import Goal
 WINDOW = 2
 #: Output columns after the cell columns.
 COLUMNS = (
-    "grid_best", "grid_mean", "optimum", "ci_low", "ci_high", "metric", "metric_ci_low",
-    "metric_ci_high", "points", "searched", "fit_check", "band_low", "band_high", "note",
-)  # fmt: skip
+    "grid_best",
+    "grid_mean",
+    "optimum",
+    "ci_low",
+    "ci_high",
+    "metric",
+    "metric_ci_low",
+    "metric_ci_high",
+    "points",
+    "searched",
+    "fit_check",
+    "band_low",
+    "band_high",
+    "note",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,14 +210,18 @@ def _outside_observed(
     one sign (a loss or a perplexity below 0: a value the metric never takes)."""
     out = []
     if not np.log(values.min()) <= u_star <= np.log(values.max()):
-        out.append(f"extrapolated: the fitted optimum {np.exp(u_star):.3g} is outside the "
-                   f"searched {axis} {searched}")  # fmt: skip
+        out.append(
+            f"extrapolated: the fitted optimum {np.exp(u_star):.3g} is outside the "
+            f"searched {axis} {searched}"
+        )
     seen = means[np.isfinite(means)]
     lo, hi = metric_ci
     if ((seen > 0).all() and lo < 0) or ((seen < 0).all() and hi > 0):
         side = "below" if lo < 0 else "above"
-        out.append(f"metric interval [{lo:.4g}, {hi:.4g}] reaches {side} 0 where every observed "
-                   "mean is on the other side: the fit is not the curve there")  # fmt: skip
+        out.append(
+            f"metric interval [{lo:.4g}, {hi:.4g}] reaches {side} 0 where every observed "
+            "mean is on the other side: the fit is not the curve there"
+        )
     return out
 
 

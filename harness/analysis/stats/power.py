@@ -40,9 +40,19 @@ MAX_SEEDS = 1000
 TESTS = POWER_TESTS
 #: Output columns after the ``by`` columns.
 COLUMNS = (
-    "n_a", "std_a", "n_b", "std_b", "diff", "difference", "power", "seeds_needed",
-    "seeds_needed_low", "seeds_needed_high", "detectable", "note",
-)  # fmt: skip
+    "n_a",
+    "std_a",
+    "n_b",
+    "std_b",
+    "diff",
+    "difference",
+    "power",
+    "seeds_needed",
+    "seeds_needed_low",
+    "seeds_needed_high",
+    "detectable",
+    "note",
+)
 #: Two-sided level of the range given with ``seeds_needed`` (each variance's chi-square interval).
 SEEDS_RANGE = 0.9
 
@@ -94,9 +104,15 @@ def power(
 
 
 def seeds_needed(
-    delta: float, var_a: float, var_b: float, *, alpha: float, two_sided: bool, target: float,
+    delta: float,
+    var_a: float,
+    var_b: float,
+    *,
+    alpha: float,
+    two_sided: bool,
+    target: float,
     test: PowerTest = "welch",
-) -> float:  # fmt: skip
+) -> float:
     """The fewest seeds per arm (2..:data:`MAX_SEEDS`) whose power at ``delta`` reaches
     ``target``; inf beyond."""
     n = np.arange(2, MAX_SEEDS + 1, dtype=float)
@@ -106,15 +122,24 @@ def seeds_needed(
 
 
 def detectable(
-    var_a: float, n_a: float, var_b: float, n_b: float, *, alpha: float, two_sided: bool,
-    target: float, test: PowerTest = "welch",
-) -> float:  # fmt: skip
+    var_a: float,
+    n_a: float,
+    var_b: float,
+    n_b: float,
+    *,
+    alpha: float,
+    two_sided: bool,
+    target: float,
+    test: PowerTest = "welch",
+) -> float:
     """The smallest delta > 0 detected with probability ``target`` at these seed counts."""
     se, _ = _se_df(var_a, n_a, var_b, n_b, test)
 
     def gap(d: float) -> float:
-        return float(power(d, var_a, n_a, var_b, n_b, alpha=alpha, two_sided=two_sided,
-                           test=test)) - target  # fmt: skip
+        return (
+            float(power(d, var_a, n_a, var_b, n_b, alpha=alpha, two_sided=two_sided, test=test))
+            - target
+        )
 
     hi = float(se)
     while gap(hi) < 0:

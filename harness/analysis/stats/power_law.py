@@ -328,11 +328,18 @@ def _cell(
     elif not d[0] <= budget_b <= d[-1]:
         notes.append(f"extrapolated outside {b}'s budgets {d[0]:g}..{d[-1]:g}")
     return {
-        "a_final": a_final, "budget_a": budget_a, "budget_b": budget_b,
-        "ratio": budget_b / budget_a, "ci_low": lo, "ci_high": hi,
-        "A": fit.A, "alpha": fit.alpha, "E": fit.E, "fit_check": "; ".join(checks) or OK,
+        "a_final": a_final,
+        "budget_a": budget_a,
+        "budget_b": budget_b,
+        "ratio": budget_b / budget_a,
+        "ci_low": lo,
+        "ci_high": hi,
+        "A": fit.A,
+        "alpha": fit.alpha,
+        "E": fit.E,
+        "fit_check": "; ".join(checks) or OK,
         "note": "; ".join(notes),
-    }  # fmt: skip
+    }
 
 
 #: (mean, seed variance, n) of an array of seeds.

@@ -291,8 +291,12 @@ def _pooled_test(
     dfs = [pool_a[1], pool_b[1]]
     lo, hi = linear_interval(d, weights, dfs, 1 - alpha)
     p = welch_p_value(d, weights, dfs, alternative)
-    return {"ci_low": float(lo), "ci_high": float(hi), "statistic": d / np.sqrt(sum(weights)),
-            "p": p}  # fmt: skip
+    return {
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "statistic": d / np.sqrt(sum(weights)),
+        "p": p,
+    }
 
 
 def _arm_values(

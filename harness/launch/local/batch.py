@@ -46,11 +46,16 @@ class Batch:
         parallel, threads = split_cores(slots, len(runs))
         self.timeout_s = settings.timeout_min * 60.0
         self.pool = RunPool(
-            spec.with_threads(threads), [r.run_id for r in runs], parallel=parallel, gpus=gpus,
-            per_gpu=per_gpu, timeout_s=self.timeout_s,
-            logs=paths.local_logs_dir(spec.results_root, spec.grid), seen=seen,
+            spec.with_threads(threads),
+            [r.run_id for r in runs],
+            parallel=parallel,
+            gpus=gpus,
+            per_gpu=per_gpu,
+            timeout_s=self.timeout_s,
+            logs=paths.local_logs_dir(spec.results_root, spec.grid),
+            seen=seen,
             wait_for_locks=True,
-        )  # fmt: skip
+        )
         self.statuses: dict[str, str] = {}
         """run_id -> status of the runs that finished (their rows are written)."""
         self.outcomes: Counter[Outcome] = Counter()
@@ -91,8 +96,10 @@ class Batch:
     def outcome_lines(self) -> list[str]:
         """One line per outcome of a stopped batch."""
         done = Counter(self.statuses.values())
-        lines = [f"  {self.outcomes[Outcome.CHECKPOINTED]} runs checkpointed (the next submit "
-                 "resumes them from there)"]  # fmt: skip
+        lines = [
+            f"  {self.outcomes[Outcome.CHECKPOINTED]} runs checkpointed (the next submit "
+            "resumes them from there)"
+        ]
         if done:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(done.items()))
             lines.append(f"  {sum(done.values())} runs finished ({counts})")

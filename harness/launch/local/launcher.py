@@ -126,8 +126,10 @@ def _run(batch: Batch, signals: _Signals, progress: Progress | None) -> None:
     while not batch.pool.done:
         if signals.count and not batch.stopping:
             batch.stop()
-            _say(f"stopping: {len(batch.pool.active)} runs are checkpointing (Ctrl-C again kills "
-                 "them)")  # fmt: skip
+            _say(
+                f"stopping: {len(batch.pool.active)} runs are checkpointing (Ctrl-C again kills "
+                "them)"
+            )
         if signals.count > 1:
             batch.kill()  # each process once; they get no row and resume from their checkpoint
         batch.collect(progress)

@@ -167,9 +167,13 @@ class SlurmLauncher:
             return self.submit_tasks(deferred[:room], spec, limits, queued.seen), room
 
         statuses, late = wait_for_runs(
-            spec.results_root, spec.grid, queued.submissions, queued.deferred, top_up,
+            spec.results_root,
+            spec.grid,
+            queued.submissions,
+            queued.deferred,
+            top_up,
             show_progress,
-        )  # fmt: skip
+        )
         return LaunchReport(launched=launched.runs + late, statuses=statuses)
 
     def submit_tasks(

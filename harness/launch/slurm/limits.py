@@ -77,8 +77,11 @@ def _query(timeout_s: float) -> ClusterLimits:
         try:
             proc = subprocess.run(
                 ["scontrol", "show", "config"],
-                capture_output=True, text=True, timeout=timeout_s, check=False,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             why = f"scontrol show config did not answer within {timeout_s:g} s"
         else:

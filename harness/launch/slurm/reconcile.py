@@ -88,8 +88,11 @@ def in_training(root: Path, grid: str, todo: Mapping[str, Assignment]) -> set[st
             out.add(first)
     for run_id, p in todo.items():
         since = _timestamp(p.submission.submitted_at)
-        traces = (paths.live_path(root, grid, run_id), paths.progress_path(root, grid, run_id),
-                  paths.checkpoint_path(root, grid, run_id))  # fmt: skip
+        traces = (
+            paths.live_path(root, grid, run_id),
+            paths.progress_path(root, grid, run_id),
+            paths.checkpoint_path(root, grid, run_id),
+        )
         if any(_mtime(f) >= since for f in traces):
             out.add(run_id)
     return out

@@ -106,15 +106,18 @@ def check_fits(request: Request, nodes: Sequence[Node], launcher: str) -> None:
             f"partitions of this cluster (sinfo): {', '.join(partitions)}"
         )
     where = [
-        n for n in nodes
+        n
+        for n in nodes
         if (n.partition == request.partition or (request.partition is None and n.default))
         and _has_features(n, request.constraint)
-    ]  # fmt: skip
+    ]
     fits = [
-        n for n in where
-        if n.gpus >= request.gpus and n.cpus >= request.cpus
+        n
+        for n in where
+        if n.gpus >= request.gpus
+        and n.cpus >= request.cpus
         and (request.mem_mb is None or n.mem_mb >= request.mem_mb)
-    ]  # fmt: skip
+    ]
     if fits:
         return
     place = f"partition {request.partition or 'default'}"

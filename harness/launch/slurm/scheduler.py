@@ -13,9 +13,22 @@ import subprocess
 from collections.abc import Collection, Iterator
 
 ACTIVE_STATES = frozenset(
-    {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING",
-     "COMPLETING", "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"}
-)  # fmt: skip
+    {
+        "PENDING",
+        "RUNNING",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "CONFIGURING",
+        "COMPLETING",
+        "SUSPENDED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+        "RESV_DEL_HOLD",
+    }
+)
 """Job states in which a job is still queued or running (its runs must not be submitted again)."""
 
 _IDS_PER_CALL = 200

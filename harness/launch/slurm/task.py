@@ -153,9 +153,12 @@ class RunTask(submitit.helpers.Checkpointable):
             )
             try:
                 statuses[run_id] = run_job(
-                    self.spec, run_id, job_id=job_id, should_stop=signals.stop_requested,
+                    self.spec,
+                    run_id,
+                    job_id=job_id,
+                    should_stop=signals.stop_requested,
                     still_needed=unchanged,
-                )  # fmt: skip
+                )
             except TrainingInterrupted:
                 return self._stop(signals, [run_id], job_id, statuses)
             except RunFinishedElsewhere as e:  # a row from another job since submit: not again
@@ -173,9 +176,13 @@ class RunTask(submitit.helpers.Checkpointable):
         statuses, seen = self._start(job_id)
         try:
             statuses |= run_packed(
-                self.spec.with_threads(threads), list(seen), per_device=self.per_device,
-                job_id=job_id, should_stop=signals.stop_requested, seen=seen,
-            )  # fmt: skip
+                self.spec.with_threads(threads),
+                list(seen),
+                per_device=self.per_device,
+                job_id=job_id,
+                should_stop=signals.stop_requested,
+                seen=seen,
+            )
         except PackInterrupted as e:
             return self._stop(signals, e.interrupted, job_id, statuses | dict(e.statuses))
         return statuses

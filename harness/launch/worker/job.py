@@ -170,8 +170,9 @@ def write_status(
         ckpt_progress(paths.checkpoint_path(root, grid, run_id)),
         read_progress(paths.progress_path(root, grid, run_id)),
     ]
-    done = max((d for d in reached if d is not None), key=lambda d: int(d.get("step", 0)),
-               default=None)  # fmt: skip
+    done = max(
+        (d for d in reached if d is not None), key=lambda d: int(d.get("step", 0)), default=None
+    )
     if done is not None:
         result.steps_done = int(done.get("step", 0))
         result.tokens_seen = result.steps_done * run.data.tokens_per_step
@@ -195,8 +196,9 @@ class _LiveWriter:
             append_point(self.path, point)
         except OSError as e:
             if not self.warned:
-                print(f"harness: warning: live curve not written: {os_error_line(e)}",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"harness: warning: live curve not written: {os_error_line(e)}", file=sys.stderr
+                )
             self.warned = True
 
 

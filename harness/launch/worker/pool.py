@@ -246,8 +246,7 @@ class RunPool:
         if gpu is not None:
             self.on_gpu[gpu] += 1
         env = {"CUDA_VISIBLE_DEVICES": "" if gpu is None else str(gpu)} if self.gpus_given else {}
-        p = process.start(self._ctx, self.spec, self._reports, job_id=self.job_id, env=env,
-                          gpu=gpu)  # fmt: skip
+        p = process.start(self._ctx, self.spec, self._reports, job_id=self.job_id, env=env, gpu=gpu)
         self.processes.append(p)
         return p
 
@@ -298,8 +297,10 @@ class RunPool:
             return Ended(run_id, Outcome.NOT_STARTED)  # stopped while being built: no checkpoint
         if kind in (ExitKind.INTERRUPTED, ExitKind.UNSTEPPED) and run_id in self._timed_out:
             limit = f"{self.timeout_s / 60:g} min" if self.timeout_s else "its limit"
-            error = (f"ran past timeout_min ({limit}) of the launcher profile on this machine; "
-                     "checkpoint kept")  # fmt: skip
+            error = (
+                f"ran past timeout_min ({limit}) of the launcher profile on this machine; "
+                "checkpoint kept"
+            )
             return self._record(run_id, Status.TIMEOUT, error)
         if kind is ExitKind.INTERRUPTED:
             return Ended(run_id, Outcome.CHECKPOINTED)
@@ -329,8 +330,9 @@ class RunPool:
         return Ended(run_id, Outcome.FINISHED, status)
 
 
-def drain(pool: RunPool, *, poll_s: float = 0.2,
-          on_end: Callable[[Ended], None] | None = None) -> list[Ended]:  # fmt: skip
+def drain(
+    pool: RunPool, *, poll_s: float = 0.2, on_end: Callable[[Ended], None] | None = None
+) -> list[Ended]:
     """Poll ``pool`` every ``poll_s`` until it is done; returns every run's end."""
     out: list[Ended] = []
     while not pool.done:

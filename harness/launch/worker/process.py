@@ -246,8 +246,11 @@ def _child(
         _output_to(task.log)
         changed = fingerprinted_code_changed()
         if changed:
-            print(f"harness: {changed[0]} changed since this process imported it: run "
-                  f"{task.run_id} goes to a fresh process", file=sys.stderr)  # fmt: skip
+            print(
+                f"harness: {changed[0]} changed since this process imported it: run "
+                f"{task.run_id} goes to a fresh process",
+                file=sys.stderr,
+            )
             kind, status, note = ExitKind.RESTART, None, ""
         else:
             kind, status, note = _one_run(spec, task, job_id, should_stop, stop)
@@ -286,8 +289,13 @@ def _one_run(
 
     threading.Thread(target=_end_if_stopped_unbuilt, args=(stop, begun), daemon=True).start()
     try:
-        status = run_job(spec, task.run_id, job_id=job_id, should_stop=should_stop,
-                         still_needed=task.still_needed)  # fmt: skip
+        status = run_job(
+            spec,
+            task.run_id,
+            job_id=job_id,
+            should_stop=should_stop,
+            still_needed=task.still_needed,
+        )
     except StoppedBeforeFirstStep:
         return ExitKind.UNSTEPPED, None, ""
     except TrainingInterrupted:

@@ -157,8 +157,11 @@ def _annotate(
     lo, hi = limits
     text = f"{v:.4g}" if abs(v) < 1e5 else f"{v:.0e}"
     if v > hi or v < lo:  # clipped: hatched over its (end) color, boxed value
-        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="xxx",
-                               edgecolor="0.75", linewidth=0))  # fmt: skip
+        ax.add_patch(
+            Rectangle(
+                (j - 0.5, i - 0.5), 1, 1, fill=False, hatch="xxx", edgecolor="0.75", linewidth=0
+            )
+        )
         box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"}
         ax.text(j, i, text, ha="center", va="center", fontsize=font, color="black", bbox=box)
         return
@@ -188,7 +191,7 @@ def _diagonal(ax: Axes, b1: list[float], b2: list[float]) -> None:
     else:
         xs, ys = [xs[0] - 0.5, *xs, xs[-1] + 0.5], [ys[0] - 0.5, *ys, ys[-1] + 0.5]
     ax.plot(xs, ys, linestyle="--", color="white", linewidth=1.0, alpha=0.9, label="_diag")
-    ax.plot(xs, ys, linestyle=(3, (3, 3)), color="black", linewidth=1.0, alpha=0.6,
-            label="_diag")  # fmt: skip
-    ax.text(xs[-1], ys[-1], " b1=b2", fontsize=5.5, color="0.15", ha="left", va="bottom",
-            clip_on=False)  # fmt: skip
+    ax.plot(xs, ys, linestyle=(3, (3, 3)), color="black", linewidth=1.0, alpha=0.6, label="_diag")
+    ax.text(
+        xs[-1], ys[-1], " b1=b2", fontsize=5.5, color="0.15", ha="left", va="bottom", clip_on=False
+    )

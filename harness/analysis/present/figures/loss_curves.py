@@ -44,39 +44,64 @@ def draw(data: FigureData) -> Figure:
     for ax, (key, _) in zip(axes, cells, strict=True):
         best = restrict(points.seeds, key)[["run_id", METHOD]]
         others = restrict(rows, key)[["run_id", METHOD]] if every else best.iloc[:0]
-        has_val |= _panel(ax, curves.merge(best, on="run_id"), curves.merge(others, on="run_id"),
-                          data)  # fmt: skip
+        has_val |= _panel(
+            ax, curves.merge(best, on="run_id"), curves.merge(others, on="run_id"), data
+        )
         ax.set_title(panel_title(key))
     if has_val:
         axes[0].add_line(_val_handle())
     legend(fig, axes)
-    what = "training loss, every run (thin) and each arm's tuned config" if every else (
-        "training loss of each arm's tuned config")  # fmt: skip
+    what = (
+        "training loss, every run (thin) and each arm's tuned config"
+        if every
+        else ("training loss of each arm's tuned config")
+    )
     subtitle(fig, data, points, "thick line" if every else "line", what=what)
     return fig
 
 
 def _val_handle() -> Line2D:
     """An invisible artist whose legend entry explains the points."""
-    return Line2D([], [], marker="o", linestyle="none", color="0.3", markersize=3,
-                  label="validation loss (eval points)", visible=False)  # fmt: skip
+    return Line2D(
+        [],
+        [],
+        marker="o",
+        linestyle="none",
+        color="0.3",
+        markersize=3,
+        label="validation loss (eval points)",
+        visible=False,
+    )
 
 
 def _panel(ax: Axes, best: pd.DataFrame, every: pd.DataFrame, data: FigureData) -> bool:
     """Draw; True when validation points were drawn."""
     for _, part in every.groupby("run_id", sort=True):
         st = data.style(str(part[METHOD].iloc[0]))
-        ax.plot(part["tokens"], part["train_loss"], color=st.color, linewidth=0.6, alpha=0.45,
-                label="_run")  # fmt: skip
+        ax.plot(
+            part["tokens"],
+            part["train_loss"],
+            color=st.color,
+            linewidth=0.6,
+            alpha=0.45,
+            label="_run",
+        )
     has_val = False
     tops = []
     for method, part in best.groupby(METHOD, sort=True):
         st = data.style(str(method))
         g = part.groupby("tokens")["train_loss"]
         mean, band = g.mean(), 2 * g.std(ddof=1).fillna(0.0)
-        ax.plot(mean.index, mean, label=str(method), color=st.color, linestyle=st.linestyle,
-                marker=st.marker, markevery=max(1, len(mean) // 6),
-                linewidth=2.0 if len(every) else 1.4)  # fmt: skip
+        ax.plot(
+            mean.index,
+            mean,
+            label=str(method),
+            color=st.color,
+            linestyle=st.linestyle,
+            marker=st.marker,
+            markevery=max(1, len(mean) // 6),
+            linewidth=2.0 if len(every) else 1.4,
+        )
         ax.fill_between(mean.index, mean - band, mean + band, color=st.color, alpha=0.18, lw=0)
         val = part.dropna(subset=["val_loss"]).groupby("tokens")["val_loss"].mean()
         if len(val):

@@ -111,8 +111,17 @@ def _panel(ax: Axes, part: pd.DataFrame, data: FigureData) -> None:
         ax.fill_between(xs, m - band, m + band, color=st.color, alpha=0.18, linewidth=0)
         div = line[POS][~ok]
         if len(div):
-            ax.plot(div, np.full(len(div), 0.97), "x", color=st.color, markersize=6, mew=1.5,
-                    transform=ax.get_xaxis_transform(), clip_on=False, label="_div")  # fmt: skip
+            ax.plot(
+                div,
+                np.full(len(div), 0.97),
+                "x",
+                color=st.color,
+                markersize=6,
+                mew=1.5,
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                label="_div",
+            )
     if use_log(finite):
         ax.set_yscale("log")
     if (~np.isfinite(finite)).any():

@@ -39,8 +39,14 @@ def draw(data: FigureData) -> Figure:
     for method, part in profile.groupby(METHOD, sort=True):
         st = data.style(str(method))
         label = f"{method} (score {scores[method]:.2f})"
-        ax.step(part["tau"], part["rho"], where="post", label=label, color=st.color,
-                linestyle=st.linestyle)  # fmt: skip
+        ax.step(
+            part["tau"],
+            part["rho"],
+            where="post",
+            label=label,
+            color=st.color,
+            linestyle=st.linestyle,
+        )
     ax.set_xscale("log")
     ticks = [t for t in (1, 1.5, 2, 3, 4) if t <= performance_profiles.TAU_MAX]
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks])

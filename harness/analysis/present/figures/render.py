@@ -142,12 +142,24 @@ def _draw(
     done = every[every["status"].notna()]
     prep = prepare(done, metric, goal, select_by, choice.select_goal)
     if prep.rows.empty:
-        return Drawn(spec, None, f"no completed or diverged runs with {metric}", stem=stem,
-                     select_by=select_by)  # fmt: skip
+        return Drawn(
+            spec,
+            None,
+            f"no completed or diverged runs with {metric}",
+            stem=stem,
+            select_by=select_by,
+        )
     missing = missing_arms(every, prep.rows)
-    data = FigureData(rows=prep.rows, metric=metric, goal=goal, frames=frames,
-                      select_goal=prep.select_goal, styles=arm_styles(every),
-                      missing=tuple(missing), options=options)  # fmt: skip
+    data = FigureData(
+        rows=prep.rows,
+        metric=metric,
+        goal=goal,
+        frames=frames,
+        select_goal=prep.select_goal,
+        styles=arm_styles(every),
+        missing=tuple(missing),
+        options=options,
+    )
     try:
         fig = spec.drawer()(data)
     except (FigureSkipped, UserError) as e:

@@ -56,8 +56,9 @@ def _panel(ax: Axes, part: pd.DataFrame, data: FigureData) -> None:
         b, s = line[X].to_numpy(float), line["steps"].to_numpy(float)
         ok = np.isfinite(s)
         err = np.abs(np.stack([s - line["steps_ci_low"], line["steps_ci_high"] - s]))
-        ax.errorbar(b[ok], s[ok], yerr=np.nan_to_num(err[:, ok]), capsize=2, label=method,
-                    **st.line())  # fmt: skip
+        ax.errorbar(
+            b[ok], s[ok], yerr=np.nan_to_num(err[:, ok]), capsize=2, label=method, **st.line()
+        )
         if ok[0]:
             ax.plot(b, s[0] * b[0] / b, ":", color=st.color, linewidth=1, label="_ideal")
         crit = float(line["critical_batch"].iloc[0])
@@ -67,5 +68,11 @@ def _panel(ax: Axes, part: pd.DataFrame, data: FigureData) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("batch size")
     ax.set_ylabel("steps to target")
-    ax.text(0.02, 0.03, "dotted: linear scaling; dashed: critical batch", transform=ax.transAxes,
-            fontsize=6, color="0.3")  # fmt: skip
+    ax.text(
+        0.02,
+        0.03,
+        "dotted: linear scaling; dashed: critical batch",
+        transform=ax.transAxes,
+        fontsize=6,
+        color="0.3",
+    )

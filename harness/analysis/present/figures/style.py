@@ -23,10 +23,20 @@ _CB = sns.color_palette("colorblind").as_hex()
 OPTIMIZER_SLOTS: dict[str, int] = {
     name: i
     for i, name in enumerate(
-        ("adamw", "coupled_adam", "sgd", "signum", "rmsprop", "signsgd", "sgd_cclip", "lion",
-         "muon", "adam")
+        (
+            "adamw",
+            "coupled_adam",
+            "sgd",
+            "signum",
+            "rmsprop",
+            "signsgd",
+            "sgd_cclip",
+            "lion",
+            "muon",
+            "adam",
+        )
     )
-}  # fmt: skip
+}
 #: Optimizer -> color (its slot's).
 OPTIMIZER_COLORS: dict[str, str] = {name: _CB[i] for name, i in OPTIMIZER_SLOTS.items()}
 #: One categorical palette: the built-in optimizers' ten colors, then ten darker ones.
@@ -75,8 +85,11 @@ def assign(arms: Iterable[tuple[str, str]]) -> dict[str, ArmStyle]:
         if opt in OPTIMIZER_SLOTS and OPTIMIZER_SLOTS[opt] not in slots.values():
             slots[arm] = OPTIMIZER_SLOTS[opt]
     used = set(slots.values())
-    free = [s for s in (*range(len(OPTIMIZER_SLOTS), len(PALETTE)), *range(len(OPTIMIZER_SLOTS)))
-            if s not in used]  # fmt: skip
+    free = [
+        s
+        for s in (*range(len(OPTIMIZER_SLOTS), len(PALETTE)), *range(len(OPTIMIZER_SLOTS)))
+        if s not in used
+    ]
     rest = sorted(arm for arm, _ in pairs if arm not in slots)
     for k, arm in enumerate(rest):
         slots[arm] = free[k] if k < len(free) else len(PALETTE) + k - len(free)

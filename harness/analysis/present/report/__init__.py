@@ -96,9 +96,12 @@ def build_report(req: ReportRequest) -> str:
         curves=_curves(sel, runs, curves, choice, req),
         tables=made,
         provenance=_provenance(sel, runs, curves, names),
-        sql=[("runs (every table and figure)", sel.sql("runs")), ("curves", sel.sql("curves")),
-             *((f"{t.key} table", f"-- {t.command}\n{sel.sql('runs')}") for t in made)],
-    )  # fmt: skip
+        sql=[
+            ("runs (every table and figure)", sel.sql("runs")),
+            ("curves", sel.sql("curves")),
+            *((f"{t.key} table", f"-- {t.command}\n{sel.sql('runs')}") for t in made),
+        ],
+    )
 
 
 def _figures(
@@ -174,16 +177,26 @@ def _curves(
             mean = part.groupby("tokens")["train_loss"].mean()
             val = part.dropna(subset=["val_loss"]).groupby("tokens")["val_loss"].mean()
             color = styles[str(arm)].color
-            lines.append(svg.Line(index[str(arm)], mean.index.to_numpy(float),
-                                  mean.to_numpy(float), color))  # fmt: skip
+            lines.append(
+                svg.Line(index[str(arm)], mean.index.to_numpy(float), mean.to_numpy(float), color)
+            )
             if len(val):
-                lines.append(svg.Line(index[str(arm)], val.index.to_numpy(float),
-                                      val.to_numpy(float), color, dots=True))  # fmt: skip
+                lines.append(
+                    svg.Line(
+                        index[str(arm)],
+                        val.index.to_numpy(float),
+                        val.to_numpy(float),
+                        color,
+                        dots=True,
+                    )
+                )
         title = panel_title(key) or "all runs"
         charts.append(svg.chart(lines, title, _ylim(lines), len(arms), f"c{n}"))
-    legend = ("<p>Thin: every run of the cell (spikes included); thick: each arm's tuned "
-              "configuration, mean over seeds; dots: validation loss. Untick an arm to hide "
-              "it.</p>")  # fmt: skip
+    legend = (
+        "<p>Thin: every run of the cell (spikes included); thick: each arm's tuned "
+        "configuration, mean over seeds; dots: validation loss. Untick an arm to hide "
+        "it.</p>"
+    )
     return legend + f'<div class="toggles">{boxes}</div>' + "".join(charts)
 
 

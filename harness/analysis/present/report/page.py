@@ -79,8 +79,10 @@ def table_html(df: pd.DataFrame, ident: str) -> str:
         "<tr>" + "".join(f"<td>{escape(cell_text(v))}</td>" for v in row) + "</tr>"
         for row in df.itertuples(index=False)
     )
-    return (f'<table class="data" id="{ident}"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")  # fmt: skip
+    return (
+        f'<table class="data" id="{ident}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 def _notes(notes: Sequence[str]) -> str:
@@ -120,8 +122,10 @@ def page(
     parts.append('<section id="figures"><h2>Figures</h2><div class="figs">')
     for f in figures:
         if f.png is None:
-            parts.append(f'<p class="skipped" data-figure="{escape(f.name)}">{escape(f.name)}: '
-                         f"not drawn: {escape('; '.join(f.notes))}</p>")  # fmt: skip
+            parts.append(
+                f'<p class="skipped" data-figure="{escape(f.name)}">{escape(f.name)}: '
+                f"not drawn: {escape('; '.join(f.notes))}</p>"
+            )
             continue
         data = base64.b64encode(f.png).decode("ascii")
         parts.append(
@@ -130,8 +134,10 @@ def page(
             f"{escape(f.description)}{_notes(f.notes)}</figcaption></figure>"
         )
     parts.append("</div></section>")
-    parts.append('<section id="provenance"><h2>Provenance</h2><table class="data" '
-                 'id="table-provenance"><tbody>')  # fmt: skip
+    parts.append(
+        '<section id="provenance"><h2>Provenance</h2><table class="data" '
+        'id="table-provenance"><tbody>'
+    )
     parts += [f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in provenance]
     parts.append("</tbody></table>")
     for name, text in sql:

@@ -80,17 +80,25 @@ def chart(
         f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame"/>',
     ]
     for t in ticks(x0, x1):
-        out.append(f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{top}" y2="{top + ph}" '
-                   f'class="grid"/><text x="{px(t):.1f}" y="{top + ph + 14}" class="tick" '
-                   f'text-anchor="middle">{_fmt(t)}</text>')  # fmt: skip
+        out.append(
+            f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{top}" y2="{top + ph}" '
+            f'class="grid"/><text x="{px(t):.1f}" y="{top + ph + 14}" class="tick" '
+            f'text-anchor="middle">{_fmt(t)}</text>'
+        )
     for t in ticks(y0, y1):
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(t):.1f}" y2="{py(t):.1f}" '
-                   f'class="grid"/><text x="{left - 6}" y="{py(t) + 4:.1f}" class="tick" '
-                   f'text-anchor="end">{_fmt(t)}</text>')  # fmt: skip
-    out.append(f'<text x="{left + pw / 2}" y="{HEIGHT - 6}" class="label" text-anchor="middle">'
-               "training tokens</text>")  # fmt: skip
-    out.append(f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" class="label" '
-               'text-anchor="middle">training loss</text>')  # fmt: skip
+        out.append(
+            f'<line x1="{left}" x2="{left + pw}" y1="{py(t):.1f}" y2="{py(t):.1f}" '
+            f'class="grid"/><text x="{left - 6}" y="{py(t) + 4:.1f}" class="tick" '
+            f'text-anchor="end">{_fmt(t)}</text>'
+        )
+    out.append(
+        f'<text x="{left + pw / 2}" y="{HEIGHT - 6}" class="label" text-anchor="middle">'
+        "training tokens</text>"
+    )
+    out.append(
+        f'<text transform="translate(14 {top + ph / 2}) rotate(-90)" class="label" '
+        'text-anchor="middle">training loss</text>'
+    )
     for k in range(n_arms):
         own = [ln for ln in lines if ln.arm == k]
         if not own:
@@ -100,13 +108,16 @@ def chart(
             ok = np.isfinite(ln.ys) & np.isfinite(ln.xs)
             pts = [(px(float(x)), py(float(y))) for x, y in zip(ln.xs[ok], ln.ys[ok], strict=True)]
             if ln.dots:
-                out += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{ln.color}"/>'
-                        for x, y in pts]  # fmt: skip
+                out += [
+                    f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{ln.color}"/>' for x, y in pts
+                ]
                 continue
             width, opacity = (0.8, 0.45) if ln.thin else (2.2, 1.0)
             path = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
-            out.append(f'<polyline points="{path}" fill="none" stroke="{ln.color}" '
-                       f'stroke-width="{width}" stroke-opacity="{opacity}"/>')  # fmt: skip
+            out.append(
+                f'<polyline points="{path}" fill="none" stroke="{ln.color}" '
+                f'stroke-width="{width}" stroke-opacity="{opacity}"/>'
+            )
         out.append("</g>")
     out.append("</svg>")
     return "\n".join(out)

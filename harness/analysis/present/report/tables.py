@@ -77,8 +77,15 @@ def tables(
     cmd += f" --baseline {base.text} --reference {ref.text}"
     try:
         ans = gap.answer(q, baseline=base, reference=ref, by=conditions)
-        out.append(Table("gap", f"Gap closure: {base.label} 0 %, {ref.label} 100 %", cmd,
-                         ans.table, ans.notes))  # fmt: skip
+        out.append(
+            Table(
+                "gap",
+                f"Gap closure: {base.label} 0 %, {ref.label} 100 %",
+                cmd,
+                ans.table,
+                ans.notes,
+            )
+        )
     except UserError as e:
         out.append(Table("gap", "Gap closure", cmd, None, [f"no gap table: {e}"]))
     return out
