@@ -16,12 +16,13 @@ import harness.analysis.present.figures as figures_package
 from harness.analysis.present.figures import FIGURES, default_figures
 from harness.analysis.present.figures.common import FigureData, FigureSkipped
 from harness.analysis.present.figures.options import FigureOptions
-from harness.analysis.present.figures.render import render_figures, rows_sha256
+from harness.analysis.present.figures.render import draw_figures, render_figures, rows_sha256
 from harness.analysis.rows.arm_labels import add_methods
 from harness.analysis.rows.load import select
 from harness.analysis.rows.metric_choice import MetricChoice
 from harness.analysis.rows.preparation import prepare
 from harness.analysis.rows.selectors import parse_selector
+from harness.analysis.stats.frame import METHOD
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
 from harness.core.errors import UserError
@@ -110,11 +111,29 @@ def test_declared_figures_written_with_sidecars(root, tmp_path):
         assert "code_commit" in side and side["files"] == [f"{name}.png", f"{name}.pdf"]
         assert side["notes"] == ["4 diverged run(s) counted as worst"]
     assert not (out / "batch_size.png").exists()  # not declared
-    # the hash is that of the rows the SQL returns
+    # the hash is that of the rows drawn: the runs, and the curve points of the runs drawn
     sel = select("betas", results=root)
     side = json.loads((out / "loss_curves.json").read_text())
-    assert side["rows_sha256"] == rows_sha256({q: sel.frame(q) for q in ("runs", "curves")})
-    assert side["rows"]["curves"] == 36 * 5
+    seeds = set(_data(root, "betas").tuned(_data(root, "betas").rows, [METHOD]).seeds["run_id"])
+    drawn = {"runs": sel.frame("runs"), "curves": sel.curves_of(seeds)}
+    assert side["rows_sha256"] == rows_sha256(drawn)
+    assert side["rows"]["curves"] == 36 * 5  # what the statement selects
+
+
+@pytest.mark.slow
+def test_loss_curves_reads_the_points_of_the_runs_it_draws_only(root):
+    """The tuned configuration's seeds' curve points are read, not the grid's (at 100,000 runs
+    the whole statement is 20 million points): counted, as rows read."""
+    sel = select("betas", results=root)
+    choice = MetricChoice("val_ppl", Goal.MIN, "val_ppl", Goal.MIN)
+    (d,) = draw_figures(sel, ["loss_curves"], choice)
+    assert d.figure is not None
+    data = _data(root, "betas")
+    seeds = data.tuned(data.rows, [METHOD]).seeds["run_id"]
+    assert len(seeds) == 2 and sel.count("curves") == 36 * 5
+    assert "curves" not in sel.read  # the whole statement was never read
+    assert len(d.frames["curves"]) == 2 * 5  # the two seeds' points
+    assert set(d.frames["curves"]["run_id"]) == set(seeds)
 
 
 @pytest.mark.slow

@@ -108,3 +108,29 @@ def test_report_in_headless_chromium(report: Path, tmp_path: Path):
 
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[:2] == (1600, 1200) and np.std(pixels) > 0.05
+
+
+@pytest.mark.slow
+def test_report_reads_the_curves_of_the_runs_it_draws_only(report: Path, monkeypatch):
+    """Beyond MAX_THIN runs a chart draws one run in k thin, and only the drawn runs' curve
+    points are read (at 100,000 runs the whole statement is 20 million points): counted."""
+    import harness.analysis.present.report as report_module
+    from harness.analysis.rows.load import Selection
+
+    read: list[str] = []
+    chosen: list[set[str]] = []
+    frame, curves_of = Selection.frame, Selection.curves_of
+    monkeypatch.setattr(Selection, "frame", lambda s, n: read.append(n) or frame(s, n))
+    monkeypatch.setattr(
+        Selection, "curves_of", lambda s, ids: chosen.append(set(ids)) or curves_of(s, ids)
+    )
+    monkeypatch.setattr(report_module, "MAX_THIN", 5)
+    req = report_module.ReportRequest(grids=("opt",), results=str(report.parent))
+    html = report_module.build_report(req)
+    assert "curves" not in read  # the whole statement was never read
+    thin = html.count('stroke-width="0.8"')
+    assert thin == 4 and "thin: 4 of the cell&#x27;s 12 runs (one in 3, by run_id)" in html
+    # the report's chart: the 4 thin runs and the 3 arms' tuned seeds (2 each), at most
+    drawn = chosen[-1]
+    assert 4 <= len(drawn) <= 4 + 3 * 2 < 12
+    assert "<th>rows</th><td>14 runs, 70 curve points</td>" in html  # what the SQL selects

@@ -11,7 +11,7 @@ when both are (a laptop-scale perplexity is not comparable with a full-scale one
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,6 +91,28 @@ class Selection:
                 warnings.filterwarnings("ignore", message=".*inplace keyword.*")
                 self.read[name] = self.con.execute(self.sql(name)).df()
         return self.read[name].copy(deep=False)
+
+    def count(self, name: str) -> int:
+        """The number of rows of the named statement, counted in DuckDB (its rows are not
+        read, unless :meth:`frame` read them already)."""
+        if name in self.read:
+            return len(self.read[name])
+        ((n,),) = self.con.execute(f"SELECT count(*) FROM ({self.sql(name)})").fetchall()
+        return int(n)
+
+    def curves_of(self, run_ids: Collection[str]) -> pd.DataFrame:
+        """The rows of the named statement ``curves`` (same columns, same order) of
+        ``run_ids`` only: the runs are chosen first, then only their points are read, in
+        DuckDB (a figure of each arm's tuned configuration over 100,000 runs reads its seeds'
+        points, not 20 million). Run ids the selection does not hold are ignored."""
+        if "curves" in self.read:
+            whole = self.frame("curves")
+            return whole[whole["run_id"].isin(set(run_ids))].reset_index(drop=True)
+        ids = sorted(set(map(str, run_ids)))
+        sql = queries.render(queries.CURVES_OF, self.scale, self.where)
+        with warnings.catch_warnings():  # as in :meth:`frame`
+            warnings.filterwarnings("ignore", message=".*inplace keyword.*")
+            return self.con.execute(sql, [ids]).df()
 
     def missing(self) -> Missing:
         """How many of the selection's planned runs (its grids' manifests, at its scale) have

@@ -28,6 +28,15 @@ CURVES = (
     "ORDER BY c.run_id, c.step"
 )
 
+#: :data:`CURVES` of some runs only: their run_ids are the statement's one parameter (a list).
+CURVES_OF = (
+    "SELECT c.* EXCLUDE (grid) "
+    "FROM curves AS c "
+    "WHERE c.run_id IN (SELECT unnest($1::VARCHAR[])) "
+    "AND c.run_id IN (SELECT run_id FROM runs WHERE scale = {scale} AND ({where})) "
+    "ORDER BY c.run_id, c.step"
+)
+
 #: Planned runs of the selection's scale (the manifest: every run of the grid, run or not).
 MANIFEST = "SELECT * FROM manifest WHERE scale = {scale} ORDER BY run_id"
 

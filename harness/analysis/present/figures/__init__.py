@@ -33,6 +33,9 @@ class FigureSpec:
     """Axes that must all vary for the figure to be a default (empty: always a default)."""
     queries: tuple[str, ...] = ("runs",)
     """Named statements (:data:`harness.analysis.rows.queries.NAMED`) whose rows it draws."""
+    by_run: tuple[str, ...] = ()
+    """Of ``queries``, those it reads for the runs it draws only (:meth:`FigureData.curves`),
+    never whole."""
     on_request: bool = False
     """Drawn only when asked for (``--figure``, or ``figures:`` in a grid), never a default."""
 
@@ -76,6 +79,7 @@ FIGURES: Registry[FigureSpec] = Registry(
                 "training loss vs tokens of each optimizer's tuned configuration",
                 (),
                 queries=("runs", "curves"),
+                by_run=("curves",),
             ),
             _spec(
                 "steps_to_target",

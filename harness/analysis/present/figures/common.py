@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,27 @@ class FigureData:
     """Lines naming the arms with no completed or diverged run (failed, absent), for the note."""
     options: FigureOptions = field(default_factory=FigureOptions)
     """The user's options."""
+    curves_of: Callable[[Collection[str]], pd.DataFrame] | None = None
+    """Reads the ``curves`` rows of some runs only
+    (:meth:`harness.analysis.rows.load.Selection.curves_of`); None: filter
+    ``frames["curves"]``."""
+    curve_points: int | None = None
+    """Rows of the ``curves`` statement over the whole selection (None: ``frames["curves"]``'s)."""
+
+    def has_curves(self) -> bool:
+        """Whether the selection has any curve point."""
+        if self.curve_points is not None:
+            return self.curve_points > 0
+        curves = self.frames.get("curves")
+        return curves is not None and not curves.empty
+
+    def curves(self, run_ids: Collection[str]) -> pd.DataFrame:
+        """The curve points of ``run_ids`` only, in (run_id, step) order: a figure that draws
+        some runs reads their points, not the whole selection's."""
+        if self.curves_of is not None:
+            return self.curves_of(run_ids)
+        curves = self.frames["curves"]
+        return curves[curves["run_id"].isin(set(run_ids))].reset_index(drop=True)
 
     def panels(self, rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
         """The panel keys of ``rows``: the conditions that vary (:func:`panel_keys`), but

@@ -31,19 +31,25 @@ from harness.analysis.stats.frame import METHOD
 
 def draw(data: FigureData) -> Figure:
     """The loss-curve figure (see the module docstring)."""
-    curves = data.frames.get("curves")
-    if curves is None or curves.empty:
+    if not data.has_curves():
         raise FigureSkipped("no loss curves")
     rows = data.rows
     every = data.options.runs == "all"
     keys = data.panels(rows)
     points = data.tuned(rows, [*keys, METHOD])
     cells = panels(points.table, keys)
+    drawn = [
+        (
+            key,
+            best := restrict(points.seeds, key)[["run_id", METHOD]],
+            restrict(rows, key)[["run_id", METHOD]] if every else best.iloc[:0],
+        )
+        for key, _ in cells
+    ]
+    curves = data.curves({r for _, b, o in drawn for r in (*b["run_id"], *o["run_id"])})
     fig, axes = layout(len(cells))
     has_val = False
-    for ax, (key, _) in zip(axes, cells, strict=True):
-        best = restrict(points.seeds, key)[["run_id", METHOD]]
-        others = restrict(rows, key)[["run_id", METHOD]] if every else best.iloc[:0]
+    for ax, (key, best, others) in zip(axes, drawn, strict=True):
         has_val |= _panel(
             ax, curves.merge(best, on="run_id"), curves.merge(others, on="run_id"), data
         )

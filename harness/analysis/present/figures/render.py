@@ -1,7 +1,8 @@
 """Drawing a grid's figures to PNG and PDF, each with a sidecar JSON saying how it was made.
 
-The sidecar holds the figure's SQL, the number and SHA-256 of the rows it drew (so a changed
-result is visible), the code commit, the harness version and the time. Files are written
+The sidecar holds the figure's SQL, the number of rows each statement selects, the SHA-256 of
+the rows it drew (so a changed result is visible; a figure that draws some runs reads only
+their curve points), the code commit, the harness version and the time. Files are written
 through a temporary name and renamed, so a reader never sees half a figure.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -138,7 +139,7 @@ def _draw(
     stem = spec.name + (f"-{metric}" if metric != DEFAULT_METRIC else "")
     stem += f"-by-{select_by}" if select_by != default_select(metric) else ""
     stem += "-local" if sel.scale == "local" else ""
-    frames = {q: sel.frame(q) for q in spec.queries}
+    frames = {q: sel.frame(q) for q in spec.queries if q not in spec.by_run}
     done = every[every["status"].notna()]
     prep = prepare(done, metric, goal, select_by, choice.select_goal)
     if prep.rows.empty:
@@ -150,6 +151,12 @@ def _draw(
             select_by=select_by,
         )
     missing = missing_arms(every, prep.rows)
+    by_run = "curves" in spec.by_run
+
+    def curves_of(run_ids: Collection[str]) -> pd.DataFrame:
+        frames["curves"] = sel.curves_of(run_ids)  # the rows drawn, for the sidecar's hash
+        return frames["curves"]
+
     data = FigureData(
         rows=prep.rows,
         metric=metric,
@@ -159,6 +166,8 @@ def _draw(
         styles=arm_styles(every),
         missing=tuple(missing),
         options=options,
+        curves_of=curves_of if by_run else None,
+        curve_points=sel.count("curves") if by_run else None,
     )
     try:
         fig = spec.drawer()(data)
@@ -226,7 +235,7 @@ def sidecar(
         "goal": goal,
         "where": sel.where,
         "sql": {q: sel.sql(q) for q in spec.queries},
-        "rows": {q: len(f) for q, f in frames.items()},
+        "rows": {q: sel.count(q) for q in spec.queries},
         "rows_sha256": rows_sha256(frames),
         "notes": list(notes),
         "code_commit": git_commit(),

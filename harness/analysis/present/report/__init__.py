@@ -80,7 +80,8 @@ def build_report(req: ReportRequest) -> str:
         select_by=req.select_by,
         pool=req.options.pool,
     )
-    curves = sel.frame("curves")
+    curve_points = sel.count("curves")
+    drawn: dict[str, pd.DataFrame] = {}
     made = tables(q, runs, req.options.baseline, req.options.reference)
     n_status = runs["status"].value_counts().to_dict()
     counts = ", ".join(f"{n} {s}" for s, n in sorted(n_status.items()))
@@ -93,9 +94,9 @@ def build_report(req: ReportRequest) -> str:
         title=f"harness report: {sel.grid}",
         subtitle=subtitle,
         figures=blocks,
-        curves=_curves(sel, runs, curves, choice, req),
+        curves=_curves(sel, curve_points, choice, req, drawn),
         tables=made,
-        provenance=_provenance(sel, runs, curves, names),
+        provenance=_provenance(sel, runs, curve_points, drawn, names),
         sql=[
             ("runs (every table and figure)", sel.sql("runs")),
             ("curves", sel.sql("curves")),
@@ -119,15 +120,30 @@ def _figures(
         yield page.FigureBlock(d.spec.name, d.spec.description, buf.getvalue(), d.notes)
 
 
+#: A chart draws at most this many runs thin: beyond it, every k-th run of the cell by run_id
+#: (a few hundred polylines already hide one another; 100,000 made a report of gigabytes).
+MAX_THIN = 200
+
+
+def _thin(cell: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The runs of ``cell`` drawn thin (at most :data:`MAX_THIN`), and a note when not all."""
+    if len(cell) <= MAX_THIN:
+        return cell, ""
+    step = -(-len(cell) // MAX_THIN)
+    shown = cell.sort_values("run_id", kind="stable").iloc[::step]
+    return shown, f"thin: {len(shown)} of the cell's {len(cell)} runs (one in {step}, by run_id)"
+
+
 def _curves(
     sel: Selection,
-    runs: pd.DataFrame,
-    curves: pd.DataFrame,
+    curve_points: int,
     choice: MetricChoice,
     req: ReportRequest,
+    drawn: dict[str, pd.DataFrame],
 ) -> str:
-    """Checkboxes (one per arm) and one chart per condition: every run thin, each arm's tuned
-    configuration (mean over seeds) thick, validation losses as dots."""
+    """Checkboxes (one per arm) and one chart per condition: every run thin (at most
+    :data:`MAX_THIN`), each arm's tuned configuration (mean over seeds) thick, validation
+    losses as dots. Only the curve points of the runs drawn are read (into ``drawn``)."""
     from harness.analysis.present.figures.common import (
         FigureSkipped,
         arm_styles,
@@ -140,7 +156,7 @@ def _curves(
     from harness.analysis.rows.preparation import prepare
     from harness.analysis.stats.frame import METHOD
 
-    if curves.empty:
+    if not curve_points:
         return "<p>No loss curves.</p>"
     every = every_arm(sel)
     styles = arm_styles(every)
@@ -164,9 +180,13 @@ def _curves(
         if a in set(rows[METHOD])
     )
     charts = []
-    for n, (key, _) in enumerate(cells):
-        best = restrict(points.seeds, key)[["run_id", METHOD]]
-        cell = restrict(rows, key)[["run_id", METHOD]]
+    chosen = []
+    for key, _ in cells:
+        thin, note = _thin(restrict(rows, key)[["run_id", METHOD]])
+        chosen.append((key, restrict(points.seeds, key)[["run_id", METHOD]], thin, note))
+    ids = {r for _, best, thin, _ in chosen for r in (*best["run_id"], *thin["run_id"])}
+    curves = drawn["curves"] = sel.curves_of(ids)
+    for n, (key, best, cell, note) in enumerate(chosen):
         lines = []
         for _, part in curves.merge(cell, on="run_id").groupby("run_id", sort=True):
             arm = str(part[METHOD].iloc[0])
@@ -191,6 +211,7 @@ def _curves(
                     )
                 )
         title = panel_title(key) or "all runs"
+        charts.append(f"<p>{escape(note)}</p>" * bool(note))
         charts.append(svg.chart(lines, title, _ylim(lines), len(arms), f"c{n}"))
     legend = (
         "<p>Thin: every run of the cell (spikes included); thick: each arm's tuned "
@@ -216,7 +237,11 @@ def _ylim(lines: Sequence[svg.Line]) -> tuple[float, float]:
 
 
 def _provenance(
-    sel: Selection, runs: pd.DataFrame, curves: pd.DataFrame, figures: Sequence[str]
+    sel: Selection,
+    runs: pd.DataFrame,
+    curve_points: int,
+    drawn: dict[str, pd.DataFrame],
+    figures: Sequence[str],
 ) -> list[tuple[str, str]]:
     def version(pkg: str) -> str:
         try:
@@ -230,8 +255,8 @@ def _provenance(
         ("results", str(sel.root)),
         ("scale", sel.scale),
         ("where", sel.where or "(every run)"),
-        ("rows", f"{len(runs)} runs, {len(curves)} curve points"),
-        ("rows SHA-256", rows_sha256({"runs": runs, "curves": curves})),
+        ("rows", f"{len(runs)} runs, {curve_points} curve points"),
+        ("rows SHA-256", rows_sha256({"runs": runs, **drawn})),
         ("report code commit", git_commit() or "-"),
         ("commits of the runs", ", ".join(commits) or "-"),
         ("created", dt.datetime.now(dt.UTC).isoformat(timespec="seconds")),
