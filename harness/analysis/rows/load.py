@@ -67,6 +67,8 @@ class Selection:
         default_factory=dict, init=False, repr=False, compare=False
     )
     """Named statement -> its rows, once read (:meth:`frame`)."""
+    counted: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Named statement -> its number of rows, once counted (:meth:`count`)."""
 
     @property
     def grid(self) -> str:
@@ -97,8 +99,13 @@ class Selection:
         read, unless :meth:`frame` read them already)."""
         if name in self.read:
             return len(self.read[name])
-        ((n,),) = self.con.execute(f"SELECT count(*) FROM ({self.sql(name)})").fetchall()
-        return int(n)
+        if name not in self.counted:
+            sql = queries.COUNTS.get(name)
+            text = queries.render(sql, self.scale, self.where) if sql else None
+            text = text or f"SELECT count(*) FROM ({self.sql(name)})"
+            ((n,),) = self.con.execute(text).fetchall()
+            self.counted[name] = int(n)
+        return self.counted[name]
 
     def curves_of(self, run_ids: Collection[str]) -> pd.DataFrame:
         """The rows of the named statement ``curves`` (same columns, same order) of
