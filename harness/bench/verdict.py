@@ -6,7 +6,10 @@ For each cell (batch size x budget) and baseline:
   extension stopped (a bound or the rounds reached), or its selected configuration diverged: no
   number is given for an arm that was not tuned;
 - **no verdict** with fewer than 2 confirmation seeds on either side (one seed has no spread),
-  or a diverged confirmation seed;
+  or diverged confirmation seeds on both sides;
+- **worse** (or **better**) without a number when only the candidate's (or only the baseline's)
+  selected configuration diverged on a confirmation seed: a run that fails counts as failed, as
+  AlgoPerf counts a run that never reaches its target (the reason says on how many seeds);
 - else the final-loss difference candidate - baseline with Welch's interval at 1 - alpha, and
   Welch's two-sided test (Banerjee's interval and test where the seed counts differ, as in
   ``analyze compare``), its p-value Holm-corrected over every cell and baseline of the bench:
@@ -250,11 +253,20 @@ def _arm_cells(rows: Rows, axes: Sequence[str]) -> list[ArmCell]:
     return out
 
 
-def _arm_values(rows: Rows, label: str, cell: Mapping[str, Any]) -> np.ndarray:
-    df = rows.confirm[rows.confirm["label"] == label]
-    for k, v in cell.items():
+def _arm_values(rows: Rows, arm: ArmCell) -> np.ndarray:
+    """The confirmation values of ``arm``'s selected configuration in its cell (confirmation
+    runs of a configuration selected earlier, before more extension moved the best, are not
+    the arm's: they are left out)."""
+    df = rows.confirm[rows.confirm["label"] == arm.label]
+    for k, v in arm.cell.items():
         df = df[df[k] == v]
+    for k, x in arm.best.items():
+        df = df[np.isclose(df[k].astype(float), x, rtol=1e-9, atol=0.0)]
     return df[VALUE].to_numpy(dtype=float)
+
+
+def _diverged(label: str, v: np.ndarray) -> str:
+    return f"{label} diverged on {int((~np.isfinite(v)).sum())} of {v.size} confirmation seeds"
 
 
 def _not_tuned(arm: ArmCell | None, budget: int) -> str:
@@ -317,7 +329,7 @@ def _one(
             return {**head, "reading": "pending", "why": f"{label} has no tuning result yet"}
         if why:
             return {**head, "reading": "not tuned", "why": why}
-    a, b = _arm_values(rows, base, cell), _arm_values(rows, cand, cell)
+    a, b = _arm_values(rows, by_key[(base, key)]), _arm_values(rows, by_key[(cand, key)])
     nums = {
         "mean_candidate": _mean(b),
         "mean_baseline": _mean(a),
@@ -328,8 +340,14 @@ def _one(
         return {**head, **nums, "reading": "pending", "why": "confirmation runs not done"}
     if min(a.size, b.size) < 2:
         return {**head, **nums, "reading": "no verdict", "why": "one confirmation seed"}
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        return {**head, **nums, "reading": "no verdict", "why": "a confirmation seed diverged"}
+    fine_a, fine_b = bool(np.isfinite(a).all()), bool(np.isfinite(b).all())
+    if not (fine_a or fine_b):
+        why = f"{_diverged(cand, b)}, {_diverged(base, a)}"
+        return {**head, **nums, "reading": "no verdict", "why": why}
+    if not fine_b:  # a run that fails at its own selected configuration fails (AlgoPerf)
+        return {**head, **nums, "reading": "worse", "why": _diverged(cand, b)}
+    if not fine_a:
+        return {**head, **nums, "reading": "better", "why": _diverged(base, a)}
     from harness.analysis.stats import TESTS, welch_interval
 
     lo, hi = welch_interval(a, b, 1 - alpha)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -146,7 +147,7 @@ def test_plain_sgd_keeps_its_zero_momentum_and_gets_adamws_lr_range(tmp_path: Pa
     block = d.document["grid"]["optimizer"]["torch.optim:SGD"]
     assert set(block["zip"]) == {"weight_decay"}  # momentum 0 is not switched on
     assert block["lr"] == list(d.baselines[0].lrs)
-    assert d.document["extend"] == {"axes": ["lr"], "rounds": 3, "bounds": {"lr": [1e-5, 10.0]}}
+    assert d.document["extend"] == {"axes": ["lr"], "rounds": 6, "bounds": {"lr": [1e-5, 10.0]}}
 
 
 def test_own_float_hyperparameters_get_a_log_range_around_their_default(tmp_path: Path) -> None:
@@ -297,6 +298,36 @@ def test_the_verdict_names_banerjees_method_where_seed_counts_differ(ci_sgd) -> 
     v = verdict_of(ci_sgd, fewer)
     assert {(c.n_candidate, c.n_baseline) for c in v.comparisons} >= {(3, 2)}
     assert "Banerjee's where the seed counts differ" in verdict_table(v)
+
+
+def test_a_diverged_confirmation_seed_counts_as_a_failure_of_its_arm(ci_sgd) -> None:
+    rows = _rows(-0.5)[0]  # by the numbers the candidate is better
+    c = rows.confirm
+    seed_2 = c["seed"] == 2
+    cand, base = seed_2 & (c["label"] == "torch.optim:SGD"), seed_2 & (c["label"] == "AdamW")
+
+    def readings(diverged: pd.Series) -> list[str]:
+        v = verdict_of(
+            ci_sgd, replace(rows, confirm=c.assign(**{VALUE: c[VALUE].mask(diverged, np.inf)}))
+        )
+        return [x.reading for x in v.comparisons], [x.why for x in v.comparisons]
+
+    got, why = readings(cand)
+    assert got == ["worse"] * 4, why
+    assert all("torch.optim:SGD diverged on 1 of 3 confirmation seeds" in w for w in why)
+    assert readings(base)[0] == ["better"] * 4
+    assert readings(cand | base)[0] == ["no verdict"] * 4
+
+
+def test_confirmation_runs_of_an_earlier_selection_are_left_out(ci_sgd) -> None:
+    # a protocol given more extension rounds moves the best on: the runs that confirmed the
+    # earlier best are not the new best's
+    rows = _rows(0.5)[0]
+    c = rows.confirm
+    earlier = c[c["label"] == "torch.optim:SGD"].assign(lr=1e-3, **{VALUE: 100.0})
+    v = verdict_of(ci_sgd, replace(rows, confirm=pd.concat([c, earlier], ignore_index=True)))
+    assert [x.reading for x in v.comparisons] == ["worse"] * 4
+    assert all(x.n_candidate == 3 and abs(x.difference - 0.5) < 0.05 for x in v.comparisons)
 
 
 def test_best_on_an_edge_is_not_tuned(ci_sgd) -> None:

@@ -134,7 +134,7 @@ def _edge_notes(
 def _same_key(a: object, b: object) -> bool:
     """Whether two group keys (a value, or a tuple of them) are equal, NULL matching NULL."""
     pairs = zip(a, b, strict=True) if isinstance(a, tuple) and isinstance(b, tuple) else [(a, b)]
-    return all(x == y or (_null(x) and _null(y)) for x, y in pairs)
+    return all(_null(x) and _null(y) if _null(x) or _null(y) else bool(x == y) for x, y in pairs)
 
 
 def _null(v: object) -> bool:
