@@ -24,7 +24,7 @@ from harness.analysis.rows.conditions import (
 )
 from harness.analysis.rows.direction import DEFAULT_METRIC, GoalChoice
 from harness.analysis.rows.gridref import declared_derived_axes
-from harness.analysis.rows.load import select
+from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.metric_choice import choose_metric
 from harness.analysis.rows.preparation import Prepared, prepare, require_rows
 from harness.analysis.rows.selectors import Selector, broadcast, inapplicable, label_arms
@@ -60,6 +60,9 @@ class Query:
     pool: tuple[str, ...] = ()
     """Conditions pooled (``--pool``): not cells, tuned over instead
     (:mod:`harness.analysis.rows.conditions`); every other condition that varies is a cell."""
+    selection: Selection | None = dataclasses.field(default=None, compare=False, repr=False)
+    """The open selection of these grids, scale and predicate to read (``harness report``
+    reads the rows of 100,000 runs once for its figures and tables); None: one is opened."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +88,7 @@ class Tuned:
 
 def load(q: Query) -> tuple[Prepared, Goal]:
     """The prepared rows of the query and the metric's goal."""
-    sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
+    sel = q.selection or select(q.grid, results=q.results, scale=q.scale, where=q.where)
     frame = sel.frame("runs")
     choice = choose_metric(frame, q.metric, q.goal, q.select_by)
     prep = prepare(frame, choice.metric, choice.goal, choice.select_by, choice.select_goal)

@@ -79,6 +79,7 @@ def build_report(req: ReportRequest) -> str:
         goal=choice.goal,
         select_by=req.select_by,
         pool=req.options.pool,
+        selection=sel,
     )
     curve_points = sel.count("curves")
     drawn: dict[str, pd.DataFrame] = {}
