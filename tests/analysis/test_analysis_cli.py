@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -13,6 +12,8 @@ from click.testing import CliRunner
 from harness.analysis.stats.significance import paper_test
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
+from tests.cli_calls import rows_of as _json
+from tests.cli_calls import run as _run
 
 OFFSETS = (-0.1, 0.0, 0.1)  # seed s adds OFFSETS[s]: mean exact, std 0.1
 BEST_LR = {"adamw": 2e-3, "sgd": 0.3, "signum": 3e-4}
@@ -89,16 +90,6 @@ def root(tmp_path_factory) -> Path:
             run = make_run(grid="scaled", optimizer=opt, coupled_scale_exp=n, seed=s)
             write_run(root, run, val_ppl=ppl + 0.1 * s - 0.05)
     return root
-
-
-def _run(root: Path, *args: str):
-    return CliRunner().invoke(main, [*args, "--results", str(root)])
-
-
-def _json(root: Path, *args: str) -> list[dict]:
-    res = _run(root, *args, "--format", "json")
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
 
 
 def test_best_picks_tuned_lr_reports_seeds_diverged_and_edges(root):

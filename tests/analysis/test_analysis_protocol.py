@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from harness.analysis.testing import make_run, write_run
 from harness.cli import main
+from tests.cli_calls import rows_of as _json
 
 # The paper's Table 7, D = 5B: factor f -> (loss, rho, kappa). Loss picks f = 300; rho alone
 # would pick 600 and kappa alone 100: three different models.
@@ -49,12 +50,6 @@ def root(tmp_path_factory) -> Path:
                 root, run, val_ppl=math.exp(loss + off), metrics={"rho": rho + s, "kappa": kappa}
             )
     return root
-
-
-def _json(root: Path, *args: str) -> list[dict]:
-    res = CliRunner().invoke(main, [*args, "--results", str(root), "--format", "json"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
 
 
 def test_select_by_loss_reports_the_embedding_metric_at_the_loss_best_factor(root):

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from scipy import stats
 
 from harness.analysis.testing import make_run, write_run
-from harness.cli import main
+from tests.cli_calls import rows_of as _json
+from tests.cli_calls import run as _run
 
 #: Per optimizer and batch size: the seeds' values (cells differ in spread, not in noise model).
 VALUES = {
@@ -39,16 +39,6 @@ def root(tmp_path_factory) -> Path:
         for s, v in enumerate(vals):
             write_run(root, make_run(grid="uneven", optimizer=opt, seed=s), val_ppl=v)
     return root
-
-
-def _run(root: Path, *args: str):
-    return CliRunner().invoke(main, [*args, "--results", str(root)])
-
-
-def _json(root: Path, *args: str) -> list[dict]:
-    res = _run(root, *args, "--format", "json")
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
 
 
 def _pooled(opts: tuple[str, ...]) -> tuple[float, float]:

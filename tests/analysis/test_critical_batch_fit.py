@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from scipy import optimize
 
 from harness.analysis.stats.batch_fit import fit_critical_batch
-from harness.cli import main
+from tests.cli_calls import run as _run
 
 #: Zhang et al. 2024 ("How does critical batch size scale in pre-training?"), their published
 #: notebook plots/chinchilla.ipynb (github.com/hlzhang109/critical-batch-size): the fewest steps
@@ -29,10 +28,6 @@ ZHANG_GOAL = {"85M": 3.42, "151M": 3.24, "302M": 3.07, "604M": 2.92, "1.2B": 2.7
 #: Their rule's values for the smallest and largest model as issue 30 quotes them (reference
 #: batch 256).
 ZHANG_QUOTED = {"85M": 745.0, "1.2B": 2533.0}
-
-
-def _run(root: Path, *args: str):
-    return CliRunner().invoke(main, [*args, "--results", str(root)])
 
 
 def _import(root: Path, grid: str, runs: list[dict], points: list[dict]) -> None:

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
 
-from harness.cli import main
 from harness.store.db import connect
+from tests.cli_calls import run as _run
 
 # Talk, Table 1: mean and 2-sigma over 3 seeds (val ppl, 160M, 3.2B tokens).
 TABLE1 = [
@@ -33,10 +32,6 @@ def _table1_csv(path: Path) -> Path:
         lines += [f"{opt},{clip},{seed},{mean + d * s!r}" for seed, d in enumerate((-1, 0, 1))]
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def _run(root: Path, *args: str):
-    return CliRunner().invoke(main, [*args, "--results", str(root)])
 
 
 def test_talk_table1_signum_closes_95_7_percent_of_the_gap(tmp_path):
