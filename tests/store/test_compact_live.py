@@ -103,7 +103,7 @@ def test_compact_while_runs_write_loses_no_row_and_doubles_none(tmp_path):
     problems: list[str] = []
     seen: dict[str, int] = {}  # run_id -> highest steps_done a query showed
     reads = compactions = kills = merged = 0
-    while any(w.poll() is None for w in writers) or reads < 3:
+    while (any(w.poll() is None for w in writers) or reads < 3 or kills < 1) and compactions < 60:
         writing = any(w.poll() is None for w in writers)
         compactor = _harness("compact", GRID, "--results", str(root))
         readers = [
@@ -112,9 +112,9 @@ def test_compact_while_runs_write_loses_no_row_and_doubles_none(tmp_path):
             _harness("status", GRID, "--results", str(root)),
         ]
         killed = False
-        if compactions % 3 == 2:  # kill -9 part way
-            try:
-                compactor.wait(timeout=rng.uniform(0.5, 3.0))
+        if compactions % 3 == 2 or (not writing and not kills):  # kill -9 part way
+            try:  # until one lands: an idle machine compacts fast
+                compactor.wait(timeout=rng.uniform(0.1, 3.0) if writing else rng.uniform(0.1, 1.0))
             except subprocess.TimeoutExpired:
                 compactor.send_signal(signal.SIGKILL)
                 killed = True

@@ -60,7 +60,8 @@ def test_optim_step_quick_times_every_optimizer() -> None:
 
     out = _quick("optim_step")
     rows = dict(re.findall(r"^(\w+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)$", out, re.MULTILINE))
-    assert set(rows) == set(OPTIMIZERS), out
+    built_in = {n for n in OPTIMIZERS if not n.startswith("test_")}  # others: registered by tests
+    assert set(rows) == built_in, out
     assert all(0 < float(r) < 100 for r in rows.values()), rows
 
 
@@ -88,7 +89,9 @@ def test_scale_quick_builds_a_store_through_the_write_path_and_measures_commands
     out = _quick("scale")
     assert "150 runs x 20 points: wrote 150 runs through write_or_spill" in out, out
     measured = re.findall(
-        rf"^  (query runs|status|analyze best)\s+{NUMBER}\s+{NUMBER}\s", out, re.MULTILINE
+        rf"^  (query runs|status|analyze best)\s+{NUMBER}\s+\[[\d., ]+\]\s+{NUMBER}\s",
+        out,
+        re.MULTILINE,
     )
     assert {name for name, _, _ in measured} == {"query runs", "status", "analyze best"}, out
     assert all(float(cpu) > 0 and float(mb) > 0 for _, cpu, mb in measured), out
