@@ -30,32 +30,6 @@ def runs(root: Path, writer: int, n: int) -> list:  # type: ignore[type-arg]
     ]
 
 
-def _result(attempt: int):  # type: ignore[no-untyped-def]
-    from harness.core.result import RunResult
-
-    curve = [
-        {
-            "step": 2 * (i + 1),
-            "tokens": 512 * (i + 1),
-            "train_loss": 5.0 - 0.01 * i,
-            "lr": 1e-3,
-            "val_loss": None,
-            "elapsed_s": 0.1 * i,
-        }
-        for i in range(attempt + 2)
-    ]
-    metrics = {"val_loss": 3.0, "val_ppl": 20.0, "train_loss": 3.1}
-    return RunResult(
-        status="completed",
-        params=1,
-        steps_done=attempt,
-        tokens_seen=attempt,
-        device="cpu",
-        metrics=metrics,
-        curve=curve,
-    )
-
-
 def plan(root: Path, writers: int, n: int) -> None:
     from harness.store.manifest import write_manifest
 
@@ -63,12 +37,14 @@ def plan(root: Path, writers: int, n: int) -> None:
 
 
 def write(root: Path, writer: int, n: int, attempts: int) -> None:
+    from store_load import attempt_result
+
     from harness.store.spill import write_or_spill
 
     log = root.parent / f"written-{writer}.txt"
     for attempt in range(1, attempts + 1):
         for run in runs(root, writer, n):
-            write_or_spill(root, run, _result(attempt), {"hostname": f"w{writer}"})
+            write_or_spill(root, run, attempt_result(attempt), {"hostname": f"w{writer}"})
             with open(log, "a") as fh:
                 fh.write(f"{run.run_id} {attempt}\n")
             time.sleep(0.25)  # spread the writes over the compactions and reads

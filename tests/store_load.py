@@ -22,7 +22,9 @@ from pathlib import Path
 GRID = "load"
 
 
-def _result(attempt: int):  # type: ignore[no-untyped-def]
+def attempt_result(attempt: int):  # type: ignore[no-untyped-def]
+    """A completed result of ``attempt``: ``steps_done = attempt``, a curve of ``attempt + 2``
+    points (also the writers of tests/compact_load.py)."""
     from harness.core.result import RunResult
 
     curve = [
@@ -61,7 +63,7 @@ def write(root: Path, n: int, rounds: int) -> None:
     written = 0
     for attempt in range(1, rounds + 2):
         for run in runs(root, n):
-            write_result(root, run, _result(attempt), {"attempt": attempt, "hostname": "w"})
+            write_result(root, run, attempt_result(attempt), {"attempt": attempt, "hostname": "w"})
             written += 1
             if written % 7 == 0:
                 compact(root, GRID)
