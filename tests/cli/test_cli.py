@@ -293,8 +293,10 @@ def test_the_local_launcher_gives_each_run_one_gpu(tmp_path, grid_file, prepared
         LocalLauncher(load_profile("local"), gpus=[3, 5]), list(runs), root, prepared_data
     )
     assert len(report.statuses) == len(runs) == 4
-    seen = newest_values(root, runs[0].grid, ["visible_devices"])
-    assert sorted(v for (v,) in seen.values()) == ["3", "3", "5", "5"]
+    seen = [v for (v,) in newest_values(root, runs[0].grid, ["visible_devices"]).values()]
+    # Each run saw exactly one of the two GPUs, and the first two runs started at once, one on
+    # each. How the last two split is up to which warm process frees up first (3+1 is fine).
+    assert len(seen) == 4 and set(seen) == {"3", "5"}, seen
 
 
 def test_gpus_are_filled_evenly_up_to_runs_per_device():
