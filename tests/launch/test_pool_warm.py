@@ -189,3 +189,41 @@ def test_fingerprints_of_unchanged_code_are_computed_once_per_process(tmp_path, 
 def test_the_pool_module_starts_processes_through_process_start() -> None:
     """The counting above relies on it: every run process comes from ``process.start``."""
     assert pool_module.process is process
+
+
+SCRIPT = """
+from harness import api
+
+done = api.submit({grid!r}, launcher="local", results={results!r}, data={data!r})
+print("faults", done.faults)
+"""
+
+
+@pytest.mark.slow
+def test_a_script_without_a_main_guard_can_submit_through_the_api(tmp_path, prepared_data):
+    # Run processes are spawned; a spawned child re-runs the parent's __main__ first. Without
+    # the pool leaving the caller's main module out, this script would run again in each run
+    # process and fail ("bootstrapping phase"): every run failed, as the study scripts did.
+    import subprocess
+    import sys
+
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        "name: g\nbase: {workload: quadratic, optimizer: sgd, lr: 0.01, steps: 20, log_every: 5}\n"
+        "seeds: 3\n"
+    )
+    results = tmp_path / "results"
+    script = tmp_path / "study.py"
+    script.write_text(SCRIPT.format(grid=str(grid), results=str(results), data=str(prepared_data)))
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    said = out.stdout + out.stderr
+    assert out.returncode == 0, said
+    assert "bootstrapping" not in said and "faults 0" in out.stdout, said
+    rows = [
+        newest_row_file(results, "g", p.name.split(".")[0])
+        for p in (results / "g" / "runs").iterdir()
+    ]
+    assert len({r.name.split(".")[0] for r in rows if r is not None}) == 3
+    assert {str(read_row(r)["status"]) for r in rows if r is not None} == {"completed"}

@@ -35,7 +35,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
@@ -172,6 +173,26 @@ def spawn_context() -> SpawnContext:
     return mp.get_context("spawn")
 
 
+@contextlib.contextmanager
+def _callers_main_left_out() -> Iterator[None]:
+    """While a run process is started, ``__main__`` is an empty module.
+
+    A spawned child re-runs the parent's ``__main__`` (by path or ``-m`` name) before its
+    target, so a user's script that calls :func:`harness.api.submit` at top level, without an
+    ``if __name__ == "__main__":`` guard, would run again in every run process and fail with
+    multiprocessing's "bootstrapping phase" error. A run process needs nothing of the caller's
+    main module: its target and arguments are the harness's own."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is None:
+            del sys.modules["__main__"]
+        else:
+            sys.modules["__main__"] = main
+
+
 TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
 """The ``-W`` filter the resource tracker is started with (its cleanup warnings)."""
 
@@ -202,7 +223,8 @@ def start(
     proc = ctx.Process(target=_child, args=args, name=IDLE_NAME)
     before = signal.pthread_sigmask(signal.SIG_BLOCK, PARENT_SIGNALS)
     try:
-        proc.start()  # the child inherits the mask through exec and unblocks once it ignores them
+        with _callers_main_left_out():
+            proc.start()  # the child inherits the mask through exec, unblocks once it ignores them
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
     receive.close()  # the child's end
