@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from click.testing import CliRunner
+from golden import _sidecar as golden_sidecar
 from golden import normalize
 
 from harness.cli import main
@@ -118,10 +119,8 @@ def _digest(found: re.Match[str]) -> str:
 
 
 def _sidecar(path: Path, root: Path) -> str:
-    side = json.loads(path.read_text())
-    for key in ("code_commit", "created_at", "harness_version", "rows_sha256"):
-        side.pop(key, None)
-    return normalize(json.dumps(side, indent=1, sort_keys=True).replace(str(REPO), "<REPO>"), root)
+    """The figure's data as :func:`golden._sidecar` records it, paths into the checkout too."""
+    return golden_sidecar(path, root).replace(str(REPO), "<REPO>")
 
 
 def run(case: Case, root: Path, out: Path) -> Iterator[tuple[str, bytes]]:
