@@ -127,17 +127,29 @@ def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(slurm_env, prep
 def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
     slurm_env, prepared_data
 ):
+    # The time-limit signal (USR2, as SLURM sends it at limit - 90 s) is sent once the run has
+    # taken steps: SLURM's own would come 10 to 40 s after the start of a 1-minute job, which on
+    # a loaded machine can be before the first step (then there is no checkpoint to keep). With
+    # a limit this short submitit counts any USR2 as a time-out, and max_num_timeout 0 allows
+    # no requeue.
     launcher = write_profile(
-        slurm_env / "launchers", "slurm-1min-0", timeout_min=1, max_num_timeout=0
+        slurm_env / "launchers", "slurm-3min-0", timeout_min=3, max_num_timeout=0
     )
-    tokens = steps(_steps_lasting(45.0, prepared_data))  # signalled before it can finish
-    grid_file = write_grid(slurm_env, "tl0", launcher, base={"tokens": tokens})
+    n_steps = _steps_lasting(60.0, prepared_data)
+    grid_file = write_grid(slurm_env, "tl0", launcher, base={"tokens": steps(n_steps)})
     root = slurm_env / "results"
-    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data, "--wait")
-    assert out.exit_code == 1 and "finished: timeout 1" in out.output, out.output  # not completed
-    (row,) = rows(root, "tl0").values()
-    assert row["status"] == "timeout" and "time limit reached too often" in row["error"]
+    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
+    assert out.exit_code == 0 and "launching 1" in out.output, out.output
+    job = read_submissions(root, "tl0")[0].job_id
+    wait_until(lambda: f"step 20/{n_steps}" in task_log(root, "tl0", job), 120, "20 steps done")
+    subprocess.run(["scancel", "--signal=USR2", job], check=True)
+
+    (row,) = wait_until(lambda: list(rows(root, "tl0").values()), 120, "the timeout row")
+    assert row["status"] == "timeout" and "time limit reached too often" in row["error"], row
+    assert 20 <= row["steps_done"] < n_steps, row  # what it had done when it was stopped
     assert paths.checkpoint_path(root, "tl0", row["run_id"]).exists()  # a retry resumes it
+    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
+    assert out.exit_code == 0 and "launching 0" in out.output, out.output  # only with --retry
 
 
 def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env, prepared_data):
