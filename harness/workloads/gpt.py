@@ -26,6 +26,7 @@ from harness.data.catalogue import resolve_dataset
 from harness.metrics.final import final_metrics
 from harness.metrics.frequency import BucketLosses, frequency_buckets
 from harness.model.build import build_model, training_flops_per_token
+from harness.model.gpt import GPT as GPTModel
 from harness.model.gpt import cross_entropy
 from harness.optim.modes import evaluating
 from harness.workloads.base import FinalEvaluation
@@ -49,6 +50,9 @@ class GPT:
         self.rank, self.world = rank, world
         self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
         self.tracker = Tracker(run.execution.tracked, self.data, device)
+        self._loss_in_model = False
+        """Whether the model built is the harness's GPT, whose ``forward(x, y)`` returns the
+        loss (a user's model returns logits only)."""
 
     @property
     def device(self) -> torch.device:
@@ -56,6 +60,7 @@ class GPT:
 
     def build(self) -> torch.nn.Module:
         model: torch.nn.Module = build_model(self.run.arch, self.run.data.seq_len)
+        self._loss_in_model = isinstance(model, GPTModel)
         return model.to(self._device)
 
     def reference_loss(self, model: torch.nn.Module) -> float:
@@ -81,6 +86,11 @@ class GPT:
         x, y = micro
         x, y = self._to_device(x), self._to_device(y)
         with self._autocast():
+            if self._loss_in_model:  # the same float32 cross-entropy, inside the model as the
+                # bare loop of benchmarks/throughput.py has it: compiled, part of the model's
+                # graph rather than an eager pass over (B, T, V) float32 logits (RESULTS §13)
+                loss: torch.Tensor = forward(x, y)
+                return loss
             return cross_entropy(forward(x), y, "mean")  # logits (B, T, V), in float32
 
     def evaluate(
