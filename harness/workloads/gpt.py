@@ -21,12 +21,12 @@ from typing import Any
 import torch
 
 from harness.core.config import RunConfig
+from harness.core.registry import is_reference
 from harness.data.batches import TokenData
 from harness.data.catalogue import resolve_dataset
 from harness.metrics.final import final_metrics
 from harness.metrics.frequency import BucketLosses, frequency_buckets
 from harness.model.build import build_model, training_flops_per_token
-from harness.model.gpt import GPT as GPTModel
 from harness.model.gpt import cross_entropy
 from harness.optim.modes import evaluating
 from harness.workloads.base import FinalEvaluation
@@ -50,9 +50,9 @@ class GPT:
         self.rank, self.world = rank, world
         self.data = TokenData(resolve_dataset(run.data.dataset, data_root))
         self.tracker = Tracker(run.execution.tracked, self.data, device)
-        self._loss_in_model = False
-        """Whether the model built is the harness's GPT, whose ``forward(x, y)`` returns the
-        loss (a user's model returns logits only)."""
+        self._loss_in_model = not is_reference(run.arch.model)
+        """Whether the model is the harness's GPT (:func:`harness.model.build.build_model`),
+        whose ``forward(x, y)`` returns the loss; a user's model returns logits only."""
 
     @property
     def device(self) -> torch.device:
@@ -60,7 +60,6 @@ class GPT:
 
     def build(self) -> torch.nn.Module:
         model: torch.nn.Module = build_model(self.run.arch, self.run.data.seq_len)
-        self._loss_in_model = isinstance(model, GPTModel)
         return model.to(self._device)
 
     def reference_loss(self, model: torch.nn.Module) -> float:
