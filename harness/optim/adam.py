@@ -8,12 +8,18 @@ equal to torch's. Update of a parameter w with gradient g at step t (1-based)::
     m <- beta1 * m + (1 - beta1) * g          (exp_avg)
     v <- beta2 * v + (1 - beta2) * g^2        (exp_avg_sq)
     w <- w - lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps)
+
+On CUDA, Adam and AdamW (and the uncoupled groups of Coupled Adam) take torch's fused kernels
+(``torch._fused_adamw_`` / ``torch._fused_adam_``, what ``torch.optim.AdamW(fused=True)`` runs):
+the same update in one kernel launch per tensor list, equal to the multi-tensor path to float32
+rounding (``tests/optim/test_adam_kernel.py``, ``tests/train/test_gpu.py``). On the CPU the
+multi-tensor path stays, bitwise equal to torch's foreach AdamW. :data:`Kernel` names the choice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -28,6 +34,76 @@ from harness.optim.base import (
     state_tensors,
 )
 
+Kernel = Literal["auto", "fused", "foreach"]
+"""Which implementation of the Adam update runs: ``auto`` is ``fused`` where every parameter is
+on a CUDA device in a float dtype, else ``foreach``; ``fused`` on the CPU runs torch's CPU fused
+kernel (tests)."""
+FUSED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+"""Parameter dtypes torch's fused Adam kernels take."""
+
+
+def fused_applies(params: list[Tensor], kernel: Kernel) -> bool:
+    """Whether ``kernel`` means torch's fused kernel for ``params``."""
+    if kernel == "auto":
+        return all(p.is_cuda and p.dtype in FUSED_DTYPES for p in params)
+    return kernel == "fused"
+
+
+def step_tensors(params: list[Tensor], steps: list[int]) -> list[Tensor]:
+    """Each parameter's step count as the float32 scalar on its device that torch's fused kernels
+    read; one fill kernel when all are equal (the usual case), none copied from the host."""
+    if len(set(steps)) == 1 and len({p.device for p in params}) == 1:
+        shared = torch.full(
+            (len(params),), float(steps[0]), dtype=torch.float32, device=params[0].device
+        )
+        return list(shared.unbind())  # (n,) -> n scalar views
+    return [
+        torch.full((), float(t), dtype=torch.float32, device=p.device)
+        for p, t in zip(params, steps, strict=True)
+    ]
+
+
+def fused_adam_update(
+    state: State,
+    params: list[Tensor],
+    grads: list[Tensor],
+    steps: list[int],
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+    weight_decay: float,
+    l2: bool,
+) -> None:
+    """Adam(W) through torch's fused kernel, per (device, dtype) of the parameters; ``steps`` are
+    the already advanced step counts (:func:`advance_steps`)."""
+    exp_avgs = state_tensors(state, params, "exp_avg")
+    exp_avg_sqs = state_tensors(state, params, "exp_avg_sq")
+    kernel = torch._fused_adam_ if l2 else torch._fused_adamw_
+    groups: dict[tuple[torch.device, torch.dtype], list[int]] = {}
+    for i, p in enumerate(params):
+        groups.setdefault((p.device, p.dtype), []).append(i)
+    for idx in groups.values():
+
+        def pick(ts: list[Tensor], idx: list[int] = idx) -> list[Tensor]:
+            return [ts[i] for i in idx]
+
+        kernel(
+            pick(params),
+            pick(grads),
+            pick(exp_avgs),
+            pick(exp_avg_sqs),
+            [],  # max_exp_avg_sqs: no amsgrad
+            step_tensors(pick(params), [steps[i] for i in idx]),
+            lr=lr,
+            beta1=betas[0],
+            beta2=betas[1],
+            weight_decay=weight_decay,
+            eps=eps,
+            amsgrad=False,
+            maximize=False,
+        )
+
 
 def adam_update(
     state: State,
@@ -40,8 +116,9 @@ def adam_update(
     weight_decay: float,
     l2: bool = False,
     coupled_scale: float | None = None,
+    kernel: Kernel = "auto",
 ) -> None:
-    """One Adam(W) step over a list of parameters (multi-tensor ops).
+    """One Adam(W) step over a list of parameters (multi-tensor ops, or torch's fused kernel).
 
     Args:
         state: The optimizer's per-parameter state (``exp_avg``, ``exp_avg_sq``, ``step``).
@@ -55,9 +132,23 @@ def adam_update(
             decaying the weights (AdamW).
         coupled_scale: None for Adam; otherwise Coupled Adam: the bias-corrected second moment
             used in the update is ``coupled_scale`` times its mean over dim 0 (the vocabulary rows).
+        kernel: The implementation (:data:`Kernel`); Coupled Adam's update is never fused.
     """
     beta1, beta2 = betas
     steps = advance_steps(state, params)
+    if coupled_scale is None and fused_applies(params, kernel):
+        fused_adam_update(
+            state,
+            params,
+            grads,
+            steps,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            l2=l2,
+        )
+        return
     if weight_decay != 0 and l2:
         grads = torch._foreach_add(grads, params, alpha=weight_decay)  # type: ignore[assignment]  # torch._foreach_* return lists; the stub says tuple
     elif weight_decay != 0:
@@ -105,6 +196,8 @@ class AdamW(ForeachOptimizer):
     """
 
     _l2 = False
+    kernel: Kernel = "auto"
+    """The update's implementation (:data:`Kernel`); an instance may set its own (tests)."""
 
     def __init__(
         self,
@@ -128,6 +221,7 @@ class AdamW(ForeachOptimizer):
             eps=group["eps"],
             weight_decay=group["weight_decay"],
             l2=self._l2,
+            kernel=self.kernel,
         )
 
 
@@ -196,6 +290,7 @@ class CoupledAdam(AdamW):
             eps=group["eps"],
             weight_decay=group["weight_decay"],
             coupled_scale=2.0 ** -group["coupled_scale_exp"] if coupled else None,
+            kernel=self.kernel,
         )
 
 

@@ -128,6 +128,42 @@ def test_fused_torch_optimizer_and_the_harness_agree(device: str, ours: str, fus
 
 
 @needs_cuda
+@pytest.mark.parametrize("name", ["adamw", "adam", "coupled_adam"])
+def test_on_cuda_the_harness_takes_the_fused_kernel_and_equals_its_multi_tensor_math(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: on CUDA the Adam family steps torch's fused kernel (``kernel="auto"``), equal to
+    its own multi-tensor path (the reference math) to float32 rounding over 5 steps."""
+    calls: list[str] = []
+    for op in ("_fused_adamw_", "_fused_adam_"):
+        real = getattr(torch, op)
+
+        def spy(*a, _real=real, _op=op, **kw):
+            calls.append(_op)
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(torch, op, spy)
+
+    def make(kernel: str):
+        def build(groups):
+            opt = OPTIMIZERS[name].load()(groups, lr=1e-3, betas=(0.9, 0.95))
+            opt.kernel = kernel
+            return opt
+
+        return build
+
+    fused = _trajectory("cuda", make("auto"))
+    assert calls and set(calls) == {"_fused_adam_" if name == "adam" else "_fused_adamw_"}
+    calls.clear()
+    foreach = _trajectory("cuda", make("foreach"))
+    assert not calls
+    start = [p.detach().cpu() for p in _gpt_params("cuda")[0].parameters()]
+    for a, b, w0 in zip(fused, foreach, start, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+        assert not torch.equal(a, w0)
+
+
+@needs_cuda
 def test_a_checkpoint_written_on_the_gpu_resumes_to_the_same_curve(prepared_data, tmp_path):
     run = tiny_run(prepared_data, precision="bf16", compile="off", log_every=1)
     whole = train(run, data_root=prepared_data, log=None)
