@@ -24,6 +24,11 @@ device's bf16 peak (``harness.train.device.PEAK_BF16_FLOPS``); on CPU it is not 
 
 Data are uniform random tokens (``--vocab``): speed does not depend on the ids.
 
+``--profile-below R --profile-out FILE``: when a configuration's harness/bare ratio is under
+``R``, one more harness run of three steps is profiled (``torch.profiler``, CPU and CUDA
+activity) and its third step's operations, sorted by device time (CPU time on a CPU), are
+written to ``FILE`` as text: what the gap is made of, in the same process (compile caches warm).
+
 Example:
     python benchmarks/throughput.py --device cpu --preset tiny
     python benchmarks/throughput.py --device cuda --preset gpt2-124m,160m --seq-len 1024,2048
@@ -178,23 +183,31 @@ def _bare_eval(forward, run, data_dir, placement, to_device) -> float:
     return (total / count).item()
 
 
-def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path) -> None:
-    """Alternate harness and bare loop ``args.repeats`` times for one configuration; print."""
+def configured(
+    args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path, warm: int, steps: int
+) -> RunConfig:
+    """The run of one configuration: ``warm`` untimed steps (also the logging interval), then
+    ``steps`` more."""
     micro = args.micro_batch_size or max(1, min(args.batch_size, args.micro_tokens // seq_len))
-    warm = args.warmup_steps
-    run = bench_run(
+    return bench_run(
         data_dir,
         model=preset,
         seq_len=seq_len,
         batch_size=args.batch_size,
         micro_batch_size=micro,
-        steps=warm + args.steps,
+        steps=warm + steps,
         warmup_steps=warm,
         log_every=warm,
         eval_tokens=micro * seq_len,
         compile=args.compile,
         precision=args.precision,
     )
+
+
+def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path) -> float:
+    """Alternate harness and bare loop ``args.repeats`` times for one configuration; print;
+    the median harness/bare ratio of tokens/s."""
+    run = configured(args, preset, seq_len, data_dir, args.warmup_steps, args.steps)
     pairs = []
     for i in range(args.repeats):  # ABBA order: the second loop of a round tends to be slower
         loops = [
@@ -212,7 +225,42 @@ def measure(args: argparse.Namespace, preset: str, seq_len: int, data_dir: Path)
             f"e2e {h.wall_s:.1f}s vs {b.wall_s:.1f}s",
             flush=True,
         )
-    _report(run, pairs)
+    return _report(run, pairs)
+
+
+PROFILED_STEP = 3
+"""The step a profile records: the first is compiled, the second warms the profiler."""
+
+
+def profile_harness(run: RunConfig, data_root: Path, out: Path, rows: int = 30) -> None:
+    """Train ``run`` (3 steps, logging each) under ``torch.profiler``, recording only its third
+    step; write the step's operations by self and total device time (CPU time on a CPU)."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    cuda = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    with profile(
+        activities=activities, schedule=schedule(wait=1, warmup=1, active=1, repeat=1)
+    ) as prof:
+        start = time.perf_counter()
+        result = train(run, data_root=data_root, log=lambda _line: prof.step())
+    wall = time.perf_counter() - start
+    assert result.status == "completed", result.error
+    events = prof.key_averages()
+    kind = "device" if cuda else "cpu"
+    keys = [f"self_{kind}_time_total", f"{kind}_time_total"]
+    if cuda and not hasattr(events[0], keys[0]):  # an older torch names the device "cuda"
+        keys = ["self_cuda_time_total", "cuda_time_total"]
+    header = (
+        f"{run.arch.model} seq {run.data.seq_len} batch {run.data.batch_size} (micro "
+        f"{run.data.micro_batch_size}), compile {run.execution.compile}, precision "
+        f"{run.execution.precision}: harness step {PROFILED_STEP} of {run.data.steps} under "
+        f"torch.profiler ({'CPU+CUDA' if cuda else 'CPU'}); the profiled run took {wall:.1f} s\n"
+        f"{machine()}\n"
+    )
+    tables = [f"## top {rows} by {k}\n{events.table(sort_by=k, row_limit=rows)}" for k in keys]
+    out.write_text(header + "\n" + "\n\n".join(tables) + "\n")
+    print(f"  profile of harness step {PROFILED_STEP}: {out} ({wall:.1f} s)", flush=True)
 
 
 def _collected(loop: Callable[[], Measure]) -> Measure:
@@ -220,7 +268,7 @@ def _collected(loop: Callable[[], Measure]) -> Measure:
     return loop()
 
 
-def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> None:
+def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> float:
     h, b = zip(*pairs, strict=True)
     ratio = statistics.median(x.tokens_per_s / y.tokens_per_s for x, y in pairs)
     cpu_ratio = statistics.median(x.tokens_per_cpu_s / y.tokens_per_cpu_s for x, y in pairs)
@@ -246,6 +294,7 @@ def _report(run: RunConfig, pairs: list[tuple[Measure, Measure]]) -> None:
         f"  final train loss: harness {h[-1].final_loss:.6f}, bare {b[-1].final_loss:.6f}",
         flush=True,
     )
+    return ratio
 
 
 def parse_args() -> argparse.Namespace:
@@ -275,6 +324,13 @@ def parse_args() -> argparse.Namespace:
     )
     ap.add_argument("--vocab", type=int, default=None, help="default: 8192 tiny, 50304 others")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: cpu 1)")
+    ap.add_argument(
+        "--profile-below",
+        type=float,
+        default=None,
+        help="profile one harness step when harness/bare tokens/s is under this (module doc)",
+    )
+    ap.add_argument("--profile-out", type=Path, default=None, help="the profile's text file")
     args = parse_args_quick(ap, {"steps": 4, "warmup_steps": 2, "repeats": 2})
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -288,6 +344,8 @@ def parse_args() -> argparse.Namespace:
     args.fused = cuda if args.fused is None else args.fused
     if args.steps % args.warmup_steps:
         ap.error("--steps must be a multiple of --warmup-steps (the logging interval)")
+    if (args.profile_below is None) != (args.profile_out is None):
+        ap.error("--profile-below and --profile-out go together")
     if args.threads or not cuda:  # one thread: stable timings on a shared CPU
         torch.set_num_threads(args.threads or 1)
     return args
@@ -302,7 +360,11 @@ def main() -> None:
             for seq_len in (int(s) for s in args.seq_len.split(",")):
                 tokens = max(1 << 20, 4 * args.batch_size * seq_len)
                 data = synthetic_dataset(Path(tmp) / f"v{vocab}", vocab, tokens, 1 << 18)
-                measure(args, preset, seq_len, data)
+                ratio = measure(args, preset, seq_len, data)
+                if args.profile_below is not None and ratio < args.profile_below:
+                    run = configured(args, preset, seq_len, data, 1, PROFILED_STEP - 1)
+                    profile_harness(run, data.parent, args.profile_out)
+                    args.profile_below = None  # one profile per process (the headline's)
 
 
 if __name__ == "__main__":

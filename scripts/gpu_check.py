@@ -1,21 +1,31 @@
-"""The first GPU run of issue 32 in one command: the GPU tests, the test suite, throughput and MFU,
-packing, optimizer step times; every log and number under one folder, and a summary.
+"""The GPU check of issues 32 and 43 in one command: throughput and MFU, optimizer step times,
+packing, the GPU tests, the test suite; every log and number under one folder, and a summary.
 
 Each step is a process of its own with a time limit (its process group is killed at the limit,
 its log so far kept), so one failing or slow step does not stop the others; the steps share one
-time budget (``--budget-s``), and a step that would start with less than a minimum left is
-skipped and says so. The order is by what matters most when time runs out: the ``gpu`` tests,
-throughput and MFU of the headline configuration, optimizer step times, packing, the rest of
-the throughput configurations, then the rest of the test suite.
+time budget (``--budget-s``, 420 s on a GPU), and a step that would start with less than 20 s
+left is skipped and says so. The order is by what matters most when time runs out (issue 43):
 
-Files written (at most 8, flat, for a device tool that returns 8): ``env.log`` (machine, driver,
-versions, missing packages), ``tests_gpu.log``, ``throughput.log``, ``optim_step.log``,
-``packing.log``, ``tests.log``, and ``summary.md`` (rewritten after each step: what ran, exit
-codes, times, the benchmarks' report lines).
+1. harness vs bare loop, ``160m`` at 256 x 2048, and when harness/bare < 0.97, in the same
+   process, a ``torch.profiler`` profile of one harness step (``profile.txt``);
+2. optimizer steps against torch's fused AdamW;
+3. harness vs bare, ``gpt2-124m`` at 1024 and 2048 (one process);
+4. packing: ``tiny`` and ``gpt2-124m`` runs 1, 2, 4 and 8 at once;
+5. the ``gpu`` tests, then the rest of the suite with whatever time is left.
 
-``--device cpu`` runs the same steps with the same flags at tiny sizes (seconds each; the suite
-step only collects), hiding any GPU: ``tests/system/test_gpu_check.py`` does, so that a typo
-fails in CI and not on the GPU.
+Per-step limits on a GPU (seconds; their sum is the 420 s budget, the suite gets what the
+others leave): env 10, headline 155 (two compiles of 160m, 2 + 4 steps each, then the profile),
+optimizer steps 30, gpt2-124m 80, packing tiny 45, packing gpt2-124m 60, gpu tests 40.
+
+Files written (flat, at most 8): ``env.log`` (machine, driver, versions, missing packages),
+``throughput.log``, ``profile.txt`` (only when the headline ratio is under 0.97),
+``optim_step.log``, ``packing.log``, ``tests_gpu.log``, ``tests.log``, and ``summary.md``
+(rewritten after each step: what ran, exit codes, times, the benchmarks' report lines), so a
+step that times out loses only its own numbers.
+
+``--device cpu`` runs the same steps with the same flags at tiny sizes (seconds each; the profile
+always; the suite step only collects), hiding any GPU: ``tests/system/test_gpu_check.py`` does,
+so that a typo fails in CI and not on the GPU.
 
 Example:
     bash scripts/gpu_check.sh "$OUT"                # on the GPU machine
@@ -81,10 +91,14 @@ MODULES = (
 class Sizes:
     """What each benchmark measures on one device kind (flags as a shell would split them)."""
 
-    throughput: tuple[tuple[str, int], ...]
-    """(model preset, sequence length) per throughput run, the headline one first."""
+    headline: tuple[str, int]
+    """(model preset, sequence length) of the first throughput run, profiled when slow."""
+    headline_flags: str
+    """Its flags (batch, steps, repeats, profile threshold; the profile's path is added)."""
+    throughput: tuple[tuple[str, str], ...]
+    """(model preset, comma-separated sequence lengths) per later throughput process."""
     throughput_flags: str
-    """Flags of every throughput run (batch, steps, repeats)."""
+    """Flags of the later throughput runs."""
     packing: tuple[tuple[str, int, int], ...]
     """(preset, batch size, sequence length) per packing run."""
     packing_flags: str
@@ -92,29 +106,39 @@ class Sizes:
     optim_flags: str
     """Flags of the optimizer step benchmark."""
     limits: dict[str, float]
-    """Seconds each step may take, by step kind (a step's log stem)."""
+    """Seconds each step may take, by step key (:attr:`Step.key`); the suite has none (the
+    budget's rest)."""
+    budget_s: float
+    """Seconds for all steps together."""
 
 
 CUDA = Sizes(
-    throughput=(("160m", 2048), ("gpt2-124m", 1024), ("gpt2-124m", 2048), ("160m", 1024)),
-    throughput_flags="--batch-size 256 --warmup-steps 2 --steps 4 --repeats 1",
-    packing=(("tiny", 16, 128), ("gpt2-124m", 8, 1024), ("gpt2-124m", 32, 1024)),
-    packing_flags="--runs 4 --packs 2,4 --steps 24 --repeats 1 --compile off",
+    headline=("160m", 2048),
+    headline_flags="--batch-size 256 --warmup-steps 2 --steps 4 --repeats 1 --profile-below 0.97",
+    throughput=(("gpt2-124m", "1024,2048"),),
+    throughput_flags="--batch-size 256 --warmup-steps 1 --steps 2 --repeats 1",
+    packing=(("tiny", 16, 128), ("gpt2-124m", 8, 1024)),
+    packing_flags="--runs 8 --packs 2,4,8 --steps 8 --repeats 1 --compile off",
     optim_flags="--d-model 768 --layers 12 --vocab 50304 --rounds 10 --reference fused "
     "--ns-dtypes float32",
     limits={
-        "env": 30,
-        "tests_gpu": 90,
-        "throughput": 150,
-        "optim_step": 45,
-        "packing": 90,
-        "tests": 150,
+        "env": 10,
+        "headline": 155,
+        "optim_step": 30,
+        "throughput gpt2-124m": 80,
+        "packing tiny": 45,
+        "packing gpt2-124m": 60,
+        "tests_gpu": 40,
     },
+    budget_s=420,
 )
-"""One H100: the steps in order of the module docstring, within ``--budget-s`` (450 s)."""
+"""One H100: the steps in the order of the module docstring, 420 s in all."""
 
 CPU = Sizes(
-    throughput=(("tiny", 64),),
+    headline=("tiny", 64),
+    headline_flags="--batch-size 4 --warmup-steps 1 --steps 2 --repeats 1 --vocab 512 "
+    "--profile-below 100",
+    throughput=(("tiny", "32,64"),),
     throughput_flags="--batch-size 4 --warmup-steps 1 --steps 2 --repeats 1 --vocab 512",
     packing=(("tiny", 4, 32),),
     packing_flags="--runs 2 --packs 2 --steps 2 --repeats 1 --compile off --vocab 512",
@@ -122,14 +146,16 @@ CPU = Sizes(
     "--ns-dtypes float32 --only adamw muon",
     limits={
         "env": 60,
-        "tests_gpu": 240,
-        "throughput": 240,
+        "headline": 240,
         "optim_step": 120,
-        "packing": 240,
-        "tests": 240,
+        "throughput tiny": 240,
+        "packing tiny": 240,
+        "tests_gpu": 240,
     },
+    budget_s=1200,
 )
-"""The same steps on a CPU, seconds each: a check that they run, not a measurement."""
+"""The same steps on a CPU, seconds each: a check that they run, not a measurement (the
+profile is always taken)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +165,15 @@ class Step:
     name: str
     """Shown in the summary."""
     kind: str
-    """The log file's stem and the key of :attr:`Sizes.limits`."""
+    """The log file's stem and the key of :data:`REPORT`."""
     argv: tuple[str, ...]
     """The command (run in the repository's root)."""
+    key: str = ""
+    """The key of its limit in :attr:`Sizes.limits` (default: ``kind``; the suite: none)."""
+
+    @property
+    def limit_key(self) -> str:
+        return self.key or self.kind
 
 
 @dataclass(slots=True)
@@ -160,20 +192,43 @@ def bench(name: str, *flags: str) -> tuple[str, ...]:
     return (PY, "-u", str(ROOT / "benchmarks" / f"{name}.py"), *flags)
 
 
-def plan(device: str, sizes: Sizes) -> list[Step]:
-    """The steps, in the order they run (module docstring)."""
+def plan(device: str, sizes: Sizes, out: Path) -> list[Step]:
+    """The steps, in the order they run (module docstring); files go to ``out``."""
     dev = ("--device", device)
     pytest_ = (PY, "-m", "pytest", "-p", "no:cacheprovider", "-rfE")
-    parallel = ("-n", "8") if importlib.util.find_spec("xdist") else ()
+    xdist = importlib.util.find_spec("xdist") is not None
     per_test = ("--timeout", "120") if importlib.util.find_spec("pytest_timeout") else ()
     ignored = tuple(f"--ignore={f}" for f in NOT_ON_GPU_IMAGE)
-    suite = ("--collect-only", "-q") if device == "cpu" else ("-v", *parallel, *per_test)
-    tflags, pflags = sizes.throughput_flags.split(), sizes.packing_flags.split()
+    on_gpu = device != "cpu"
+    suite = (
+        ("-v", *(("-n", "8") if xdist else ()), *per_test) if on_gpu else ("--collect-only", "-q")
+    )
+    gpu_tests = ("-v", *(("-n", "4") if xdist and on_gpu else ()), *per_test)
+    preset, seq = sizes.headline
+    headline = Step(
+        f"throughput {preset} seq {seq}",
+        "throughput",
+        bench(
+            "throughput",
+            *dev,
+            "--preset",
+            preset,
+            "--seq-len",
+            str(seq),
+            *sizes.headline_flags.split(),
+            "--profile-out",
+            str(out / "profile.txt"),
+        ),
+        "headline",
+    )
     throughput = [
         Step(
             f"throughput {p} seq {t}",
             "throughput",
-            bench("throughput", *dev, "--preset", p, "--seq-len", str(t), *tflags),
+            bench(
+                "throughput", *dev, "--preset", p, "--seq-len", t, *sizes.throughput_flags.split()
+            ),
+            f"throughput {p}",
         )
         for p, t in sizes.throughput
     ]
@@ -182,19 +237,29 @@ def plan(device: str, sizes: Sizes) -> list[Step]:
             f"packing {p} {b} x {t}",
             "packing",
             bench(
-                "packing", *dev, "--preset", p, "--batch-size", str(b), "--seq-len", str(t), *pflags
+                "packing",
+                *dev,
+                "--preset",
+                p,
+                "--batch-size",
+                str(b),
+                "--seq-len",
+                str(t),
+                *sizes.packing_flags.split(),
             ),
+            f"packing {p}",
         )
         for p, b, t in sizes.packing
     ]
-    optim = bench("optim_step", *dev, *sizes.optim_flags.split())
     return [
         Step("environment", "env", (PY, str(Path(__file__).resolve()), "--print-env")),
-        Step("gpu tests", "tests_gpu", (*pytest_, "-v", "-m", "gpu", *ignored, "tests")),
-        throughput[0],
-        Step("optimizer steps", "optim_step", optim),
+        headline,
+        Step(
+            "optimizer steps", "optim_step", bench("optim_step", *dev, *sizes.optim_flags.split())
+        ),
+        *throughput,
         *packing,
-        *throughput[1:],
+        Step("gpu tests", "tests_gpu", (*pytest_, *gpu_tests, "-m", "gpu", *ignored, "tests")),
         Step("test suite", "tests", (*pytest_, *suite, "-m", SUITE_MARKERS, *ignored, "tests")),
     ]
 
@@ -251,8 +316,9 @@ REPORT = {
     "tests_gpu": r"^(=+ .* (passed|failed|error|skipped).* =+|FAILED .*|ERROR .*)$",
     "tests": r"^(=+ .* (passed|failed|error|skipped|tests? collected).* =+|FAILED .*|ERROR .*"
     r"|\d+(/\d+)? tests? collected.*)$",
-    "throughput": r"^(\S+ seq \d+ batch .*|  (harness|bare) +tokens/s .*|  ratio .*|  final .*)$",
-    "packing": r"^(\d+ runs of .*|  \d+ at once.*: total tok/s .*)$",
+    "throughput": r"^(\S+ seq \d+ batch .*|  (harness|bare) +tokens/s .*|  ratio .*|  final .*"
+    r"|  profile of .*)$",
+    "packing": r"^(\d+ runs of .*|  \d+ at once.*: total .*)$",
     "optim_step": r"^(torch .*|optimizer .*|\w[\w\[\]=.]* +[\d.]+ +[\d.]+ +[\d.]+)$",
 }
 """The lines of each step's log that go in the summary."""
@@ -264,6 +330,7 @@ def report_lines(kind: str, text: str) -> list[str]:
 
 
 def write_summary(out: Path, device: str, done: list[Done], budget_s: float) -> None:
+    profile = out / "profile.txt"
     lines = [
         f"# GPU check ({device}), {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
         "",
@@ -273,6 +340,8 @@ def write_summary(out: Path, device: str, done: list[Done], budget_s: float) -> 
         "|---|---|---|---|",
     ]
     lines += [f"| {d.step.name} | {d.state} | {d.wall_s:.0f} | {d.step.kind}.log |" for d in done]
+    if profile.exists():
+        lines += ["", "Profile of one harness step (the headline was under 0.97): profile.txt."]
     for d in done:
         if d.report:
             lines += ["", f"## {d.step.name}", "", "```", *d.report, "```"]
@@ -285,7 +354,7 @@ def check(out: Path, device: str, budget_s: float, only: set[str] | None) -> lis
     env = step_env(device)
     deadline = time.monotonic() + budget_s
     done: list[Done] = []
-    for step in plan(device, sizes):
+    for step in plan(device, sizes, out):
         if only is not None and step.kind not in only:
             continue
         log = out / f"{step.kind}.log"
@@ -293,7 +362,8 @@ def check(out: Path, device: str, budget_s: float, only: set[str] | None) -> lis
         if left < 20:
             done.append(Done(step, f"skipped: {left:.0f} s of the budget left"))
         else:
-            state, wall = run_step(step, log, env, min(sizes.limits[step.kind], left))
+            limit = min(sizes.limits.get(step.limit_key, left), left)
+            state, wall = run_step(step, log, env, limit)
             text = log.read_text(errors="replace").rsplit(f"\n$ {' '.join(step.argv)}\n", 1)[-1]
             done.append(Done(step, state, wall, report_lines(step.kind, text)))
         write_summary(out, device, done, budget_s)
@@ -359,7 +429,7 @@ def main() -> int:
         "--budget-s",
         type=float,
         default=None,
-        help="seconds for all steps (default: cuda 450, cpu 1200)",
+        help="seconds for all steps (default: cuda 420, cpu 1200)",
     )
     ap.add_argument(
         "--only",
@@ -378,7 +448,7 @@ def main() -> int:
     if only is not None and not only <= kinds:
         ap.error(f"--only: unknown step(s) {sorted(only - kinds)}; choices: {sorted(kinds)}")
     args.out.mkdir(parents=True, exist_ok=True)
-    budget = args.budget_s or (450.0 if args.device == "cuda" else 1200.0)
+    budget = args.budget_s or (CUDA if args.device == "cuda" else CPU).budget_s
     done = check(args.out, args.device, budget, only)
     bad = [d for d in done if d.state != "ok"]
     print((args.out / "summary.md").read_text())
