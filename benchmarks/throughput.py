@@ -331,6 +331,13 @@ def parse_args() -> argparse.Namespace:
         help="profile one harness step when harness/bare tokens/s is under this (module doc)",
     )
     ap.add_argument("--profile-out", type=Path, default=None, help="the profile's text file")
+    ap.add_argument(
+        "--loss-chunk-rows",
+        type=int,
+        default=None,
+        help=f"tokens per chunk of the training loss, both loops (default {GPT.loss_chunk_rows}; "
+        "0: the whole micro-batch's logits at once)",
+    )
     args = parse_args_quick(ap, {"steps": 4, "warmup_steps": 2, "repeats": 2})
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -353,6 +360,8 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    if args.loss_chunk_rows is not None:  # the harness builds its GPT in this process
+        GPT.loss_chunk_rows = args.loss_chunk_rows or None
     print(f"{time.strftime('%Y-%m-%d %H:%M')}  {machine()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for preset in args.preset.split(","):

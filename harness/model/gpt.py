@@ -14,7 +14,10 @@ Choices written down once, here:
 - Init: every Linear and Embedding weight ~ N(0, INIT_STD), biases 0, norm gains 1; with
   ``scaled_init`` the residual output projections (``attn.proj``, ``mlp.proj``) get
   std = INIT_STD / sqrt(2 * n_layer) (GPT-2). Deterministic given torch's global RNG.
-- The loss is the mean cross-entropy computed on float32 logits, so bf16 autocast is safe.
+- The loss is the mean cross-entropy computed on float32 logits, so bf16 autocast is safe. A
+  micro-batch of more than ``GPT.loss_chunk_rows`` tokens never holds its logits at once: they
+  are computed, upcast and differentiated chunk by chunk (:func:`linear_cross_entropy`); up to
+  that many tokens (every CPU test run) the loss is the one-piece computation, bit for bit.
 
 The model is built from a run's architecture section and its sequence length:
 ``GPT(run.arch, run.data.seq_len)``.
@@ -154,6 +157,11 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """Decoder-only transformer language model."""
 
+    loss_chunk_rows: int | None = 8192
+    """Tokens per chunk of the training loss (:func:`linear_cross_entropy`); None: the logits of
+    the whole micro-batch at once. 8192 x 50,304 float32 logits are 1.6 GB (a 16 x 2048
+    micro-batch's are 6.6 GB)."""
+
     def __init__(self, cfg: Architecture, seq_len: int) -> None:
         super().__init__()
         self.cfg, self.seq_len = cfg, seq_len
@@ -196,10 +204,81 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, self.rotary)  # (B, T, d)
         x = self.norm(x)  # (B, T, d)
-        logits = F.linear(x, self.output_weight())  # (B, T, V); the head has no bias
         if targets is None:
-            return logits
-        return cross_entropy(logits, targets)
+            return F.linear(x, self.output_weight())  # (B, T, V); the head has no bias
+        return linear_cross_entropy(x, self.output_weight(), targets, self.loss_chunk_rows)
+
+
+def linear_cross_entropy(
+    x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, chunk_rows: int | None
+) -> torch.Tensor:
+    """The mean float32 cross-entropy of the logits ``x @ weight.T`` (x (B, T, d), weight (V, d))
+    for ``targets`` (B, T). With more than ``chunk_rows`` tokens, chunk by chunk: each chunk's
+    logits are computed (in autocast's dtype), upcast, and, when gradients are wanted,
+    differentiated at once (:class:`_ChunkedLinearCrossEntropy`), so that no more than
+    ``chunk_rows`` x V logits exist at a time; else in one piece, as :func:`cross_entropy`."""
+    n = targets.numel()
+    if chunk_rows is None or n <= chunk_rows:
+        return cross_entropy(F.linear(x, weight), targets)
+    kind = x.device.type
+    dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype
+    flat_x = x.reshape(n, x.size(-1)).to(dtype)  # (N, d), as autocast's linear casts it
+    flat_t = targets.reshape(n)  # (N,)
+    w = weight.to(dtype)  # (V, d)
+    if not torch.is_grad_enabled():
+        total = torch.zeros((), dtype=torch.float32, device=x.device)
+        with torch.autocast(kind, enabled=False):
+            for i in range(0, n, chunk_rows):
+                total += _chunk_loss(flat_x[i : i + chunk_rows], w, flat_t[i : i + chunk_rows])[2]
+        return total / n
+    loss: torch.Tensor = _ChunkedLinearCrossEntropy.apply(flat_x, w, flat_t, chunk_rows)
+    return loss
+
+
+def _chunk_loss(
+    x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One chunk's float32 logits (c, V), their log-sum-exp (c,) and summed cross-entropy."""
+    logits = (x @ weight.T).float()  # (c, V)
+    lse = torch.logsumexp(logits, dim=-1)  # (c,)
+    return logits, lse, (lse - logits.gather(1, targets[:, None]).squeeze(1)).sum()
+
+
+class _ChunkedLinearCrossEntropy(torch.autograd.Function):
+    """``mean(cross_entropy(float(x @ w.T), t))`` whose forward also computes the gradients, chunk
+    by chunk, so that only one chunk's logits ever exist; backward scales them."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]  # torch's Function.forward is untyped (*args)
+        ctx: torch.autograd.function.FunctionCtx,
+        x: torch.Tensor,  # (N, d), the matmul dtype
+        weight: torch.Tensor,  # (V, d), the matmul dtype
+        targets: torch.Tensor,  # (N,)
+        chunk_rows: int,
+    ) -> torch.Tensor:
+        n = x.shape[0]
+        total = torch.zeros((), dtype=torch.float32, device=x.device)
+        grad_x = torch.empty_like(x)  # (N, d)
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=x.device)  # (V, d)
+        with torch.autocast(x.device.type, enabled=False):
+            for i in range(0, n, chunk_rows):
+                xc, tc = x[i : i + chunk_rows], targets[i : i + chunk_rows]  # (c, d), (c,)
+                logits, lse, loss = _chunk_loss(xc, weight, tc)  # (c, V), (c,), ()
+                total += loss
+                grad = torch.exp_(logits.sub_(lse[:, None]))  # softmax, in place: (c, V)
+                grad.scatter_add_(1, tc[:, None], torch.full_like(lse[:, None], -1.0))
+                grad = grad.div_(n).to(x.dtype)  # d mean / d logits
+                grad_x[i : i + chunk_rows] = grad @ weight  # (c, d)
+                grad_w += (grad.T @ xc).float()  # (V, d)
+        ctx.save_for_backward(grad_x, grad_w.to(weight.dtype))
+        return total / n
+
+    @staticmethod
+    def backward(  # type: ignore[override]  # as forward
+        ctx: torch.autograd.function.FunctionCtx, grad_out: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, None, None]:
+        grad_x, grad_w = ctx.saved_tensors  # type: ignore[attr-defined]  # set in forward
+        return grad_x * grad_out, grad_w * grad_out, None, None
 
 
 def cross_entropy(

@@ -71,6 +71,35 @@ def test_compiled_and_eager_losses_agree_in_bf16_on_cuda(prepared_data) -> None:
     assert compiled.metrics["val_loss"] == pytest.approx(eager.metrics["val_loss"], rel=BF16_REL)
 
 
+@needs_cuda
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_chunked_loss_agrees_with_the_one_piece_loss_in_bf16_on_cuda(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: the training loss of a micro-batch larger than a chunk (16 x 256 tokens, chunks
+    of 1000: the last one short) under bf16 autocast, eager and compiled: its value and gradients
+    are the one-piece computation's to bf16 rounding."""
+    run = tiny_run_arch()
+    torch.manual_seed(0)
+    model = GPT(run.arch, 256).cuda()
+    gen = torch.Generator().manual_seed(1)
+    idx, tgt = (torch.randint(0, 512, (16, 256), generator=gen).cuda() for _ in range(2))
+    forward = torch.compile(model) if compiled else model
+    out = {}
+    for rows in (None, 1000):
+        monkeypatch.setattr(GPT, "loss_chunk_rows", rows)
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = forward(idx, tgt)
+        loss.backward()
+        out[rows] = (loss.detach().float(), [p.grad.clone() for p in model.parameters()])
+    (l0, g0), (l1, g1) = out[None], out[1000]
+    assert loss.dtype == torch.float32
+    assert l1.item() == pytest.approx(l0.item(), rel=BF16_REL)
+    for a, b in zip(g1, g0, strict=True):
+        assert (a - b).norm() <= BF16_REL * b.norm() + 1e-6, ((a - b).norm(), b.norm())
+
+
 def _gpt_params(device: str) -> tuple[nn.Module, list[torch.Tensor]]:
     """A tiny GPT on ``device`` and fixed random gradients for 5 steps of it (fp32)."""
     run = tiny_run_arch()
