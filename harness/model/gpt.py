@@ -231,7 +231,10 @@ def linear_cross_entropy(
             for i in range(0, n, chunk_rows):
                 total += _chunk_loss(flat_x[i : i + chunk_rows], w, flat_t[i : i + chunk_rows])[2]
         return total / n
-    loss: torch.Tensor = _ChunkedLinearCrossEntropy.apply(flat_x, w, flat_t, chunk_rows)
+    apply = cast(
+        "Callable[..., torch.Tensor]", _ChunkedLinearCrossEntropy.apply
+    )  # untyped in torch
+    loss = apply(flat_x, w, flat_t, chunk_rows)
     return loss
 
 
@@ -249,7 +252,7 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
     by chunk, so that only one chunk's logits ever exist; backward scales them."""
 
     @staticmethod
-    def forward(  # type: ignore[override]  # torch's Function.forward is untyped (*args)
+    def forward(
         ctx: torch.autograd.function.FunctionCtx,
         x: torch.Tensor,  # (N, d), the matmul dtype
         weight: torch.Tensor,  # (V, d), the matmul dtype
@@ -274,7 +277,7 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
         return total / n
 
     @staticmethod
-    def backward(  # type: ignore[override]  # as forward
+    def backward(
         ctx: torch.autograd.function.FunctionCtx, grad_out: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, None, None]:
         grad_x, grad_w = ctx.saved_tensors  # type: ignore[attr-defined]  # set in forward
