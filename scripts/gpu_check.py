@@ -342,7 +342,7 @@ def write_summary(out: Path, device: str, done: list[Done], budget_s: float) -> 
     ]
     lines += [f"| {d.step.name} | {d.state} | {d.wall_s:.0f} | {d.step.kind}.log |" for d in done]
     if profile.exists():
-        lines += ["", "Profile of one harness step (the headline was under 0.97): profile.txt."]
+        lines += ["", "A profile of one harness step of the headline run: profile.txt."]
     for d in done:
         if d.report:
             lines += ["", f"## {d.step.name}", "", "```", *d.report, "```"]
