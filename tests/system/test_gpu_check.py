@@ -111,8 +111,7 @@ def test_the_gpu_plan_puts_the_headline_first_and_fits_420_s(gpu_check: ModuleTy
         "throughput 160m seq 2048",
         "optimizer steps",
         "throughput gpt2-124m seq 1024,2048",
-        "packing tiny 16 x 128",
-        "packing gpt2-124m 8 x 1024",
+        "packing tiny 16 x 128",  # gpt2-124m's packing left out: 40 s did not reach a pack
         "gpu tests",
         "test suite",
     ]
@@ -122,6 +121,7 @@ def test_the_gpu_plan_puts_the_headline_first_and_fits_420_s(gpu_check: ModuleTy
     assert headline[headline.index("--profile-out") + 1] == str(Path("/out") / "profile.txt")
     assert all(s.limit_key in gpu_check.CUDA.limits for s in steps[:-1])
     assert sum(gpu_check.CUDA.limits.values()) <= gpu_check.CUDA.budget_s == 420
+    assert gpu_check.CUDA.limits["tests_gpu"] >= 88  # the 21 gpu tests took 88 s (RESULTS §14)
     for step in steps:
         if step.kind == "packing":
             assert step.argv[step.argv.index("--packs") + 1] == "2,4,8"
