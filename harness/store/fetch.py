@@ -24,9 +24,7 @@ CHUNK_VECTORS = 8
 """DuckDB vectors (2,048 rows each) fetched at a time."""
 
 
-def fetch(
-    root: Path, sql: str, grids: Sequence[str] | None, how: Confinement
-) -> pd.DataFrame:
+def fetch(root: Path, sql: str, grids: Sequence[str] | None, how: Confinement) -> pd.DataFrame:
     """The rows of ``sql`` over the views of ``grids`` (None: every grid) under ``root``.
 
     Raises:
