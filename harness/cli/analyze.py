@@ -24,6 +24,8 @@ from harness.analysis.questions.registry import (
 )
 from harness.analysis.rows.selectors import Selector, parse_columns, parse_selector
 from harness.cli.options import (
+    Decorator,
+    format_option,
     metric_options,
     pool_option,
     results_option,
@@ -32,16 +34,7 @@ from harness.cli.options import (
     where_option,
 )
 
-_FORMAT = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="table",
-    show_default=True,
-    help="table for people; csv or json for programs (notes on stderr).",
-)
-
-Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+_FORMAT = format_option(FORMATS, "table for people; csv or json for programs (notes on stderr).")
 
 
 def _stack(f: Callable[..., Any], opts: list[Decorator]) -> Callable[..., Any]:

@@ -10,7 +10,14 @@ import click
 
 from harness.bench import DEFAULT_SCALE, SCALES
 from harness.bench.render import FORMATS
-from harness.cli.options import data_option, resolve_results, results_option
+from harness.cli.options import (
+    data_option,
+    format_option,
+    launcher_option,
+    resolve_results,
+    results_option,
+    wait_option,
+)
 
 
 @click.command()
@@ -28,27 +35,18 @@ from harness.cli.options import data_option, resolve_results, results_option
     help=f"A shipped protocol: local (protocols/laptop.yaml, a 2-core CPU), paper "
     f"(protocols/paper.yaml, A100s), ci (tests). Default: {DEFAULT_SCALE}.",
 )
-@click.option("--launcher", default=None, help="Launcher profile (default: the protocol's).")
+@launcher_option(help="Launcher profile (default: the protocol's).")
 @click.option(
     "--dry-run",
     is_flag=True,
     help="Print the plan (runs per phase and arm, runs reused from earlier benches, "
     "GPU-hours); run nothing.",
 )
-@click.option(
-    "--wait/--no-wait",
-    default=None,
-    help="Block until every phase has run (default: local runs block; SLURM returns "
-    "once a phase is queued: run the same command again).",
+@wait_option(
+    "Block until every phase has run (default: local runs block; SLURM returns once a phase "
+    "is queued: run the same command again)."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="table",
-    show_default=True,
-    help="The verdict as a terminal table or JSON.",
-)
+@format_option(FORMATS, "The verdict as a terminal table or JSON.")
 @click.option(
     "--html",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -1,4 +1,5 @@
-"""``harness cancel``: stop a grid's queued and running jobs, on every backend that queues."""
+"""``harness cancel``: stop a grid's queued and running jobs, on every backend that queues
+(:func:`harness.api.cancel`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import resolve_results, results_option
-from harness.core.errors import UserError
-from harness.grid.load import grid_name
+from harness import api
+from harness.cli.options import results_option
 
 
 @click.command()
@@ -28,18 +28,7 @@ def cancel(grid: str, wait_s: float, results: Path | None) -> None:
 
     Example: harness cancel grids/adam_betas.yaml
     """
-    from harness.launch.contract import queues
-
-    root, name = resolve_results(results), grid_name(grid)
-    found = queues()
-    reports = [r for q in found.values() if (r := q.cancel(root, name, wait_s)) is not None]
-    if not reports:
-        kinds = ", ".join(found)
-        raise UserError(
-            f"grid {name!r} has no queued submissions under {root} (backends "
-            f"asked: {kinds}); nothing to cancel"
-        )
-    for report in reports:
+    for report in api.cancel(grid, wait_s=wait_s, results=results):
         if not report.jobs:
             click.echo(f"{report.grid}: nothing queued or running")
             continue

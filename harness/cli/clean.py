@@ -1,4 +1,4 @@
-"""``harness clean``: tidy a grid's folder."""
+"""``harness clean``: tidy a grid's folder (:func:`harness.api.clean`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import resolve_results, results_option
-from harness.grid.load import grid_name
-from harness.store.tidy import clean as clean_grid
+from harness import api
+from harness.cli.options import results_option
 
 
 @click.command()
@@ -21,9 +20,8 @@ def clean(grid: str, results: Path | None) -> None:
 
     Example: harness clean grids/adam_betas.yaml
     """
-    name = grid_name(grid)
-    done = clean_grid(resolve_results(results), name)
+    done = api.clean(grid, results=results)
     click.echo(
-        f"{name}: removed {done.locks} lock files, {done.logs} logs of runs with a "
+        f"{done.grid}: removed {done.locks} lock files, {done.logs} logs of runs with a "
         f"result, {done.covered} consolidated files"
     )

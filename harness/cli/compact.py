@@ -1,4 +1,4 @@
-"""``harness compact``: consolidate a grid's per-run result files."""
+"""``harness compact``: consolidate a grid's per-run result files (:func:`harness.api.compact`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import resolve_results, results_option
-from harness.grid.load import grid_name
-from harness.store.compact import compact as compact_grid
+from harness import api
+from harness.cli.options import results_option
 
 
 @click.command()
@@ -20,14 +19,12 @@ def compact(grid: str, results: Path | None) -> None:
 
     Example: harness compact grids/adam_betas.yaml
     """
-    name = grid_name(grid)
-    report = compact_grid(resolve_results(results), name)  # waits for another compaction
-    assert report is not None  # None only without waiting (wait=False)
+    report = api.compact(grid, results=results)  # waits for another compaction
     if report.generation is None:
-        click.echo(f"{name}: nothing to compact")
+        click.echo(f"{report.grid}: nothing to compact")
         return
     click.echo(
-        f"{name}: generation {report.generation}: {report.rows} result rows and "
+        f"{report.grid}: generation {report.generation}: {report.rows} result rows and "
         f"{report.curve_points} curve points from {report.consolidated_files} per-run files; "
         f"removed {report.removed_files} files"
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from harness import api
 from harness.cli.options import data_option
 
 
@@ -23,15 +24,10 @@ def prepare(name: str | None, force: bool, data: Path | None) -> None:
 
     Example: harness data prepare classics-bpe8k
     """
-    from harness.data.batches import TokenData
-    from harness.data.catalogue import DEFAULT_DATASET, data_root
-    from harness.data.prepare import prepare
-
-    path = prepare(name or DEFAULT_DATASET, data_root(data), force=force)
-    tokens = TokenData(path)
+    done = api.prepare_data(name, force=force, data=data)
     click.echo(
-        f"{path}: {len(tokens.train):,} train / {len(tokens.val):,} val tokens, "
-        f"vocab {tokens.vocab_size}, tokenizer {tokens.meta.get('tokenizer', 'your own')}"
+        f"{done.path}: {done.train_tokens:,} train / {done.val_tokens:,} val tokens, "
+        f"vocab {done.vocab_size}, tokenizer {done.tokenizer or 'your own'}"
     )
 
 
@@ -41,7 +37,5 @@ def list_() -> None:
 
     Example: harness data list
     """
-    from harness.data.catalogue import DATASETS
-
-    for name, spec in DATASETS.items():
-        click.echo(f"{name:20} vocab {spec.vocab_size:6}  {spec.doc}")
+    for name, (vocab, doc) in api.datasets().items():
+        click.echo(f"{name:20} vocab {vocab:6}  {doc}")

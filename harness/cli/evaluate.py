@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import data_option, resolve_results, results_option
-from harness.data.catalogue import data_root
+from harness import api
+from harness.cli.options import data_option, launcher_option, results_option, wait_option
 
 
 @click.command("eval")
@@ -24,14 +24,10 @@ from harness.data.catalogue import data_root
     type=click.Path(path_type=Path),
     help="A folder of task YAML files (a task from local files); repeatable.",
 )
-@click.option(
-    "--launcher", default="local", show_default=True, help="Launcher profile (launchers/NAME.yaml)."
-)
+@launcher_option(default="local")
 @click.option("--limit", type=int, default=None, help="Documents per task (default: all).")
-@click.option(
-    "--wait/--no-wait",
-    default=None,
-    help="Block until the evaluations finish (local ones always do; SLURM: returns once queued).",
+@wait_option(
+    "Block until the evaluations finish (local ones always do; SLURM: returns once queued)."
 )
 @results_option
 @data_option
@@ -49,19 +45,16 @@ def evaluate(
     lm-evaluation-harness: one row per (run, task, metric) in the ``evals`` view. The grid must
     keep its runs' final weights (keep_weights: true); (run, task) pairs already scored with the
     same weights are skipped."""
-    from harness.grid.load import grid_name
-    from harness.launch.evals import eval_grid
-
     names = [t.strip() for t in tasks.split(",") if t.strip()]
-    plan = eval_grid(
-        resolve_results(results),
-        grid_name(grid),
+    plan = api.evaluate(
+        grid,
         names,
-        data_root=data_root(data),
         launcher=launcher,
         include=include,
         limit=limit,
         wait=wait,
+        results=results,
+        data=data,
     )
     pairs = sum(len(j.tasks) for j in plan.jobs)
     did = f"queued {pairs}" if plan.evaluated is None else f"evaluated {plan.evaluated}"

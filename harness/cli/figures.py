@@ -15,6 +15,8 @@ from harness.analysis.rows.direction import GoalChoice
 from harness.analysis.rows.selectors import Selector
 from harness.cli.options import (
     arm_options,
+    figure_option,
+    format_option,
     metric_options,
     pool_option,
     results_option,
@@ -26,13 +28,7 @@ from harness.cli.options import (
 
 @click.command()
 @click.argument("grid", nargs=-1)
-@click.option(
-    "--figure",
-    "names",
-    multiple=True,
-    type=click.Choice(list(FIGURES)),
-    help="Draw only this figure (repeatable; default: the grid's figures).",
-)
+@figure_option(FIGURES)
 @where_option
 @metric_options
 @scale_option
@@ -55,14 +51,7 @@ from harness.cli.options import (
 )
 @arm_options
 @pool_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="table",
-    show_default=True,
-    help="table for people; csv or json for programs (notes on stderr).",
-)
+@format_option(FORMATS, "table for people; csv or json for programs (notes on stderr).")
 @results_option
 def figures(
     grid: tuple[str, ...],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,46 @@ def resolve_results(value: Path | None) -> Path:
 
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+"""What a shared option is: a decorator of a command function."""
+
+
+def format_option(choices: Iterable[str], help: str, default: str = "table") -> Decorator:
+    """``--format`` (the parameter ``fmt``): how the command prints, one of ``choices``."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(choices)),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def launcher_option(default: str | None = None, help: str | None = None) -> Decorator:
+    """``--launcher NAME``: a launcher profile (``launchers/NAME.yaml``)."""
+    return click.option(
+        "--launcher",
+        default=default,
+        show_default=default is not None,
+        help=help or "Launcher profile name (launchers/NAME.yaml).",
+    )
+
+
+def wait_option(help: str) -> Decorator:
+    """``--wait/--no-wait`` (None when not given: the backend decides)."""
+    return click.option("--wait/--no-wait", default=None, help=help)
+
+
+def figure_option(names: Iterable[str]) -> Decorator:
+    """``--figure NAME`` (repeatable; the parameter ``names``): only these of ``names``."""
+    return click.option(
+        "--figure",
+        "names",
+        multiple=True,
+        type=click.Choice(list(names)),
+        help="Draw only this figure (repeatable; default: the grid's figures).",
+    )
+
 
 where_option: Decorator = click.option(
     "--where", default=None, help='SQL predicate over runs\' columns, e.g. "lr < 0.01".'

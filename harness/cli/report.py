@@ -11,6 +11,7 @@ from harness.analysis.rows.direction import GoalChoice
 from harness.analysis.rows.selectors import Selector
 from harness.cli.options import (
     arm_options,
+    figure_option,
     metric_options,
     pool_option,
     results_option,
@@ -28,13 +29,7 @@ from harness.cli.options import (
     type=click.Path(dir_okay=False, path_type=Path),
     help="The HTML file to write, e.g. report.html.",
 )
-@click.option(
-    "--figure",
-    "names",
-    multiple=True,
-    type=click.Choice(list(FIGURES)),
-    help="Draw only this figure (repeatable; default: the grid's figures).",
-)
+@figure_option(FIGURES)
 @where_option
 @metric_options
 @scale_option

@@ -1,4 +1,4 @@
-"""``harness status``."""
+"""``harness status`` (:func:`harness.api.status`)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import resolve_results, results_option
-from harness.grid.load import grid_name
-from harness.launch.contract import queues
-from harness.store.status import format_status, grid_status
+from harness import api
+from harness.cli.options import results_option
 
 
 @click.command()
@@ -23,9 +21,4 @@ def status(grid: str, results: Path | None) -> None:
 
     Example: harness status grids/adam_betas.yaml
     """
-    root, name = resolve_results(results), grid_name(grid)
-    click.echo(format_status(grid_status(root, name)))
-    for queue in queues().values():
-        view = queue.view(root, name)
-        if view is not None:
-            click.echo(view.line())
+    click.echo(api.status(grid, results=results).text())

@@ -8,15 +8,21 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import data_option, resolve_results, results_option
-from harness.grid.preview import PLAN_FORMATS
-from harness.launch.inputs import STALE_CHOICES
+from harness.api.choices import PLAN_FORMATS, STALE_CHOICES
+from harness.cli.options import (
+    data_option,
+    format_option,
+    launcher_option,
+    resolve_results,
+    results_option,
+    wait_option,
+)
 
 
 @click.command()
 @click.argument("grid", type=click.Path(path_type=Path))
 @click.option("--local", is_flag=True, help="Apply the grid's local: overrides (laptop scale).")
-@click.option("--launcher", default=None, help="Launcher profile name (launchers/NAME.yaml).")
+@launcher_option()
 @click.option("--dry-run", is_flag=True, help="Print runs, preview and compute; submit nothing.")
 @click.option(
     "--retry",
@@ -31,19 +37,11 @@ from harness.launch.inputs import STALE_CHOICES
     help="Runs whose result was computed with other optimizer or model code, or other data, than "
     "today's: refuse (an error naming them), rerun them, or keep their results.",
 )
-@click.option(
-    "--wait/--no-wait",
-    default=None,
-    help="Block until the runs finish (default: local runs block, SLURM returns once queued).",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(PLAN_FORMATS),
-    default="table",
-    show_default=True,
-    help="With --dry-run: the summary (table), or every planned run's resolved config, one row "
-    "per run with its run_id and every field (csv, json).",
+@wait_option("Block until the runs finish (default: local runs block, SLURM returns once queued).")
+@format_option(
+    PLAN_FORMATS,
+    "With --dry-run: the summary (table), or every planned run's resolved config, one row per "
+    "run with its run_id and every field (csv, json).",
 )
 @click.option(
     "--check",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import resolve_results, results_option
+from harness import api
+from harness.cli.options import results_option
 
 
 @click.command()
@@ -31,12 +32,7 @@ def watch(grids: tuple[str, ...], every_s: float, once: bool, results: Path | No
 
     Example: harness watch grids/adam_betas.yaml
     """
-    from harness.grid.load import grid_name
-    from harness.watch.live_view import watch as run_watch
-
-    root = resolve_results(results)
-    names = [grid_name(g) for g in grids]
     try:
-        run_watch(root, names, every_s=every_s, once=once)
+        api.watch(grids, every_s=every_s, once=once, results=results)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -22,7 +22,7 @@ from harness.core.fields import (
     walk,
 )
 from harness.core.fields import content_hash as content_hash  # analysis imports it here
-from harness.core.provenance import INPUTS, PROVENANCE
+from harness.core.provenance import INPUTS, PROVENANCE, THREADS
 from harness.core.result import OUTCOME
 
 CATALOGUE: tuple[FieldInfo, ...] = walk(RunConfig)
@@ -63,7 +63,7 @@ workload (``harness.workloads``): conditions of the experiment, never tuned over
 GPT's runs."""
 
 RESERVED: frozenset[str] = frozenset(
-    {"run_id", OWN_HYPERPARAMETERS, WORKLOAD_PARAMETERS, *OUTCOME, *PROVENANCE, *INPUTS}
+    {"run_id", OWN_HYPERPARAMETERS, WORKLOAD_PARAMETERS, *OUTCOME, *PROVENANCE, *INPUTS, *THREADS}
 )
 """Row columns besides the run fields and the metrics: an optimizer's hyperparameter may not
 take one of these names (nor a run field's or a metric's). Not the columns an imported CSV may

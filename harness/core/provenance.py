@@ -64,6 +64,20 @@ INPUTS: dict[str, str] = {
 """Row columns (strings) recording what a result depends on beyond its config; computed by
 ``harness.launch.inputs``, compared by ``submit`` before it keeps a result."""
 
+TORCH_THREADS = "torch_threads"
+"""Row column: torch's intra-op threads in the run's process."""
+BLAS_THREADS = "blas_threads"
+"""Row column: threads of the BLAS library numpy and scipy use in the run's process."""
+THREADS: dict[str, str] = {
+    TORCH_THREADS: "torch's intra-op threads of the run's process (from the launcher profile and "
+    "the machine, never from how many runs a submission holds)",
+    BLAS_THREADS: "threads of the BLAS numpy and scipy use in the run's process (1)",
+}
+"""Row columns (integers) recording the threads a run computed with, set by the process that
+trained it (``harness.launch.worker.threads``): a run's numbers depend on them (a sum split over
+more threads adds in another order). Absent (NULL) in rows written before they were recorded,
+in imported rows, and in the rows a launcher writes for a run whose process died."""
+
 STALE_INPUTS: tuple[str, ...] = ("optimizer_fingerprint", "model_fingerprint", "data_fingerprint")
 """The :data:`INPUTS` whose change makes a result stale (``submit --stale``)."""
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from harness.core.catalogue import CATALOGUE, OWN_HYPERPARAMETERS, WORKLOAD_PARAMETERS
 from harness.core.config import RunConfig
-from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT, INPUTS, PROVENANCE
+from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT, INPUTS, PROVENANCE, THREADS
 from harness.core.result import CURVE_COLUMNS, OUTCOME
 from harness.metrics.catalogue import METRICS
 
@@ -26,13 +26,17 @@ OUTCOME_COLUMNS: dict[str, pa.DataType] = {name: ARROW_TYPES[t] for name, t in O
 """Columns of :class:`~harness.core.result.RunResult` besides its metrics (NULL where they do not
 apply)."""
 
-_NOT_STRINGS = {"created_at": pa.timestamp("us", tz="UTC"), ATTEMPT: pa.int64()}
+_NOT_STRINGS = {
+    "created_at": pa.timestamp("us", tz="UTC"),
+    ATTEMPT: pa.int64(),
+    **dict.fromkeys(THREADS, pa.int64()),
+}
 
 PROVENANCE_COLUMNS: dict[str, pa.DataType] = {
-    name: _NOT_STRINGS.get(name, pa.string()) for name in (*PROVENANCE, *INPUTS)
+    name: _NOT_STRINGS.get(name, pa.string()) for name in (*PROVENANCE, *INPUTS, *THREADS)
 }
 """Provenance columns (declared in ``harness.core.provenance``): where and when the row was made,
-which attempt of its run it is, and from which inputs."""
+which attempt of its run it is, from which inputs, with how many threads."""
 
 NEWEST_KEY = f"(coalesce({ATTEMPT}, {ATTEMPT_ABSENT}), created_at)"
 """SQL ordering a run's rows, the newest last: by attempt, then (between rows of one attempt, or

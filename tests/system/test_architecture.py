@@ -270,3 +270,18 @@ def test_a_tied_head_is_decided_in_one_place() -> None:
         if re.search(r"\.head is (not )?None|head_layer is None", p.read_text())
     )
     assert deciding == ["core/lm.py"]
+
+
+@pytest.mark.slow
+def test_the_cli_reaches_the_store_only_through_the_api(tree_copy: Path) -> None:
+    # ``harness status`` reading the store itself: what harness.api.status is for.
+    status = tree_copy / "harness" / "cli" / "status.py"
+    original = status.read_text()
+    status.write_text(original + "\nfrom harness.store.status import grid_status  # noqa\n")
+    try:
+        broken = _lint_imports(tree_copy)
+    finally:
+        status.write_text(original)
+    assert broken.returncode != 0
+    assert "harness.cli.status -> harness.store.status" in broken.stdout
+    assert "The CLI wraps the library" in broken.stdout

@@ -42,8 +42,7 @@ class Batch:
     ) -> None:
         """``seen``: each run's row as ``submit`` saw it when it decided to train it."""
         per_gpu = settings.runs_per_device
-        slots = settings.max_parallel or (len(gpus) * per_gpu if gpus else 0)
-        parallel, threads = split_cores(slots, len(runs))
+        parallel, threads = split_cores(settings, len(runs), len(gpus))
         self.timeout_s = settings.timeout_min * 60.0
         self.pool = RunPool(
             spec.with_threads(threads),

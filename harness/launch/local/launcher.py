@@ -3,7 +3,9 @@
 A crash or an OOM kills one run, not the sweep. Without a GPU, at most ``max_parallel`` run at
 once (default: one per core). With GPUs (those ``CUDA_VISIBLE_DEVICES`` leaves visible), each run
 is given one GPU, ``runs_per_device`` runs per GPU at once (default 1; ``max_parallel`` caps the
-total when set). Either way the cores are split between the running runs as torch threads. Each
+total when set). Each run has the profile's ``threads_per_run`` torch threads, else the cores
+divided between the pool's slots (whatever the number of runs: a run computes the same numbers
+alone as among many); its BLAS one (:mod:`harness.launch.worker.threads`). Each
 run's output goes to ``<results>/<grid>/submissions/local/<run_id>.log``.
 
 ``submit`` owns its runs (:mod:`harness.launch.local.batch`): on Ctrl-C, SIGTERM or SIGHUP (a
@@ -61,7 +63,7 @@ class LocalLauncher:
 
     def plan(self, runs: Sequence[RunConfig]) -> str:
         """The dry-run summary: how many runs at once (no torch: GPUs are not counted)."""
-        parallel, threads = split_cores(self.settings.max_parallel, len(runs))
+        parallel, threads = split_cores(self.settings, len(runs))
         return (
             f"local launcher {self.profile.name!r}: {len(runs)} runs on this machine, "
             f"{parallel} at once with {threads} torch threads each "

@@ -13,8 +13,12 @@ class LocalSettings:
     ``keep_checkpoints``."""
 
     max_parallel: int = 0
-    """Runs at once; 0 = one per core without GPUs, ``runs_per_device`` per GPU with them (torch
-    threads are split between the running runs)."""
+    """Runs at once (the pool's slots); 0 = one per core without GPUs, ``runs_per_device`` per
+    GPU with them."""
+    threads_per_run: int = 0
+    """torch threads of each run process; 0 = the cores divided between the pool's slots (one
+    per run without GPUs by default). Recorded in each row (``torch_threads``): a run's numbers
+    depend on it, never on how many runs a submission holds."""
     runs_per_device: int = 1
     """Runs training at once on one visible GPU, each in its own process: small runs that cannot
     fill a GPU alone. 1: one run per GPU at a time."""
@@ -22,6 +26,9 @@ class LocalSettings:
     """Minutes a run may train; a run past it checkpoints and gets a ``timeout`` row."""
 
     def __post_init__(self) -> None:
+        if self.threads_per_run < 0:
+            got = self.threads_per_run
+            raise ValueError(f"threads_per_run: must be >= 0 (0: derived), got {got}")
         if self.runs_per_device < 1:
             raise ValueError(f"runs_per_device: must be >= 1, got {self.runs_per_device}")
         if self.timeout_min < 1:

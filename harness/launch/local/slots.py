@@ -6,6 +6,7 @@ import os
 
 from harness.core.env import CUDA_VISIBLE_DEVICES
 from harness.core.errors import UserError
+from harness.launch.local.settings import LocalSettings
 
 
 def available_cores() -> int:
@@ -16,11 +17,20 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def split_cores(max_parallel: int, runs: int, cores: int | None = None) -> tuple[int, int]:
-    """(runs at once, torch threads per run) for ``runs`` runs on ``cores`` cores."""
+def split_cores(
+    settings: LocalSettings, runs: int, gpus: int = 0, cores: int | None = None
+) -> tuple[int, int]:
+    """(runs at once, torch threads per run) for ``runs`` runs on ``gpus`` GPUs and ``cores``
+    cores (default: :func:`available_cores`).
+
+    The pool has ``max_parallel`` slots, else ``runs_per_device`` per GPU, else one per core;
+    runs at once are its slots, at most ``runs``. A run's threads are the profile's
+    ``threads_per_run``, else the cores divided between the pool's slots: never between the runs
+    of this submission, so that a run computes the same numbers alone as among many."""
     cores = cores or available_cores()
-    parallel = max(1, min(max_parallel or cores, runs or 1))
-    return parallel, max(1, cores // parallel)
+    slots = settings.max_parallel or gpus * settings.runs_per_device or cores
+    threads = settings.threads_per_run or max(1, cores // slots)
+    return max(1, min(slots, runs or 1)), threads
 
 
 def local_gpus() -> list[int]:

@@ -32,6 +32,7 @@ from harness.core.result import RunResult, Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.inputs import inputs_of
 from harness.launch.worker import distributed
+from harness.launch.worker.threads import set_run_threads
 from harness.store.live import append_point, start_attempt
 from harness.store.manifest import load_run
 from harness.store.rows import newest_rows, row_mark
@@ -106,8 +107,7 @@ def _train_and_record(
     root, grid = spec.results_root, spec.grid
     run = load_run(root, grid, run_id)
     share_compile_cache(root, grid)
-    if spec.threads:
-        torch.set_num_threads(spec.threads)
+    threads = set_run_threads(spec.threads)  # recorded in its row
     ckpt = paths.checkpoint_path(root, grid, run_id)
     reached = paths.progress_path(root, grid, run_id)
     live = paths.live_path(root, grid, run_id)
@@ -144,7 +144,7 @@ def _train_and_record(
         result.metrics.setdefault("wall_s", time.time() - start)
     if _is_writer():
         where = provenance(job_id or env.SLURM_JOB_ID.get())
-        write_or_spill(root, run, result, where | inputs)
+        write_or_spill(root, run, result, where | inputs | threads)
         reached.unlink(missing_ok=True)
         live.unlink(missing_ok=True)  # its row is written: no longer a live run
         if not spec.keep_checkpoints:

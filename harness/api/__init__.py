@@ -17,6 +17,13 @@ Example::
     con = api.connect("adam_betas")                              # DuckDB: runs, curves, manifest
     rows = api.rows("adam_betas", metric="val_loss")              # one row per run, with value
     print(api.tuned(rows.frame, rows.goal).best)                  # each cell's selection
+    top = api.query("SELECT lr, val_loss FROM runs ORDER BY val_loss LIMIT 5", "adam_betas")
+    print(api.status("grids/adam_betas.yaml").text())             # runs by state
+
+The grid's housekeeping (:func:`status`, :func:`cancel`, :func:`compact`, :func:`clean`) is in
+:mod:`harness.api.grids`, SQL (:func:`query`, :func:`export`) in :mod:`harness.api.sql`, the
+other commands (:func:`evaluate`, :func:`prepare_data`, :func:`datasets`, :func:`watch`) in
+:mod:`harness.api.tasks`; all are names of this module.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harness.api.grids import Status, cancel, clean, compact, status
+from harness.api.sql import QUERY_FORMATS, export, query, query_text
+from harness.api.sql import QueryFormat as QueryFormat  # a type, for callers' annotations
+from harness.api.tasks import Prepared, datasets, evaluate, prepare_data, watch
 from harness.core import paths
 from harness.metrics.catalogue import DEFAULT_METRIC
 
@@ -46,21 +57,35 @@ if TYPE_CHECKING:
     from harness.store.importing import Imported
 
 __all__ = [
+    "QUERY_FORMATS",
     "Compute",
     "Figures",
     "Plan",
+    "Prepared",
     "Rows",
+    "Status",
     "analyze",
+    "cancel",
     "cells",
+    "clean",
+    "compact",
     "connect",
+    "datasets",
+    "evaluate",
+    "export",
     "figures",
     "import_results",
     "plan",
+    "prepare_data",
+    "query",
+    "query_text",
     "report",
     "rows",
+    "status",
     "submit",
     "text",
     "tuned",
+    "watch",
 ]
 
 Grids = str | Path | Sequence[str | Path] | None
