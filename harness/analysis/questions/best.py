@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, load, tuned
-from harness.analysis.stats import ARM, CONFIDENCE, pooled
+from harness.analysis.stats import pooled
+from harness.analysis.stats.defaults import CONFIDENCE
+from harness.analysis.stats.frame import ARM
 
 
 def answer(

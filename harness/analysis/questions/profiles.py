@@ -6,8 +6,10 @@ from collections.abc import Sequence
 
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.target_query import TargetQuery, profile_table, runs
-from harness.analysis.stats import MEASURES, METHOD, performance_profiles
+from harness.analysis.stats import performance_profiles
 from harness.analysis.stats.defaults import Measure
+from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats.to_target import MEASURES
 from harness.core.errors import UserError, unknown_choice
 
 

@@ -8,7 +8,9 @@ from harness.analysis.questions import query
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query
 from harness.analysis.rows.selectors import Selector
-from harness.analysis.stats import CONFIDENCE, METHODS, power_law
+from harness.analysis.stats import power_law
+from harness.analysis.stats.defaults import CONFIDENCE
+from harness.analysis.stats.intervals import METHODS
 
 
 def answer(

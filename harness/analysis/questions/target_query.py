@@ -18,7 +18,8 @@ from harness.analysis.rows.axes import check_cells, check_columns, varying_withi
 from harness.analysis.rows.conditions import METHOD_EXTRAS, auto_over, check_pool
 from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.preparation import require_rows
-from harness.analysis.stats import CENSORED, performance_profiles
+from harness.analysis.stats import performance_profiles
+from harness.analysis.stats.to_target import CENSORED
 from harness.analysis.stats.to_target import to_target as runs_to_target
 from harness.core.errors import UserError
 from harness.core.result import RESULT_STATUSES

@@ -5,7 +5,8 @@ from __future__ import annotations
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.target_query import TargetQuery, runs, tuned_columns
 from harness.analysis.rows.arm_labels import panel_keys
-from harness.analysis.stats import CENSORED, METHOD, TIME_TO_TARGET, TOKENS_TO_TARGET
+from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats.to_target import CENSORED, TIME_TO_TARGET, TOKENS_TO_TARGET
 
 
 def answer(q: TargetQuery) -> Answer:

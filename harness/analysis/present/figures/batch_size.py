@@ -29,7 +29,8 @@ from harness.analysis.present.figures.common import (
     subtitle,
     use_log,
 )
-from harness.analysis.stats import ARM, METHOD, crossover
+from harness.analysis.stats.crossing import crossover
+from harness.analysis.stats.frame import ARM, METHOD
 from harness.metrics.catalogue import Goal
 
 X = "batch_size"

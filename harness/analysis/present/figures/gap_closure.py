@@ -23,7 +23,8 @@ from harness.analysis.present.figures.common import (
     panels,
     subtitle,
 )
-from harness.analysis.stats import ARM, METHOD, gap_closure
+from harness.analysis.stats.baseline_gap import gap_closure
+from harness.analysis.stats.frame import ARM, METHOD
 
 
 def draw(data: FigureData) -> Figure:

@@ -17,8 +17,9 @@ from harness.analysis.present.figures.common import (
     subtitle,
 )
 from harness.analysis.questions.target_query import NO_TARGET, profile_table
-from harness.analysis.stats import METHOD, TOKENS_TO_TARGET, performance_profiles
-from harness.analysis.stats.to_target import to_target
+from harness.analysis.stats import performance_profiles
+from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats.to_target import TOKENS_TO_TARGET, to_target
 
 
 def draw(data: FigureData) -> Figure:
