@@ -234,6 +234,19 @@ def plan(
     return Plan(g, tuple(runs.values()), tuple(found.lines), done)
 
 
+def preflight(runs: Sequence[RunConfig], where: str) -> str:
+    """Build each distinct optimizer configuration of ``runs`` and take one step on the CPU, in
+    a child process (:mod:`harness.launch.preflight`, as ``submit --dry-run --check``): the
+    line saying what was checked, then each configuration's (what tells it from the others).
+
+    Raises:
+        UserError: every configuration that failed, one line each.
+    """
+    from harness.launch.preflight import outcomes, report
+
+    return report(*outcomes(runs, where), where)
+
+
 def _path(value: str | Path | None) -> Path | None:
     return Path(value) if value is not None else None
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from harness import api
 from harness.bench.protocol import Protocol
 from harness.bench.space import LR, Arm, baseline_arm, candidate_arm
 from harness.core import paths
@@ -138,3 +139,15 @@ def write_grid(derived: Derived) -> Path:
     )
     atomic_write_text(derived.path, header + yaml.safe_dump(derived.document, sort_keys=False))
     return derived.path
+
+
+def preflight(derived: Derived, root: Path, data_root: Path) -> str:
+    """Build every configuration of every arm and take one step on the CPU, as a submit does
+    before it queues (:func:`harness.api.preflight`): what was checked, then each
+    configuration's line.
+
+    Raises:
+        UserError: every configuration that failed, one line each.
+    """
+    planned = api.plan(write_grid(derived), results=root, data=data_root)
+    return api.preflight(planned.grid.runs, str(derived.path))

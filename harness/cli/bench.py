@@ -33,7 +33,7 @@ from harness.cli.options import data_option, resolve_results, results_option
     "--dry-run",
     is_flag=True,
     help="Print the plan (runs per phase and arm, runs reused from earlier benches, "
-    "GPU-hours); run nothing.",
+    "compute) and build and step every configuration on the CPU (the preflight); train nothing.",
 )
 @click.option(
     "--wait/--no-wait",
@@ -91,7 +91,10 @@ def bench(
     derived = derive_bench(candidate, root=root, scale=scale, protocol=protocol, launcher=launcher)
     p = plan(derived, root, droot)
     if dry_run:
+        from harness.bench.derive import preflight
+
         click.echo(plan_text(p, derived.candidate.label))
+        click.echo(f"preflight: {preflight(derived, root, droot)}")
         return
     log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
     for a in p.arms:

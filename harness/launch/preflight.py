@@ -108,10 +108,8 @@ def preflight(runs: Iterable[RunConfig], where: str, limits: Limits | None = Non
         UserError: every configuration that failed, one line each (:func:`problems`).
         KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
     """
-    found, said = problems(runs, where, limits)
-    if found:
-        head = f"{where}: {HEAD}"
-        raise UserError(head + ":\n" + "\n".join(f"  - {p}" for p in found))
+    each, said = outcomes(runs, where, limits)
+    report(each, said, where)
     return said
 
 
@@ -124,7 +122,22 @@ def problems(
 ) -> tuple[list[str], str]:
     """The preflight's problems, a line per configuration that failed (arm, configuration,
     what failed: an exception, an exit, a signal, a time limit, an optimizer scheduling its own
-    learning rate), and the line saying what was checked.
+    learning rate), and the line saying what was checked (:func:`outcomes`).
+
+    Raises:
+        UserError: a limit set in the environment that is not a positive number.
+        KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
+    """
+    each, said = outcomes(runs, where, limits)
+    return [f"{d}: {a}" for d, a in each if a], said
+
+
+def outcomes(
+    runs: Iterable[RunConfig], where: str, limits: Limits | None = None
+) -> tuple[list[tuple[str, str | None]], str]:
+    """Each distinct configuration of ``runs`` built and stepped: its line (:func:`descriptions`:
+    what tells it from the others) and its problem (None when it works), and the line saying
+    what was checked.
 
     Raises:
         UserError: a limit set in the environment that is not a positive number.
@@ -139,8 +152,6 @@ def problems(
     except ValueError as e:
         raise UserError(f"{where}: preflight: {e}") from None
     answers = run_isolated("harness.launch.preflight_step:check", chosen, limits) if chosen else []
-    said_of = descriptions(chosen)
-    found = [f"{d}: {a}" for d, a in zip(said_of, answers, strict=True) if a]
     reduced = {why for r in chosen if (why := model_to_build(r)[1]) is not None}
     models_said = "real models"
     if reduced:
@@ -149,4 +160,17 @@ def problems(
         f"{len(configurations)} optimizer configuration(s) built and stepped on the CPU "
         f"on the runs' {models_said}"
     )
-    return found, said
+    return list(zip(descriptions(chosen), answers, strict=True)), said
+
+
+def report(each: list[tuple[str, str | None]], said: str, where: str) -> str:
+    """What a dry run prints of :func:`outcomes`: the line saying what was checked, then each
+    configuration, ``ok`` or its problem.
+
+    Raises:
+        UserError: every configuration that failed, one line each (as :func:`preflight`).
+    """
+    found = [f"{d}: {a}" for d, a in each if a]
+    if found:
+        raise UserError(f"{where}: {HEAD}:\n" + "\n".join(f"  - {p}" for p in found))
+    return "\n".join([said, *(f"  ok: {d}" for d, _ in each)])
