@@ -30,7 +30,7 @@ def report_card(verdict: Verdict, derived: Derived, root: Path) -> str:
     card = (
         f'<section id="bench-verdict"><h2>harness bench: {html.escape(verdict.candidate)}'
         f"</h2><p><b>{html.escape(verdict.summary)}</b></p>"
-        f"<pre>{html.escape(verdict_table(verdict))}</pre></section>"
+        f"<pre>{html.escape(verdict_table(verdict, derived.candidate.caveats))}</pre></section>"
     )
     head, sep, tail = page.partition("<body>")
     if not sep:  # a report without a body tag: the card goes first

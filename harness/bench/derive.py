@@ -9,8 +9,10 @@ The file is written under the results root (:func:`harness.core.paths.bench_grid
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,18 @@ def slug(name: str) -> str:
     return text
 
 
+@functools.cache
+def _cached_probe(
+    optimizer: str, ranges: tuple[tuple[str, tuple[float, float]], ...]
+) -> api.Probed:
+    return api.probe_optimizer(optimizer, dict(ranges))
+
+
+def _probe(optimizer: str, ranges: Mapping[str, tuple[float, float]]) -> api.Probed:
+    """:func:`harness.api.probe_optimizer`, once per optimizer and ranges in a process."""
+    return _cached_probe(optimizer, tuple(sorted(ranges.items())))
+
+
 def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None = None) -> Derived:
     """The grid of ``candidate`` under ``protocol`` (module docstring).
 
@@ -95,7 +109,7 @@ def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None 
     label = candidate_label(name)
     if label in {b.label for b in baselines}:
         label += CANDIDATE_SUFFIX
-    arm = candidate_arm(name, label, protocol)
+    arm = candidate_arm(name, label, protocol, _probe)
     for b in baselines:  # equal budget, by construction: checked, not assumed
         assert b.configs == arm.configs, (b.label, b.configs, arm.configs)
     document = _document(protocol, (*baselines, arm), launcher)

@@ -93,7 +93,7 @@ def bench(
     if dry_run:
         from harness.bench.derive import preflight
 
-        click.echo(plan_text(p, derived.candidate.label))
+        click.echo(plan_text(p, derived))
         click.echo(f"preflight: {preflight(derived, root, droot)}")
         return
     log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
@@ -120,7 +120,9 @@ def bench(
         click.echo(f"follow with 'harness status {p.grid}'", err=log)
     else:
         verdict = judge(derived, root)
-        click.echo(verdict_json(verdict) if log else "\n" + verdict_table(verdict))
+        caveats = derived.candidate.caveats
+        text = verdict_json(verdict, caveats) if log else "\n" + verdict_table(verdict, caveats)
+        click.echo(text)
         if html is not None:
             from harness.bench.card import report_card
             from harness.core.files import atomic_write_text
