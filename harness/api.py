@@ -170,10 +170,14 @@ class Compute:
     """The same in GPU-hours on the dry run's stated device and utilisation (``device``)."""
     device: str
     """The device and utilisation ``gpu_hours`` assumes (an A100 at 40% MFU)."""
+    cpu_hours: float = 0.0
+    """CPU-hours on a laptop core (:func:`harness.grid.preview.cpu_hours`: an estimate)."""
 
     def scaled(self, factor: float) -> Compute:
         """This compute ``factor`` times over (runs of the same size added)."""
-        return Compute(self.flops * factor, self.gpu_hours * factor, self.device)
+        return Compute(
+            self.flops * factor, self.gpu_hours * factor, self.device, self.cpu_hours * factor
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,11 +202,13 @@ class Plan:
     def compute(self, runs: Sequence[RunConfig] | None = None) -> Compute:
         """The training compute of ``runs`` (None: every planned run; ``plan.grid.runs``: the
         grid's own), whether or not they have a result."""
-        from harness.grid.preview import ASSUMED_DEVICE, ASSUMED_MFU, compute_estimate
+        from harness.grid.preview import ASSUMED_DEVICE, ASSUMED_MFU, compute_estimate, cpu_hours
         from harness.launch.sizes import count_params
 
-        flops, hours = compute_estimate(self.runs if runs is None else runs, count_params)
-        return Compute(flops, hours, f"{ASSUMED_DEVICE} at {ASSUMED_MFU:.0%} MFU")
+        chosen = self.runs if runs is None else runs
+        flops, hours = compute_estimate(chosen, count_params)
+        device = f"{ASSUMED_DEVICE} at {ASSUMED_MFU:.0%} MFU"
+        return Compute(flops, hours, device, cpu_hours(chosen, count_params))
 
 
 def plan(

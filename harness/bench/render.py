@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -179,11 +180,15 @@ def plan_text(p: Plan, derived: Derived) -> str:
         lines.append(
             f"  {reused} extension and confirmation runs of earlier benches have a result (reused)"
         )
-    lines.append(
+    cores = os.cpu_count() or 1
+    cpu_h = p.cpu_hours_to_train
+    lines += [
         f"at most {p.total_max} runs, {p.to_train_max} still to train; at most "
-        f"{p.flops:.3g} FLOPs (6 x params x tokens), {p.gpu_hours:,.2f} GPU-hours on "
-        f"{p.device}"
-    )
+        f"{p.flops:.3g} FLOPs (6 x params x tokens)",
+        f"locally: about {cpu_h:.2g} CPU-hours for the runs still to train (an estimate from "
+        f"per-run CPU cost measured on the tiny GPT), about {cpu_h * 60 / cores:.0f} min of "
+        f"wall on {cores} idle cores; on a cluster: {p.gpu_hours:,.2f} GPU-hours on {p.device}",
+    ]
     return "\n".join(lines)
 
 

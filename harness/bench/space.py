@@ -95,11 +95,13 @@ class Arm:
         return len(self.lrs) * len(self.settings)
 
 
-def _tunable(spec: OptimizerSpec) -> dict[str, float]:
+def _tunable(spec: OptimizerSpec, base: Mapping[str, Any]) -> dict[str, float]:
     """Key name -> positive float default of the run fields and own hyperparameters an
-    optimizer takes (``1-beta1`` for a decay rate in [0.5, 1))."""
+    optimizer takes (``1-beta1`` for a decay rate in [0.5, 1)); a value the protocol's ``base``
+    sets for every arm (``beta2: 0.95`` where runs are short) replaces the default."""
     values: dict[str, Any] = dict(spec.fields)
     values.update({h.name: h.default for h in spec.hyperparameters if h.type is float})
+    values.update({k: v for k, v in base.items() if k in values and isinstance(v, float)})
     out = {}
     for name, d in values.items():
         if isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < math.inf:
@@ -147,7 +149,7 @@ def baseline_arm(family: Family, protocol: Protocol) -> Arm:
         UserError: a search key the optimizer does not take.
     """
     spec = get_spec(family.optimizer)
-    defaults = _tunable(spec)
+    defaults = _tunable(spec, protocol.base)
     keys = []
     for key, r in sorted(family.search):
         if key == LR:
@@ -189,7 +191,7 @@ def candidate_arm(
     f = protocol.candidate.range_factor
     ranges: dict[str, LogRange] = {}
     sources: dict[str, str] = {}
-    defaults = {**_tunable(spec), LR: 0.0, WEIGHT_DECAY: 0.0}
+    defaults = {**_tunable(spec, protocol.base), LR: 0.0, WEIGHT_DECAY: 0.0}
     for key, default in sorted(defaults.items()):
         r, sources[key] = override.get(key), "the protocol's candidate: search"
         if r is None and (r := _from_baselines(key, protocol)) is not None:
