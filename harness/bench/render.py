@@ -207,3 +207,18 @@ def space_lines(derived: Derived) -> list[str]:
         lines += [f"  {n}" for n in a.notes]
         lines += [f"  caveat: {c}" for c in a.caveats]
     return lines
+
+
+def opening_line(p: Plan, scale: str) -> str:
+    """The bench's first line: what trains now (each arm's tuning runs without a result), what
+    may follow, and the estimate of the whole (``scale``: ``local scale``, a protocol file)."""
+    now = [f"{a.label} {a.tuning - a.tuning_done}" for a in p.arms if a.tuning > a.tuning_done]
+    cores = os.cpu_count() or 1
+    n = sum(a.tuning - a.tuning_done for a in p.arms)
+    first = f"{n} tuning run(s) now ({', '.join(now)})" if now else "no tuning run (all reused)"
+    return (
+        f"{p.grid} ({scale}): training at most {p.to_train_max} runs of {p.total_max}: {first}, "
+        f"then at most {p.extension_max} lr-extension and {p.confirmation} confirmation runs "
+        f"planned from their results; about {p.cpu_hours_to_train:.2g} CPU-hours "
+        f"(~{p.cpu_hours_to_train * 60 / cores:.0f} min on {cores} idle cores, an estimate)"
+    )

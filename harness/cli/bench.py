@@ -83,7 +83,7 @@ def bench(
     lost; 2 for bad input; 128 + N when stopped by signal N.
     """
     from harness.bench import derive_bench, judge, plan, run
-    from harness.bench.render import plan_text, verdict_json, verdict_table
+    from harness.bench.render import opening_line, plan_text, verdict_json, verdict_table
     from harness.data.catalogue import data_root
 
     root = resolve_results(results)
@@ -97,6 +97,8 @@ def bench(
         click.echo(f"preflight: {preflight(derived, root, droot)}")
         return
     log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
+    where = f"{scale or DEFAULT_SCALE} scale" if protocol is None else str(protocol)
+    click.echo(opening_line(p, where), err=log)
     for a in p.arms:
         if a.tuning_done:
             line = (
@@ -104,7 +106,6 @@ def bench(
                 "result from an earlier bench (reused, not trained again)"
             )
             click.echo(line, err=log)
-    click.echo(f"{p.grid}: training at most {p.to_train_max} runs of {p.total_max}", err=log)
     # With json, whatever a backend prints while launching (SLURM's "queued ... array tasks")
     # goes to stderr too: stdout holds the verdict only.
     with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():

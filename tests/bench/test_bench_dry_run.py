@@ -52,3 +52,33 @@ def test_the_dry_run_refuses_a_candidate_whose_step_fails(tmp_path: Path, monkey
     monkeypatch.chdir(tmp_path)
     out = _bench(tmp_path, "./broken.py:Broken", code=2)
     assert "preflight" in out and "RuntimeError: step is broken" in out
+
+
+def test_the_card_leaves_out_a_gap_section_that_does_not_apply() -> None:
+    """Issue 38: the card carried "Gap closure: it needs a baseline (SGD)"."""
+    from harness.bench.card import without_empty_gap
+
+    page = (
+        '<nav><a href="#best">Best</a><a href="#gap">Gap closure</a></nav>'
+        '<section id="best"><h2>Best</h2></section>'
+        '<section id="gap"><h2>Gap closure</h2><p>no gap table: it needs a baseline (SGD)</p>'
+        '</section><section id="curves"></section>'
+    )
+    out = without_empty_gap(page)
+    assert "Gap closure" not in out and 'id="best"' in out and 'id="curves"' in out
+    kept = page.replace("no gap table: it needs a baseline (SGD)", "<table></table>")
+    assert without_empty_gap(kept) == kept
+
+
+def test_the_first_line_says_what_trains_at_local_scale() -> None:
+    """Issue 38: the bench opened with "AdamW: 32 tuning run(s) have no result yet: nothing
+    planned until they finish ... 0 new run(s) planned" before anything trained."""
+    from harness.bench.phases import ArmPlan, Plan
+    from harness.bench.render import opening_line
+
+    arms = (ArmPlan("AdamW", False, 32, 32, 0), ArmPlan("Lion", True, 32, 0, 0))
+    p = Plan("bench_laptop", Path("g.yaml"), arms, 4, 8, 1, 3, 6, 1e13, 0.0, "A100", 0.4)
+    line = opening_line(p, "local scale")
+    assert line.startswith("bench_laptop (local scale): training at most 104 runs of 136: ")
+    assert "32 tuning run(s) now (Lion 32)" in line and "AdamW" not in line
+    assert "CPU-hours" in line and "an estimate" in line
