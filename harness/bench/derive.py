@@ -122,6 +122,7 @@ def _document(protocol: Protocol, arms: tuple[Arm, ...], launcher: str | None) -
     optimizers: dict[str, Any] = {}
     for a in arms:
         block: dict[str, Any] = {"label": [a.label], LR: list(a.lrs)}
+        block |= {k: [v] for k, v in a.schedule.items()}  # its own schedule (protocol's word)
         keys = sorted({k for s in a.settings for k in s})
         if keys:
             block["zip"] = {k: [s[k] for s in a.settings] for k in keys}

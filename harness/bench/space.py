@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.api import Probed
@@ -86,8 +86,11 @@ class Arm:
     """What the derivation did beyond the ranges (a multiplier of the lr left at its default,
     a decay convention switched to the protocol's), each in a line."""
     caveats: tuple[str, ...] = ()
-    """What the bench cannot match (a decay that is not the protocol's convention): printed in
-    the plan and beside the verdict."""
+    """What the bench cannot match (a decay that is not the protocol's convention) or runs
+    otherwise (a schedule of the candidate's own): printed in the plan and beside the verdict."""
+    schedule: Mapping[str, Any] = field(default_factory=dict)
+    """Schedule fields this arm runs with instead of the base's (the protocol's
+    ``candidate: schedules``)."""
 
     @property
     def configs(self) -> int:
@@ -232,6 +235,12 @@ def candidate_arm(
         if k != LR
     ]
     settings = _settings(keys, protocol.budget.settings, protocol.weight_decay)
+    if own_schedule := protocol.candidate.schedule_of(optimizer):
+        said = ", ".join(f"{k}: {v}" for k, v in own_schedule.items())
+        caveats.append(
+            f"schedule: the candidate runs its own ({said}), as the protocol's candidate: "
+            "schedules gives it; the baselines run the protocol's"
+        )
     return Arm(
         label,
         optimizer,
@@ -242,6 +251,7 @@ def candidate_arm(
         sources=tuple(sorted(sources.items())),
         notes=tuple(notes),
         caveats=tuple(caveats),
+        schedule=own_schedule,
     )
 
 

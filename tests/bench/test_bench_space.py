@@ -128,3 +128,28 @@ def test_adopts_dry_run_shows_its_decay_convention(tmp_path: Path) -> None:
     )
     assert r.exit_code == 0, r.output
     assert "weight decay: its default (weight_decouple=False) applies it coupled" in r.output
+
+
+def test_a_protocol_may_give_the_candidate_its_own_schedule_stated_as_a_caveat(tmp_path) -> None:
+    """Issue 38, item 1: schedule-free's authors run it without a decaying schedule; a
+    protocol's ``candidate: schedules`` says so for that optimizer only, and the verdict says it."""
+    text = (
+        (PROTOCOLS / "laptop.yaml")
+        .read_text()
+        .replace(
+            "  search: {}",
+            "  search: {}\n  schedules:\n"
+            "    schedulefree:AdamWScheduleFree: {schedule: constant, warmup_steps: 0}",
+        )
+    )
+    (tmp_path / "p.yaml").write_text(text)
+    p = load_protocol(tmp_path / "p.yaml")
+    d = derive(p, "schedulefree:AdamWScheduleFree", tmp_path)
+    block = d.document["grid"]["optimizer"]["schedulefree:AdamWScheduleFree"]
+    assert block["schedule"] == ["constant"] and block["warmup_steps"] == [0]
+    assert "AdamW" in d.document["grid"]["optimizer"]["adamw"]["label"]
+    assert "schedule" not in d.document["grid"]["optimizer"]["adamw"]
+    [caveat] = d.candidate.caveats
+    assert caveat.startswith("schedule: the candidate runs its own (schedule: constant")
+    other = derive(p, "torch.optim:SGD", tmp_path)
+    assert "schedule" not in other.document["grid"]["optimizer"]["torch.optim:SGD"]
