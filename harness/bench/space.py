@@ -236,9 +236,9 @@ def candidate_arm(
     ]
     settings = _settings(keys, protocol.budget.settings, protocol.weight_decay)
     if own_schedule := protocol.candidate.schedule_of(optimizer):
-        said = ", ".join(f"{k}: {v}" for k, v in own_schedule.items())
+        fields = ", ".join(f"{k}: {v}" for k, v in own_schedule.items())
         caveats.append(
-            f"schedule: the candidate runs its own ({said}), as the protocol's candidate: "
+            f"schedule: the candidate runs its own ({fields}), as the protocol's candidate: "
             "schedules gives it; the baselines run the protocol's"
         )
     return Arm(

@@ -131,6 +131,7 @@ def _own_schedule(before: dict[str, float], after: dict[str, float]) -> str | No
     lr = next((v for k, v in before.items() if k.endswith(" lr")), None)
     changed: dict[str, float] = {}
     for k, v in after.items():
+        same: float | None
         if k.endswith(" lr"):  # a group's lr, as the harness set it
             same = before.get(k, v)
         else:  # another lr it applies: its group's (the optimizer's: the first group's)
