@@ -148,5 +148,6 @@ def _own_schedule(before: dict[str, float], after: dict[str, float]) -> str | No
     return (
         f"the optimizer schedules its own learning rate on top of the harness's schedule ({said}); "
         "turn its own schedule (warmup, warmdown) off in the grid, so that the run's schedule is "
-        "the one applied, or set schedule: constant and warmup_steps: 0 to apply its own only"
+        "the one applied, or set schedule: constant and warmup_steps: 0 to apply its own only "
+        "(in a bench: the protocol's candidate: schedules, for this optimizer)"
     )

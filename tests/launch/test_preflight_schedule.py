@@ -41,6 +41,7 @@ def test_a_warmup_of_its_own_is_still_refused_a_running_statistic_is_not() -> No
         {"param group 0 lr": 0.01, "param group 0 scheduled_lr": 0.005},
     )
     assert said is not None and "scheduled_lr = 0.005 after one step at lr 0.01" in said
+    assert "in a bench: the protocol's candidate: schedules" in said
     assert (
         _own_schedule(
             {"param group 0 lr": 0.01, "param group 0 lr_max": -1.0},
