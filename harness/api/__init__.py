@@ -29,7 +29,7 @@ other commands (:func:`evaluate`, :func:`prepare_data`, :func:`datasets`, :func:
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -195,10 +195,14 @@ class Compute:
     """The same in GPU-hours on the dry run's stated device and utilisation (``device``)."""
     device: str
     """The device and utilisation ``gpu_hours`` assumes (an A100 at 40% MFU)."""
+    cpu_hours: float = 0.0
+    """CPU-hours on a laptop core (:func:`harness.grid.preview.cpu_hours`: an estimate)."""
 
     def scaled(self, factor: float) -> Compute:
         """This compute ``factor`` times over (runs of the same size added)."""
-        return Compute(self.flops * factor, self.gpu_hours * factor, self.device)
+        return Compute(
+            self.flops * factor, self.gpu_hours * factor, self.device, self.cpu_hours * factor
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,11 +227,13 @@ class Plan:
     def compute(self, runs: Sequence[RunConfig] | None = None) -> Compute:
         """The training compute of ``runs`` (None: every planned run; ``plan.grid.runs``: the
         grid's own), whether or not they have a result."""
-        from harness.grid.preview import ASSUMED_DEVICE, ASSUMED_MFU, compute_estimate
+        from harness.grid.preview import ASSUMED_DEVICE, ASSUMED_MFU, compute_estimate, cpu_hours
         from harness.launch.sizes import count_params
 
-        flops, hours = compute_estimate(self.runs if runs is None else runs, count_params)
-        return Compute(flops, hours, f"{ASSUMED_DEVICE} at {ASSUMED_MFU:.0%} MFU")
+        chosen = self.runs if runs is None else runs
+        flops, hours = compute_estimate(chosen, count_params)
+        device = f"{ASSUMED_DEVICE} at {ASSUMED_MFU:.0%} MFU"
+        return Compute(flops, hours, device, cpu_hours(chosen, count_params))
 
 
 def plan(
@@ -257,6 +263,64 @@ def plan(
     runs = {r.run_id: r for r in g.runs}
     runs |= {r.run_id: r for r in found.runs if r.run_id not in runs}
     return Plan(g, tuple(runs.values()), tuple(found.lines), done)
+
+
+def preflight(runs: Sequence[RunConfig], where: str) -> str:
+    """Build each distinct optimizer configuration of ``runs`` and take one step on the CPU, in
+    a child process (:mod:`harness.launch.preflight`, as ``submit --dry-run --check``): the
+    line saying what was checked, then each configuration's (what tells it from the others).
+
+    Raises:
+        UserError: every configuration that failed, one line each.
+    """
+    from harness.launch.preflight import outcomes, report
+
+    return report(*outcomes(runs, where), where)
+
+
+@dataclass(frozen=True, slots=True)
+class Probed:
+    """What a few steps of an optimizer on a small tensor say (:mod:`harness.launch.probe`)."""
+
+    lr: float | None
+    """Its constructor's default lr (None: none)."""
+    decay: str
+    """Its weight-decay convention by default: ``decoupled``, ``independent``, ``coupled`` or
+    ``none``."""
+    flags: Mapping[str, Mapping[bool, str]]
+    """Each boolean argument that switches the decay -> value -> the convention it gives."""
+    multipliers: tuple[str, ...]
+    """Hyperparameters that multiply the lr (doubled: the step of the lr doubled)."""
+    bounded: Mapping[str, tuple[float, float]]
+    """Each range asked -> the part of it the constructor accepts."""
+
+
+def probe_optimizer(optimizer: str, ranges: Mapping[str, tuple[float, float]]) -> Probed:
+    """Probe ``optimizer`` (:class:`Probed`) in the preflight's child process, with ``ranges``
+    (hyperparameter -> (low, high)) checked against its constructor.
+
+    Raises:
+        UserError: the probe failed (the optimizer cannot be built or stepped), in a line.
+    """
+    import json
+
+    from harness.core.errors import UserError
+    from harness.launch.sandbox import Limits, run_isolated
+
+    [answer] = run_isolated(
+        "harness.launch.probe:probe", [(optimizer, dict(ranges))], Limits.from_env()
+    )
+    try:
+        got = json.loads(answer or "")
+    except ValueError:
+        raise UserError(f"{optimizer}: probing its steps failed: {answer}") from None
+    return Probed(
+        got["lr"],
+        got["decay"],
+        {k: {v == "True": c for v, c in m.items()} for k, m in got["flags"].items()},
+        tuple(got["multipliers"]),
+        {k: (float(lo), float(hi)) for k, (lo, hi) in got["bounded"].items()},
+    )
 
 
 def _path(value: str | Path | None) -> Path | None:

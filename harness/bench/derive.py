@@ -9,14 +9,17 @@ The file is written under the results root (:func:`harness.core.paths.bench_grid
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness import api
 from harness.bench.protocol import Protocol
 from harness.bench.space import LR, Arm, baseline_arm, candidate_arm
 from harness.core import paths
@@ -69,6 +72,18 @@ def slug(name: str) -> str:
     return text
 
 
+@functools.cache
+def _cached_probe(
+    optimizer: str, ranges: tuple[tuple[str, tuple[float, float]], ...]
+) -> api.Probed:
+    return api.probe_optimizer(optimizer, dict(ranges))
+
+
+def _probe(optimizer: str, ranges: Mapping[str, tuple[float, float]]) -> api.Probed:
+    """:func:`harness.api.probe_optimizer`, once per optimizer and ranges in a process."""
+    return _cached_probe(optimizer, tuple(sorted(ranges.items())))
+
+
 def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None = None) -> Derived:
     """The grid of ``candidate`` under ``protocol`` (module docstring).
 
@@ -94,7 +109,7 @@ def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None 
     label = candidate_label(name)
     if label in {b.label for b in baselines}:
         label += CANDIDATE_SUFFIX
-    arm = candidate_arm(name, label, protocol)
+    arm = candidate_arm(name, label, protocol, _probe)
     for b in baselines:  # equal budget, by construction: checked, not assumed
         assert b.configs == arm.configs, (b.label, b.configs, arm.configs)
     document = _document(protocol, (*baselines, arm), launcher)
@@ -107,6 +122,7 @@ def _document(protocol: Protocol, arms: tuple[Arm, ...], launcher: str | None) -
     optimizers: dict[str, Any] = {}
     for a in arms:
         block: dict[str, Any] = {"label": [a.label], LR: list(a.lrs)}
+        block |= {k: [v] for k, v in a.schedule.items()}  # its own schedule (protocol's word)
         keys = sorted({k for s in a.settings for k in s})
         if keys:
             block["zip"] = {k: [s[k] for s in a.settings] for k in keys}
@@ -138,3 +154,15 @@ def write_grid(derived: Derived) -> Path:
     )
     atomic_write_text(derived.path, header + yaml.safe_dump(derived.document, sort_keys=False))
     return derived.path
+
+
+def preflight(derived: Derived, root: Path, data_root: Path) -> str:
+    """Build every configuration of every arm and take one step on the CPU, as a submit does
+    before it queues (:func:`harness.api.preflight`): what was checked, then each
+    configuration's line.
+
+    Raises:
+        UserError: every configuration that failed, one line each.
+    """
+    planned = api.plan(write_grid(derived), results=root, data=data_root)
+    return api.preflight(planned.grid.runs, str(derived.path))

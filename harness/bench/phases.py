@@ -63,6 +63,8 @@ class Plan:
     """The same in GPU-hours on ``device``."""
     device: str
     """The device and utilisation ``gpu_hours`` assumes (:class:`harness.api.Compute`)."""
+    cpu_hours: float = 0.0
+    """The same in CPU-hours on a laptop core (an estimate: :class:`harness.api.Compute`)."""
 
     @property
     def extension_max(self) -> int:
@@ -78,6 +80,11 @@ class Plan:
     def total_max(self) -> int:
         """Most runs of every phase together."""
         return sum(a.tuning for a in self.arms) + self.extension_max + self.confirmation
+
+    @property
+    def cpu_hours_to_train(self) -> float:
+        """:attr:`cpu_hours` of the runs still to train (runs of a bench are of like size)."""
+        return self.cpu_hours * self.to_train_max / max(self.total_max, 1)
 
     @property
     def to_train_max(self) -> int:
@@ -127,6 +134,7 @@ def plan(derived: Derived, root: Path, data_root: Path) -> Plan:
         most.flops,
         most.gpu_hours,
         most.device,
+        cpu_hours=most.cpu_hours,
     )
 
 

@@ -64,7 +64,9 @@ REQUIRED_SEARCH = ("lr", "weight_decay")
 MIN_CONFIRM = 3
 """Fewest confirmation seeds (a verdict needs a spread on each side)."""
 BUDGET_KEYS = ("lr_points", "settings", "extend_rounds", "lr_bounds")
-CANDIDATE_KEYS = ("range_factor", "search")
+CANDIDATE_KEYS = ("range_factor", "search", "schedules")
+SCHEDULE_KEYS = ("schedule", "warmup_steps", "lr_min", "decay_frac", "decay_shape")
+"""Run fields a protocol's ``candidate: schedules`` may give a candidate of its own."""
 VERDICT_KEYS = ("alpha", "power")
 FAMILY_KEYS = ("optimizer", "search")
 
@@ -141,6 +143,13 @@ class CandidateRules:
     (of 1 - default for a decay rate in [0.5, 1))."""
     search: tuple[tuple[str, LogRange], ...]
     """Ranges that override the derived ones (same keys as a family's ``search``)."""
+    schedules: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    """Optimizer -> the schedule fields it runs with instead of the base's, where its authors
+    say so (schedule-free: ``{schedule: constant, warmup_steps: 0}``); stated in the verdict."""
+
+    def schedule_of(self, optimizer: str) -> dict[str, Any]:
+        """The schedule fields ``optimizer`` runs with of its own (empty: the base's)."""
+        return dict(dict(self.schedules).get(optimizer, ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,7 +388,13 @@ def _candidate(value: Any, f: str) -> CandidateRules:
     factor = _number(
         m.get("range_factor", 10.0), f"{f}: candidate: range_factor", low=1.0, above=True
     )
-    return CandidateRules(factor, _search(m.get("search") or {}, f"{f}: candidate: search"))
+    schedules = []
+    for name, body in _mapping(m.get("schedules") or {}, f"{f}: candidate: schedules").items():
+        fields = _keys(body, SCHEDULE_KEYS, f"{f}: candidate: schedules: {name}")
+        schedules.append((name, tuple(sorted(fields.items()))))
+    return CandidateRules(
+        factor, _search(m.get("search") or {}, f"{f}: candidate: search"), tuple(schedules)
+    )
 
 
 def _verdict(value: Any, f: str) -> VerdictRules:

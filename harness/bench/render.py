@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.bench.derive import Derived
 from harness.bench.phases import Plan
 from harness.bench.verdict import Verdict
 
@@ -27,8 +29,9 @@ def _signed(x: float) -> str:
     return "-" if not math.isfinite(x) else f"{x:+.3g}"
 
 
-def verdict_table(v: Verdict) -> str:
-    """The verdict for a terminal (module docstring of :mod:`harness.bench.verdict`)."""
+def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
+    """The verdict for a terminal (module docstring of :mod:`harness.bench.verdict`), with the
+    search space's ``caveats`` (:attr:`harness.bench.space.Arm.caveats`) before its last line."""
     conf = 1 - v.alpha
     tests = sum(1 for c in v.comparisons if math.isfinite(c.p))
     unequal = any(c.n_candidate != c.n_baseline for c in v.comparisons if math.isfinite(c.p))
@@ -115,6 +118,7 @@ def verdict_table(v: Verdict) -> str:
     lines += [
         f"seeds: tuned on {_seeds(v.tune_seeds)}; confirmed on {_seeds(v.confirm_seeds)}",
         "not tested: " + "; ".join(v.untested),
+        *(f"caveat: {c}" for c in caveats),
         f"verdict: {v.summary}",
     ]
     return "\n".join(lines)
@@ -140,15 +144,18 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
-def verdict_json(v: Verdict) -> str:
-    """The verdict as JSON (NaN as null)."""
-    return json.dumps(_jsonable(dataclasses.asdict(v)) | {"summary": v.summary}, indent=2)
+def verdict_json(v: Verdict, caveats: Sequence[str] = ()) -> str:
+    """The verdict as JSON (NaN as null), with the search space's ``caveats``."""
+    extra = {"summary": v.summary, "caveats": list(caveats)}
+    return json.dumps(_jsonable(dataclasses.asdict(v)) | extra, indent=2)
 
 
-def plan_text(p: Plan, candidate: str) -> str:
-    """The dry run: what each phase does, what earlier benches already ran, the compute."""
+def plan_text(p: Plan, derived: Derived) -> str:
+    """The dry run: each arm's search space and where each range came from, what each phase
+    does, what earlier benches already ran, the compute."""
     lines = [
-        f"{p.grid}: bench of {candidate} (grid file {p.grid_path})",
+        f"{p.grid}: bench of {derived.candidate.label} (grid file {p.grid_path})",
+        *space_lines(derived),
         f"budget per arm and cell: {p.configs} configurations x {p.tune_seeds} tuning seed(s), "
         f"up to {p.extend_rounds} rounds of lr extension, then {p.confirm_seeds} confirmation "
         f"seeds; {p.cells} cells",
@@ -173,9 +180,45 @@ def plan_text(p: Plan, candidate: str) -> str:
         lines.append(
             f"  {reused} extension and confirmation runs of earlier benches have a result (reused)"
         )
-    lines.append(
+    cores = os.cpu_count() or 1
+    cpu_h = p.cpu_hours_to_train
+    lines += [
         f"at most {p.total_max} runs, {p.to_train_max} still to train; at most "
-        f"{p.flops:.3g} FLOPs (6 x params x tokens), {p.gpu_hours:,.2f} GPU-hours on "
-        f"{p.device}"
-    )
+        f"{p.flops:.3g} FLOPs (6 x params x tokens)",
+        f"locally: about {cpu_h:.2g} CPU-hours for the runs still to train (an estimate from "
+        f"per-run CPU cost measured on the tiny GPT), about {cpu_h * 60 / cores:.0f} min of "
+        f"wall on {cores} idle cores; on a cluster: {p.gpu_hours:,.2f} GPU-hours on {p.device}",
+    ]
     return "\n".join(lines)
+
+
+def space_lines(derived: Derived) -> list[str]:
+    """Each arm's search space, each range with where it came from, then what the derivation
+    did beyond the ranges and what it could not match (caveats)."""
+    lines = []
+    for a in derived.arms:
+        role = "candidate" if a.candidate else "baseline"
+        where = dict(a.sources)
+        ranges = "; ".join(
+            f"{k} [{r.low:g}, {r.high:g}]" + (f" ({where[k]})" if k in where else "")
+            for k, r in a.search
+        )
+        lines.append(f"{a.label} ({role}) searches {ranges}")
+        lines += [f"  {n}" for n in a.notes]
+        lines += [f"  caveat: {c}" for c in a.caveats]
+    return lines
+
+
+def opening_line(p: Plan, scale: str) -> str:
+    """The bench's first line: what trains now (each arm's tuning runs without a result), what
+    may follow, and the estimate of the whole (``scale``: ``local scale``, a protocol file)."""
+    now = [f"{a.label} {a.tuning - a.tuning_done}" for a in p.arms if a.tuning > a.tuning_done]
+    cores = os.cpu_count() or 1
+    n = sum(a.tuning - a.tuning_done for a in p.arms)
+    first = f"{n} tuning run(s) now ({', '.join(now)})" if now else "no tuning run (all reused)"
+    return (
+        f"{p.grid} ({scale}): training at most {p.to_train_max} runs of {p.total_max}: {first}, "
+        f"then at most {p.extension_max} lr-extension and {p.confirmation} confirmation runs "
+        f"planned from their results; about {p.cpu_hours_to_train:.2g} CPU-hours "
+        f"(~{p.cpu_hours_to_train * 60 / cores:.0f} min on {cores} idle cores, an estimate)"
+    )

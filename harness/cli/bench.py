@@ -40,7 +40,7 @@ from harness.cli.options import (
     "--dry-run",
     is_flag=True,
     help="Print the plan (runs per phase and arm, runs reused from earlier benches, "
-    "GPU-hours); run nothing.",
+    "compute) and build and step every configuration on the CPU (the preflight); train nothing.",
 )
 @wait_option(
     "Block until every phase has run (default: local runs block; SLURM returns once a phase "
@@ -81,7 +81,7 @@ def bench(
     lost; 2 for bad input; 128 + N when stopped by signal N.
     """
     from harness.bench import derive_bench, judge, plan, run
-    from harness.bench.render import plan_text, verdict_json, verdict_table
+    from harness.bench.render import opening_line, plan_text, verdict_json, verdict_table
     from harness.data.catalogue import data_root
 
     root = resolve_results(results)
@@ -89,9 +89,14 @@ def bench(
     derived = derive_bench(candidate, root=root, scale=scale, protocol=protocol, launcher=launcher)
     p = plan(derived, root, droot)
     if dry_run:
-        click.echo(plan_text(p, derived.candidate.label))
+        from harness.bench.derive import preflight
+
+        click.echo(plan_text(p, derived))
+        click.echo(f"preflight: {preflight(derived, root, droot)}")
         return
     log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
+    where = f"{scale or DEFAULT_SCALE} scale" if protocol is None else str(protocol)
+    click.echo(opening_line(p, where), err=log)
     for a in p.arms:
         if a.tuning_done:
             line = (
@@ -99,7 +104,6 @@ def bench(
                 "result from an earlier bench (reused, not trained again)"
             )
             click.echo(line, err=log)
-    click.echo(f"{p.grid}: training at most {p.to_train_max} runs of {p.total_max}", err=log)
     # With json, whatever a backend prints while launching (SLURM's "queued ... array tasks")
     # goes to stderr too: stdout holds the verdict only.
     with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():
@@ -115,7 +119,9 @@ def bench(
         click.echo(f"follow with 'harness status {p.grid}'", err=log)
     else:
         verdict = judge(derived, root)
-        click.echo(verdict_json(verdict) if log else "\n" + verdict_table(verdict))
+        caveats = derived.candidate.caveats
+        text = verdict_json(verdict, caveats) if log else "\n" + verdict_table(verdict, caveats)
+        click.echo(text)
         if html is not None:
             from harness.bench.card import report_card
             from harness.core.files import atomic_write_text

@@ -67,7 +67,7 @@ KEEP_CHECKPOINTS = EnvVar(
 PREFLIGHT_TIMEOUT_S = EnvVar(
     "HARNESS_PREFLIGHT_TIMEOUT_S",
     "seconds the preflight gives each optimizer configuration (build and one step, in a child "
-    "process)",
+    "process) that uses no CPU; ten times that while it still uses CPU (compiling)",
     "60",
 )
 PREFLIGHT_MEMORY_GB = EnvVar(

@@ -290,7 +290,8 @@ def _plan_part(
         return out
     if pending:
         out.lines.append(
-            f"{len(pending)} tuning run(s) have no result yet: nothing planned until they finish"
+            f"{len(pending)} tuning run(s) have no result yet: their follow-ups are planned "
+            "once they finish"
         )
         return out
     tuning_rows = df[df["run_id"].isin(tuning)]

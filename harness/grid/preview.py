@@ -24,6 +24,15 @@ ASSUMED_PEAK_FLOPS = 312e12  # A100 bf16 dense
 ASSUMED_DEVICE = "A100 (bf16 312 TFLOP/s)"
 
 
+#: CPU cost of a run on a laptop core, for CPU-hour estimates (stated as an estimate): seconds
+#: outside training (its build, evaluation and row, in a warm worker) plus its training and
+#: evaluation FLOPs at a sustained rate; measured on the tiny GPT (2.5M parameters, seq_len 32)
+#: on the shared 2-core machine (benchmarks/RESULTS.md, issue 38).
+CPU_RUN_S = 1.5
+CPU_FLOPS = 2.0e11
+CPU_DEVICE = "CPU core"
+
+
 ParamCount = Callable[[Architecture, int], int]
 """(architecture, sequence length) -> parameters of the model."""
 
@@ -42,6 +51,15 @@ def compute_estimate(
         tokens[key] = tokens.get(key, 0) + r.data.tokens
     flops = sum(6.0 * params(*k) * n for k, n in tokens.items())
     return flops, flops / (ASSUMED_MFU * ASSUMED_PEAK_FLOPS) / 3600.0
+
+
+def cpu_hours(runs: Sequence[RunConfig], params: ParamCount = param_count) -> float:
+    """CPU-hours of ``runs`` on a laptop core (:data:`CPU_RUN_S` per run, training FLOPs and
+    2 x params x eval tokens at :data:`CPU_FLOPS`): an estimate."""
+    flops, _ = compute_estimate(runs, params)
+    sizes = {k: params(*k) for k in {_arch(r) for r in runs}}
+    flops += sum(2.0 * sizes[_arch(r)] * r.data.eval_tokens for r in runs)
+    return (len(runs) * CPU_RUN_S + flops / CPU_FLOPS) / 3600.0
 
 
 def preview(runs: Sequence[RunConfig], axes: Sequence[str], limit: int = 12) -> str:

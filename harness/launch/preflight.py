@@ -4,11 +4,14 @@ step that fails (a tuple cut short, a wrong type) is one line at submit time, no
 per configuration after each run's start-up.
 
 The user's code runs in a child process (:mod:`harness.launch.sandbox`) with a time limit per
-configuration (``HARNESS_PREFLIGHT_TIMEOUT_S``, a minute) and a memory limit: an exit, a signal,
-a hang, a ``KeyboardInterrupt`` or ``SystemExit`` raised by the user's code, or a memory
+configuration (``HARNESS_PREFLIGHT_TIMEOUT_S``, a minute; up to ten while the child still uses CPU,
+a first step that compiles: :data:`harness.launch.sandbox.BUSY_FACTOR`) and a memory limit: an exit,
+a signal, a hang, a ``KeyboardInterrupt`` or ``SystemExit`` raised by the user's code, or a memory
 blow-up is one line for its configuration, and Ctrl-C stops ``submit`` at once. The step is the
-training loop's (closures, hooks: :mod:`harness.launch.preflight_step`), and a step that changes
-a learning rate the harness set (an optimizer with its own warmup, Ranger21) is refused.
+training loop's (closures, hooks: :mod:`harness.launch.preflight_step`), and a step that changes a
+learning rate it applies (the group's ``lr`` the harness set, or a documented scheduled value:
+:data:`harness.launch.preflight_step.APPLIED_LR`; an optimizer with its own warmup, Ranger21) is
+refused; a running statistic (schedule-free's ``lr_max``) is not a schedule.
 
 A configuration is what the optimizer's construction depends on: the optimizer(s), every
 optimizer field but the schedule (``lr`` and the schedule fields do not change what is built),
@@ -38,6 +41,8 @@ REAL_MODEL_BUDGET = 400_000_000
 
 SCHEDULE_FIELDS = ("lr", "lr_min", "schedule", "warmup_steps", "grad_clip")
 """Optimizer fields that do not change what is constructed."""
+UNSHOWN = (*SCHEDULE_FIELDS, "hyperparameters")
+"""Optimizer fields a configuration's line does not add (its hyperparameters are always in it)."""
 
 
 def _configuration(run: RunConfig) -> tuple[Any, ...]:
@@ -46,15 +51,31 @@ def _configuration(run: RunConfig) -> tuple[Any, ...]:
     return (built, run.arch, run.data.seq_len)
 
 
-def describe(run: RunConfig) -> str:
-    """``arm adamw: beta1=0.9, beta2=0.95`` (the values the optimizer reads)."""
+def describe(run: RunConfig, also: Iterable[str] = ()) -> str:
+    """``arm adamw: beta1=0.9, beta2=0.95`` (the values the optimizer reads, and the optimizer
+    fields named in ``also``: what tells this configuration from the others)."""
     optim = run.optim
-    values = {k: getattr(optim, k) for k in PER_OPTIMIZER if getattr(optim, k) is not None}
+    shown = [k for k in PER_OPTIMIZER if getattr(optim, k) is not None]
+    shown += [k for k in also if k not in shown and k not in optim.hyperparameters.as_dict()]
+    values = {k: getattr(optim, k) for k in shown}
     values |= optim.hyperparameters.as_dict()
     arm = run.label or optim.optimizer
     if optim.embedding_optimizer:
         arm += f" (embedding: {optim.embedding_optimizer})"
     return f"arm {arm}: " + (", ".join(f"{k}={v}" for k, v in values.items()) or "defaults")
+
+
+def descriptions(runs: list[RunConfig]) -> list[str]:
+    """:func:`describe` of each configuration, with the optimizer fields that differ between
+    the configurations of its arm (a refusal line per configuration is then its own)."""
+    arms: dict[str, list[RunConfig]] = {}
+    for r in runs:
+        arms.setdefault(r.label or r.optim.optimizer, []).append(r)
+    differing: dict[str, list[str]] = {}
+    for arm, rs in arms.items():
+        names = [f.name for f in dataclasses.fields(rs[0].optim) if f.name not in UNSHOWN]
+        differing[arm] = [n for n in names if len({repr(getattr(r.optim, n)) for r in rs}) > 1]
+    return [describe(r, differing[r.label or r.optim.optimizer]) for r in runs]
 
 
 def model_to_build(run: RunConfig) -> tuple[Architecture, str | None]:
@@ -87,10 +108,8 @@ def preflight(runs: Iterable[RunConfig], where: str, limits: Limits | None = Non
         UserError: every configuration that failed, one line each (:func:`problems`).
         KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
     """
-    found, said = problems(runs, where, limits)
-    if found:
-        head = f"{where}: {HEAD}"
-        raise UserError(head + ":\n" + "\n".join(f"  - {p}" for p in found))
+    each, said = outcomes(runs, where, limits)
+    report(each, said, where)
     return said
 
 
@@ -103,7 +122,22 @@ def problems(
 ) -> tuple[list[str], str]:
     """The preflight's problems, a line per configuration that failed (arm, configuration,
     what failed: an exception, an exit, a signal, a time limit, an optimizer scheduling its own
-    learning rate), and the line saying what was checked.
+    learning rate), and the line saying what was checked (:func:`outcomes`).
+
+    Raises:
+        UserError: a limit set in the environment that is not a positive number.
+        KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
+    """
+    each, said = outcomes(runs, where, limits)
+    return [f"{d}: {a}" for d, a in each if a], said
+
+
+def outcomes(
+    runs: Iterable[RunConfig], where: str, limits: Limits | None = None
+) -> tuple[list[tuple[str, str | None]], str]:
+    """Each distinct configuration of ``runs`` built and stepped: its line (:func:`descriptions`:
+    what tells it from the others) and its problem (None when it works), and the line saying
+    what was checked.
 
     Raises:
         UserError: a limit set in the environment that is not a positive number.
@@ -118,7 +152,6 @@ def problems(
     except ValueError as e:
         raise UserError(f"{where}: preflight: {e}") from None
     answers = run_isolated("harness.launch.preflight_step:check", chosen, limits) if chosen else []
-    found = [f"{describe(r)}: {a}" for r, a in zip(chosen, answers, strict=True) if a]
     reduced = {why for r in chosen if (why := model_to_build(r)[1]) is not None}
     models_said = "real models"
     if reduced:
@@ -127,4 +160,17 @@ def problems(
         f"{len(configurations)} optimizer configuration(s) built and stepped on the CPU "
         f"on the runs' {models_said}"
     )
-    return found, said
+    return list(zip(descriptions(chosen), answers, strict=True)), said
+
+
+def report(each: list[tuple[str, str | None]], said: str, where: str) -> str:
+    """What a dry run prints of :func:`outcomes`: the line saying what was checked, then each
+    configuration, ``ok`` or its problem.
+
+    Raises:
+        UserError: every configuration that failed, one line each (as :func:`preflight`).
+    """
+    found = [f"{d}: {a}" for d, a in each if a]
+    if found:
+        raise UserError(f"{where}: {HEAD}:\n" + "\n".join(f"  - {p}" for p in found))
+    return "\n".join([said, *(f"  ok: {d}" for d, _ in each)])

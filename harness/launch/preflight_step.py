@@ -100,9 +100,16 @@ def _model(run: RunConfig, create_graph: bool) -> tuple[Any, Callable[[], Any]]:
     return gpt, gpt_loss
 
 
+APPLIED_LR = ("lr", "scheduled_lr", "current_lr")
+"""The names of a learning rate an optimizer applies: a group's ``lr`` (set by the harness),
+schedule-free's ``scheduled_lr`` (``lr`` times its own warmup, documented), Ranger21's
+``current_lr``. Other floats whose names hold lr are statistics, not schedules (schedule-free's
+``lr_max``, a running maximum starting at -1)."""
+
+
 def _lr_values(opt: Any) -> dict[str, float]:
-    """Every learning rate the optimizer holds: each group's ``lr`` and any other float whose
-    name says lr (a group's ``scheduled_lr``, the optimizer's ``current_lr``), by where it is."""
+    """Every learning rate the optimizer applies (:data:`APPLIED_LR`), by where it is: each
+    group's, and the optimizer's own attribute."""
     out: dict[str, float] = {}
     for i, g in enumerate(opt.param_groups):
         for k, v in g.items():
@@ -115,24 +122,22 @@ def _lr_values(opt: Any) -> dict[str, float]:
 
 
 def _is_lr(name: str, value: Any) -> bool:
-    return (
-        isinstance(value, float | int)
-        and not isinstance(value, bool)
-        and "lr" in name.split("_")
-        and name != "lr_scale"
-    )
+    return isinstance(value, float | int) and not isinstance(value, bool) and name in APPLIED_LR
 
 
 def _own_schedule(before: dict[str, float], after: dict[str, float]) -> str | None:
     """The problem when a step changed a learning rate the harness set, or set another one that
     differs from it: the optimizer schedules its own lr on top of the harness's schedule."""
     lr = next((v for k, v in before.items() if k.endswith(" lr")), None)
-    changed = {
-        k: v
-        for k, v in after.items()
-        if (k in before and not math.isclose(v, before[k], rel_tol=1e-9))
-        or (k not in before and lr is not None and not math.isclose(v, lr, rel_tol=1e-9))
-    }
+    changed: dict[str, float] = {}
+    for k, v in after.items():
+        same: float | None
+        if k.endswith(" lr"):  # a group's lr, as the harness set it
+            same = before.get(k, v)
+        else:  # another lr it applies: its group's (the optimizer's: the first group's)
+            same = before.get(k.rpartition(" ")[0] + " lr", lr) if " " in k else lr
+        if same is not None and not math.isclose(v, same, rel_tol=1e-9):
+            changed[k] = v
     if k_of_lr := [k for k in changed if k.endswith(" lr")]:
         said = f"{k_of_lr[0]} went from {before[k_of_lr[0]]:g} to {changed[k_of_lr[0]]:g}"
     elif changed:
@@ -143,5 +148,6 @@ def _own_schedule(before: dict[str, float], after: dict[str, float]) -> str | No
     return (
         f"the optimizer schedules its own learning rate on top of the harness's schedule ({said}); "
         "turn its own schedule (warmup, warmdown) off in the grid, so that the run's schedule is "
-        "the one applied, or set schedule: constant and warmup_steps: 0 to apply its own only"
+        "the one applied, or set schedule: constant and warmup_steps: 0 to apply its own only "
+        "(in a bench: the protocol's candidate: schedules, for this optimizer)"
     )

@@ -8,8 +8,10 @@ allocates without end would take the login node's memory. :func:`run_isolated` h
 (``python -m harness.launch.sandbox``) in its own session, so that the terminal's Ctrl-C reaches
 only ``submit``, which then kills the child at once. Each item ends in one line: the function's
 answer (a problem, or None), the exception it raised (``SystemExit`` and ``KeyboardInterrupt``
-included), or, when the child died or ran past ``timeout_s`` on it, what became of it (its exit
-status or signal, the last line it wrote to stderr); the items after one that killed the child
+included), or, when the child died or ran past its time on it, what became of it (its exit
+status or signal, the last line it wrote to stderr, the CPU it used). Its time is ``timeout_s``
+when the child uses no CPU (a hang), up to :data:`BUSY_FACTOR` times that while it still works
+(a first step that compiles); the items after one that killed the child
 are run in a new child.
 
 The child's stdout and stderr (libraries print) go to a file, not to the user's terminal.
@@ -45,6 +47,18 @@ item; not counted in any item's time."""
 
 POLL_S = 0.02
 """How often the parent looks at the child (seconds)."""
+
+BUSY_FACTOR = 10
+"""An item whose child still uses CPU at its time limit (a first step that compiles) may run
+this many times the limit: the limit stops a hang, not work."""
+
+IDLE_WINDOW_S = 10.0
+"""A child that used under :data:`IDLE_SHARE` of a CPU over the last this many seconds (or the
+limit, when shorter) is idle: a hang, stopped at the limit."""
+
+IDLE_SHARE = 0.02
+"""Share of one CPU under which a child counts as idle (a loaded machine still gives a working
+child more)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +139,7 @@ def _one_child(
             start_new_session=True,  # the terminal's Ctrl-C goes to submit only
         )
     answers: dict[int, str | None] = {}
+    busy = _Busy(proc.pid)
     clock: int | None = None  # the item whose time runs
     current: int | None = None  # the item started and not done
     since, read, started = time.monotonic(), 0, False
@@ -137,6 +152,7 @@ def _one_child(
                 if "start" in event:
                     clock = current = event["start"]
                     since, started = time.monotonic(), True
+                    busy.reset()
                 else:
                     answers[event["done"]] = event["problem"]
                     clock = current = None
@@ -146,14 +162,12 @@ def _one_child(
             if not started and time.monotonic() - since > STARTUP_S:
                 _kill(proc)
                 return f"the preflight's process did not start within {STARTUP_S:g} s"
-            if clock is not None and time.monotonic() - since > limits.timeout_s:
-                _kill(proc)
-                answers[clock] = (
-                    f"did not finish within {limits.timeout_s:g} s (set "
-                    f"{env.PREFLIGHT_TIMEOUT_S.name} for more): the optimizer's constructor or "
-                    "step() hangs or is slow"
-                )
-                return answers
+            if clock is not None:
+                stop = busy.overrun(time.monotonic() - since, limits.timeout_s)
+                if stop is not None:
+                    _kill(proc)
+                    answers[clock] = stop
+                    return answers
             time.sleep(POLL_S)
     except BaseException:  # Ctrl-C: the user's code stops with submit
         _kill(proc)
@@ -163,6 +177,74 @@ def _one_child(
     elif not answers:
         return _death_line(err, proc.returncode)
     return answers
+
+
+class _Busy:
+    """Whether the child's session (it and its own children: compile workers) still uses CPU,
+    sampled once a second: what tells a step at work from a hang."""
+
+    def __init__(self, sid: int) -> None:
+        self.sid = sid
+        self.samples: list[tuple[float, float]] = []  # (monotonic time, CPU seconds)
+
+    def reset(self) -> None:
+        self.samples = []
+
+    def overrun(self, waited: float, limit: float) -> str | None:
+        """None while the item may go on, ``waited`` s after it started, else its line: past
+        ``limit`` when the child used no CPU over the last :data:`IDLE_WINDOW_S` (or ``limit``,
+        when shorter), past :data:`BUSY_FACTOR` x ``limit`` when it still works."""
+        now = time.monotonic()
+        if not self.samples or now - self.samples[-1][0] >= 1.0:
+            cpu = _session_cpu(self.sid)
+            if cpu is None:  # no /proc: the plain limit
+                slow = "the constructor or step() hangs or is slow"
+                return _late(limit, slow) if waited > limit else None
+            self.samples.append((now, cpu))
+        if waited <= limit:
+            return None
+        window = min(IDLE_WINDOW_S, limit)
+        t1, used = self.samples[-1]
+        t0, c0 = next(((t, c) for t, c in reversed(self.samples) if t1 - t >= window), (t1, used))
+        if t1 - t0 >= window and used - c0 < IDLE_SHARE * (t1 - t0):
+            return _late(
+                limit,
+                f"it used no CPU over the last {t1 - t0:.0f} s ({used:.1f} s of CPU in all): "
+                "the constructor or step() hangs",
+            )
+        if waited > BUSY_FACTOR * limit:
+            return _late(
+                BUSY_FACTOR * limit,
+                f"still working ({used:.1f} s of CPU), past {BUSY_FACTOR} x the limit given to "
+                "a child that uses CPU (a first step that compiles): the constructor or step() "
+                "is too slow",
+            )
+        return None
+
+
+def _late(waited: float, why: str) -> str:
+    name = env.PREFLIGHT_TIMEOUT_S.name
+    return f"did not finish within {waited:g} s (set {name} for more): {why}"
+
+
+def _session_cpu(sid: int) -> float | None:
+    """CPU seconds of every process of session ``sid`` (user + system, its reaped children's
+    included), from ``/proc``; None where there is no ``/proc``."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[3]) == sid:  # fields after the name: state ppid pgrp session ...
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return total / ticks
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -25,8 +25,9 @@ from harness.grid.load import Grid, GridRefused, load_grid
 from harness.launch.contract import ExecutionSpec, Launcher, launcher_for, queued_anywhere
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
 from harness.launch.moved import moved_ids
-from harness.launch.preflight import preflight
+from harness.launch.preflight import outcomes, preflight
 from harness.launch.preflight import problems as preflight_problems
+from harness.launch.preflight import report as preflight_report
 from harness.launch.profile import LauncherProfile, load_profile
 from harness.launch.sizes import count_params
 
@@ -210,7 +211,8 @@ def submit(
     if more is not None:
         grid = _with_runs(grid, more(grid))
     if dry_run and check:
-        out.write(f"preflight: {preflight(grid.runs, str(grid.path))}\n")
+        where = str(grid.path)
+        out.write(f"preflight: {preflight_report(*outcomes(grid.runs, where), where)}\n")
     if dry_run and plan_format != "table":
         out.write(preview.plan_text(grid.runs, plan_format) + "\n")
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})

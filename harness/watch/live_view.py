@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
@@ -24,8 +24,9 @@ from rich.text import Text
 
 from harness.analysis.rows.edges import edge_note
 from harness.analysis.rows.load import progress
+from harness.core.config import RunConfig
 from harness.core.result import STATUSES
-from harness.grid.preview import compute_estimate
+from harness.grid.preview import compute_estimate, cpu_hours
 from harness.store.live import Heartbeat, duration
 from harness.store.manifest import read_manifest
 from harness.store.status import grid_status
@@ -68,13 +69,16 @@ class Snapshot:
     used_h: float
     """Hours trained so far (rows' wall time plus running runs' elapsed time)."""
     estimate_h: float
-    """The dry run's GPU-hours estimate of every planned run."""
+    """The dry run's estimate of every planned run, in the unit of ``used_h`` (GPU-hours on
+    GPUs, else CPU-hours: :func:`harness.grid.preview.cpu_hours`)."""
     on_gpu: bool
     """Whether the rows were trained on GPUs (else the hours are CPU-hours)."""
     best: tuple[ArmBest, ...]
     """The best completed run per arm."""
     leaders: tuple[tuple[str, tuple[float, ...]], ...]
     """(run_id, training losses in step order) of the runs with the lowest last loss."""
+    about: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
+    """run_id -> (arm, lr, cell) of each live run (the cell: batch size x tokens)."""
 
     @property
     def finished(self) -> bool:
@@ -96,17 +100,38 @@ def snapshot(root: Path, grid: str) -> Snapshot:
         )
         for b in now.best
     )
+    planned = list(runs.values())
+    if not planned:
+        estimate = 0.0
+    else:
+        estimate = compute_estimate(planned)[1] if now.on_gpu else cpu_hours(planned)
+    about = {h.run_id: _about(runs[h.run_id]) for h in status.live if h.run_id in runs}
     return Snapshot(
         grid,
         len(runs),
         counts,
         status.live,
         now.used_s / 3600.0,
-        compute_estimate(list(runs.values()))[1] if runs else 0.0,
+        estimate,
         now.on_gpu,
         best,
         now.leaders,
+        about,
     )
+
+
+def _about(run: RunConfig) -> tuple[str, str, str]:
+    """A live run's arm, lr and cell, as the view shows them."""
+    arm = run.label or _arm(run.optim.optimizer)
+    return arm, f"{run.optim.lr:.3g}", f"{run.data.batch_size}x{_short(run.data.tokens)}"
+
+
+def _short(n: float) -> str:
+    """``1048576`` -> ``1.05M``, ``16384`` -> ``16.4k``."""
+    for size, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{n:g}"
 
 
 def _arm(optimizer: str) -> str:
@@ -144,19 +169,22 @@ def _grid_view(s: Snapshot) -> RenderableType:
         counts.add_column(st, justify="right")
     counts.add_row(*(str(s.counts[st]) for st in states), str(running))
     unit = "GPU" if s.on_gpu else "CPU"
+    how = "dry run" if s.on_gpu else "dry run's per-run CPU cost"
     hours = Text(
-        f"{unit}-hours used {s.used_h:.3g} of an estimated {s.estimate_h:.3g} GPU-hours (dry run)"
+        f"{unit}-hours used {s.used_h:.3g} of an estimated {s.estimate_h:.3g} {unit}-hours ({how})"
     )
     parts: list[RenderableType] = [head, counts, hours]
     if s.live:
         live = Table(title="live runs", title_justify="left", box=None)
-        for col in ("run", "state", "step", "loss", "tok/s", "ETA"):
+        live.add_column("run", no_wrap=True, min_width=16)  # a run_id whole
+        for col in ("arm", "lr", "cell", "state", "step", "loss", "tok/s", "ETA"):
             live.add_column(col)
         for h in s.live:
             eta = duration(h.eta_s) if h.eta_s is not None and h.running else "?"
             rate = f"{h.tokens_per_s:,.0f}" if h.tokens_per_s else "?"
             live.add_row(
                 h.run_id,
+                *s.about.get(h.run_id, ("?", "?", "?")),
                 "running" if h.running else "stopped",
                 f"{h.step}/{h.steps}",
                 f"{h.loss:.4f}",

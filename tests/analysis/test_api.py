@@ -206,5 +206,7 @@ def test_an_untrained_arm_is_waited_for_not_told_to_retry(tmp_path: Path) -> Non
     root = tmp_path / "r"
     grid = _arms_grid(tmp_path, "fresh.yaml", {"sgd": "SGD", "lion": "Lion"})
     lines = api.plan(grid, extend=True, confirm=True, per_arm=True, results=root).lines
-    assert "Lion: 2 tuning run(s) have no result yet: nothing planned until they finish" in lines
+    assert (
+        "Lion: 2 tuning run(s) have no result yet: their follow-ups are planned once they finish"
+    ) in lines
     assert not [line for line in lines if "--retry" in line], lines

@@ -121,7 +121,10 @@ def test_watch_shows_a_running_run_and_the_best_per_arm_until_ctrl_c(tmp_path):
     lines = screen.splitlines()
     live = next(ln for ln in lines if ln.lstrip().startswith(running))
     # 40 steps left at 4096 tok/s, 1024 tokens a step: 10 s
-    assert live.split()[1:] == ["running", "24/64", "4.2500", "4,096", "0m10s"], live
+    assert live.split()[1:] == [
+        *("adamw", "0.03", "16x1.05M"),
+        *("running", "24/64", "4.2500", "4,096", "0m10s"),
+    ], live
     best = [ln.split() for ln in lines if ln.lstrip().startswith(("adamw ", "sgd "))]
     assert [b[:3] for b in best] == [["adamw", "0.003", "2.9957"], ["sgd", "0.3", "3.9120"]]
     assert "lr=0.3 is the largest tried: add 0.9" in screen
@@ -153,3 +156,24 @@ def test_watch_ends_once_every_run_has_its_row(tmp_path):
 def test_sparkline_spans_the_levels():
     assert sparkline([3.0, 2.0, 1.0, float("nan")]) == "█▅▁!"
     assert sparkline([2.0, 2.0]) == "▁▁"
+
+
+def test_the_view_states_hours_in_one_unit_and_each_live_runs_arm_lr_and_cell(tmp_path):
+    """Issue 38: before, "CPU-hours used 0.259 of an estimated 5.2e-05 GPU-hours" and live
+    runs by run_id only."""
+    from rich.console import Console
+
+    from harness.watch.live_view import render, snapshot
+
+    root = tmp_path / "results"
+    running = _grid(root)
+    _live(root, running)
+    with try_locked(paths.run_lock_path(root, GRID, running)) as held:
+        assert held
+        console = Console(width=200, record=True)
+        console.print(render([snapshot(root, GRID)]))
+    text = console.export_text()
+    hours = next(ln for ln in text.splitlines() if "hours used" in ln)
+    assert hours.count("CPU-hours") == 2 and "GPU" not in hours, hours
+    live = next(ln for ln in text.splitlines() if ln.lstrip().startswith(running))
+    assert live.split()[1:4] == ["adamw", "0.03", "16x1.05M"], live

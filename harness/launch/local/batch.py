@@ -96,8 +96,8 @@ class Batch:
         """One line per outcome of a stopped batch."""
         done = Counter(self.statuses.values())
         lines = [
-            f"  {self.outcomes[Outcome.CHECKPOINTED]} runs checkpointed (the next submit "
-            "resumes them from there)"
+            f"  {self.outcomes[Outcome.CHECKPOINTED]} runs checkpointed (the same command run "
+            "again, submit or bench, resumes them from there)"
         ]
         if done:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(done.items()))
