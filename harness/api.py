@@ -353,8 +353,10 @@ def analyze(
         }
         kw = q.keywords(given)
         return q.answerer()(TargetQuery(**rows, target=target, curve=curve), **kw)
-    if target is not None:  # a tuned question's own --target (critical-batch)
+    if target is not None:  # a tuned question's own --target (critical-batch, speedup)
         options = {**options, "target": target}
+    if curve is not None:  # and --curve (speedup)
+        options = {**options, "curve": curve}
     kw = q.keywords(options)
     query = Query(**rows, metric=metric, goal=goal, select_by=select_by)
     return q.answerer()(query, by=list(by), over=list(over), **kw)

@@ -9,6 +9,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -118,3 +120,66 @@ def test_left_censored_and_stopped_runs_are_named(tmp_path):
     assert math.isinf(t.loc["slow", "steps_to_target"]) and not bool(t.loc["slow", "stopped"])
     assert bool(t.loc["cut", "stopped"]) and bool(t.loc["cut", "censored"])
     assert "stopped before their planned length" in " ".join(answer.notes)
+
+
+def _hand_first_crossings(folder: Path) -> dict[str, list[float]]:
+    """Each arm's per-seed first evaluation step at or below the target, from the CSV."""
+    pts = pd.read_csv(folder / "curves.csv")
+    hit = pts[pts["val_loss"] <= TARGET].groupby(["label", "seed"])["step"].min()
+    return {arm: list(hit[arm].astype(float)) for arm in hit.index.get_level_values(0).unique()}
+
+
+def test_speedup_to_a_target_is_the_ratio_of_median_steps(speedrun):
+    # finding 2: speedup fitted end-of-run values and needed 3 budgets
+    got, err = rows(
+        speedrun,
+        "speedup",
+        *TARGET_ARGS,
+        "--a",
+        "label=record3",
+        "--b",
+        "label=record6",
+        "--crossing",
+        "first",
+        "--threshold",
+        "0.004",
+    )
+    (row,) = got
+    hand = _hand_first_crossings(speedrun.parent)
+    want = float(np.median(hand["record3"]) / np.median(hand["record6"]))
+    assert row["speedup"] == pytest.approx(want)
+    assert row["ci_low"] < want < row["ci_high"]
+    assert row["n record3"] == 4 and row["n record6"] == 8
+    # the speed-run's rule: mean over seeds at the last common step, (target - mean) sqrt(n)
+    pts = pd.read_csv(speedrun.parent / "curves.csv")
+    last = pts[(pts["label"] == "record6") & (pts["step"] == 2875)]["val_loss"]
+    assert row["margin record6"] == pytest.approx((TARGET - last.mean()) * math.sqrt(8))
+    assert row["passes record6"] is bool(row["margin record6"] >= 0.004)
+    assert "(3.28 - mean) * sqrt(n) >= 0.004" in err
+
+
+def test_speedup_keeps_runs_that_never_reach_and_gives_no_interval_on_one_seed(speedrun):
+    # record1 (one seed) against record6: a point estimate, no zero-width interval
+    got, _ = rows(speedrun, "speedup", *TARGET_ARGS, "--a", "label=record1", "--b", "label=record6")
+    assert got[0]["ci_low"] is None or math.isnan(float(got[0]["ci_low"]))
+    # at a target only some of record5's seeds reach, the others count as +inf, not dropped
+    code, out, _ = invoke(
+        "analyze",
+        "speedup",
+        "sr",
+        "--results",
+        speedrun,
+        "--target",
+        "3.2535",
+        "--curve",
+        "val_loss",
+        "--a",
+        "label=record5",
+        "--b",
+        "label=record6",
+        "--format",
+        "json",
+    )
+    assert code == 0, out
+    (row,) = json.loads(out)
+    assert row["n record5"] == 10 and row["reached record5"] < 10

@@ -287,7 +287,11 @@ QUESTIONS: Registry[Question] = Registry(
             ),
             Question(
                 "speedup",
-                "Budget ratio b needs to match a's final value (fit L(D) = E + A D^-alpha to b).",
+                "Budget ratio b needs to match a's final value (fit L(D) = E + A D^-alpha to b); "
+                "with --target, the ratio of the steps (tokens, time) a needs to reach the "
+                "target over those b needs, read from the curves, with a bootstrap interval "
+                "over seeds that keeps runs never reaching it (and --threshold: the speed-run's "
+                "rule, (target - mean) * sqrt(n) >= threshold at a common step).",
                 "harness analyze speedup grids/coupled_adam.yaml --a optimizer=adamw "
                 "--b optimizer=coupled_adam --by model",
                 (
@@ -295,7 +299,23 @@ QUESTIONS: Registry[Question] = Registry(
                     _arm("--b", "optimizer=adamw"),
                     Option("--x", "The budget column.", "text", "tokens"),
                     _CONFIDENCE,
-                    *_boot(hidden=True),
+                    Option("--target", "Curve value to reach: read the curves.", "float"),
+                    Option("--curve", "The curve column of --target (train_loss, val_loss)."),
+                    Option(
+                        "--measure",
+                        "With --target: steps-, tokens- or time-to-target.",
+                        "choice",
+                        "steps",
+                        choices=TARGET_MEASURES,
+                    ),
+                    CROSSING,
+                    Option(
+                        "--threshold",
+                        "With --target: each arm's mean over seeds at its latest common step "
+                        "passes when (target - mean) * sqrt(n) >= this (speed-run: 0.004).",
+                        "float",
+                    ),
+                    *_boot(),
                 ),
             ),
             Question(

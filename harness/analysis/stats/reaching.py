@@ -153,3 +153,35 @@ def median_steps(values: Sequence[float]) -> float:
     """The median of per-seed times to target, +inf counted as the slowest (censored)."""
     v = np.sort(np.asarray(values, dtype=float))
     return float(np.median(v)) if v.size else math.nan
+
+
+#: The curve column of each measure.
+ALONG = {"steps": "step", "tokens": "tokens", "time": "elapsed_s"}
+
+
+def brackets(
+    rows: pd.DataFrame, curves: pd.DataFrame, column: str, value: float, measure: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per run of ``rows``, the logged points between which its curve reached ``value`` in
+    ``measure`` (a key of :data:`ALONG`): (the last point above, the first at or below); 0 for
+    the first when it was already there at its first point, and (its last point, +inf) when it
+    never did. Tokens missing from a curve are derived as in :func:`reach_all`."""
+    by_run = dict(tuple(curves.groupby("run_id", sort=False))) if len(curves) else {}
+    per_step = _tokens_per_step(rows)
+    low, high = np.zeros(len(rows)), np.full(len(rows), math.inf)
+    for i, rid in enumerate(rows["run_id"]):
+        pts = by_run.get(rid)
+        if pts is None or column not in pts.columns:
+            continue
+        pts = pts.dropna(subset=[column]).sort_values("step")
+        if measure == "tokens" and ("tokens" not in pts or pts["tokens"].isna().all()):
+            x = pts["step"].to_numpy(dtype=float) * per_step[i]
+        else:
+            x = pts[ALONG[measure]].to_numpy(dtype=float)
+        hit = np.flatnonzero(pts[column].to_numpy(dtype=float) <= value)
+        if not hit.size:
+            low[i] = x[-1] if x.size else 0.0
+        else:
+            high[i] = x[hit[0]]
+            low[i] = x[hit[0] - 1] if hit[0] > 0 else 0.0
+    return low, high
