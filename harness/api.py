@@ -22,7 +22,7 @@ Example::
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -531,10 +531,12 @@ def import_results(
     scale: str = "full",
     extra: Sequence[str] = (),
     curves: str | Path | None = None,
+    mapping: Mapping[str, str] | None = None,
 ) -> Imported:
     """Import published or external results (a CSV, one row per run or seed; ``curves``: a CSV
     of their loss curves) as rows of grid ``grid`` (``harness import``); every command then
-    reads them like trained runs."""
+    reads them like trained runs. ``mapping``: file column -> harness name (``--map``); W&B's
+    export names are read without one."""
     from harness.store.importing import import_csv
 
     return import_csv(
@@ -545,4 +547,5 @@ def import_results(
         scale=scale,
         extra=extra,
         curves=curves,
+        mapping=mapping,
     )

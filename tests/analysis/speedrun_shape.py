@@ -86,3 +86,37 @@ def _write(path: Path, rows: list[dict[str, object]]) -> Path:
         w.writeheader()
         w.writerows(rows)
     return path
+
+
+def write_wandb(folder: Path, seed: int = 0) -> tuple[Path, Path]:
+    """The same runs as a W&B export: ``runs.csv`` (Name, State, Group, W&B's metadata, the
+    configs and the summary ``val/loss``) and ``history.csv`` (Name, _step, val/loss, lr)."""
+    pts = curves(np.random.default_rng(seed))
+    runs, history = [], []
+    for arm in ARMS:
+        for s in range(arm.seeds):
+            name = f"{arm.label}-seed{s}"
+            mine = [p for p in pts if p["label"] == arm.label and p["seed"] == s]
+            runs.append(
+                {
+                    "Name": name,
+                    "State": "finished",
+                    "Notes": "-",
+                    "User": "someone",
+                    "Created": "2026-01-01T00:00:00",
+                    "Runtime": 600,
+                    "Group": arm.label,
+                    "optimizer": "muon",
+                    "seed": s,
+                    "lr": 0.05,
+                    "steps": arm.steps,
+                    "batch_size": BATCH,
+                    "seq_len": SEQ,
+                    "val/loss": mine[-1]["val_loss"],
+                }
+            )
+            history += [
+                {"Name": name, "_step": p["step"], "val/loss": p["val_loss"], "lr": 0.05}
+                for p in mine
+            ]
+    return _write(folder / "runs.csv", runs), _write(folder / "history.csv", history)
