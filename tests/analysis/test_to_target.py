@@ -183,3 +183,42 @@ def test_speedup_keeps_runs_that_never_reach_and_gives_no_interval_on_one_seed(s
     assert code == 0, out
     (row,) = json.loads(out)
     assert row["n record5"] == 10 and row["reached record5"] < 10
+
+
+def _figure_data(root: Path):
+    from harness.analysis.present.figures.common import FigureData
+    from harness.analysis.present.figures.options import FigureOptions
+    from harness.analysis.rows.arm_labels import add_methods
+    from harness.analysis.rows.load import select
+    from harness.analysis.rows.preparation import prepare
+    from harness.core.targets import Target
+
+    sel = select("sr", results=root)
+    rows = add_methods(prepare(sel.frame("runs"), "val_loss", "min").rows)
+    options = FigureOptions(target=Target("val_loss", TARGET))
+    frames = {"curves": sel.frame("curves")}
+    return FigureData(rows=rows, metric="val_loss", goal="min", frames=frames, options=options)
+
+
+def test_performance_profile_subtitle_says_median_and_seeds_per_arm(speedrun):
+    # finding 3: "one config, mean over 10 seeds" for a median over 1, 1, 4, 4, 10 and 8
+    from harness.analysis.present.figures.performance_profile import draw
+
+    title = " ".join(draw(_figure_data(speedrun))._suptitle.get_text().split())
+    assert "median over its seeds" in title and "mean over" not in title
+    assert "record1 1, record2 1, record3 4, record4 4, record5 10, record6 8" in title
+
+
+def test_loss_curves_overlay_the_validation_loss_and_zoom_on_the_target(speedrun):
+    from harness.analysis.present.figures.loss_curves import draw
+
+    fig = draw(_figure_data(speedrun))
+    (ax,) = fig.axes  # one panel: the arms' own lengths are no condition
+    assert ax.get_ylabel() == "val loss"
+    title = " ".join(fig._suptitle.get_text().split())
+    assert "validation loss" in title and "record5 10" in title
+    drawn = {line.get_label() for line in ax.get_lines()}
+    assert {a.label for a in ARMS} <= drawn
+    assert any(list(line.get_ydata()) == [TARGET, TARGET] for line in ax.get_lines())
+    low, high = ax.get_ylim()
+    assert low < TARGET < high and high - low < 0.5  # near the target, not 3 to 11
