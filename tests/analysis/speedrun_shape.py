@@ -112,11 +112,11 @@ def write_wandb(folder: Path, seed: int = 0) -> tuple[Path, Path]:
                     "steps": arm.steps,
                     "batch_size": BATCH,
                     "seq_len": SEQ,
-                    "val/loss": mine[-1]["val_loss"],
+                    "val/loss": round(mine[-1]["val_loss"], 4),
                 }
             )
             history += [
-                {"Name": name, "_step": p["step"], "val/loss": p["val_loss"], "lr": 0.05}
+                {"Name": name, "_step": p["step"], "val/loss": round(p["val_loss"], 4), "lr": 0.05}
                 for p in mine
             ]
     return _write(folder / "runs.csv", runs), _write(folder / "history.csv", history)

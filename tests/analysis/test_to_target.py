@@ -214,7 +214,7 @@ def test_loss_curves_overlay_the_validation_loss_and_zoom_on_the_target(speedrun
 
     fig = draw(_figure_data(speedrun))
     (ax,) = fig.axes  # one panel: the arms' own lengths are no condition
-    assert ax.get_ylabel() == "val loss"
+    assert ax.get_ylabel() == "validation loss"
     title = " ".join(fig._suptitle.get_text().split())
     assert "validation loss" in title and "record5 10" in title
     drawn = {line.get_label() for line in ax.get_lines()}

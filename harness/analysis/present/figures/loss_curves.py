@@ -69,7 +69,7 @@ def draw(data: FigureData) -> Figure:
         )
         ax.set_title(panel_title(key))
         ax.set_xlabel("training tokens" if x == "tokens" else "step")
-        ax.set_ylabel(loss.replace("_", " "))
+        ax.set_ylabel("training loss" if loss == "train_loss" else "validation loss")
         _target(ax, data, loss)
     if has_val:
         axes[0].add_line(_val_handle())
