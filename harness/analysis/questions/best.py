@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, load, tuned
 from harness.analysis.rows.arm_labels import add_methods
-from harness.analysis.rows.axes import varying_within
+from harness.analysis.rows.axes import check_columns, varying_within
 from harness.analysis.stats import pooled
 from harness.analysis.stats.defaults import CONFIDENCE
 from harness.analysis.stats.frame import ARM, METHOD
@@ -23,6 +23,7 @@ def answer(
     alone (each arm's own run length) is no cell."""
     prep, goal = load(q)
     keys = list(by)
+    check_columns(prep.rows, [k for k in keys if k != ARM], "--by")
     rows = add_methods(prep.rows)
     if METHOD not in keys and varying_within(rows, [k for k in keys if k != ARM], [METHOD]):
         prep = dataclasses.replace(prep, rows=rows)
