@@ -105,8 +105,8 @@ def _refit(
     left-censored batch sizes' steps intervals from 0 (their steps are upper bounds)."""
     out = table.copy()
     bad = censored[[*cells, x]].drop_duplicates().rename(columns={x: "batch_size"})
-    mask = out.merge(bad.assign(_bad=True), on=[*cells, "batch_size"], how="left")["_bad"]
-    mask = mask.fillna(False).astype(bool).to_numpy()
+    flagged = out.merge(bad.assign(_bad=True), on=[*cells, "batch_size"], how="left")["_bad"]
+    mask = flagged.fillna(False).astype(bool).to_numpy()
     out.loc[mask, "steps_ci_low"] = 0.0
     out.loc[mask, "steps_ci_high"] = out.loc[mask, ["steps", "steps_ci_high"]].max(axis=1)
     keep = fit.drop_duplicates(subset=list(cells)) if cells else fit.head(1)

@@ -114,7 +114,7 @@ def _tokens_per_step(rows: pd.DataFrame) -> np.ndarray:
         return np.full(len(rows), math.nan)
     bs = pd.to_numeric(rows["batch_size"], errors="coerce").to_numpy(dtype=float)
     seq = pd.to_numeric(rows["seq_len"], errors="coerce").to_numpy(dtype=float)
-    return bs * seq
+    return np.asarray(bs * seq, dtype=float)
 
 
 def _stopped(rows: pd.DataFrame) -> np.ndarray:

@@ -110,7 +110,8 @@ def _target(ax: Axes, data: FigureData, loss: str) -> None:
         va="bottom",
         color="0.2",
     )
-    lows = [float(np.nanmin(line.get_ydata())) for line in ax.get_lines() if len(line.get_ydata())]
+    ys = [np.asarray(line.get_ydata(), dtype=float) for line in ax.get_lines()]
+    lows = [float(np.nanmin(y)) for y in ys if y.size and np.isfinite(y).any()]
     low = min([*lows, target.value])
     spread = max(target.value - low, 0.01 * abs(target.value), 1e-3)
     top = target.value + 3 * spread
