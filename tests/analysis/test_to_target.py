@@ -5,6 +5,7 @@ imported as a researcher would, then read by ``targets``, ``profiles``, ``best``
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -222,3 +223,14 @@ def test_loss_curves_overlay_the_validation_loss_and_zoom_on_the_target(speedrun
     assert any(list(line.get_ydata()) == [TARGET, TARGET] for line in ax.get_lines())
     low, high = ax.get_ylim()
     assert low < TARGET < high and high - low < 0.5  # near the target, not 3 to 11
+
+
+def test_performance_profile_of_single_arm_cells_is_skipped_with_the_reason(speedrun):
+    from harness.analysis.present.figures.common import FigureSkipped
+    from harness.analysis.present.figures.performance_profile import draw
+
+    data = _figure_data(speedrun)
+    sizes = {a.label: 8 * 2**k for k, a in enumerate(ARMS)}  # a batch size per arm: a condition
+    apart = data.rows.assign(batch_size=data.rows["method"].map(sizes))
+    with pytest.raises(FigureSkipped, match="holds a single arm"):
+        draw(dataclasses.replace(data, rows=apart))

@@ -20,6 +20,7 @@ from harness.analysis.questions.target_query import NO_TARGET, profile_table
 from harness.analysis.stats import performance_profiles
 from harness.analysis.stats.frame import METHOD
 from harness.analysis.stats.reaching import TOKENS_TO_TARGET, reach_all
+from harness.core.errors import UserError
 
 
 def draw(data: FigureData) -> Figure:
@@ -31,7 +32,10 @@ def draw(data: FigureData) -> Figure:
     if curves is None or curves.empty:
         raise FigureSkipped("no loss curves")
     rows = reach_all(data.rows, curves, target.column, target.value)
-    table, keys = profile_table(rows, (), (), TOKENS_TO_TARGET, data.options.pool)
+    try:
+        table, keys = profile_table(rows, (), (), TOKENS_TO_TARGET, data.options.pool)
+    except UserError as e:  # e.g. every cell holds a single arm: nothing to profile
+        raise FigureSkipped(str(e)) from None
     taus = np.geomspace(1.0, performance_profiles.TAU_MAX, 400)
     profile = performance_profiles.rho(table, list(taus))
     scores = performance_profiles.score(table)
