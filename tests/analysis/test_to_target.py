@@ -234,3 +234,8 @@ def test_performance_profile_of_single_arm_cells_is_skipped_with_the_reason(spee
     apart = data.rows.assign(batch_size=data.rows["method"].map(sizes))
     with pytest.raises(FigureSkipped, match="holds a single arm"):
         draw(dataclasses.replace(data, rows=apart))
+
+
+def test_best_warns_in_one_line_when_every_cell_holds_a_single_arm(speedrun):
+    _, err = rows(speedrun, "best", "--metric", "val_loss", "--by", "tokens")
+    assert sum("holds a single arm" in line for line in err.splitlines()) == 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import pandas as pd
+
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, load, tuned
 from harness.analysis.rows.arm_labels import add_methods
@@ -29,8 +31,23 @@ def answer(
         prep = dataclasses.replace(prep, rows=rows)
         keys = [METHOD, *keys]
     t = tuned(prep, goal, keys, over)
+    notes = [*t.notes, *_single_arm_note(rows, [k for k in t.keys if k != METHOD])]
+    t = dataclasses.replace(t, notes=notes)
     if not pooled_variance:
         return Answer(table=t.table, notes=t.notes)
     within = [c for c in (ARM, METHOD) if c in keys]
     table = pooled.mean_intervals(t.table, t.seeds, keys, within, CONFIDENCE)
     return Answer(table=table, notes=[*t.notes, pooled.NOTE])
+
+
+def _single_arm_note(rows: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """A note when several methods ran but every cell of ``keys`` holds one: the table then
+    compares nothing (the cells are each arm's own choices, such as its run length)."""
+    if not keys or rows[METHOD].nunique() < 2:
+        return []
+    if int(rows.groupby(list(keys), dropna=False)[METHOD].nunique().max()) > 1:
+        return []
+    return [
+        f"every cell of {', '.join(keys)} holds a single arm: the table compares no arms "
+        "(drop those --by columns to compare them)"
+    ]
