@@ -359,8 +359,8 @@ def import_csv(
     """Import a CSV of results into ``<root>/<grid>/runs/`` (and, with ``curves``, a CSV of
     their loss curves into ``<root>/<grid>/curves/``, :func:`curves_tables`). ``mapping``:
     file column -> harness name (``--map``), applied with the W&B names
-    (:mod:`harness.store.import_columns`) to both files. A re-import of the same file (by path,
-    grid, source and scale; edited or not) replaces its rows.
+    (:mod:`harness.store.import_columns`) to both files. A re-import of the same file (by file
+    name, grid, source and scale; edited or not) replaces its rows.
 
     Raises:
         UserError: a missing or empty file, or anything :func:`rows_table` or
@@ -379,7 +379,7 @@ def import_csv(
         tables = curves_tables(history, table, grid=grid, file=str(curves))
     if RUN_NAME in table.column_names:
         table = table.drop_columns([RUN_NAME])
-    digest = hashlib.sha256(f"{path.resolve()}|{grid}|{source}|{scale}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{path.name}|{grid}|{source}|{scale}".encode()).hexdigest()
     out = write_imported(root, grid, table, digest[:12])
     write_imported_curves(root, grid, tables)
     return Imported(

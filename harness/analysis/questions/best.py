@@ -11,6 +11,7 @@ from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, load, tuned
 from harness.analysis.rows.arm_labels import add_methods
 from harness.analysis.rows.axes import check_columns, varying_within
+from harness.analysis.rows.conditions import METHOD_COLUMNS
 from harness.analysis.stats import pooled
 from harness.analysis.stats.defaults import CONFIDENCE
 from harness.analysis.stats.frame import ARM, METHOD
@@ -43,8 +44,8 @@ def answer(
 def _single_arm_note(rows: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     """A note when several methods ran but every cell of ``keys`` holds one: the table then
     compares nothing (the cells are each arm's own choices, such as its run length)."""
-    if not keys or rows[METHOD].nunique() < 2:
-        return []
+    if not keys or rows[METHOD].nunique() < 2 or set(keys) & {*METHOD_COLUMNS, ARM}:
+        return []  # the arms are cells by request (--by optimizer)
     if int(rows.groupby(list(keys), dropna=False)[METHOD].nunique().max()) > 1:
         return []
     return [

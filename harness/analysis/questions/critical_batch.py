@@ -53,7 +53,8 @@ def answer(
     cells += t.added
     table = steps_table(t.seeds, by_run, cells, x, float(target), confidence, reference_batch)
     censored = _left_censored(t.seeds, by_run, float(target))
-    if censored.any():
+    censored = censored.groupby([t.seeds[c] for c in [*cells, x]], dropna=False).transform("any")
+    if censored.any():  # the whole batch size: its mean steps are an upper bound
         kept = t.seeds[~censored]
         fit = steps_table(kept, by_run, cells, x, float(target), confidence, reference_batch)
         table = _refit(table, fit, t.seeds[censored], cells, x)
