@@ -442,8 +442,10 @@ def analyze(
         }
         kw = q.keywords(given)
         return q.answerer()(TargetQuery(**rows, target=target, curve=curve), **kw)
-    if target is not None:  # a tuned question's own --target (critical-batch)
+    if target is not None:  # a tuned question's own --target (critical-batch, speedup)
         options = {**options, "target": target}
+    if curve is not None:  # and --curve (speedup)
+        options = {**options, "curve": curve}
     kw = q.keywords(options)
     query = Query(**rows, metric=metric, goal=goal, select_by=select_by)
     return q.answerer()(query, by=list(by), over=list(over), **kw)
@@ -618,10 +620,12 @@ def import_results(
     scale: str = "full",
     extra: Sequence[str] = (),
     curves: str | Path | None = None,
+    mapping: Mapping[str, str] | None = None,
 ) -> Imported:
     """Import published or external results (a CSV, one row per run or seed; ``curves``: a CSV
     of their loss curves) as rows of grid ``grid`` (``harness import``); every command then
-    reads them like trained runs."""
+    reads them like trained runs. ``mapping``: file column -> harness name (``--map``); W&B's
+    export names are read without one."""
     from harness.store.importing import import_csv
 
     return import_csv(
@@ -632,4 +636,5 @@ def import_results(
         scale=scale,
         extra=extra,
         curves=curves,
+        mapping=mapping,
     )

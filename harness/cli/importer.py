@@ -29,8 +29,18 @@ from harness.core.config import SCALES
     "--curves",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="CSV of the runs' loss curves: key columns naming a run of FILE (e.g. "
-    "model,batch_size,seed), step, and tokens/train_loss/val_loss/lr/elapsed_s.",
+    help="CSV of the runs' loss curves: key columns naming a run of FILE (a run name, or e.g. "
+    "model,batch_size,seed), step, and tokens/train_loss/val_loss/lr/elapsed_s (W&B names "
+    "such as Name, _step, train/loss, val/loss read as these). Read by targets, profiles, "
+    "speedup --target, critical-batch and the curve figures.",
+)
+@click.option(
+    "--map",
+    "mapping",
+    multiple=True,
+    metavar="NAME=column",
+    help="Read a file column as a harness name, e.g. --map val_loss=eval/loss_main "
+    "(repeatable; both files).",
 )
 @results_option
 def import_(
@@ -40,18 +50,21 @@ def import_(
     scale: str,
     extra: str,
     curves: Path | None,
+    mapping: tuple[str, ...],
     results: Path | None,
 ) -> None:
     """Import a CSV of results (one row per run or seed: config and metric columns), and with
     --curves their loss curves (one row per logged point).
 
     Rows get status completed (unless a status column says otherwise) and a source, and are then
-    analysed and plotted like trained runs; curves are read by critical-batch, speedup and the
-    curve figures.
+    analysed and plotted like trained runs. A W&B export goes in as it is: Name (a run name, not
+    the arm), State, Step/_step, train/loss, val/loss; tokens are derived from step x batch_size
+    x seq_len when the curves have none. Re-importing a file replaces its rows.
 
     Example: harness import analysis/published/talk_table1.csv --grid talk_table1
     """
     from harness import api
+    from harness.store.import_columns import parse_map
 
     done = api.import_results(
         file,
@@ -61,6 +74,7 @@ def import_(
         scale=scale,
         extra=parse_columns(extra),
         curves=curves,
+        mapping=parse_map(mapping),
     )
     derived = f" (derived: {', '.join(done.derived)})" if done.derived else ""
     click.echo(f"imported {done.rows} row(s) into grid {grid!r}: {done.path}{derived}")

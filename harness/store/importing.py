@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from harness.core.fields import content_hash
 from harness.core.provenance import IMPORTED_PROVENANCE
 from harness.core.result import CURVE_COLUMNS, STATUSES, Status
 from harness.metrics.catalogue import METRICS
+from harness.store.import_columns import RUN_NAME, rename
 from harness.store.rows import write_imported, write_imported_curves
 from harness.store.schema import CURVE_SCHEMA, OUTCOME_COLUMNS, row_schema
 
@@ -89,6 +90,8 @@ def _convert(text: str, typ: pa.DataType, column: str, line: int, file: str) -> 
         return None
     try:
         if pa.types.is_integer(typ):
+            if t.lstrip("+-").isdigit():
+                return int(t)  # exact, however large
             v = float(t)  # "3.2e9" is a valid token count
             if not v.is_integer():
                 raise ValueError
@@ -129,6 +132,8 @@ def rows_table(
         UserError: unknown columns, unconvertible values (naming file, line and column),
             unknown statuses, or two rows with the same configuration.
     """
+    names = _run_names(frame, file)
+    frame = frame.drop(columns=[RUN_NAME], errors="ignore")
     _check_columns(list(frame.columns), extra, file)
     schema = row_schema(extra_metrics=extra)
     rows: list[dict[str, Any]] = []
@@ -139,14 +144,44 @@ def rows_table(
         for key, text in rec.items():
             c = str(key)
             row[c] = _convert(str(text), schema.field(c).type, c, line, file)
-        derived |= _fill(row, grid, source, scale, line, file)
+        derived |= _fill(row, grid, source, scale, line, file, names[i] if names else None)
         rows.append(row)
     _check_unique(rows, file)
-    return pa.Table.from_pylist(rows, schema=schema), tuple(sorted(derived))
+    table = pa.Table.from_pylist(rows, schema=schema)
+    if names:  # not stored: it names the runs of this file, for its curves
+        table = table.append_column(RUN_NAME, pa.array(names, pa.string()))
+    return table, tuple(sorted(derived))
+
+
+def _run_names(frame: pd.DataFrame, file: str) -> list[str]:
+    """The run-name column's values (:data:`~harness.store.import_columns.RUN_NAME`), each
+    given once; empty without one.
+
+    Raises:
+        UserError: an empty or repeated name, naming its line.
+    """
+    if RUN_NAME not in frame.columns:
+        return []
+    seen: dict[str, int] = {}
+    for i, name in enumerate(frame[RUN_NAME].astype(str).str.strip()):
+        if name.lower() in NULLS:
+            raise UserError(f"{file}:{i + 2}: empty run name")
+        if name in seen:
+            raise UserError(
+                f"{file}: lines {seen[name]} and {i + 2} have the same run name {name!r}"
+            )
+        seen[name] = i + 2
+    return [str(n).strip() for n in frame[RUN_NAME]]
 
 
 def _fill(
-    row: dict[str, Any], grid: str, source: str, scale: str, line: int, file: str
+    row: dict[str, Any],
+    grid: str,
+    source: str,
+    scale: str,
+    line: int,
+    file: str,
+    name: str | None = None,
 ) -> set[str]:
     row["grid"] = grid
     row["scale"] = row["scale"] or scale
@@ -155,7 +190,8 @@ def _fill(
     row["created_at"] = dt.datetime.now(dt.UTC)
     if row["status"] not in STATUSES:
         raise UserError(
-            f"{file}:{line}: unknown status {row['status']!r}; valid: {', '.join(STATUSES)}"
+            f"{file}:{line}: unknown status {row['status']!r}; valid: {', '.join(STATUSES)} "
+            "(W&B states: finished, crashed, killed; a running run has no result yet)"
         )
     if row["scale"] not in SCALES:
         raise UserError(
@@ -166,13 +202,15 @@ def _fill(
         row["val_ppl"], derived = math.exp(row["val_loss"]), {"val_ppl"}
     elif row["val_loss"] is None and row["val_ppl"] is not None and row["val_ppl"] > 0:
         row["val_loss"], derived = math.log(row["val_ppl"]), {"val_loss"}
-    row["run_id"] = _run_id(row)
+    row["run_id"] = _run_id(row, name)
     return derived
 
 
-def _run_id(row: dict[str, Any]) -> str:
-    """Content hash of the row's config values and source (16 hex digits)."""
-    return content_hash({k: row[k] for k in (*FIELD_NAMES, "source") if k not in ("grid", "scale")})
+def _run_id(row: dict[str, Any], name: str | None = None) -> str:
+    """Content hash of the row's config values and source (16 hex digits), and its run name
+    when the file names runs."""
+    values = {k: row[k] for k in (*FIELD_NAMES, "source") if k not in ("grid", "scale")}
+    return content_hash(values if name is None else {**values, RUN_NAME: name})
 
 
 def _check_unique(rows: list[dict[str, Any]], file: str) -> None:
@@ -195,11 +233,15 @@ def curves_tables(
     frame: pd.DataFrame, runs: pa.Table, *, grid: str, file: str = "<curves>"
 ) -> dict[str, pa.Table]:
     """Loss curves (run_id -> :data:`~harness.store.schema.CURVE_SCHEMA` table) from a curves CSV
-    read as text, matched to the imported ``runs`` by its key columns.
+    read as text, matched to the imported ``runs`` by its key columns (a run name, or config
+    columns; ``lr`` too when the others leave runs apart only by their configured lr). Points
+    are checked as a live run's: an integer step in [0, 2**63), once per run. A run without
+    ``tokens`` gets step x batch_size x seq_len when it has both.
 
     Raises:
         UserError: no ``step`` column, no key column, a key column the runs do not have, a value
-            that does not convert, or a line whose key matches no run or several.
+            that does not convert, a bad or repeated step, or a line whose key matches no run or
+            several; each naming file and line.
     """
     cols = list(frame.columns)
     if "step" not in cols:
@@ -207,7 +249,7 @@ def curves_tables(
     keys = [c for c in cols if c not in CURVE_FIELDS]
     if not keys:
         raise UserError(
-            f"{file}: no key column naming the run (e.g. model,batch_size,seed); "
+            f"{file}: no key column naming the run (e.g. model,batch_size,seed or a run name); "
             f"curve columns: {', '.join(CURVE_FIELDS)}"
         )
     for k in keys:
@@ -216,13 +258,19 @@ def curves_tables(
                 f"{file}: column {k!r} is neither a curve column ({', '.join(CURVE_FIELDS)}) "
                 "nor a column of the imported results that could name a run"
             )
-    index: dict[tuple[Any, ...], list[str]] = {}
-    for row in runs.select([*keys, "run_id"]).to_pylist():
-        index.setdefault(tuple(row[k] for k in keys), []).append(row["run_id"])
-    points: dict[str, list[dict[str, Any]]] = {}
+    index = _run_index(runs, keys)
+    if "lr" in cols and "lr" in runs.column_names and any(len(v) > 1 for v in index.values()):
+        keys, index = [*keys, "lr"], _run_index(runs, [*keys, "lr"])  # the configured lr
+    per_step = {
+        r["run_id"]: r["batch_size"] * r["seq_len"]
+        for r in runs.select(["run_id", "batch_size", "seq_len"]).to_pylist()
+        if r["batch_size"] is not None and r["seq_len"] is not None
+    }
+    points: dict[str, dict[int, dict[str, Any]]] = {}
+    lines: dict[tuple[str, int], int] = {}
     for i, rec in enumerate(frame.to_dict(orient="records")):
         line = i + 2
-        key = tuple(_convert(str(rec[k]), runs.schema.field(k).type, k, line, file) for k in keys)
+        key = tuple(_key(str(rec[k]), runs.schema.field(k).type, k, line, file) for k in keys)
         found = index.get(key, [])
         where = ", ".join(f"{k}={v}" for k, v in zip(keys, key, strict=True))
         if len(found) != 1:
@@ -233,14 +281,54 @@ def curves_tables(
             for c in cols
             if c in CURVE_FIELDS
         }
-        points.setdefault(found[0], []).append(point)
+        step = _check_step(point["step"], str(rec["step"]), line, file)
+        if (found[0], step) in lines:
+            raise UserError(
+                f"{file}:{line}: step {step} of the run with {where} is already on line "
+                f"{lines[(found[0], step)]}; each step once per run"
+            )
+        lines[(found[0], step)] = line
+        if point.get("tokens") is None and found[0] in per_step:
+            point["tokens"] = step * per_step[found[0]]
+        points.setdefault(found[0], {})[step] = point
     return {
         rid: pa.Table.from_pylist(
-            [{"grid": grid, "run_id": rid, **p} for p in sorted(pts, key=lambda p: p["step"])],
-            schema=CURVE_SCHEMA,
+            [{"grid": grid, "run_id": rid, **pts[s]} for s in sorted(pts)], schema=CURVE_SCHEMA
         )
         for rid, pts in points.items()
     }
+
+
+#: Steps a curve point may have: Arrow's int64, not negative (as a live run's).
+MAX_STEP = 2**63 - 1
+
+
+def _check_step(step: Any, text: str, line: int, file: str) -> int:
+    """``step`` if it is an integer in [0, :data:`MAX_STEP`].
+
+    Raises:
+        UserError: an empty, negative or too large step, naming file and line.
+    """
+    if step is None:
+        raise UserError(f"{file}:{line}: column step: empty; every curve point needs its step")
+    if not 0 <= step <= MAX_STEP:
+        raise UserError(
+            f"{file}:{line}: column step: {text.strip()!r} is out of range; expected an integer "
+            f"in [0, {MAX_STEP}]"
+        )
+    return int(step)
+
+
+def _key(text: str, typ: pa.DataType, column: str, line: int, file: str) -> object:
+    return text.strip() if column == RUN_NAME else _convert(text, typ, column, line, file)
+
+
+def _run_index(runs: pa.Table, keys: Sequence[str]) -> dict[tuple[Any, ...], list[str]]:
+    """Key values -> the run_ids of the runs with them."""
+    index: dict[tuple[Any, ...], list[str]] = {}
+    for row in runs.select([*keys, "run_id"]).to_pylist():
+        index.setdefault(tuple(row[k] for k in keys), []).append(row["run_id"])
+    return index
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -266,9 +354,13 @@ def import_csv(
     scale: str = "full",
     extra: Sequence[str] = (),
     curves: str | Path | None = None,
+    mapping: Mapping[str, str] | None = None,
 ) -> Imported:
     """Import a CSV of results into ``<root>/<grid>/runs/`` (and, with ``curves``, a CSV of
-    their loss curves into ``<root>/<grid>/curves/``, :func:`curves_tables`).
+    their loss curves into ``<root>/<grid>/curves/``, :func:`curves_tables`). ``mapping``:
+    file column -> harness name (``--map``), applied with the W&B names
+    (:mod:`harness.store.import_columns`) to both files. A re-import of the same file (by file
+    name, grid, source and scale; edited or not) replaces its rows.
 
     Raises:
         UserError: a missing or empty file, or anything :func:`rows_table` or
@@ -276,15 +368,18 @@ def import_csv(
     """
     path = Path(path)
     paths.check_grid_name(grid, "--grid")
-    frame = _read_csv(path)
+    frame = rename(_read_csv(path), mapping or {}, str(path))
     source = source or f"import:{path.name}"
     table, derived = rows_table(
         frame, grid=grid, source=source, scale=scale, extra=extra, file=str(path)
     )
     tables = {}
     if curves is not None:
-        tables = curves_tables(_read_csv(Path(curves)), table, grid=grid, file=str(curves))
-    digest = hashlib.sha256(path.read_bytes() + f"|{grid}|{source}|{scale}".encode()).hexdigest()
+        history = rename(_read_csv(Path(curves)), mapping or {}, str(curves))
+        tables = curves_tables(history, table, grid=grid, file=str(curves))
+    if RUN_NAME in table.column_names:
+        table = table.drop_columns([RUN_NAME])
+    digest = hashlib.sha256(f"{path.name}|{grid}|{source}|{scale}".encode()).hexdigest()
     out = write_imported(root, grid, table, digest[:12])
     write_imported_curves(root, grid, tables)
     return Imported(

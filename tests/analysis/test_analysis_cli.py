@@ -292,7 +292,6 @@ def test_scale_policy(root):
         (["best", "nosuchgrid"], "no results for grid 'nosuchgrid'"),
         (["best", "opt", "--metric", "nope"], "metric 'nope' has no known direction"),
         (["best", "opt", "--metric", "optimizer", "--goal", "min"], "is not numeric"),
-        (["best", "opt"], "optimizer vary within the cells of batch_size"),  # optimizers mixed
         (
             ["gap", "opt", "--baseline", "optimizer=sgdd", "--reference", "optimizer=adamw"],
             "'optimizer=sgdd' matches no rows; values present: optimizer: adamw, sgd, signum",

@@ -158,7 +158,7 @@ def test_extra_metric_columns(tmp_path):
         ("optimizer,val_ppl\nadamw,20\nadamw,21\n", "lines 2 and 3 have the same configuration"),
         ("optimizer,grid,val_ppl\nadamw,x,20\n", "column 'grid' is set by the importer"),
         ("optimizer,lr\nadamw,0.1\n", "no result column"),
-        ("optimizer,val_ppl,status\nadamw,20,finished\n", "unknown status 'finished'"),
+        ("optimizer,val_ppl,status\nadamw,20,running\n", "unknown status 'running'"),
     ],
 )
 def test_bad_csv_is_one_line_and_exit_2(tmp_path, text, message):

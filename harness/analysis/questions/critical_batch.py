@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from harness.analysis.questions.answer import Answer
@@ -16,6 +17,7 @@ from harness.analysis.stats.critical_batch import (
     LOSS,
     curves_by_run,
     default_target,
+    reading,
     steps_table,
 )
 from harness.analysis.stats.defaults import CONFIDENCE
@@ -50,6 +52,19 @@ def answer(
     target = target if target is not None else default_target(by_run)
     cells += t.added
     table = steps_table(t.seeds, by_run, cells, x, float(target), confidence, reference_batch)
+    censored = _left_censored(t.seeds, by_run, float(target))
+    censored = censored.groupby([t.seeds[c] for c in [*cells, x]], dropna=False).transform("any")
+    if censored.any():  # the whole batch size: its mean steps are an upper bound
+        kept = t.seeds[~censored]
+        fit = steps_table(kept, by_run, cells, x, float(target), confidence, reference_batch)
+        table = _refit(table, fit, t.seeds[censored], cells, x)
+        n = t.seeds[censored][[*cells, x]].drop_duplicates().shape[0]
+        left = [
+            f"{n} batch size(s) with a run already at the target at its first logged point "
+            "(left-censored): out of the S(B) fit, steps interval from 0"
+        ]
+    else:
+        left = []
     ref = f"B_ref = {reference_batch:g}" if reference_batch else "B_ref = 0 (the fit's limit)"
     notes = [
         *t.notes,
@@ -61,9 +76,68 @@ def answer(
         "overhead: B S(B) / (a B_ref + b)",
         f"steps interval: {METHODS['mean']}; critical batch interval: {METHODS['ratio']} on "
         f"b/a; {100 * confidence:g}%",
+        *left,
         *_length_notes(table),
     ]
     return Answer(table=table, notes=notes)
+
+
+#: The fit's columns, replaced by those of the fit without left-censored batch sizes.
+FIT_COLUMNS = ("overhead", "reference_batch", "critical_batch", "ci_low", "ci_high", "fit_check")
+
+
+def _left_censored(
+    seeds: pd.DataFrame, by_run: dict[str, pd.DataFrame], target: float
+) -> pd.Series:
+    """Whether each seed's run is already at ``target`` at its first logged point."""
+    flags = [str(r) in by_run and reading(by_run[str(r)], target).censored for r in seeds["run_id"]]
+    return pd.Series(flags, index=seeds.index, dtype=bool)
+
+
+def _refit(
+    table: pd.DataFrame,
+    fit: pd.DataFrame,
+    censored: pd.DataFrame,
+    cells: Sequence[str],
+    x: str,
+) -> pd.DataFrame:
+    """``table`` with each cell's critical batch from ``fit`` (the batch sizes none of whose
+    runs is left-censored; NaN and "no verdict" where the cell keeps fewer than 3), and the
+    left-censored batch sizes' steps intervals from 0 (their steps are upper bounds)."""
+    out = table.copy()
+    bad = censored[[*cells, x]].drop_duplicates().rename(columns={x: "batch_size"})
+    flagged = out.merge(bad.assign(_bad=True), on=[*cells, "batch_size"], how="left")["_bad"]
+    mask = flagged.fillna(False).astype(bool).to_numpy()
+    out.loc[mask, "steps_ci_low"] = 0.0
+    out.loc[mask, "steps_ci_high"] = out.loc[mask, ["steps", "steps_ci_high"]].max(axis=1)
+    keep = fit.drop_duplicates(subset=list(cells)) if cells else fit.head(1)
+    enough = fit.groupby(list(cells), dropna=False).size() if cells else pd.Series([len(fit)])
+    for i, row in out.iterrows():
+        match = keep
+        for c in cells:
+            match = match[match[c] == row[c]]
+        key = tuple(row[c] for c in cells)
+        n = int(enough.get(key[0] if len(key) == 1 else key, 0)) if cells else len(fit)
+        if match.empty or n < 3:
+            out.loc[i, list(FIT_COLUMNS)] = [
+                np.nan,
+                row["reference_batch"],
+                np.nan,
+                np.nan,
+                np.nan,
+                "no verdict",
+            ]
+            out.loc[i, "note"] = (
+                "no verdict: fewer than 3 batch sizes reach the target after their first point"
+            )
+            continue
+        for c in FIT_COLUMNS:
+            if c != "overhead":
+                out.loc[i, c] = match[c].iloc[0]
+        if mask[out.index.get_loc(i)]:
+            out.loc[i, "overhead"] = np.nan
+            out.loc[i, "note"] = "left-censored: out of the fit"
+    return out
 
 
 def _length_notes(table: pd.DataFrame) -> list[str]:

@@ -20,7 +20,6 @@ from harness.analysis.stats.defaults import (
     ALTERNATIVES,
     CONFIDENCE,
     CORRECTION_NAMES,
-    MEASURE_NAMES,
     N_BOOT,
     POWER,
     POWER_TESTS,
@@ -185,6 +184,20 @@ def _boot(*, hidden: bool = False) -> tuple[Option, ...]:
     )
 
 
+#: ``--crossing``: how a curve's crossing of a target is read
+#: (:data:`harness.analysis.stats.reaching.CROSSINGS`).
+CROSSING = Option(
+    "--crossing",
+    "first: the first logged point at or below the target (AlgoPerf's scorer); interpolated: "
+    "linear between the logged points around it.",
+    "choice",
+    "interpolated",
+    choices=("first", "interpolated"),
+)
+#: What a to-target question measures (:data:`harness.analysis.stats.reaching.MEASURES`).
+TARGET_MEASURES = ("tokens", "steps", "time")
+
+
 BY = Option("--by", "Cell columns, comma separated, e.g. batch_size,model.", "columns", "")
 """``--by COLUMNS`` (a common option of ``tuned`` questions)."""
 OVER = Option(
@@ -274,7 +287,11 @@ QUESTIONS: Registry[Question] = Registry(
             ),
             Question(
                 "speedup",
-                "Budget ratio b needs to match a's final value (fit L(D) = E + A D^-alpha to b).",
+                "Budget ratio b needs to match a's final value (fit L(D) = E + A D^-alpha to b); "
+                "with --target, the ratio of the steps (tokens, time) a needs to reach the "
+                "target over those b needs, read from the curves, with a bootstrap interval "
+                "over seeds that keeps runs never reaching it (and --threshold: the speed-run's "
+                "rule, (target - mean) * sqrt(n) >= threshold at a common step).",
                 "harness analyze speedup grids/coupled_adam.yaml --a optimizer=adamw "
                 "--b optimizer=coupled_adam --by model",
                 (
@@ -282,21 +299,40 @@ QUESTIONS: Registry[Question] = Registry(
                     _arm("--b", "optimizer=adamw"),
                     Option("--x", "The budget column.", "text", "tokens"),
                     _CONFIDENCE,
-                    *_boot(hidden=True),
+                    Option("--target", "Curve value to reach: read the curves.", "float"),
+                    Option("--curve", "The curve column of --target (train_loss, val_loss)."),
+                    Option(
+                        "--measure",
+                        "With --target: steps-, tokens- or time-to-target.",
+                        "choice",
+                        "steps",
+                        choices=TARGET_MEASURES,
+                    ),
+                    CROSSING,
+                    Option(
+                        "--threshold",
+                        "With --target: each arm's mean over seeds at its latest common step "
+                        "passes when (target - mean) * sqrt(n) >= this (speed-run: 0.004).",
+                        "float",
+                    ),
+                    *_boot(),
                 ),
             ),
             Question(
                 "targets",
-                "Each run's tokens- and time-to-target, read from its curve; runs that never "
-                "reach the target are censored (inf), not dropped.",
+                "Each run's steps-, tokens- and time-to-target, read from its curve; runs that "
+                "never reach the target are censored (inf), not dropped; runs already there at "
+                "their first point are flagged left_censored, runs that stopped early stopped.",
                 "harness analyze targets grids/optimizer_gap.yaml --target 4.5",
+                (CROSSING,),
                 inputs="target",
             ),
             Question(
                 "profiles",
-                "AlgoPerf-style performance profiles: per arm, rho(tau) = the fraction of cells "
-                "where its tokens-to-target is within a factor tau of the best arm's, and the "
-                "area score.",
+                "AlgoPerf-style performance profiles: per arm, its time to target and ratio to "
+                "the best arm per cell, rho(tau) = the fraction of cells where its "
+                "tokens-to-target is within a factor tau of the best arm's, and the area score. "
+                "Each arm's run length (steps, tokens) is its own, not a cell.",
                 "harness analyze profiles grids/batch_size_gap.yaml --target 5.0 --by batch_size",
                 (
                     Option(
@@ -308,10 +344,10 @@ QUESTIONS: Registry[Question] = Registry(
                     OVER,
                     Option(
                         "--measure",
-                        "tokens- or (wall-clock) time-to-target.",
+                        "tokens-, steps- or (wall-clock) time-to-target.",
                         "choice",
                         "tokens",
-                        choices=MEASURE_NAMES,
+                        choices=TARGET_MEASURES,
                     ),
                     Option(
                         "--tau-max",
@@ -319,6 +355,7 @@ QUESTIONS: Registry[Question] = Registry(
                         "float",
                         TAU_MAX,
                     ),
+                    CROSSING,
                 ),
                 inputs="target",
             ),

@@ -19,9 +19,10 @@ from harness.analysis.rows.conditions import METHOD_EXTRAS, auto_over, check_poo
 from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.preparation import require_rows
 from harness.analysis.stats import performance_profiles
-from harness.analysis.stats.to_target import CENSORED
-from harness.analysis.stats.to_target import to_target as runs_to_target
-from harness.core.errors import UserError
+from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats.reaching import CROSSING_NOTES, CROSSINGS, Crossing, reach_all
+from harness.analysis.stats.reaching import reading_notes as run_notes
+from harness.core.errors import UserError, unknown_choice
 from harness.core.result import RESULT_STATUSES
 from harness.core.targets import Target, parse_target
 
@@ -73,8 +74,14 @@ NO_TARGET = (
 )
 
 
-def runs(q: TargetQuery) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
-    """The result rows with their methods and times to target, the target, and notes."""
+def runs(
+    q: TargetQuery, crossing: Crossing = "interpolated"
+) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
+    """The result rows with their methods and steps, tokens and times to target
+    (:func:`harness.analysis.stats.reaching.reach_all`, read by ``crossing``), the target, and
+    notes."""
+    if crossing not in CROSSINGS:
+        raise unknown_choice("--crossing", crossing, CROSSINGS)
     sel = select(q.grid, results=q.results, scale=q.scale, where=q.where)
     target = find_target(q, sel.scale)
     if target is None:
@@ -85,13 +92,40 @@ def runs(q: TargetQuery) -> tuple[Selection, pd.DataFrame, Target, list[str]]:
     rows = add_methods(rows[status.isin(RESULT_STATUSES)].reset_index(drop=True))
     require_rows(rows, f"in grid {sel.grid!r}")
     check_pool(rows, q.pool)
-    rows = runs_to_target(rows, sel.frame("curves"), target)
-    notes = [f"target: {target.describe()} (first crossing, linear between logged points)"]
+    rows = reach_all(rows, sel.frame("curves"), target.column, target.value, crossing)
+    notes = [f"target: {target.describe()} (--crossing {crossing}: {CROSSING_NOTES[crossing]})"]
     notes += [f"{faults} run(s) left out (failed, oom, timeout or cancelled)"] if faults else []
     notes += sel.missing().notes()
-    if n := int(rows[CENSORED].sum()):
-        notes.append(f"{n} run(s) never reached the target: censored (inf), not dropped")
+    notes += run_notes(rows)
     return sel, rows, target, notes
+
+
+#: Columns of a run's length: in a to-target comparison each arm's own choice, no cell, unless
+#: named in ``--by`` or they vary within an arm (a budget sweep).
+RUN_LENGTH = ("tokens", "steps")
+
+
+def own_lengths(rows: pd.DataFrame, by: Sequence[str] = ()) -> list[str]:
+    """The run-length columns that are each arm's own: they vary, but not within an arm (one
+    length per method), and are not in ``by``."""
+    cols = [c for c in RUN_LENGTH if c in rows.columns and c not in by]
+    vary = [c for c in cols if rows[c].nunique(dropna=False) > 1]
+    return [c for c in vary if c not in varying_within(rows, [METHOD], [c])]
+
+
+def check_arms_per_cell(table: pd.DataFrame, keys: Sequence[str], arm: str = METHOD) -> None:
+    """Refuse a comparison in which every cell holds a single arm (nothing is compared).
+
+    Raises:
+        UserError: naming the cell columns and how to merge the cells.
+    """
+    if not keys or table.empty:
+        return
+    if int(table.groupby(list(keys), dropna=False)[arm].nunique().max()) < 2:
+        raise UserError(
+            f"every cell of {', '.join(keys)} holds a single arm: nothing to compare; pool "
+            f"those columns (--pool {','.join(keys)}) or choose other --by columns"
+        )
 
 
 def tuned_columns(rows: pd.DataFrame, by: Sequence[str]) -> list[str]:
@@ -116,10 +150,12 @@ def profile_table(
     other condition that varies, but those pooled (tuned over instead)."""
     check_columns(rows, by, "--by")
     check_columns(rows, over, "--over")
-    keys = [*by, *panel_keys(rows, [*pool, *over], by)]
-    arms = _method_columns(rows)
+    keys = [*by, *panel_keys(rows, [*pool, *over, *own_lengths(rows, by)], by)]
+    check_arms_per_cell(rows, keys)
+    arms = [*_method_columns(rows), METHOD]
     over = list(over) or tuned_columns(rows, keys)
-    over += [p for p in varying_within(rows, [*keys, *arms], pool) if p not in over]
+    mine = [*pool, *own_lengths(rows, by)]
+    over += [p for p in varying_within(rows, [*keys, *arms], mine) if p not in over]
     check_cells(rows, [*keys, *arms], over)
     times = performance_profiles.arm_times(rows, keys, over, measure)
     return performance_profiles.ratios(times, keys), keys

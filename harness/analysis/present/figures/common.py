@@ -136,16 +136,23 @@ def panel_title(key: dict[str, Any]) -> str:
 
 
 def subtitle(
-    fig: Figure, data: FigureData, points: Points | None, unit: str = "point", what: str = ""
+    fig: Figure,
+    data: FigureData,
+    points: Points | None,
+    unit: str = "point",
+    what: str = "",
+    reading: str = "",
 ) -> None:
     """Above the panels: what the figure is about (:func:`describe`), what each ``unit``
     (point, cell, line, bar) is tuned over and the seeds it is the mean of (those of
     ``points.seeds``: confirmation or tuning seeds; None: one configuration per ``unit``, over
-    every seed of the rows), and the arms it cannot show."""
+    every seed of the rows; ``reading``: the figure says itself), and the arms it cannot show."""
     over = points.over if points is not None else []
-    lines = [describe(data.rows, what, seeds=points is None)]
+    lines = [describe(data.rows, what, seeds=points is None and not reading)]
     tuned = f"each {unit}: best over {', '.join(over)}" if over else f"each {unit}: one config"
-    if points is None:
+    if reading:
+        lines.append(reading)
+    elif points is None:
         n_seeds = int(data.rows["seed"].nunique()) if "seed" in data.rows.columns else 1
         lines.append(tuned + (f", mean over {n_seeds} seeds" if n_seeds > 1 else ", one seed"))
     else:

@@ -19,7 +19,8 @@ from harness.analysis.present.figures.common import (
 from harness.analysis.questions.target_query import NO_TARGET, profile_table
 from harness.analysis.stats import performance_profiles
 from harness.analysis.stats.frame import METHOD
-from harness.analysis.stats.to_target import TOKENS_TO_TARGET, to_target
+from harness.analysis.stats.reaching import TOKENS_TO_TARGET, reach_all
+from harness.core.errors import UserError
 
 
 def draw(data: FigureData) -> Figure:
@@ -30,8 +31,11 @@ def draw(data: FigureData) -> Figure:
         raise FigureSkipped(NO_TARGET)
     if curves is None or curves.empty:
         raise FigureSkipped("no loss curves")
-    rows = to_target(data.rows, curves, target)
-    table, keys = profile_table(rows, (), (), TOKENS_TO_TARGET, data.options.pool)
+    rows = reach_all(data.rows, curves, target.column, target.value)
+    try:
+        table, keys = profile_table(rows, (), (), TOKENS_TO_TARGET, data.options.pool)
+    except UserError as e:  # e.g. every cell holds a single arm: nothing to profile
+        raise FigureSkipped(str(e)) from None
     taus = np.geomspace(1.0, performance_profiles.TAU_MAX, 400)
     profile = performance_profiles.rho(table, list(taus))
     scores = performance_profiles.score(table)
@@ -57,5 +61,8 @@ def draw(data: FigureData) -> Figure:
     over = ", ".join(keys) or "one cell"
     ax.set_title(f"{target.describe()}; {cells} cell(s) of {over}", fontsize=7)
     legend(fig, [ax])
-    subtitle(fig, data, None, "arm", what="tokens-to-target, fastest configuration")
+    per_arm = rows.groupby(METHOD)["run_id"].nunique()
+    seeds = ", ".join(f"{m} {n}" for m, n in per_arm.items())
+    reading = f"each arm: its fastest configuration, median over its seeds ({seeds})"
+    subtitle(fig, data, None, "arm", what="tokens-to-target", reading=reading)
     return fig
