@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.api.grids import Status, cancel, clean, compact, status
-from harness.api.sql import QUERY_FORMATS, QueryFormat, export, query, query_text
+from harness.api.sql import QUERY_FORMATS, export, query, query_text
+from harness.api.sql import QueryFormat as QueryFormat  # a type, for callers' annotations
 from harness.api.tasks import Prepared, datasets, evaluate, prepare_data, watch
 from harness.core import paths
 from harness.metrics.catalogue import DEFAULT_METRIC
@@ -61,7 +62,6 @@ __all__ = [
     "Figures",
     "Plan",
     "Prepared",
-    "QueryFormat",
     "Rows",
     "Status",
     "analyze",
