@@ -29,6 +29,7 @@ from harness.core import env, paths
 from harness.core.files import os_error_line, remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
+from harness.launch import branching
 from harness.launch.contract import ExecutionSpec
 from harness.launch.inputs import inputs_of
 from harness.launch.worker import distributed
@@ -117,6 +118,7 @@ def _train_and_record(
     start = time.time()
     inputs: dict[str, str | None] = {}
     keep = bool(run.execution.keep_weights)
+    first = branching.start_from(root, grid, run_id, should_stop, _to_log)  # a branch: waits
     try:
         inputs = inputs_of(run, spec.data_root)  # the code and data this attempt trains with
         result = train(
@@ -127,6 +129,8 @@ def _train_and_record(
                 spec.checkpoint_every_s,
                 progress=reached,
                 weights=paths.weights_path(root, grid, run_id) if keep else None,
+                start_from=first,
+                branch_points=branching.branch_points(root, grid, run_id),
             ),
             should_stop=should_stop,
             on_point=_LiveWriter(live) if _is_writer() else None,
@@ -149,6 +153,7 @@ def _train_and_record(
         live.unlink(missing_ok=True)  # its row is written: no longer a live run
         if not spec.keep_checkpoints:
             ckpt.unlink(missing_ok=True)
+        branching.finished(root, grid, run_id, result.status)
     return result.status
 
 
@@ -236,6 +241,11 @@ def share_compile_cache(root: Path, grid: str) -> None:
     folder = paths.compile_cache_dir(root, grid).resolve()
     os.environ.setdefault(env.TORCHINDUCTOR_CACHE_DIR.name, str(folder))
     os.environ.setdefault(env.TRITON_CACHE_DIR.name, str(folder / "triton"))
+
+
+def _to_log(line: str) -> None:
+    """A line in the run's log (its stderr)."""
+    print(f"harness: {line}", file=sys.stderr)
 
 
 def _is_writer() -> bool:
