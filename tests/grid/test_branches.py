@@ -57,7 +57,9 @@ def test_the_issue_s_costs_four_and_eight_budgets(tmp_path):
     g = _grid(tmp_path, "schedule: wsd", "{steps: [100, 200, 400, 800]}", seeds=1)
     plan = plan_branches(g.runs)
     assert (plan.steps_branched, plan.steps_alone) == (940, 1500)  # 9.4 units instead of 15
-    g = _grid(tmp_path, "schedule: wsd", "{steps: [100, 200, 300, 400, 500, 600, 700, 800]}", seeds=1)
+    g = _grid(
+        tmp_path, "schedule: wsd", "{steps: [100, 200, 300, 400, 500, 600, 700, 800]}", seeds=1
+    )
     plan = plan_branches(g.runs)
     assert (plan.steps_branched, plan.steps_alone) == (1360, 3600)  # 13.6 instead of 36
 

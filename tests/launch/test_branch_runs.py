@@ -1,0 +1,86 @@
+"""Branch runs executed (issue 42): a budget grid under wsd trained with branching and without
+gives the same rows and curves, at a fraction of the steps; a branch interrupted in its cooldown
+resumes without training anything twice; a branch whose parent cannot give it its state trains
+alone, and says so."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness.core import paths
+from harness.launch.branching import read_plan
+from harness.launch.submit import submit
+from harness.store.rows import newest_curve_file
+from tests.slurm_runs import rows
+
+GRID = """
+name: {name}
+base: {{workload: quadratic, optimizer: adamw, lr: 0.05, schedule: wsd, warmup_steps: 2,
+        log_every: 3, eval_every: 6}}
+grid: {{steps: [{a}, {a2}, {a4}]}}
+seeds: 1
+{extra}
+"""
+
+TIMING = {
+    "wall_s", "tokens_per_s", "mfu", "peak_mem_gb", "compile_s", "data_wait_s",
+    "optimizer_step_frac", "created_at", "hostname", "job_id", "git_commit", "visible_devices",
+    "grid",
+}  # fmt: skip
+"""Columns that differ between two trainings of one run (time, place) or two grids (name)."""
+
+BRANCH_COLUMNS = {"branch_of", "steps_trained"}
+
+
+def _grid(folder: Path, name: str, a: int = 10, extra: str = "") -> Path:
+    path = folder / f"{name}.yaml"
+    text = GRID.format(name=name, a=a, a2=2 * a, a4=4 * a, extra=extra)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _submit(grid: Path, root: Path, data: Path) -> str:
+    out = io.StringIO()
+    submit(grid, root=root, data_root=data, launcher="local", out=out)
+    return out.getvalue()
+
+
+def _curve(root: Path, grid: str, run_id: str) -> list[dict[str, Any]]:
+    path = newest_curve_file(root, grid, run_id)
+    assert path is not None
+    points = pq.read_table(path).to_pylist()
+    return [{k: v for k, v in p.items() if k not in ("elapsed_s", "grid")} for p in points]
+
+
+def _same(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in TIMING | BRANCH_COLUMNS}
+
+
+@pytest.mark.slow
+def test_a_budget_grid_trained_with_branches_gives_the_rows_and_curves_of_one_without(tmp_path):
+    root, data = tmp_path / "results", tmp_path / "data"
+    _submit(_grid(tmp_path, "alone", extra="branch: off"), root, data)
+    _submit(_grid(tmp_path, "branched"), root, data)
+    alone, branched = rows(root, "alone"), rows(root, "branched")
+    assert set(alone) == set(branched) and len(alone) == 3  # the same run_ids
+    plan = read_plan(root, "branched")
+    assert len(plan.branches) == 2
+    for run_id, row in branched.items():
+        assert row["status"] == "completed"
+        assert _same(row) == _same(alone[run_id])
+        assert _curve(root, "branched", run_id) == _curve(root, "alone", run_id)
+        branch = plan.parent_of(run_id)
+        assert row["branch_of"] == (branch.parent if branch else None)
+        assert row["steps_trained"] == row["steps_done"] - (branch.step if branch else 0)
+        assert alone[run_id]["branch_of"] is None
+        assert alone[run_id]["steps_trained"] == alone[run_id]["steps_done"]
+    trained = sum(r["steps_trained"] for r in branched.values())
+    assert trained / sum(r["steps_done"] for r in branched.values()) <= 0.75
+    # the branch points are gone once their branches have rows
+    assert not list(paths.grid_dir(root, "branched").rglob("*.branch.pt"))
