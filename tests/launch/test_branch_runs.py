@@ -6,6 +6,7 @@ alone, and says so."""
 from __future__ import annotations
 
 import io
+import signal
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.core import paths
+from harness.grid.load import load_grid
 from harness.launch.branching import read_plan
 from harness.launch.submit import submit
 from harness.store.rows import newest_curve_file
+from tests.local_submits import alive, children, logged_steps, start_submit
+from tests.polling import wait_until
 from tests.slurm_runs import rows
 
 GRID = """
@@ -84,3 +88,65 @@ def test_a_budget_grid_trained_with_branches_gives_the_rows_and_curves_of_one_wi
     assert trained / sum(r["steps_done"] for r in branched.values()) <= 0.75
     # the branch points are gone once their branches have rows
     assert not list(paths.grid_dir(root, "branched").rglob("*.branch.pt"))
+
+
+SLOW_SGD = '''
+import time
+
+import torch
+
+
+class SlowSGD(torch.optim.SGD):
+    """SGD that sleeps at each step: a submit can be killed while a branch trains."""
+
+    def step(self, closure=None):
+        time.sleep(0.3)
+        return super().step(closure)
+'''
+
+SLOW_GRID = """
+name: kb
+base: {optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, schedule: wsd,
+       decay_frac: 0.5, log_every: 1}
+grid: {steps: [16, 32, 64]}
+seeds: 1
+local: {base: {}}
+"""
+
+
+@pytest.mark.slow
+def test_kill_9_in_a_cooldown_then_a_resubmit_resumes_the_branch_and_trains_nothing_twice(
+    tmp_path,
+):
+    (tmp_path / "slow_sgd.py").write_text(SLOW_SGD)
+    grid = tmp_path / "kb.yaml"
+    grid.write_text(textwrap.dedent(SLOW_GRID))
+    root, data, spill = tmp_path / "results", tmp_path / "data", tmp_path / "spill"
+    runs = {r.data.steps: r.run_id for r in load_grid(grid, vocab=lambda d: None).runs}
+    branch, parent = runs[32], runs[64]
+
+    first = start_submit(grid, root, data, spill)
+    in_cooldown = lambda: any(s > 20 for s in logged_steps(root, "kb", branch))  # noqa: E731
+    wait_until(in_cooldown, 240, "the branch in its cooldown")
+    procs = children(first.pid)
+    first.kill()  # kill -9: no handler runs; the orphans checkpoint and stop
+    first.communicate(timeout=30)
+    assert first.returncode == -signal.SIGKILL  # submit had not ended
+    assert wait_until(lambda: not any(alive(p) for p in procs), 60, "orphaned runs to stop")
+    assert branch not in rows(root, "kb")
+    missing = 3 - len(rows(root, "kb"))
+    assert paths.checkpoint_path(root, "kb", branch).exists()  # its own: it resumes from it
+
+    again = start_submit(grid, root, data, spill)
+    out, err = again.communicate(timeout=400)
+    assert again.returncode == 0, err
+    assert f"launching {missing} " in out  # only what is missing
+    got = rows(root, "kb")
+    assert {r["status"] for r in got.values()} == {"completed"}
+    for run_id in runs.values():  # each step logged once over both attempts: trained once
+        steps = logged_steps(root, "kb", run_id)
+        assert steps == sorted(set(steps)) and steps[-1] == got[run_id]["steps_done"], steps
+    steps = logged_steps(root, "kb", branch)
+    assert steps[0] == 17  # from its parent's state at step 16: the stable phase not retrained
+    assert (got[branch]["branch_of"], got[branch]["steps_trained"]) == (parent, 16)
+    assert (got[parent]["branch_of"], got[parent]["steps_trained"]) == (None, 64)
