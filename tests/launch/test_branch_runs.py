@@ -150,3 +150,27 @@ def test_kill_9_in_a_cooldown_then_a_resubmit_resumes_the_branch_and_trains_noth
     assert steps[0] == 17  # from its parent's state at step 16: the stable phase not retrained
     assert (got[branch]["branch_of"], got[branch]["steps_trained"]) == (parent, 16)
     assert (got[parent]["branch_of"], got[parent]["steps_trained"]) == (None, 64)
+
+
+@pytest.mark.slow
+def test_a_parent_that_diverges_before_the_branch_points_leaves_its_branches_to_train_alone(
+    tmp_path,
+):
+    path = tmp_path / "dv.yaml"
+    path.write_text(
+        "name: dv\nbase: {workload: quadratic, optimizer: sgd, lr: 1000.0, schedule: wsd, "
+        "log_every: 1}\ngrid: {steps: [10, 20, 40]}\nseeds: 1\n"
+    )
+    root, data = tmp_path / "results", tmp_path / "data"
+    _submit(path, root, data)
+    got = rows(root, "dv")
+    plan = read_plan(root, "dv")
+    assert len(plan.branches) == 2
+    parent = got[plan.branches[0].parent]
+    assert parent["status"] == "diverged" and parent["steps_done"] < plan.branches[0].step
+    for b in plan.branches:  # trained alone: the outcome the run has without branching
+        row = got[b.run_id]
+        assert (row["status"], row["steps_done"]) == ("diverged", parent["steps_done"])
+        assert (row["branch_of"], row["steps_trained"]) == (None, row["steps_done"])
+        log = (paths.local_logs_dir(root, "dv") / f"{b.run_id}.log").read_text()
+        assert f"trained alone from step 0: its parent {b.parent} ended diverged" in log  # said
