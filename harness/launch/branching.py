@@ -58,6 +58,14 @@ def read_plan(root: Path, grid: str) -> BranchPlan:
         return BranchPlan()
 
 
+def families(root: Path, grid: str) -> dict[str, str]:
+    """run_id -> its family's parent (the parent's own too) for the runs of the grid's plan: a
+    SLURM task trains a family, parent first (:func:`harness.launch.slurm.arrays.
+    group_into_tasks`)."""
+    plan = read_plan(root, grid)
+    return {p: p for p in plan.parents} | {b.run_id: b.parent for b in plan.branches}
+
+
 def branch_points(root: Path, grid: str, run_id: str) -> tuple[tuple[int, Path], ...]:
     """What parent ``run_id`` saves: (step, file) of each of its branches without a row."""
     from harness.store.rows import newest_rows  # Arrow: not for a dry run

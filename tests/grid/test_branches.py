@@ -110,3 +110,19 @@ def test_the_dry_run_prints_the_cost_with_and_without_branching(tmp_path):
     ).stdout
     assert "branching: 4 runs branch from 2 stable phases; steps trained 92 with branching, " in out
     assert "140 without (34% less)" in out
+
+
+def test_a_slurm_task_holds_whole_families_parent_first(tmp_path):
+    from harness.launch.slurm.arrays import group_into_tasks
+
+    g = _grid(tmp_path, "schedule: wsd", "{steps: [10, 20, 40]}", seeds=3)
+    plan = plan_branches(g.runs)
+    runs = dependency_order(g.runs, plan)
+    families = {p: p for p in plan.parents} | {b.run_id: b.parent for b in plan.branches}
+    tasks = group_into_tasks(runs, 1, families)
+    assert len(tasks) == 3  # one per (configuration, seed)
+    for task, parent in zip(tasks, plan.parents, strict=True):
+        assert task.run_ids[0] == parent
+        assert set(task.run_ids) == {parent, *(b.run_id for b in plan.points_of(parent))}
+    assert [len(t.run_ids) for t in group_into_tasks(runs, 6, families)] == [6, 3]
+    assert len(group_into_tasks(runs, 1)) == 9  # without families: a run per task
