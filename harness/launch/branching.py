@@ -39,6 +39,10 @@ POLL_S = 0.2
 """Seconds between a waiting branch's looks at its parent."""
 
 
+class WaitStopped(Exception):
+    """A branch was asked to stop while it waited for its parent (before its first step)."""
+
+
 def plan_for(grid: Grid, profile: LauncherProfile[Any]) -> BranchPlan:
     """The grid's branch plan: its ``branch:``, else the launcher profile's."""
     return plan_branches(grid.runs, grid.branch or profile.branch)
@@ -93,10 +97,8 @@ def start_from(
     state: ``log`` says why). Waits while the parent trains toward the branch point.
 
     Raises:
-        StoppedBeforeFirstStep: ``should_stop()`` asked the run to stop while it waited.
+        WaitStopped: ``should_stop()`` asked the run to stop while it waited.
     """
-    from harness.train.loop import StoppedBeforeFirstStep  # torch: not for a dry run
-
     branch = read_plan(root, grid).parent_of(run_id)
     if branch is None:
         return None
@@ -111,7 +113,7 @@ def start_from(
             log(f"[{run_id}] trained alone from step 0: its parent {branch.parent} {why}")
             return None
         if should_stop is not None and should_stop():
-            raise StoppedBeforeFirstStep(f"stopped while waiting for {branch.parent}")
+            raise WaitStopped(f"stopped while waiting for {branch.parent}")
         time.sleep(POLL_S)
 
 

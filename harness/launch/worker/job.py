@@ -39,7 +39,7 @@ from harness.store.rows import newest_rows, row_mark
 from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing, read_progress
 from harness.train.checkpoint import progress as ckpt_progress
-from harness.train.loop import TrainingFailed, TrainingInterrupted, train
+from harness.train.loop import StoppedBeforeFirstStep, TrainingFailed, TrainingInterrupted, train
 
 
 class RunBusy(Exception):
@@ -118,7 +118,10 @@ def _train_and_record(
     start = time.time()
     inputs: dict[str, str | None] = {}
     keep = bool(run.execution.keep_weights)
-    first = branching.start_from(root, grid, run_id, should_stop, _to_log)  # a branch: waits
+    try:  # a branch waits for its parent's state
+        first = branching.start_from(root, grid, run_id, should_stop, _to_log)
+    except branching.WaitStopped as e:
+        raise StoppedBeforeFirstStep(str(e)) from None
     try:
         inputs = inputs_of(run, spec.data_root)  # the code and data this attempt trains with
         result = train(
