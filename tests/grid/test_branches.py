@@ -126,3 +126,18 @@ def test_a_slurm_task_holds_whole_families_parent_first(tmp_path):
         assert set(task.run_ids) == {parent, *(b.run_id for b in plan.points_of(parent))}
     assert [len(t.run_ids) for t in group_into_tasks(runs, 6, families)] == [6, 3]
     assert len(group_into_tasks(runs, 1)) == 9  # without families: a run per task
+
+
+def test_a_launcher_profile_turns_branching_off_unless_the_grid_says_otherwise(tmp_path):
+    from harness.launch.branching import plan_for
+    from harness.launch.profile import make_profile
+
+    off = make_profile("p", {"kind": "local", "branch": False}, "p.yaml")  # YAML's off
+    assert off.branch == "off"
+    assert make_profile("p", {"kind": "local"}, "p.yaml").branch == "auto"
+    with pytest.raises(UserError, match=r"p.yaml: branch: unknown branch 'never'"):
+        make_profile("p", {"kind": "local", "branch": "never"}, "p.yaml")
+    g = _grid(tmp_path, "schedule: wsd", "{steps: [10, 20, 40]}")
+    assert plan_for(g, off).branches == ()
+    g = _grid(tmp_path, "schedule: wsd", "{steps: [10, 20, 40]}", extra="branch: auto")
+    assert len(plan_for(g, off).branches) == 4  # the grid's own value wins
