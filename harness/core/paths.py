@@ -267,6 +267,17 @@ def progress_path(root: Path, grid: str, run_id: str) -> Path:
     return grid_dir(root, grid) / "checkpoints" / f"{run_id}.progress.json"
 
 
+def branch_point_path(root: Path, grid: str, run_id: str) -> Path:
+    """A branch's first state: its parent's checkpoint at the branch's decay start
+    (:mod:`harness.grid.branches`)."""
+    return grid_dir(root, grid) / "checkpoints" / f"{run_id}.branch.pt"
+
+
+def branch_plan_path(root: Path, grid: str) -> Path:
+    """Which runs of the grid branch from which (written by ``submit``, read by the runs)."""
+    return grid_dir(root, grid) / "branches.json"
+
+
 def live_dir(root: Path, grid: str) -> Path:
     """Folder of the live curves of runs being trained (:mod:`harness.store.live`)."""
     return grid_dir(root, grid) / "live"

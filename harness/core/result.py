@@ -56,6 +56,12 @@ class RunResult:
     """Metric name -> value (``val_loss``, ``wall_s``, ``iso``, ``mfu``, ...); each a column."""
     curve: list[dict[str, Any]] = field(default_factory=list)
     """Loss-curve points, each with the keys of ``CURVE_COLUMNS``."""
+    branch_of: str | None = None
+    """The run_id whose stable phase this run started from (a branch,
+    :mod:`harness.grid.branches`); None: it trained from step 0 itself."""
+    steps_trained: int | None = None
+    """Steps this run trained itself (``steps_done`` less a branch's start); None: not
+    recorded (a row written before branches, or imported)."""
 
     def __post_init__(self) -> None:
         """Raises ValueError: ``status`` is no :class:`Status` (naming the valid ones)."""
@@ -75,9 +81,12 @@ OUTCOME: dict[str, type] = {
     "steps_done": int,
     "tokens_seen": int,
     "error": str,
+    "branch_of": str,
+    "steps_trained": int,
 }
 """The row columns of :class:`RunResult` besides its metrics, with their types (``device`` is a
-provenance column, ``curve`` a file of its own)."""
+provenance column, ``curve`` a file of its own). A column added later (``branch_of``,
+``steps_trained``) reads NULL in the rows written before it: the store reads files by name."""
 
 CURVE_COLUMNS = ("step", "tokens", "train_loss", "lr", "val_loss", "elapsed_s")
 """Columns of a loss-curve file, in order (each point a dict with these keys)."""

@@ -56,6 +56,7 @@ TOP_KEYS = (
     "extend",
     "derived_axes",
     "target",
+    "branch",
 )
 """Top-level keys of a grid file."""
 LOCAL_KEYS = ("base", "grid", "zip", "seeds", "target", "extend")

@@ -22,6 +22,7 @@ from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.core.targets import Target, parse_target
 from harness.grid import followup, grammar
+from harness.grid.branches import check_mode
 from harness.grid.followup import ExtendSpec
 from harness.grid.grammar import Point
 from harness.grid.resolve import SCHEDULE_KEYS, Resolver, VocabSize, optimizer_specs
@@ -64,6 +65,9 @@ class Grid:
     """Resolves a point as this grid does (``harness.grid.vary.vary``)."""
     target: Target | None = None
     """The loss the grid's runs are timed to (``target:``, ``local: target:``); None: none."""
+    branch: str | None = None
+    """``branch:`` (``auto`` or ``off``, :mod:`harness.grid.branches`); None: the launcher
+    profile's, else ``auto``."""
 
 
 MAX_YAML_VALUES = 100_000
@@ -187,6 +191,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         points=tuple(points),
         resolver=resolver,
         target=grid_target(sections, file),
+        branch=None if doc.get("branch") is None else check_mode(doc["branch"], f"{file}: branch"),
     )
 
 

@@ -26,6 +26,7 @@ import yaml
 from harness.core import env
 from harness.core.errors import UserError, unknown_choice
 from harness.core.registry import load_object
+from harness.grid.branches import check_mode
 from harness.launch.registry import LAUNCHERS
 
 S = TypeVar("S")
@@ -66,6 +67,9 @@ class LauncherProfile(Generic[S]):
     """Seconds between a run's checkpoints (the work a preemption can lose)."""
     keep_checkpoints: bool = False
     """Keep a run's checkpoint after its row is written (default: removed)."""
+    branch: str = "auto"
+    """``auto``: the budgets of a wsd grid branch from one stable phase; ``off``: every run
+    trains alone (:mod:`harness.grid.branches`; a grid's own ``branch:`` wins)."""
     settings: S
     """The backend's own section (its :attr:`Backend.settings` dataclass)."""
 
@@ -73,7 +77,7 @@ class LauncherProfile(Generic[S]):
         return hash(self.name)
 
 
-COMMON = ("kind", "checkpoint_every_s", "keep_checkpoints")
+COMMON = ("kind", "checkpoint_every_s", "keep_checkpoints", "branch")
 """Keys every kind reads (:class:`LauncherProfile`)."""
 
 
@@ -149,7 +153,10 @@ def make_profile(name: str, doc: dict[str, Any], where: str) -> LauncherProfile[
     for k in doc:
         if k not in valid:
             raise UserError(f"{where}: unknown key {k!r}; valid keys: {', '.join(valid)}")
-    common = typed_fields(LauncherProfile, {k: doc[k] for k in COMMON[1:] if k in doc}, where)
+    typed = {k: doc[k] for k in COMMON[1:] if k in doc and k != "branch"}
+    common = typed_fields(LauncherProfile, typed, where)
+    if "branch" in doc:  # YAML's off is False
+        common["branch"] = check_mode(doc["branch"], f"{where}: branch")
     values = typed_fields(found.settings, {k: doc[k] for k in own if k in doc}, where)
     try:
         settings = found.settings(**values)

@@ -21,7 +21,9 @@ from harness.core.files import remove_stale_temps
 from harness.core.result import RESULT_STATUSES, STATUSES, Status
 from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
+from harness.grid.branches import dependency_order
 from harness.grid.load import Grid, GridRefused, load_grid
+from harness.launch import branching
 from harness.launch.contract import ExecutionSpec, Launcher, launcher_for, queued_anywhere
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
 from harness.launch.moved import moved_ids
@@ -220,6 +222,7 @@ def submit(
         out.write(preview.describe(grid.runs, grid.axes, count_params) + "\n")
         out.writelines(f"note: {note}\n" for note in grid.notes)
         out.write(runner.plan(grid.runs) + "\n")
+        out.write(branching.plan_for(grid, profile).describe())
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
     return _launch(grid, runner, spec, retry, stale, wait, out)
 
@@ -285,6 +288,9 @@ def _launch(
     todo = [r for r in grid.runs if r.run_id not in done and r.run_id not in queued]
     preflight(todo, str(grid.path))  # nothing queued yet
     write_manifest(root, grid.name, grid.runs)
+    plan = branching.plan_for(grid, runner.profile)
+    branching.write_plan(root, grid.name, plan)
+    todo = dependency_order(todo, plan)  # a parent before the branches that start from it
     busy = training_now(root, grid.name, [r.run_id for r in todo])
     if runner.detaches:  # its runs start later, elsewhere: a run being trained is left to it
         todo = [r for r in todo if r.run_id not in busy]

@@ -47,6 +47,11 @@ class LoopState:
     """Steps in the unfinished logging interval."""
     extra_passes: int = 0
     """Forward and backward passes beyond one per step (an optimizer's closure calls)."""
+    branch_of: str | None = None
+    """The run whose state at ``branched_at`` this run started from (a branch, see
+    :mod:`harness.grid.branches`); None: it trained from step 0 itself."""
+    branched_at: int = 0
+    """The step this run started from (its parent trained the steps before it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +69,12 @@ class Checkpointing:
     weights: Path | None = None
     """Where the final weights (the model's state dict at the evaluated point) are written once
     the run completes (:func:`save_weights`); None: not kept."""
+    start_from: Path | None = None
+    """A branch's first state, its parent's at the branch point (:mod:`harness.grid.branches`),
+    restored when :attr:`path` does not exist yet; None: a run starts from step 0."""
+    branch_points: tuple[tuple[int, Path], ...] = ()
+    """(step, file): a parent also writes its state to ``file`` once it has done ``step`` steps
+    (the :attr:`start_from` of the branch that starts there)."""
 
 
 def write_progress(path: Path, step: int, curve: list[dict[str, Any]]) -> None:

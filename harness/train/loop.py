@@ -163,6 +163,8 @@ class _Trainer:
     # --- checkpoints ---------------------------------------------------------------------
     def _restore(self) -> None:
         saved = ckpt.load(self.checkpoint.path) if self.checkpoint else None
+        if saved is None and self.checkpoint and self.checkpoint.start_from:
+            saved = ckpt.load(self.checkpoint.start_from)  # a branch: its parent's state
         if saved is None:
             return
         self.model.load_state_dict(saved["model"])
@@ -181,9 +183,27 @@ class _Trainer:
             if self.log:
                 self.log(f"[{self.run.run_id}] warning: checkpoint not written: {os_error_line(e)}")
 
-    def _write_checkpoint(self, attempt_start: float) -> None:
+    def _save_branch_point(self, attempt_start: float) -> None:
+        """A parent: its state once it has done a branch's first steps, in that branch's
+        ``start_from`` file (written like a checkpoint, marked as the branch's origin)."""
+        points = dict(self.checkpoint.branch_points) if self.checkpoint else {}
+        where = points.get(self.state.step)
+        if where is None or self.rank != 0:
+            return
+        mark = {"branch_of": self.run.run_id, "branched_at": self.state.step}
+        try:
+            self._write_checkpoint(attempt_start, where, mark)
+        except OSError as e:
+            if self.log:
+                why = os_error_line(e)
+                self.log(f"[{self.run.run_id}] warning: branch point not written: {why}")
+
+    def _write_checkpoint(
+        self, attempt_start: float, path: Path | None = None, mark: dict[str, Any] | None = None
+    ) -> None:
         assert self.checkpoint is not None  # the caller checked
         loop = {**self.state.__dict__, "wall_s": self.state.wall_s + time.time() - attempt_start}
+        loop |= mark or {}
         loop["interval_loss"] = self._interval_loss.item()
         loop["interval_steps"] = self._interval_steps
         state = {
@@ -192,7 +212,7 @@ class _Trainer:
             "loop": loop,
             "rng": ckpt.rng_state(),
         }
-        ckpt.save(self.checkpoint.path, state)
+        ckpt.save(path or self.checkpoint.path, state)
 
     def _keep_weights(self) -> None:
         """Write the final weights where :attr:`Checkpointing.weights` says (rank 0)."""
@@ -254,6 +274,7 @@ class _Trainer:
                 self._log_point(mean, start)
                 self._interval_loss.zero_()
                 self._interval_steps = 0
+            self._save_branch_point(start)
             if self.checkpoint is not None and time.time() - last_save > self.checkpoint.every_s:
                 self._save(start)
                 last_save = time.time()
@@ -379,6 +400,8 @@ class _Trainer:
             device=self.placement.name,
             metrics={"wall_s": st.wall_s + time.time() - self._attempt_start},
             curve=list(st.curve),
+            branch_of=st.branch_of,
+            steps_trained=st.step - st.branched_at,
         )
 
     def _result(
@@ -415,6 +438,8 @@ class _Trainer:
             device=self.placement.name,
             metrics=measured | metrics,
             curve=st.curve,
+            branch_of=st.branch_of,
+            steps_trained=st.step - st.branched_at,
         )
 
     def _diverged(self, start: float, loss: float, reason: str) -> RunResult:

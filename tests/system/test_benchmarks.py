@@ -121,3 +121,11 @@ def test_tracking_quick_times_every_track_setting() -> None:
     ], out
     assert all(float(cpu) > 0 for _, cpu, _ in rows), out
     assert "4 steps of 64 x 8 tokens, eval every 2 steps" in out, out
+
+
+def test_branching_quick_trains_the_budget_grid_both_ways() -> None:
+    out = _quick("branching")
+    assert "branch off : CPU s" in out and "steps trained 35 of 35" in out, out  # 5 + 10 + 20
+    assert "branch auto: CPU s" in out and "steps trained 23 of 35" in out, out  # 20 + 1 + 2
+    (ratio,) = _numbers(rf"CPU time with branching / without: {NUMBER}", out)
+    assert 0 < ratio < 2, out

@@ -7,7 +7,7 @@ import contextlib
 import io
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,17 +34,30 @@ class TaskPlan:
     """Runs executed one after another in the task."""
 
 
-def group_into_tasks(runs: Sequence[RunConfig], runs_per_task: int) -> list[TaskPlan]:
-    """Group runs by ``gpus_per_run`` (one sbatch shape each), ``runs_per_task`` per task."""
-    by_shape: dict[int, list[str]] = {}
+def group_into_tasks(
+    runs: Sequence[RunConfig], runs_per_task: int, families: Mapping[str, str] | None = None
+) -> list[TaskPlan]:
+    """Group runs by ``gpus_per_run`` (one sbatch shape each), ``runs_per_task`` per task. Runs
+    of one family (``families``: run_id -> its branch parent's, :mod:`harness.launch.branching`)
+    share a task, in their order (the parent first): a task holds whole families, up to
+    ``runs_per_task`` runs unless one family alone has more."""
+    fam = families or {}
+    by_shape: dict[int, dict[str, list[str]]] = {}
     for r in runs:
-        by_shape.setdefault(r.execution.gpus_per_run, []).append(r.run_id)
+        units = by_shape.setdefault(r.execution.gpus_per_run, {})
+        units.setdefault(fam.get(r.run_id, r.run_id), []).append(r.run_id)
     per = max(1, runs_per_task)
-    return [
-        TaskPlan(n, tuple(ids[i : i + per]))
-        for n, ids in sorted(by_shape.items())
-        for i in range(0, len(ids), per)
-    ]
+    tasks: list[TaskPlan] = []
+    for n, units in sorted(by_shape.items()):
+        ids: list[str] = []
+        for unit in units.values():
+            if ids and len(ids) + len(unit) > per:
+                tasks.append(TaskPlan(n, tuple(ids)))
+                ids = []
+            ids += unit
+        if ids:
+            tasks.append(TaskPlan(n, tuple(ids)))
+    return tasks
 
 
 def gpus_per_task(profile: LauncherProfile[SlurmSettings], processes: int) -> int:

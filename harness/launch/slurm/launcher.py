@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
+from harness.launch import branching
 from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
 from harness.launch.profile import LauncherProfile
 from harness.launch.slurm import arrays
@@ -129,7 +130,8 @@ class SlurmLauncher:
         Raises:
             UserError: impossible request, sbatch refused (its reason), no SLURM here.
         """
-        tasks = arrays.group_into_tasks(runs, self.settings.runs_per_task)
+        families = branching.families(spec.results_root, spec.grid)  # one task per family
+        tasks = arrays.group_into_tasks(runs, self.settings.runs_per_task, families)
         self._check_resources(tasks)
         limits = self.limits()
         room = self.room(limits)

@@ -29,6 +29,7 @@ from harness.core import env, paths
 from harness.core.files import os_error_line, remove_temps, try_locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult, Status
+from harness.launch import branching
 from harness.launch.contract import ExecutionSpec
 from harness.launch.inputs import inputs_of
 from harness.launch.worker import distributed
@@ -39,7 +40,7 @@ from harness.store.rows import newest_rows, row_mark
 from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing, read_progress
 from harness.train.checkpoint import progress as ckpt_progress
-from harness.train.loop import TrainingFailed, TrainingInterrupted, train
+from harness.train.loop import StoppedBeforeFirstStep, TrainingFailed, TrainingInterrupted, train
 
 
 class RunBusy(Exception):
@@ -117,6 +118,10 @@ def _train_and_record(
     start = time.time()
     inputs: dict[str, str | None] = {}
     keep = bool(run.execution.keep_weights)
+    try:  # a branch waits for its parent's state
+        first = branching.start_from(root, grid, run_id, should_stop, _to_log)
+    except branching.WaitStopped as e:
+        raise StoppedBeforeFirstStep(str(e)) from None
     try:
         inputs = inputs_of(run, spec.data_root)  # the code and data this attempt trains with
         result = train(
@@ -127,6 +132,8 @@ def _train_and_record(
                 spec.checkpoint_every_s,
                 progress=reached,
                 weights=paths.weights_path(root, grid, run_id) if keep else None,
+                start_from=first,
+                branch_points=branching.branch_points(root, grid, run_id),
             ),
             should_stop=should_stop,
             on_point=_LiveWriter(live) if _is_writer() else None,
@@ -149,6 +156,7 @@ def _train_and_record(
         live.unlink(missing_ok=True)  # its row is written: no longer a live run
         if not spec.keep_checkpoints:
             ckpt.unlink(missing_ok=True)
+        branching.finished(root, grid, run_id, result.status)
     return result.status
 
 
@@ -236,6 +244,11 @@ def share_compile_cache(root: Path, grid: str) -> None:
     folder = paths.compile_cache_dir(root, grid).resolve()
     os.environ.setdefault(env.TORCHINDUCTOR_CACHE_DIR.name, str(folder))
     os.environ.setdefault(env.TRITON_CACHE_DIR.name, str(folder / "triton"))
+
+
+def _to_log(line: str) -> None:
+    """A line in the run's log (its stderr)."""
+    print(f"harness: {line}", file=sys.stderr)
 
 
 def _is_writer() -> bool:
