@@ -116,7 +116,7 @@ def bench(
     if progress.queued:  # submit said so ("queued: run the same command again ...")
         click.echo(f"follow with 'harness status {p.grid}'", err=log)
     else:
-        verdict = judge(derived, root)
+        verdict = judge(derived, root, droot)
         click.echo(verdict_json(verdict) if log else "\n" + verdict_table(verdict))
         if html is not None:
             from harness.bench.card import report_card
