@@ -46,6 +46,10 @@ _EXPORTS: dict[str, str] = {
         ),
         "two_arm",
     ),
+    **dict.fromkeys(
+        ("SequentialDesign", "SequentialCell", "OBRIEN_FLEMING", "POCOCK", "sequential"),
+        "sequential",
+    ),
     **dict.fromkeys(("pool", "pooled_by", "mean_intervals"), "pooled"),
     **dict.fromkeys(
         (
@@ -191,6 +195,13 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         budget_ratio_interval,
         fit_power_law,
         speedup,
+    )
+    from harness.analysis.stats.sequential import (  # noqa: F401
+        OBRIEN_FLEMING,
+        POCOCK,
+        SequentialCell,
+        SequentialDesign,
+        sequential,
     )
     from harness.analysis.stats.significance import (  # noqa: F401
         ALTERNATIVES,
