@@ -76,13 +76,14 @@ def verdict_table(v: Verdict) -> str:
     lines += _columns(head, body)
     power = [c for c in v.comparisons if math.isfinite(c.detectable)]
     if power:
-        lo = min(c.detectable for c in power)
-        hi = max(c.detectable for c in power)
         n = sorted({min(c.n_candidate, c.n_baseline) for c in power})
+        est, lo, hi = v.power_line
         lines.append(
-            f"power: with {'/'.join(map(str, n))} seeds per arm a difference of "
-            f"{lo:.3g} to {hi:.3g} (by cell) is detected {v.power:.0%} of the time at "
-            f"alpha {v.alpha:g}/{tests}; smaller true differences read 'no evidence'"
+            f"power: with {'/'.join(map(str, n))} seeds per arm a true difference of "
+            f"{_num(est, '.3g')} ({_num(lo, '.3g')} to {_num(hi, '.3g')}: the 90% range of "
+            f"the variance pooled over the {len(power)} tested cell(s), paired: of the "
+            f"per-seed differences) is read {v.power:.0%} of the time at alpha "
+            f"{v.alpha:g}/{tests}; smaller true differences read 'no evidence'"
         )
     if v.speedups:
         lines += [

@@ -197,6 +197,11 @@ class Verdict:
     """Seeds the verdict is read on."""
     untested: tuple[str, ...] = field(default=())
     """What the bench did not test."""
+    power_line: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    """The difference the confirmation seeds detect with probability ``power`` at Holm's
+    strictest level (alpha / tests), from the variance of the difference pooled over the tested
+    cells (paired: of the per-seed differences), then at the ends of that variance's 90%
+    chi-square range: (estimate, low, high)."""
 
     @property
     def summary(self) -> str:
@@ -245,6 +250,7 @@ def verdict_of(derived: Derived, rows: Rows | None) -> Verdict:
         p.tune_seeds,
         p.confirm_seeds,
         _untested(derived),
+        _power_line(comparisons, p.verdict.alpha, p.verdict.power),
     )
 
 
@@ -412,6 +418,29 @@ def _detectable(t: TwoArmTest, alpha: float, power: float) -> float:
         return detectable(var, t.n_a, 0.0, t.n_a, alpha=alpha, two_sided=True, target=power)
     va, vb = t.weights[0] * t.n_a, t.weights[1] * t.n_b
     return detectable(va, t.n_a, vb, t.n_b, alpha=alpha, two_sided=True, target=power)
+
+
+def _power_line(
+    comparisons: Sequence[Comparison], alpha: float, power: float
+) -> tuple[float, float, float]:
+    """:attr:`Verdict.power_line`: the per-cell variances behind each comparison's
+    ``detectable`` pooled (weighted by their df), the seeds the tests had, Holm's strictest
+    level."""
+    from harness.analysis.stats import detectable, variance_range
+
+    tested = [c for c in comparisons if math.isfinite(c.detectable) and c.detectable > 0]
+    if not tested:
+        return math.nan, math.nan, math.nan
+    n = min(min(c.n_candidate, c.n_baseline) for c in tested)
+    level = alpha / sum(1 for c in comparisons if math.isfinite(c.p))
+    # each cell's variance of one seed's difference, recovered from its own detectable
+    # difference (detectable scales with the standard deviation at fixed seeds and level)
+    unit = detectable(1.0, n, 0.0, n, alpha=level, two_sided=True, target=power)
+    var = [(c.detectable / unit) ** 2 for c in tested]
+    df = len(tested) * (n - 1)
+    pooled = float(np.mean(var))
+    lo, hi = variance_range(pooled, df + 1)
+    return unit * math.sqrt(pooled), unit * math.sqrt(lo), unit * math.sqrt(hi)
 
 
 def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup]:

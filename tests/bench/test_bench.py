@@ -484,6 +484,14 @@ def test_bench_and_analyze_compare_give_the_same_reading_difference_and_interval
         zip(CELLS, ["better", "no evidence", "worse", "no evidence"], strict=True)
     )
     assert "paired by seed" in verdict_table(v)
+    # the power line: from the per-seed differences' variance pooled over the cells, with its
+    # range, which holds the difference the true variance (2 x 0.005^2) detects
+    from harness.analysis.stats import detectable
+
+    truth = detectable(2 * 0.005**2, 3, 0.0, 3, alpha=0.05 / 4, two_sided=True, target=0.8)
+    est, lo, hi = v.power_line
+    assert lo < est < hi and lo <= truth <= hi, (v.power_line, truth)
+    assert "the 90% range of the variance pooled over the 4 tested cell(s)" in verdict_table(v)
 
 
 def test_identical_seeds_give_no_verdict_in_the_bench_and_in_analyze_compare(ci_sgd) -> None:
