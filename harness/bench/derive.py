@@ -112,7 +112,7 @@ STAMP = "protocol.json"
 def runs_of(protocol: Protocol) -> dict[str, Any]:
     """What in a protocol decides its runs (not its description, launcher or verdict rules),
     as plain data."""
-    return json.loads(
+    plain: dict[str, Any] = json.loads(
         json.dumps(
             {
                 "base": dict(protocol.base),
@@ -127,6 +127,7 @@ def runs_of(protocol: Protocol) -> dict[str, Any]:
             default=str,
         )
     )
+    return plain
 
 
 def check_stamp(protocol: Protocol, root: Path) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -50,7 +50,7 @@ from harness.analysis.stats.intervals import (
     welch_p_value,
 )
 from harness.analysis.stats.pooled import pooled_by
-from harness.analysis.stats.two_arm import TwoArmTest, two_arm_test
+from harness.analysis.stats.two_arm import Method, TwoArmTest, two_arm_test
 from harness.core.errors import UserError, unknown_choice
 
 ALTERNATIVES = ALTERNATIVE_CHOICES
@@ -207,17 +207,20 @@ def compare(
         _cell(cell, key, a, b, test, spec, alternative, alpha, pooled)
         for key, cell in iter_cells(seeds, by)
     ]
-    tests = [r.pop("_test") for r in rows]
+    tests: list[TwoArmTest | None] = [cast("TwoArmTest | None", r.pop("_test")) for r in rows]
     out = pd.DataFrame(rows)
     p = out["p"].to_numpy(float)
     keys = [_describe(key).strip(" ()") or "all" for key, _ in iter_cells(seeds, by)]
     out["p_adj"] = adjust(p, keys) if adjust else CORRECTIONS[correction](p)
     levels = reading_levels(p, out["p_adj"].to_numpy(float), alpha, None if adjust else correction)
     two_sided = alternative == "two-sided"
+    lows = out["ci_low"].to_numpy(float, copy=True)
+    highs = out["ci_high"].to_numpy(float, copy=True)
     for i, (t, gamma) in enumerate(zip(tests, levels, strict=True)):
         if t is not None and not np.isnan(gamma):  # the interval at the reading's level
             conf = 1.0 - float(gamma if two_sided else 2.0 * gamma)
-            out.loc[i, ["ci_low", "ci_high"]] = t.interval(conf)
+            lows[i], highs[i] = t.interval(conf)
+    out["ci_low"], out["ci_high"] = lows, highs
     out["significant"] = [
         "n/a" if np.isnan(p) else ("yes" if p < alpha else "no") for p in out["p_adj"]
     ]
@@ -325,7 +328,7 @@ def _pooled_test(
     dfs = (pool_a[1], pool_b[1])
     p = welch_p_value(d, list(weights), list(dfs), alternative)
     stat = d / float(np.sqrt(sum(weights)))
-    method = "welch" if dfs[0] == dfs[1] else "banerjee"
+    method: Method = "welch" if dfs[0] == dfs[1] else "banerjee"
     t = TwoArmTest(d, stat, p, va.size, vb.size, method, "", weights, dfs)
     return {"statistic": stat, "p": p, "method": f"{method} (pooled variance)", "_test": t}
 
