@@ -9,8 +9,10 @@ The file is written under the results root (:func:`harness.core.paths.bench_grid
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,21 +57,21 @@ class Derived:
 
 def candidate_label(name: str) -> str:
     """The candidate's arm label, however its path was typed: a module reference as it is
-    (``torch.optim:SGD``), a file reference by its file's name (``my_opt.py:MyOpt``)."""
+    (``torch.optim:SGD``), a file reference by its file's name and a short hash of its resolved
+    path (``my_opt.py:MyOpt@1a2b3c4d``), so that two ``opt.py:Opt`` in different folders are two
+    arms (the phases plan, and the verdict reads, each arm by its label)."""
     if not is_file_reference(name):
         return name
     module, _, attr = name.rpartition(":")
-    return f"{Path(module).name}:{attr}"
+    where = hashlib.sha256(str(Path(module).resolve()).encode()).hexdigest()[:8]
+    return f"{Path(module).name}:{attr}@{where}"
 
 
 def slug(name: str) -> str:
     """A file-name-safe name for a candidate's grid file (``torch.optim:SGD`` ->
-    ``torch.optim-SGD``); a file reference also gets a hash of its absolute path, so that two
-    ``opt.py:Opt`` in different folders do not share a file."""
-    text = re.sub(r"[^A-Za-z0-9._-]+", "-", candidate_label(name)).strip("-.") or "candidate"
-    if is_file_reference(name):
-        text += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
-    return text
+    ``torch.optim-SGD``; a file reference keeps its label's hash of its path, so that two
+    ``opt.py:Opt`` in different folders do not share a file)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", candidate_label(name)).strip("-.") or "candidate"
 
 
 @functools.cache
@@ -112,9 +114,56 @@ def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None 
     arm = candidate_arm(name, label, protocol, _probe)
     for b in baselines:  # equal budget, by construction: checked, not assumed
         assert b.configs == arm.configs, (b.label, b.configs, arm.configs)
+    check_stamp(protocol, root)
     document = _document(protocol, (*baselines, arm), launcher)
     path = paths.bench_grid_path(root, protocol.name, slug(name))
     return Derived(protocol, arm, baselines, document, path)
+
+
+STAMP = "protocol.json"
+"""The file under ``<root>/<grid>/bench/`` that records what the grid's runs were planned with."""
+
+
+def runs_of(protocol: Protocol) -> dict[str, Any]:
+    """What in a protocol decides its runs (not its description, launcher or verdict rules),
+    as plain data."""
+    plain: dict[str, Any] = json.loads(
+        json.dumps(
+            {
+                "base": dict(protocol.base),
+                "cells": [[a, list(v)] for a, v in protocol.cells],
+                "seeds": {"tune": protocol.tune_seeds, "confirm": protocol.confirm_seeds},
+                "budget": dataclasses.asdict(protocol.budget),
+                "weight_decay": protocol.weight_decay,
+                "baselines": [dataclasses.asdict(b) for b in protocol.baselines],
+                "candidate": dataclasses.asdict(protocol.candidate),
+            },
+            sort_keys=True,
+            default=str,
+        )
+    )
+    return plain
+
+
+def check_stamp(protocol: Protocol, root: Path) -> None:
+    """Refuse a protocol edited under the name of one whose runs its grid already holds.
+
+    Raises:
+        UserError: one line naming the protocol, what changed and the fix (a new name).
+    """
+    stamp = paths.grid_dir(root, protocol.name) / "bench" / STAMP
+    if not stamp.is_file():
+        return
+    before = json.loads(stamp.read_text())
+    now = runs_of(protocol)
+    changed = sorted(k for k in {*before, *now} if before.get(k) != now.get(k))
+    if changed:
+        raise UserError(
+            f"{protocol.path}: protocol {protocol.name!r} was edited ({', '.join(changed)}) "
+            f"since its runs under {stamp.parent.parent} were planned; give the edited "
+            f"protocol a new name (name: {protocol.name}_v2) so that its verdict reads only "
+            "its own runs"
+        )
 
 
 def _document(protocol: Protocol, arms: tuple[Arm, ...], launcher: str | None) -> dict[str, Any]:
@@ -153,6 +202,9 @@ def write_grid(derived: Derived) -> Path:
         f"{derived.candidate.label}; edit the protocol, not this file.\n"
     )
     atomic_write_text(derived.path, header + yaml.safe_dump(derived.document, sort_keys=False))
+    stamp = derived.path.parent / STAMP
+    if not stamp.is_file():  # the first bench under this name records its protocol
+        atomic_write_text(stamp, json.dumps(runs_of(derived.protocol), indent=2, sort_keys=True))
     return derived.path
 
 

@@ -32,16 +32,16 @@ def _signed(x: float) -> str:
 def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
     """The verdict for a terminal (module docstring of :mod:`harness.bench.verdict`), with the
     search space's ``caveats`` (:attr:`harness.bench.space.Arm.caveats`) before its last line."""
-    conf = 1 - v.alpha
     tests = sum(1 for c in v.comparisons if math.isfinite(c.p))
-    unequal = any(c.n_candidate != c.n_baseline for c in v.comparisons if math.isfinite(c.p))
-    method = "Welch's (Banerjee's where the seed counts differ)" if unequal else "Welch's"
+    methods = {c.method for c in v.comparisons if math.isfinite(c.p)}
+    method = _methods(methods)
     lines = [
         f"{v.grid}: {v.candidate} against {', '.join(v.baselines)} ({v.protocol})",
         f"{v.metric} at the end of each run's full decay; mean over confirmation seeds "
         f"{_seeds(v.confirm_seeds)} (selected on {_seeds(v.tune_seeds)}); difference = "
-        f"candidate - baseline with {method} {conf:.0%} interval and test, Holm over "
-        f"{tests} test(s), alpha {v.alpha:g}",
+        f"candidate - baseline, {method}; Holm over {tests} test(s), alpha {v.alpha:g}; "
+        "each interval at the level of its reading (the Holm step's 1 - alpha/(m - r + 1)), "
+        "so it excludes 0 exactly where the verdict is better or worse",
         "",
     ]
     head = (
@@ -50,13 +50,17 @@ def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
         "candidate",
         "baseline mean",
         "difference",
-        f"{conf:.0%} CI",
+        "CI (level)",
         "p (Holm)",
         "verdict",
     )
     body = []
     for c in v.comparisons:
-        ci = f"[{_signed(c.ci_low)}, {_signed(c.ci_high)}]" if math.isfinite(c.ci_low) else "-"
+        ci = (
+            f"[{_signed(c.ci_low)}, {_signed(c.ci_high)}] {c.confidence:.1%}"
+            if math.isfinite(c.ci_low)
+            else "-"
+        )
         cand = f"{_num(c.mean_candidate)} (n={c.n_candidate})" if c.n_candidate else "-"
         base = f"{_num(c.mean_baseline)} (n={c.n_baseline})" if c.n_baseline else "-"
         reading = c.reading + (f": {c.why}" if c.why else "")
@@ -75,13 +79,14 @@ def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
     lines += _columns(head, body)
     power = [c for c in v.comparisons if math.isfinite(c.detectable)]
     if power:
-        lo = min(c.detectable for c in power)
-        hi = max(c.detectable for c in power)
         n = sorted({min(c.n_candidate, c.n_baseline) for c in power})
+        est, lo, hi = v.power_line
         lines.append(
-            f"power: with {'/'.join(map(str, n))} seeds per arm a difference of "
-            f"{lo:.3g} to {hi:.3g} (by cell) is detected {v.power:.0%} of the time at "
-            f"alpha {v.alpha:g}/{tests}; smaller true differences read 'no evidence'"
+            f"power: with {'/'.join(map(str, n))} seeds per arm a true difference of "
+            f"{_num(est, '.3g')} ({_num(lo, '.3g')} to {_num(hi, '.3g')}: the 90% range of "
+            f"the variance pooled over the {len(power)} tested cell(s), paired: of the "
+            f"per-seed differences) is read {v.power:.0%} of the time at alpha "
+            f"{v.alpha:g}/{tests}; smaller true differences read 'no evidence'"
         )
     if v.speedups:
         lines += [
@@ -122,6 +127,21 @@ def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
         f"verdict: {v.summary}",
     ]
     return "\n".join(lines)
+
+
+def _methods(methods: set[str]) -> str:
+    """How the comparisons were tested, in words."""
+    parts = []
+    if "paired by seed" in methods:
+        parts.append(
+            "paired by seed (both arms ran the same seeds: the t test of the per-seed differences)"
+        )
+    if methods & {"welch", "banerjee"}:
+        unequal = " (Banerjee's where the seed counts differ)" if "banerjee" in methods else ""
+        parts.append(f"Welch's test where the seeds differ{unequal}")
+    if any(m.startswith("fisher") for m in methods):
+        parts.append("diverged seeds by Fisher's exact test in the same family")
+    return "; ".join(parts) or "no test yet"
 
 
 def _seeds(seeds: tuple[int, ...]) -> str:

@@ -1,6 +1,12 @@
 """The bench's one door to the analysis: its rows, each arm's selection, its edges, all through
 :mod:`harness.api`.
 
+The rows are exactly the runs of this bench, selected by ``run_id`` from the derived grid's plan
+(:func:`bench_run_ids`: its tuning runs, then the extension and confirmation runs its phases
+planned from the results), never by arm label: a grid's folder is shared by every candidate and
+every version of the protocol benched under its name, so rows of another protocol's seeds or of
+another file of the same name are not this bench's.
+
 The selection is the one ``submit --confirm`` made (:func:`harness.api.cells` and
 :func:`harness.api.tuned` over the tuning rows, by the grid's loss), so the verdict reports the
 configurations that were confirmed.
@@ -8,6 +14,7 @@ configurations that were confirmed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +23,14 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from harness import api
+from harness.bench.derive import Derived, write_grid
+from harness.core.catalogue import flat
 from harness.core.errors import UserError
 from harness.metrics.catalogue import Goal
 
 if TYPE_CHECKING:
     from harness.api import Tuned
+    from harness.core.config import RunConfig
 
 LOSS = "val_loss"
 """The metric compared: the held-out loss at the end of the run (selection by it and by
@@ -51,15 +61,52 @@ class Rows:
 
 
 def of_arms(labels: Sequence[str]) -> str:
-    """The ``where`` filter (SQL) of the rows of the arms ``labels``."""
+    """The ``where`` filter (SQL) of the rows of the arms ``labels`` (the report card's figures;
+    the verdict reads :func:`of_runs`)."""
     quoted = ", ".join("'" + label.replace("'", "''") + "'" for label in labels)
     return f"label IN ({quoted})"
 
 
-def load_rows(root: Path, grid: str, labels: Sequence[str]) -> Rows | None:
-    """The rows of the arms ``labels`` in ``grid`` (None before the first result)."""
+def of_runs(run_ids: Sequence[str]) -> str:
+    """The ``where`` filter (SQL) of the rows of the runs ``run_ids``."""
+    quoted = ", ".join("'" + r.replace("'", "''") + "'" for r in run_ids) or "NULL"
+    return f"run_id IN ({quoted})"
+
+
+def bench_run_ids(derived: Derived, root: Path, data_root: Path | None = None) -> list[str]:
+    """The run_ids of the bench of ``derived``: the derived grid's runs and the follow-ups its
+    phases plan from the results so far (:func:`harness.api.plan`, as ``harness bench`` plans
+    them), of those follow-ups only the ones of this protocol: an extension run on a tuning
+    seed, a confirmation run on a confirmation seed, each of a configuration of the grid's own
+    but for its lr (the grid's manifest also holds the follow-ups of every earlier version of
+    the protocol benched under its name)."""
+    path = derived.path if derived.path.is_file() else write_grid(derived)
+    planned = api.plan(path, extend=True, confirm=True, per_arm=True, results=root, data=data_root)
+    own = {r.run_id for r in planned.grid.runs}
+    shapes = {_shape(r) for r in planned.grid.runs}
+    p = derived.protocol
+    out = []
+    for r in planned.runs:
+        seeds = p.confirm_seeds if r.confirm else p.tune_seeds
+        if r.run_id in own or (r.execution.seed in seeds and _shape(r) in shapes):
+            out.append(r.run_id)
+    return out
+
+
+_FOLLOWED = ("lr", "seed", "extend_round", "confirm")
+"""Fields a follow-up run changes from the grid's run it follows."""
+
+
+def _shape(run: RunConfig) -> str:
+    """The run's configuration but for the fields a follow-up changes."""
+    fields = {k: v for k, v in flat(run).items() if k not in _FOLLOWED}
+    return json.dumps(fields, sort_keys=True, default=str)
+
+
+def load_rows(root: Path, grid: str, run_ids: Sequence[str]) -> Rows | None:
+    """The rows of the runs ``run_ids`` in ``grid`` (None before the first result)."""
     try:
-        found = api.rows(grid, results=root, scale="full", where=of_arms(labels), metric=LOSS)
+        found = api.rows(grid, results=root, scale="full", where=of_runs(run_ids), metric=LOSS)
     except UserError:  # no result yet
         return None
     rows = found.frame

@@ -5,41 +5,57 @@ For each cell (batch size x budget) and baseline:
 - **not tuned** when either arm's selected lr still sits on an edge of the lrs it tried once
   extension stopped (a bound or the rounds reached), or its selected configuration diverged: no
   number is given for an arm that was not tuned;
-- **no verdict** with fewer than 2 confirmation seeds on either side (one seed has no spread),
-  or diverged confirmation seeds on both sides;
-- **worse** (or **better**) without a number when only the candidate's (or only the baseline's)
-  selected configuration diverged on a confirmation seed: a run that fails counts as failed, as
-  AlgoPerf counts a run that never reaches its target (the reason says on how many seeds);
-- else the final-loss difference candidate - baseline with Welch's interval at 1 - alpha, and
-  Welch's two-sided test (Banerjee's interval and test where the seed counts differ, as in
-  ``analyze compare``), its p-value Holm-corrected over every cell and baseline of the bench:
-  **better** (lower loss, corrected p < alpha), **worse**, or **no evidence**. The power line
-  gives the difference the seeds detect with the protocol's power at Holm's strictest level
-  (alpha / number of tests), from the seeds' spread.
+- else the candidate against the baseline on the confirmation seeds by the one two-arm
+  comparison of the analysis (:mod:`harness.analysis.stats.two_arm`, the same as ``harness
+  analyze compare``'s default): **paired by seed** where both arms ran the same seeds (the
+  bench's design: batches and initialisation follow the seed, so the seed is a blocking
+  factor), Welch's test otherwise (Banerjee's where the seed counts differ);
+- **no verdict** with fewer than 2 confirmation seeds on either side, or zero spread
+  (identical seeds: no noise to weigh a difference against);
+- a **diverged** confirmation seed (on either side) is an outcome, not a loss: the arms'
+  counts of diverged seeds are compared by Fisher's exact test inside the same Holm family
+  (**worse**/**better** only where it is significant after the correction, else **no
+  verdict**; the losses of such a cell are not tested, and the reason says on how many seeds
+  each arm diverged). One diverged seed never decides a cell;
+- the final-loss difference candidate - baseline, its p-value Holm-corrected over every cell
+  and baseline of the bench: **better** (lower loss, corrected p < alpha), **worse**, or **no
+  evidence**. Its interval is drawn at the level of its reading, the Holm step's
+  1 - alpha / (m - r + 1) for the r-th smallest p (:func:`harness.analysis.stats.
+  reading_levels`), so an interval excludes 0 exactly where the reading is better or worse.
+  The power line gives the difference the comparison's own variance (paired: of the per-seed
+  differences) detects with the protocol's power at Holm's strictest level (alpha / number
+  of tests).
 
 With at least three token budgets, a data-efficiency speed-up per batch size and baseline
 (:func:`harness.analysis.stats.speedup`: the baseline's end-of-run L(D) = E + A D^-alpha,
 the tokens it needs to reach the candidate's loss at the largest budget divided by the tokens
 the candidate used, with its delta-method interval), read as better (interval above 1), worse
-(below 1) or no evidence.
+(below 1) or no evidence only where its model is checked (at least four budgets); with three it
+reads **unchecked**: the number and its interval, no reading. The speed-up is not in the Holm
+family of the cells: each is read at its own level alpha.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from harness.bench.derive import Derived
-from harness.bench.results import LR_EDGE, VALUE, Rows, load_rows, selection
+from harness.bench.results import LR_EDGE, VALUE, Rows, bench_run_ids, load_rows, selection
 from harness.metrics.catalogue import Goal
 
-Reading = Literal["better", "worse", "no evidence", "not tuned", "no verdict", "pending"]
+if TYPE_CHECKING:
+    from harness.analysis.stats import TwoArmResult, TwoArmTest
+
+Reading = Literal[
+    "better", "worse", "no evidence", "not tuned", "no verdict", "pending", "unchecked"
+]
 """What one comparison says."""
 
 
@@ -66,11 +82,18 @@ class Comparison:
     difference: float = math.nan
     """mean_candidate - mean_baseline (negative: the candidate's loss is lower)."""
     ci_low: float = math.nan
-    """Welch's interval of the difference at 1 - alpha (Banerjee's where the seed counts differ)."""
+    """The interval of the difference at ``confidence``, the level of the reading (paired by
+    seed, else Welch's, Banerjee's where the seed counts differ)."""
     ci_high: float = math.nan
     """Its upper end."""
+    confidence: float = math.nan
+    """The interval's two-sided level: 1 - the Holm step's level alpha / (m - r + 1) at which
+    this comparison was tested (the interval excludes 0 exactly when it reads better/worse)."""
+    method: str = ""
+    """How it was tested: ``paired by seed``, ``welch``, ``banerjee``, or Fisher's exact test
+    of the diverged seeds."""
     p: float = math.nan
-    """Welch's two-sided p-value (Banerjee's where the seed counts differ)."""
+    """The comparison's own two-sided p-value."""
     p_adjusted: float = math.nan
     """Holm-corrected over every tested comparison."""
     detectable: float = math.nan
@@ -93,8 +116,9 @@ class Speedup:
     ci_high: float
     """Its upper end."""
     reading: Reading
-    """better, worse or no evidence (the interval covers 1); no verdict when the fit's model
-    check fails."""
+    """better, worse or no evidence (the interval covers 1) where the fit's model is checked
+    (>= :data:`CHECKED_BUDGETS` budgets); unchecked (no reading) with fewer; no verdict when
+    the check fails."""
     note: str
     """The fit's own notes (a failed fit, an unreached loss)."""
     fit_check: str = ""
@@ -173,6 +197,11 @@ class Verdict:
     """Seeds the verdict is read on."""
     untested: tuple[str, ...] = field(default=())
     """What the bench did not test."""
+    power_line: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    """The difference the confirmation seeds detect with probability ``power`` at Holm's
+    strictest level (alpha / tests), from the variance of the difference pooled over the tested
+    cells (paired: of the per-seed differences), then at the ends of that variance's 90%
+    chi-square range: (estimate, low, high)."""
 
     @property
     def summary(self) -> str:
@@ -183,11 +212,12 @@ class Verdict:
         return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no results yet"
 
 
-def judge(derived: Derived, root: Path) -> Verdict:
-    """The verdict of the bench of ``derived`` from the results under ``root``."""
-    return verdict_of(
-        derived, load_rows(root, derived.protocol.name, [a.label for a in derived.arms])
-    )
+def judge(derived: Derived, root: Path, data_root: Path | None = None) -> Verdict:
+    """The verdict of the bench of ``derived`` from the results under ``root``: on exactly its
+    runs (:func:`~harness.bench.results.bench_run_ids`), whatever else its grid's folder
+    holds."""
+    run_ids = bench_run_ids(derived, root, data_root)
+    return verdict_of(derived, load_rows(root, derived.protocol.name, run_ids))
 
 
 def verdict_of(derived: Derived, rows: Rows | None) -> Verdict:
@@ -220,6 +250,7 @@ def verdict_of(derived: Derived, rows: Rows | None) -> Verdict:
         p.tune_seeds,
         p.confirm_seeds,
         _untested(derived),
+        _power_line(comparisons, p.verdict.alpha, p.verdict.power),
     )
 
 
@@ -253,8 +284,8 @@ def _arm_cells(rows: Rows, axes: Sequence[str]) -> list[ArmCell]:
     return out
 
 
-def _arm_values(rows: Rows, arm: ArmCell) -> np.ndarray:
-    """The confirmation values of ``arm``'s selected configuration in its cell (confirmation
+def _arm_rows(rows: Rows, arm: ArmCell) -> pd.DataFrame:
+    """The confirmation rows of ``arm``'s selected configuration in its cell (confirmation
     runs of a configuration selected earlier, before more extension moved the best, are not
     the arm's: they are left out)."""
     df = rows.confirm[rows.confirm["label"] == arm.label]
@@ -262,11 +293,7 @@ def _arm_values(rows: Rows, arm: ArmCell) -> np.ndarray:
         df = df[df[k] == v]
     for k, x in arm.best.items():
         df = df[np.isclose(df[k].astype(float), x, rtol=1e-9, atol=0.0)]
-    return df[VALUE].to_numpy(dtype=float)
-
-
-def _diverged(label: str, v: np.ndarray) -> str:
-    return f"{label} diverged on {int((~np.isfinite(v)).sum())} of {v.size} confirmation seeds"
+    return df
 
 
 def _not_tuned(arm: ArmCell | None, budget: int) -> str:
@@ -285,29 +312,37 @@ def _not_tuned(arm: ArmCell | None, budget: int) -> str:
 def _compare(
     rows: Rows, derived: Derived, arms: list[ArmCell], axes: Sequence[str]
 ) -> list[Comparison]:
+    """Every cell and baseline; the tested ones corrected as one Holm family
+    (:func:`harness.analysis.stats.correct_family`), each read at its Holm step's level."""
+    from harness.analysis.stats import correct_family
+
     p = derived.protocol
     by_key = {(a.label, tuple(a.cell.items())): a for a in arms}
     cells = sorted({tuple(a.cell.items()) for a in arms}, key=str)
-    raw: list[dict[str, Any]] = []
     cand = derived.candidate.label
-    for key in cells:
-        cell = dict(key)
-        for b in derived.baselines:
-            raw.append(
-                _one(rows, cell, cand, b.label, by_key, p.verdict.alpha, derived.candidate.configs)
-            )
-    tested = [i for i, r in enumerate(raw) if "p" in r]
+    raw = [
+        _one(rows, dict(key), cand, b.label, by_key, derived.candidate.configs)
+        for key in cells
+        for b in derived.baselines
+    ]
+    tested = [(i, t) for i, (_, t) in enumerate(raw) if t is not None]
+    judged = correct_family([t for _, t in tested], alpha=p.verdict.alpha, correction="holm")
     m = len(tested)
-    adjusted = _holm(np.array([raw[i]["p"] for i in tested])) if m else np.array([])
-    out = []
-    for i, r in enumerate(raw):
-        if i in tested:
-            r["p_adjusted"] = float(adjusted[tested.index(i)])
-            r["reading"] = _read(r["difference"], r["p_adjusted"], p.verdict.alpha, rows.goal)
-            r["detectable"] = _detectable(r["_a"], r["_b"], p.verdict.alpha / m, p.verdict.power)
-        r.pop("_a", None)
-        r.pop("_b", None)
-        out.append(Comparison(**r))
+    out = [head for head, _ in raw]
+    for (i, t), r in zip(tested, judged, strict=True):
+        out[i] = replace(
+            out[i],
+            reading=_read(r, rows.goal),
+            why=_why(r, cand, out[i].baseline),
+            difference=r.difference if not r.diverged else math.nan,
+            ci_low=r.ci_low,
+            ci_high=r.ci_high,
+            confidence=r.confidence,
+            p=r.p,
+            p_adjusted=r.p_adjusted,
+            method=r.method,
+            detectable=_detectable(t, p.verdict.alpha / m, p.verdict.power),
+        )
     return out
 
 
@@ -317,82 +352,95 @@ def _one(
     cand: str,
     base: str,
     by_key: Mapping[Any, ArmCell],
-    alpha: float,
     budget: int,
-) -> dict[str, Any]:
-    """One comparison's numbers (without the corrected reading)."""
+) -> tuple[Comparison, TwoArmTest | None]:
+    """One comparison before the correction: its head, and its test (None: read already)."""
+    from harness.analysis.stats import two_arm_test
+
     key = tuple(cell.items())
-    head: dict[str, Any] = {"cell": cell, "baseline": base}
+    head = Comparison(cell, base, "pending")
     for label in (cand, base):
         why = _not_tuned(by_key.get((label, key)), budget)
         if why == "pending":
-            return {**head, "reading": "pending", "why": f"{label} has no tuning result yet"}
+            return replace(head, why=f"{label} has no tuning result yet"), None
         if why:
-            return {**head, "reading": "not tuned", "why": why}
-    a, b = _arm_values(rows, by_key[(base, key)]), _arm_values(rows, by_key[(cand, key)])
-    nums = {
-        "mean_candidate": _mean(b),
-        "mean_baseline": _mean(a),
-        "n_candidate": int(b.size),
-        "n_baseline": int(a.size),
-    }
-    if a.size == 0 or b.size == 0:
-        return {**head, **nums, "reading": "pending", "why": "confirmation runs not done"}
-    if min(a.size, b.size) < 2:
-        return {**head, **nums, "reading": "no verdict", "why": "one confirmation seed"}
-    fine_a, fine_b = bool(np.isfinite(a).all()), bool(np.isfinite(b).all())
-    if not (fine_a or fine_b):
-        why = f"{_diverged(cand, b)}, {_diverged(base, a)}"
-        return {**head, **nums, "reading": "no verdict", "why": why}
-    if not fine_b:  # a run that fails at its own selected configuration fails (AlgoPerf)
-        return {**head, **nums, "reading": "worse", "why": _diverged(cand, b)}
-    if not fine_a:
-        return {**head, **nums, "reading": "better", "why": _diverged(base, a)}
-    from harness.analysis.stats import TESTS, welch_interval
+            return replace(head, reading="not tuned", why=why), None
+    a, b = _arm_rows(rows, by_key[(base, key)]), _arm_rows(rows, by_key[(cand, key)])
+    va, vb = a[VALUE].to_numpy(float), b[VALUE].to_numpy(float)
+    head = replace(
+        head,
+        mean_candidate=_mean(vb),
+        mean_baseline=_mean(va),
+        n_candidate=int(vb.size),
+        n_baseline=int(va.size),
+    )
+    if va.size == 0 or vb.size == 0:
+        return replace(head, why="confirmation runs not done"), None
+    seeds = [x["seed"].to_numpy() if "seed" in x else None for x in (a, b)]
+    t = two_arm_test(va, vb, seeds_a=seeds[0], seeds_b=seeds[1])
+    if math.isnan(t.p):  # one seed, or no spread: nothing to test
+        return replace(head, reading="no verdict", why=t.note, method=t.method), None
+    return head, t
 
-    lo, hi = welch_interval(a, b, 1 - alpha)
-    diff = float(b.mean() - a.mean())
-    if np.ptp(a) == 0 and np.ptp(b) == 0:  # no spread: a test has nothing to weigh
-        pval = 1.0 if diff == 0 else 0.0
-    else:
-        pval = TESTS["welch"].run(a, b, "two-sided", alpha).p  # Banerjee's at unequal n
-    return {
-        **head,
-        **nums,
-        "reading": "no evidence",
-        "difference": diff,
-        "ci_low": lo,
-        "ci_high": hi,
-        "p": pval,
-        "_a": a,
-        "_b": b,
-    }
+
+def _read(r: TwoArmResult, goal: Goal) -> Reading:
+    """better/worse from a corrected comparison: lower loss for a ``min`` metric; for
+    diverged seeds, fewer divergences; a diverged comparison without evidence has no
+    verdict (its losses are not tested)."""
+    if r.reading in ("no evidence", "no verdict"):
+        return "no verdict" if r.diverged else r.reading
+    lower = r.reading == "lower"
+    if r.diverged:
+        return "better" if lower else "worse"
+    return "better" if lower == (goal == "min") else "worse"
+
+
+def _why(r: TwoArmResult, cand: str, base: str) -> str:
+    if not r.diverged:
+        return ""
+    note = r.note.replace("(b)", f"({cand})").replace("(a)", f"({base})")
+    return f"{note}; Fisher's exact test p = {r.p:.2g}, Holm {r.p_adjusted:.2g}"
 
 
 def _mean(v: np.ndarray) -> float:
     return float(v.mean()) if v.size else math.nan
 
 
-def _holm(p: np.ndarray) -> np.ndarray:
-    from harness.analysis.stats import holm
-
-    return holm(p)
-
-
-def _read(diff: float, p_adj: float, alpha: float, goal: Goal) -> Reading:
-    if not p_adj < alpha:
-        return "no evidence"
-    lower = diff < 0
-    return "better" if lower == (goal == "min") else "worse"
-
-
-def _detectable(a: np.ndarray, b: np.ndarray, alpha: float, power: float) -> float:
+def _detectable(t: TwoArmTest, alpha: float, power: float) -> float:
+    """The difference the comparison's own variance terms detect with ``power`` at
+    ``alpha`` (two-sided)."""
     from harness.analysis.stats import detectable
 
-    va, vb = float(a.var(ddof=1)), float(b.var(ddof=1))
-    if va + vb == 0:
-        return 0.0
-    return detectable(va, a.size, vb, b.size, alpha=alpha, two_sided=True, target=power)
+    if t.diverged or not t.weights:
+        return math.nan
+    if len(t.weights) == 1:  # paired: the per-seed differences' variance
+        var = t.weights[0] * t.n_a
+        return detectable(var, t.n_a, 0.0, t.n_a, alpha=alpha, two_sided=True, target=power)
+    va, vb = t.weights[0] * t.n_a, t.weights[1] * t.n_b
+    return detectable(va, t.n_a, vb, t.n_b, alpha=alpha, two_sided=True, target=power)
+
+
+def _power_line(
+    comparisons: Sequence[Comparison], alpha: float, power: float
+) -> tuple[float, float, float]:
+    """:attr:`Verdict.power_line`: the per-cell variances behind each comparison's
+    ``detectable`` pooled (weighted by their df), the seeds the tests had, Holm's strictest
+    level."""
+    from harness.analysis.stats import detectable, variance_range
+
+    tested = [c for c in comparisons if math.isfinite(c.detectable) and c.detectable > 0]
+    if not tested:
+        return math.nan, math.nan, math.nan
+    n = min(min(c.n_candidate, c.n_baseline) for c in tested)
+    level = alpha / sum(1 for c in comparisons if math.isfinite(c.p))
+    # each cell's variance of one seed's difference, recovered from its own detectable
+    # difference (detectable scales with the standard deviation at fixed seeds and level)
+    unit = detectable(1.0, n, 0.0, n, alpha=level, two_sided=True, target=power)
+    var = [(c.detectable / unit) ** 2 for c in tested]
+    df = len(tested) * (n - 1)
+    pooled = float(np.mean(var))
+    lo, hi = variance_range(pooled, df + 1)
+    return unit * math.sqrt(pooled), unit * math.sqrt(lo), unit * math.sqrt(hi)
 
 
 def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup]:
@@ -423,6 +471,8 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
             reading: Reading = "better" if lo > 1 else "worse" if hi < 1 else "no evidence"
             if _failed(check):
                 reading = "no verdict"
+            elif len(budgets) < CHECKED_BUDGETS or check.startswith(CAVEATS):
+                reading = "unchecked"  # the model the ratio extrapolates is not checked
             out.append(
                 Speedup(
                     {k: _plain(r[k]) for k in by},
@@ -438,6 +488,10 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
     return out
 
 
+CHECKED_BUDGETS = 4
+"""Fewest token budgets at which the speed-up's model is checked (the fit without the smallest
+budget still has 3 points): with fewer, the speed-up reads ``unchecked``, no better or worse
+(at 3 budgets its interval covered 73% under the drifting curve of ``docs/statistics.md``)."""
 CAVEATS = ("unchecked",)
 """Speed-up checks that are caveats, not failures: a check that could not be made (too few
 budgets). An extrapolated baseline budget, which a speed-up above 1 at the largest budget always

@@ -118,7 +118,7 @@ def bench(
     if progress.queued:  # submit said so ("queued: run the same command again ...")
         click.echo(f"follow with 'harness status {p.grid}'", err=log)
     else:
-        verdict = judge(derived, root)
+        verdict = judge(derived, root, droot)
         caveats = derived.candidate.caveats
         text = verdict_json(verdict, caveats) if log else "\n" + verdict_table(verdict, caveats)
         click.echo(text)

@@ -164,7 +164,11 @@ def test_own_float_hyperparameters_get_a_log_range_around_their_default(tmp_path
     )
     text = _protocol_text(**{"settings:": "  settings: 4"})
     d = derive(load_protocol(_write(tmp_path, text)), f"{opt}:Damped", tmp_path)
-    assert d.candidate.label == "damped.py:Damped"  # however its path was typed
+    assert d.candidate.label.startswith("damped.py:Damped@")  # however its path was typed
+    typed = f"{opt.parent}/./{opt.name}:Damped"
+    assert derive(load_protocol(_write(tmp_path, text)), typed, tmp_path).candidate.label == (
+        d.candidate.label
+    )
     search = dict(d.candidate.search)
     assert (search["damping"].low, search["damping"].high) == (0.001, 0.1)
     assert (search["1-decay"].low, search["1-decay"].high) == (0.01, 0.99)
@@ -300,23 +304,36 @@ def test_the_verdict_names_banerjees_method_where_seed_counts_differ(ci_sgd) -> 
     assert "Banerjee's where the seed counts differ" in verdict_table(v)
 
 
-def test_a_diverged_confirmation_seed_counts_as_a_failure_of_its_arm(ci_sgd) -> None:
+def _diverge(rows: Rows, which: pd.Series) -> Rows:
+    c = rows.confirm
+    return replace(rows, confirm=c.assign(**{VALUE: c[VALUE].mask(which, np.inf)}))
+
+
+def test_one_diverged_confirmation_seed_decides_no_cell(ci_sgd) -> None:
+    """A diverged seed is an outcome tested by Fisher's exact test in the Holm family: one in
+    three reads no verdict (its losses are not tested), never worse without a test."""
     rows = _rows(-0.5)[0]  # by the numbers the candidate is better
     c = rows.confirm
     seed_2 = c["seed"] == 2
     cand, base = seed_2 & (c["label"] == "torch.optim:SGD"), seed_2 & (c["label"] == "AdamW")
+    for which in (cand, base, cand | base):
+        v = verdict_of(ci_sgd, _diverge(rows, which))
+        assert [x.reading for x in v.comparisons] == ["no verdict"] * 4
+        assert all(x.method.startswith("fisher") for x in v.comparisons)
+        assert all(np.isnan(x.difference) and np.isnan(x.ci_low) for x in v.comparisons)
+    why = verdict_of(ci_sgd, _diverge(rows, cand)).comparisons[0].why
+    assert "diverged on 1 of 3 (torch.optim:SGD) and 0 of 3 (AdamW)" in why
+    assert "Fisher's exact test p = 1" in why
 
-    def readings(diverged: pd.Series) -> list[str]:
-        v = verdict_of(
-            ci_sgd, replace(rows, confirm=c.assign(**{VALUE: c[VALUE].mask(diverged, np.inf)}))
-        )
-        return [x.reading for x in v.comparisons], [x.why for x in v.comparisons]
 
-    got, why = readings(cand)
-    assert got == ["worse"] * 4, why
-    assert all("torch.optim:SGD diverged on 1 of 3 confirmation seeds" in w for w in why)
-    assert readings(base)[0] == ["better"] * 4
-    assert readings(cand | base)[0] == ["no verdict"] * 4
+def test_an_arm_that_diverges_on_every_seed_reads_worse_by_fishers_test(ci_sgd) -> None:
+    rows = _rows(-0.5, confirm_seeds=8)[0]
+    v = verdict_of(ci_sgd, _diverge(rows, rows.confirm["label"] == "torch.optim:SGD"))
+    assert [x.reading for x in v.comparisons] == ["worse"] * 4  # 8 of 8 against 0 of 8
+    assert all(x.p_adjusted < 0.05 for x in v.comparisons)
+    three = _rows(-0.5)[0]  # 3 of 3 against 0 of 3: Fisher's p = 0.1, no verdict
+    v = verdict_of(ci_sgd, _diverge(three, three.confirm["label"] == "torch.optim:SGD"))
+    assert [x.reading for x in v.comparisons] == ["no verdict"] * 4
 
 
 def test_confirmation_runs_of_an_earlier_selection_are_left_out(ci_sgd) -> None:
@@ -343,15 +360,15 @@ def test_one_confirmation_seed_gives_no_verdict(ci_sgd) -> None:
     assert [c.reading for c in v.comparisons] == ["no verdict"] * 4
 
 
-def test_speedup_with_three_budgets_reads_the_candidates_data_efficiency(tmp_path: Path) -> None:
+def _speedup_verdict(tmp_path: Path, budgets: list[int]):
     """AdamW's L(D) = 3 + 100 D^-0.5; the candidate reaches at D what AdamW reaches at 2D."""
-    text = _protocol_text(**{"tokens:": "  tokens: [4096, 8192, 16384]"})
+    text = _protocol_text(**{"tokens:": f"  tokens: {budgets}"})
     d = derive(load_protocol(_write(tmp_path, text)), "torch.optim:SGD", tmp_path)
     rng = np.random.default_rng(1)
     tuning, confirm = [], []
     for label, factor in (("AdamW", 1.0), ("torch.optim:SGD", 2.0)):
         for bs in (8, 16):
-            for tok in (4096, 8192, 16384):
+            for tok in budgets:
                 law = 3 + 100 * (factor * tok) ** -0.5
                 for lr in LRS:
                     tuning.append(
@@ -365,13 +382,14 @@ def test_speedup_with_three_budgets_reads_the_candidates_data_efficiency(tmp_pat
                             VALUE: law + (np.log10(lr) + 2.26) ** 2,
                         }
                     )
-                for _seed in (1, 2, 3):
+                for seed in (1, 2, 3):
                     confirm.append(
                         {
                             "label": label,
                             "batch_size": bs,
                             "tokens": tok,
                             "lr": 5.477e-3,
+                            "seed": seed,
                             "confirm": True,
                             "extend_round": None,
                             VALUE: law + rng.normal(0, 0.002),
@@ -385,14 +403,26 @@ def test_speedup_with_three_budgets_reads_the_candidates_data_efficiency(tmp_pat
         ("label", "batch_size", "tokens"),
         ("lr",),
     )
-    v = verdict_of(d, rows)
+    return verdict_of(d, rows)
+
+
+def test_speedup_with_three_budgets_is_unchecked_and_not_read(tmp_path: Path) -> None:
+    v = _speedup_verdict(tmp_path, [4096, 8192, 16384])
     assert len(v.speedups) == 2  # per batch size
     for s in v.speedups:
-        assert s.reading == "better" and s.ci_low < 2.0 < s.ci_high, s
-        assert abs(s.ratio - 2.0) < 0.2
+        assert s.reading == "unchecked", s  # the ratio stands, no better/worse reading
+        assert s.ci_low < 2.0 < s.ci_high and abs(s.ratio - 2.0) < 0.2
         assert s.fit_check.startswith("unchecked: 3 budgets")  # the model check, said
         assert "extrapolated" in s.note  # a ratio of 2 reads AdamW's fit past its data: said
     assert "data-efficiency speed-up" in verdict_table(v)
+
+
+def test_speedup_with_four_budgets_reads_the_candidates_data_efficiency(tmp_path: Path) -> None:
+    v = _speedup_verdict(tmp_path, [4096, 8192, 16384, 32768])
+    assert len(v.speedups) == 2
+    for s in v.speedups:
+        assert s.reading == "better" and s.ci_low < 2.0 < s.ci_high, s
+        assert abs(s.ratio - 2.0) < 0.2
 
 
 def test_an_arm_with_part_of_its_budget_is_not_tuned(ci_sgd) -> None:
@@ -404,3 +434,84 @@ def test_an_arm_with_part_of_its_budget_is_not_tuned(ci_sgd) -> None:
     )
     assert [c.reading for c in v.comparisons] == ["not tuned"] * 4
     assert "only 2 of torch.optim:SGD's 3 configurations" in v.comparisons[0].why
+
+
+# --- one two-arm comparison for the bench and analyze compare -----------------------------------
+
+
+def _paired_rows(shifts: list[float]) -> Rows:
+    """The CI protocol's rows where each confirmation seed moves both arms alike (the seed is a
+    blocking factor: sd 0.1 shared, 0.005 each arm's own); the candidate is ``shifts[i]`` off
+    in cell i."""
+    rows = _rows(0.0)[0]
+    rng = np.random.default_rng(7)
+    shared = {(bs, tok, s): rng.normal(0, 0.1) for bs, tok in CELLS for s in (1, 2, 3)}
+    shift = {cell: d for cell, d in zip(CELLS, shifts, strict=True)}
+    c = rows.confirm.copy()
+    for i, r in c.iterrows():
+        cell = (r["batch_size"], r["tokens"])
+        d = shift[cell] if r["label"] == "torch.optim:SGD" else 0.0
+        c.loc[i, VALUE] = 5.0 + d + shared[(*cell, r["seed"])] + rng.normal(0, 0.005)
+    return replace(rows, confirm=c)
+
+
+def _analyze_compare(rows: Rows) -> pd.DataFrame:
+    from harness.analysis.stats import compare
+
+    seeds = rows.confirm.assign(arm=rows.confirm["label"])
+    return compare(
+        seeds, ["batch_size", "tokens"], "AdamW", "torch.optim:SGD", alternative="two-sided"
+    )
+
+
+def test_bench_and_analyze_compare_give_the_same_reading_difference_and_interval(ci_sgd) -> None:
+    rows = _paired_rows([-0.04, 0.0, 0.03, 0.004])
+    v = verdict_of(ci_sgd, rows)
+    table = _analyze_compare(rows)
+    readings = []
+    for c in v.comparisons:
+        bs, tok = c.cell["batch_size"], c.cell["tokens"]
+        r = table[(table["batch_size"] == bs) & (table["tokens"] == tok)].iloc[0]
+        assert c.method == r["method"] == "paired by seed"
+        assert c.difference == pytest.approx(r["diff"], abs=1e-12)
+        assert (c.ci_low, c.ci_high) == pytest.approx((r["ci_low"], r["ci_high"]), abs=1e-12)
+        assert c.p_adjusted == pytest.approx(r["p_adj"])
+        assert (c.reading in ("better", "worse")) == (r["significant"] == "yes")
+        assert (c.reading in ("better", "worse")) == (not c.ci_low < 0 < c.ci_high)
+        readings.append(((c.cell["batch_size"], c.cell["tokens"]), c.reading))
+    # paired by seed, a 0.03-0.04 shift reads against a 0.1 seed sd that Welch could not see
+    assert dict(readings) == dict(
+        zip(CELLS, ["better", "no evidence", "worse", "no evidence"], strict=True)
+    )
+    assert "paired by seed" in verdict_table(v)
+    # the power line: from the per-seed differences' variance pooled over the cells, with its
+    # range, which holds the difference the true variance (2 x 0.005^2) detects
+    from harness.analysis.stats import detectable
+
+    truth = detectable(2 * 0.005**2, 3, 0.0, 3, alpha=0.05 / 4, two_sided=True, target=0.8)
+    est, lo, hi = v.power_line
+    assert lo < est < hi and lo <= truth <= hi, (v.power_line, truth)
+    assert "the 90% range of the variance pooled over the 4 tested cell(s)" in verdict_table(v)
+
+
+def test_identical_seeds_give_no_verdict_in_the_bench_and_in_analyze_compare(ci_sgd) -> None:
+    rows = _rows(0.0)[0]
+    c = rows.confirm.copy()
+    c[VALUE] = 5.0 + np.where(c["label"] == "AdamW", 0.0, 1e-9)  # no spread at all
+    rows = replace(rows, confirm=c)
+    v = verdict_of(ci_sgd, rows)
+    assert [x.reading for x in v.comparisons] == ["no verdict"] * 4
+    assert all("identical seeds" in x.why for x in v.comparisons)
+    assert list(_analyze_compare(rows)["significant"]) == ["n/a"] * 4
+
+
+def test_two_files_of_one_name_are_two_arms(tmp_path: Path) -> None:
+    body = "import torch\n\nclass MySGD(torch.optim.SGD):\n    pass\n"
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "sgdlike.py").write_text(body)
+    p = load_protocol(PROTOCOLS / "ci.yaml")
+    a = derive(p, f"{tmp_path}/a/sgdlike.py:MySGD", tmp_path)
+    b = derive(p, f"{tmp_path}/b/sgdlike.py:MySGD", tmp_path)
+    assert a.candidate.label != b.candidate.label
+    assert a.candidate.label.startswith("sgdlike.py:MySGD@") and a.path != b.path

@@ -8,6 +8,7 @@ from the store."""
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,14 +30,20 @@ Loss = Callable[[RunConfig], float]
 
 
 def _loss(best_lr: dict[str, float], level: dict[str, float]) -> Loss:
-    """val_loss = level + (log10 lr - log10 best)^2 + a seed's noise (sd 0.01), per label."""
+    """val_loss = level + (log10 lr - log10 best)^2 + a seed's noise (sd 0.01, shared by every
+    arm on the seed: batches and initialisation follow it) + the arm's own (sd 0.002)."""
 
     def f(r: RunConfig) -> float:
         assert r.label is not None
-        noise = np.random.default_rng(
-            [r.execution.seed, int(r.data.tokens), r.data.batch_size]
-        ).normal()
-        return level[r.label] + (math.log10(r.optim.lr / best_lr[r.label])) ** 2 + 0.01 * noise
+        cell = [r.execution.seed, int(r.data.tokens), r.data.batch_size]
+        noise = np.random.default_rng(cell).normal()
+        own = np.random.default_rng([*cell, zlib.crc32(r.label.encode())]).normal()
+        return (
+            level[r.label]
+            + (math.log10(r.optim.lr / best_lr[r.label])) ** 2
+            + 0.01 * noise
+            + 0.002 * own
+        )
 
     return f
 
@@ -113,3 +120,65 @@ def test_aa_on_the_same_losses_finds_no_evidence(root: Path, tmp_path: Path) -> 
     v = judge(d, root)
     assert [c.reading for c in v.comparisons] == ["no evidence"] * 4
     assert all(c.n_candidate == c.n_baseline == 3 for c in v.comparisons)
+
+
+def _ci_with(tmp_path: Path, old: str, new: str, name: str = "ci_edited.yaml") -> Path:
+    text = (Path(__file__).resolve().parents[2] / "protocols" / "ci.yaml").read_text()
+    assert old in text
+    path = tmp_path / name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+@pytest.mark.slow
+def test_an_edited_protocol_is_refused_and_a_verdict_reads_only_its_own_runs(
+    root: Path, tmp_path: Path
+) -> None:
+    from harness.bench.derive import STAMP
+    from harness.core.errors import UserError
+
+    data = tmp_path / "data"
+    sgd = "torch.optim:SGD"
+    loss = _loss({"AdamW": 5.5e-3, sgd: 5.5e-3}, {"AdamW": 5.0, sgd: 5.5})
+    seeds = "  confirm: [1, 2, 3]"
+    other = _ci_with(tmp_path, seeds, "  confirm: [4, 5, 6]")
+    first = derive_bench("torch.optim:SGD", root=root, protocol=other)
+    _simulate(first, root, data, loss)
+    edited = _ci_with(tmp_path, seeds, seeds, "ci_again.yaml")  # the shipped seeds: an edit
+    with pytest.raises(UserError, match=r"was edited \(seeds\).*new name") as e:
+        derive_bench("torch.optim:SGD", root=root, protocol=edited)
+    assert "\n" not in str(e.value)
+    # results from before the stamp (or a stamp removed): the verdict still reads exactly the
+    # runs of its own protocol, not the other seeds under the same name
+    (first.path.parent / STAMP).unlink()
+    second = derive_bench("torch.optim:SGD", root=root, protocol=edited)
+    ran = _simulate(second, root, data, loss)
+    assert {r.execution.seed for r in ran} == {1, 2, 3}  # only the new confirmation runs
+    v = judge(second, root, data)
+    assert all(c.n_candidate == c.n_baseline == 3 for c in v.comparisons)
+    assert all(c.method == "paired by seed" for c in v.comparisons)
+    assert [c.reading for c in v.comparisons] == ["worse"] * 4
+    total = {t.label: t.runs for t in v.totals}
+    assert total == {"AdamW": 12 + 12, "torch.optim:SGD": 12 + 12}  # 4 cells x 3 tune + 3 confirm
+    assert judge(first, root, data).totals == v.totals  # the first's runs, as many, its own
+
+
+@pytest.mark.slow
+def test_two_files_of_one_name_are_benched_each_on_its_own_runs(root: Path, tmp_path: Path) -> None:
+    body = "import torch\n\n\nclass MySGD(torch.optim.SGD):\n    pass\n"
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "sgdlike.py").write_text(body)
+    data = tmp_path / "data"
+    a = derive_bench(f"{tmp_path}/a/sgdlike.py:MySGD", root=root, scale="ci")
+    b = derive_bench(f"{tmp_path}/b/sgdlike.py:MySGD", root=root, scale="ci")
+    best = {"AdamW": 5.5e-3, a.candidate.label: 100.0, b.candidate.label: 5.5e-3}
+    level = {"AdamW": 5.0, a.candidate.label: 5.0, b.candidate.label: 5.5}
+    _simulate(a, root, data, _loss(best, level))
+    ran = _simulate(b, root, data, _loss(best, level))
+    assert {r.label for r in ran} == {b.candidate.label}  # its own runs, none of a's
+    assert len(ran) == 12 + 12  # its tuning and confirmation runs (best inside: no extension)
+    v = judge(b, root, data)
+    assert [c.reading for c in v.comparisons] == ["worse"] * 4
+    assert {t.label: t.runs for t in v.totals} == {"AdamW": 24, b.candidate.label: 24}
+    assert {c.reading for c in judge(a, root, data).comparisons} == {"not tuned"}

@@ -23,7 +23,7 @@ def answer(
     b: Selector,
     by: Sequence[str] = (),
     over: Sequence[str] = (),
-    test: TestName = "welch",
+    test: TestName = "auto",
     alternative: Alternative | Literal["auto"] = "auto",
     alpha: float = 0.05,
     correction: Correction = "holm",
@@ -54,7 +54,16 @@ def answer(
     )
     h1 = f"{test} test, {hypothesis(a.label, b.label, alt)}, alpha {alpha}"
     method = METHODS["paired"] if test == "paired" else METHODS["diff"]
-    unequal = test == "welch" and bool((out["n_a"] != out["n_b"]).any())
+    if test == "auto":
+        method = (
+            f"{METHODS['paired']} where both arms ran the same seeds (method: paired by "
+            f"seed), else {method}"
+        )
+    level = (
+        "at the level of the reading (1 - alpha with no correction; Holm: 1 - the step's "
+        "level alpha / (m - r + 1)), so that it excludes 0 exactly where significant"
+    )
+    unequal = test in ("welch", "auto") and bool((out["n_a"] != out["n_b"]).any())
     return Answer(
         table=out,
         notes=[
@@ -64,7 +73,7 @@ def answer(
             if fam
             else f"correction: {correction} over the {int(out['p'].notna().sum())} cell(s); "
             "significant: p_adj < alpha",
-            f"ci_low..ci_high: {method} of diff, two-sided {100 * (1 - alpha):g}%",
+            f"ci_low..ci_high: {method} of diff, two-sided, {level}",
             *([UNEQUAL_N] if unequal else []),
             *([pooled.NOTE] if pooled_variance else []),
         ],

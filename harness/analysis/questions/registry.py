@@ -266,9 +266,11 @@ QUESTIONS: Registry[Question] = Registry(
                     _arm("--b", "optimizer=coupled_adam"),
                     Option(
                         "--test",
-                        "paper: App. F of the Coupled Adam paper; the others via scipy.stats.",
+                        "auto: paired by seed where both arms ran the same seeds, else welch "
+                        "(the bench's verdict); paper: App. F of the Coupled Adam paper; the "
+                        "others via scipy.stats.",
                         "choice",
-                        "welch",
+                        "auto",
                         choices=TEST_NAMES,
                     ),
                     Option(

@@ -15,7 +15,8 @@ beat a), ``power_law`` (speed-up as a budget ratio), ``optimum_fit`` (the fitted
 axis), ``critical_batch`` (steps to target and their checks), ``batch_fit`` (the critical batch
 size from S(B) = a + b/B), ``fit_check`` (lack of fit, window checks, the approximately-best
 band), ``welch_rejection`` (Welch's actual power at few seeds), ``to_target`` (tokens- and
-time-to-target from a curve), ``performance_profiles`` (AlgoPerf), ``banerjee`` (intervals
+time-to-target from a curve), ``performance_profiles`` (AlgoPerf), ``two_arm`` (the one two-arm
+comparison of the bench and ``analyze compare``), ``banerjee`` (intervals
 and tests at unequal seed counts), ``pooled`` (seed variance pooled over cells), ``bootstrap``,
 ``cells`` (grouping by key columns) and ``frame`` (the column names read).
 
@@ -33,7 +34,22 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("N_BOOT", "CONFIDENCE"), "defaults"),
     **dict.fromkeys(("resampled_means",), "bootstrap"),
     **dict.fromkeys(("groups", "iter_cells", "with_keys"), "cells"),
-    **dict.fromkeys(("CORRECTIONS", "Adjust", "holm", "bh"), "corrections"),
+    **dict.fromkeys(("CORRECTIONS", "Adjust", "holm", "bh", "reading_levels"), "corrections"),
+    **dict.fromkeys(
+        (
+            "TwoArmTest",
+            "TwoArmResult",
+            "TwoArmReading",
+            "two_arm_test",
+            "correct_family",
+            "two_arms",
+        ),
+        "two_arm",
+    ),
+    **dict.fromkeys(
+        ("SequentialDesign", "SequentialCell", "OBRIEN_FLEMING", "POCOCK", "sequential"),
+        "sequential",
+    ),
     **dict.fromkeys(("pool", "pooled_by", "mean_intervals"), "pooled"),
     **dict.fromkeys(
         (
@@ -126,7 +142,13 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
     from harness.analysis.stats.batch_fit import NEAR, OVERHEAD, BatchFit, fit_critical_batch  # noqa: F401
     from harness.analysis.stats.bootstrap import resampled_means  # noqa: F401
     from harness.analysis.stats.cells import groups, iter_cells, with_keys  # noqa: F401
-    from harness.analysis.stats.corrections import CORRECTIONS, Adjust, bh, holm  # noqa: F401
+    from harness.analysis.stats.corrections import (  # noqa: F401
+        CORRECTIONS,
+        Adjust,
+        bh,
+        holm,
+        reading_levels,
+    )
     from harness.analysis.stats.critical_batch import (  # noqa: F401
         Reading,
         curves_by_run,
@@ -174,6 +196,13 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         fit_power_law,
         speedup,
     )
+    from harness.analysis.stats.sequential import (  # noqa: F401
+        OBRIEN_FLEMING,
+        POCOCK,
+        SequentialCell,
+        SequentialDesign,
+        sequential,
+    )
     from harness.analysis.stats.significance import (  # noqa: F401
         ALTERNATIVES,
         TESTS,
@@ -188,5 +217,13 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         TIME_TO_TARGET,
         TOKENS_TO_TARGET,
         reach,
+    )
+    from harness.analysis.stats.two_arm import (  # noqa: F401
+        TwoArmReading,
+        TwoArmResult,
+        TwoArmTest,
+        correct_family,
+        two_arm_test,
+        two_arms,
     )
     from harness.analysis.stats.welch_rejection import welch_power  # noqa: F401

@@ -25,7 +25,7 @@ Alternative = Literal["less", "greater", "two-sided"]
 """H1 about arm b against arm a."""
 ALTERNATIVES: tuple[Alternative, ...] = get_args(Alternative)
 
-TestName = Literal["paper", "welch", "student", "paired", "mannwhitney"]
+TestName = Literal["auto", "paper", "welch", "student", "paired", "mannwhitney"]
 """A significance test (:data:`harness.analysis.stats.significance.TESTS`)."""
 TEST_NAMES: tuple[TestName, ...] = get_args(TestName)
 

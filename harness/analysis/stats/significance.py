@@ -14,9 +14,17 @@ interval is the one reported: Welch's df under-covers there), ``student`` (poole
 Corrections adjust the p-values over all cells of one call (Holm by default); significance
 is ``p_adj < alpha``.
 
+``auto`` (the default) is the comparison ``harness bench`` reads its verdict with
+(:mod:`~harness.analysis.stats.two_arm`): paired by seed where both arms ran the same seeds,
+Welch (Banerjee) otherwise, zero spread no test, diverged seeds by Fisher's exact test; the
+``method`` column says which.
+
 ``ci_low``/``ci_high`` bound the difference: Welch's t interval (Banerjee's with unequal seed
-counts; paired: the t interval of the
-per-seed differences), at the two-sided level 1 - alpha.
+counts; paired: the t interval of the per-seed differences), at the level of the reading
+(:func:`~harness.analysis.stats.corrections.reading_levels`: for Holm, 1 - the step's level
+alpha / (m - r + 1); with no correction 1 - alpha), so that it excludes 0 exactly where the
+corrected p reads significant (for the t tests; a one-sided test's two-sided interval is at
+1 - 2 gamma).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -32,19 +40,17 @@ from scipy import stats
 
 from harness.analysis.stats import banerjee
 from harness.analysis.stats.cells import iter_cells
-from harness.analysis.stats.corrections import CORRECTIONS, Adjust
+from harness.analysis.stats.corrections import CORRECTIONS, Adjust, reading_levels
 from harness.analysis.stats.defaults import ALTERNATIVES as ALTERNATIVE_CHOICES
 from harness.analysis.stats.defaults import Alternative, Correction, TestName
 from harness.analysis.stats.frame import ARM, VALUE, std_or_nan
 from harness.analysis.stats.intervals import (
     ZERO_VARIANCE,
-    linear_interval,
-    mean_interval,
     unequal_counts,
-    welch_interval,
     welch_p_value,
 )
 from harness.analysis.stats.pooled import pooled_by
+from harness.analysis.stats.two_arm import Method, TwoArmTest, two_arm_test
 from harness.core.errors import UserError, unknown_choice
 
 ALTERNATIVES = ALTERNATIVE_CHOICES
@@ -117,8 +123,10 @@ class SignificanceTest:
     """Only ``less`` and ``greater`` make sense."""
 
 
-#: ``--test`` name -> test.
+#: ``--test`` name -> test (``auto``: :mod:`~harness.analysis.stats.two_arm`, run by
+#: :func:`compare` itself).
 TESTS: dict[TestName, SignificanceTest] = {
+    "auto": SignificanceTest(run=_welch, finite_only=False),
     "paper": SignificanceTest(run=paper_test, one_sided_only=True),
     "welch": SignificanceTest(run=_welch),
     "student": SignificanceTest(run=_student),
@@ -154,7 +162,7 @@ def compare(
     a: str,
     b: str,
     *,
-    test: TestName = "welch",
+    test: TestName = "auto",
     alternative: Alternative = "less",
     alpha: float = 0.05,
     correction: Correction = "holm",
@@ -169,7 +177,9 @@ def compare(
         by: cell columns.
         a: label of arm a.
         b: label of arm b.
-        test: a name in :data:`TESTS`.
+        test: a name in :data:`TESTS`; ``auto`` is the bench's comparison
+            (:mod:`~harness.analysis.stats.two_arm`: paired by seed where both arms ran the
+            same seeds, Welch or Banerjee otherwise, diverged seeds by Fisher's exact test).
         alternative: ``less``, ``greater`` or ``two-sided`` (about b relative to a).
         alpha: significance level.
         correction: a name in :data:`~harness.analysis.stats.corrections.CORRECTIONS`.
@@ -180,15 +190,16 @@ def compare(
 
     Returns:
         One row per cell: ``by``, mean_a, std_a, n_a, mean_b, std_b, n_b, diff (b - a),
-        ci_low, ci_high (of diff), statistic, p, threshold (``paper``), p_adj, significant
-        (yes/no/n/a), note.
+        ci_low, ci_high (of diff, at the level of the reading:
+        :func:`~harness.analysis.stats.corrections.reading_levels`), statistic, p, threshold
+        (``paper``), p_adj, significant (yes/no/n/a), method, note.
 
     Raises:
         UserError: an arm has fewer than 2 seeds in a cell (or fewer than 2 shared seeds for
             ``paired``), or ``paper`` gets unequal seed counts.
     """
     check_choices(test, alternative, correction, alpha)
-    if pooled_variance and test != "welch":
+    if pooled_variance and test not in ("welch", "auto"):
         raise UserError(f"--pooled-variance needs --test welch, got --test {test}")
     spec = TESTS[test]
     pooled = pooled_by(seeds, by, [ARM]) if pooled_variance else None
@@ -196,16 +207,26 @@ def compare(
         _cell(cell, key, a, b, test, spec, alternative, alpha, pooled)
         for key, cell in iter_cells(seeds, by)
     ]
+    tests: list[TwoArmTest | None] = [cast("TwoArmTest | None", r.pop("_test")) for r in rows]
     out = pd.DataFrame(rows)
     p = out["p"].to_numpy(float)
     keys = [_describe(key).strip(" ()") or "all" for key, _ in iter_cells(seeds, by)]
     out["p_adj"] = adjust(p, keys) if adjust else CORRECTIONS[correction](p)
+    levels = reading_levels(p, out["p_adj"].to_numpy(float), alpha, None if adjust else correction)
+    two_sided = alternative == "two-sided"
+    lows = out["ci_low"].to_numpy(float, copy=True)
+    highs = out["ci_high"].to_numpy(float, copy=True)
+    for i, (t, gamma) in enumerate(zip(tests, levels, strict=True)):
+        if t is not None and not np.isnan(gamma):  # the interval at the reading's level
+            conf = 1.0 - float(gamma if two_sided else 2.0 * gamma)
+            lows[i], highs[i] = t.interval(conf)
+    out["ci_low"], out["ci_high"] = lows, highs
     out["significant"] = [
         "n/a" if np.isnan(p) else ("yes" if p < alpha else "no") for p in out["p_adj"]
     ]
     cols = ["mean_a", "std_a", "n_a", "mean_b", "std_b", "n_b", "diff", "ci_low", "ci_high"]
     cols += ["statistic", "p"]
-    return out[[*by, *cols, "threshold", "p_adj", "significant", "note"]]
+    return out[[*by, *cols, "threshold", "p_adj", "significant", "method", "note"]]
 
 
 def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
@@ -222,7 +243,9 @@ def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
         "statistic": np.nan,
         "p": np.nan,
         "threshold": np.nan,
+        "method": "",
         "note": note,
+        "_test": None,
     }
 
 
@@ -262,19 +285,33 @@ def _cell(
         return dict(key) | _summary(va, vb, f"no runs of {' or '.join(absent)} in this cell")
     _check_seeds(test, spec, {a: va, b: vb}, _describe(key))
     row = dict(key) | _summary(va, vb, note)
-    lo, hi = mean_interval(vb - va, 1 - alpha) if spec.paired else welch_interval(va, vb, 1 - alpha)
-    row |= {"ci_low": lo, "ci_high": hi}
+    if test == "auto":  # the bench's comparison, as it is
+        sa, sb = (cell[cell[ARM] == x]["seed"].to_numpy() for x in (a, b))
+        if pooled is None or not (np.isfinite(va).all() and np.isfinite(vb).all()):
+            t = two_arm_test(va, vb, seeds_a=sa, seeds_b=sb, alternative=alternative)
+            return row | _of_test(t)
+        spec = TESTS["welch"]  # pooled variances: Welch's test on them
+    seeds = np.arange(va.size) if spec.paired else None  # paired: va, vb are aligned
+    t = two_arm_test(va, vb, seeds_a=seeds, seeds_b=seeds, alternative=alternative)
+    row |= {"method": t.method, "_test": t}
     if spec.finite_only and not (np.isfinite(va).all() and np.isfinite(vb).all()):
-        return row | {"note": "diverged seed(s): test undefined (try --test mannwhitney)"}
+        note = "diverged seed(s): test undefined (try --test auto or mannwhitney)"
+        return row | {"method": "", "note": note, "_test": None}
     spread = np.ptp(vb - va) if spec.paired else max(np.ptp(va), np.ptp(vb))
     if spec.finite_only and spread == 0:  # a zero-width interval and p = 0 from no noise
-        return row | {"ci_low": np.nan, "ci_high": np.nan, "note": ZERO_VARIANCE}
+        return row | {"note": ZERO_VARIANCE, "_test": None}
     if pooled is not None:
-        return row | _pooled_test(va, vb, pooled[(a,)], pooled[(b,)], alternative, alpha)
+        return row | _pooled_test(va, vb, pooled[(a,)], pooled[(b,)], alternative)
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = spec.run(va, vb, alternative, alpha)
     return row | {"statistic": res.statistic, "p": res.p, "threshold": res.threshold}
+
+
+def _of_test(t: TwoArmTest) -> dict[str, object]:
+    """A row's test columns from the two-arm comparison."""
+    note = t.note
+    return {"statistic": t.statistic, "p": t.p, "method": t.method, "note": note, "_test": t}
 
 
 def _pooled_test(
@@ -283,20 +320,17 @@ def _pooled_test(
     pool_a: tuple[float, float],
     pool_b: tuple[float, float],
     alternative: Alternative,
-    alpha: float,
-) -> dict[str, float]:
-    """Interval and Welch-type test of mean(b) - mean(a) on each arm's pooled (variance, df)."""
+) -> dict[str, object]:
+    """Welch-type test of mean(b) - mean(a) on each arm's pooled (variance, df); its interval
+    is drawn at the reading's level by :func:`compare`."""
     d = float(vb.mean() - va.mean())
-    weights = [pool_a[0] / va.size, pool_b[0] / vb.size]
-    dfs = [pool_a[1], pool_b[1]]
-    lo, hi = linear_interval(d, weights, dfs, 1 - alpha)
-    p = welch_p_value(d, weights, dfs, alternative)
-    return {
-        "ci_low": float(lo),
-        "ci_high": float(hi),
-        "statistic": d / np.sqrt(sum(weights)),
-        "p": p,
-    }
+    weights = (pool_a[0] / va.size, pool_b[0] / vb.size)
+    dfs = (pool_a[1], pool_b[1])
+    p = welch_p_value(d, list(weights), list(dfs), alternative)
+    stat = d / float(np.sqrt(sum(weights)))
+    method: Method = "welch" if dfs[0] == dfs[1] else "banerjee"
+    t = TwoArmTest(d, stat, p, va.size, vb.size, method, "", weights, dfs)
+    return {"statistic": stat, "p": p, "method": f"{method} (pooled variance)", "_test": t}
 
 
 def _arm_values(
