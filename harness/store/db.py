@@ -224,6 +224,7 @@ def connect(
         check_grid(root, g)
     found = [grid_files(root, g) for g in grids]
     con = duckdb.connect(":memory:")
+    spelled: list[str] = []  # every file name or pattern the views read, as DuckDB reads it
     for view in VIEWS:
         sql = (
             _stored_sql(view, found) if view in ("runs", "curves") else _view_sql(root, grids, view)
@@ -231,8 +232,20 @@ def connect(
         if view == "curves":
             sql = _with_live_points(con, root, grids, sql)
         con.execute(f"CREATE VIEW {view} AS {sql}")
-    confine(con, root, confinement or Confinement.from_env(), writable)
+        spelled += _spelled(root, grids, found, view)
+    readable = tuple(spelled) if duck_path(root) != str(root) else ()
+    confine(con, root, confinement or Confinement.from_env(), writable, readable)
     return con
+
+
+def _spelled(root: Path, grids: list[str], found: Sequence[GridFiles], view: str) -> list[str]:
+    """The names (or patterns) of the files ``view`` reads, as its SQL spells them."""
+    if view == "runs":
+        return [duck_path(p) for f in found for p in f.all_rows]
+    if view == "curves":
+        gens = [f.curve_generation for f in found if f.curve_generation is not None]
+        return [duck_path(p) for f in found for p in (*f.curves, *gens)]
+    return _globs(root, grids, view)
 
 
 def _with_live_points(
