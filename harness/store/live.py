@@ -7,8 +7,10 @@ mid-write leaves only complete points. Each line is a loss-curve point (``CURVE_
 ``steps`` (the run's planned steps) and ``tokens_per_s``; the last one is the run's heartbeat.
 A run that resumes from a checkpoint appends from the checkpoint's step again: a point whose
 step is not above the one before it starts a new attempt, and the points it repeats are dropped.
-The file is removed once the run's row is written, so a live file means "no row for this attempt
-yet". Readers only read files: they work wherever the results folder is mounted (SLURM too).
+The file is removed once the run's row is written (:func:`retire`; a spilled result written
+back too), so a live file means "no row for this attempt yet"; one left beside a finished row
+(a process killed between the two) is stale, and readers show the stored curve instead.
+Readers only read files: they work wherever the results folder is mounted (SLURM too).
 
 A line is a point only when every field has its type and range (:data:`FIELDS`; any other key,
 a tracked metric, holds a number or null): a JSON line written by something else (a hand edit,
@@ -190,6 +192,14 @@ class Heartbeat:
             return None
         eta = max(0, self.steps - self.step) * self.tokens_per_step / self.tokens_per_s
         return eta if math.isfinite(eta) else None
+
+
+def retire(root: Path, grid: str, run_id: str, *, writer: bool) -> None:
+    """Remove the live file of ``run_id``, whose row has just been written: by its run's own
+    process (``writer``), or by another (a spilled result written back) unless a live process
+    holds the run's lock (a new attempt writes it)."""
+    if writer or not is_locked(paths.run_lock_path(root, grid, run_id)):
+        paths.live_path(root, grid, run_id).unlink(missing_ok=True)
 
 
 def live_runs(root: Path, grid: str) -> dict[str, list[dict[str, Any]]]:
