@@ -26,6 +26,7 @@ from harness.analysis.rows.edges import edge_note
 from harness.analysis.rows.load import progress
 from harness.core.result import STATUSES
 from harness.grid.preview import compute_estimate
+from harness.launch.sizes import count_params
 from harness.store.live import Heartbeat, duration
 from harness.store.manifest import read_manifest
 from harness.store.status import grid_status
@@ -102,7 +103,7 @@ def snapshot(root: Path, grid: str) -> Snapshot:
         counts,
         status.live,
         now.used_s / 3600.0,
-        compute_estimate(list(runs.values()))[1] if runs else 0.0,
+        compute_estimate(list(runs.values()), count_params)[1] if runs else 0.0,
         now.on_gpu,
         best,
         now.leaders,
