@@ -26,6 +26,7 @@ import contextlib
 import json
 import math
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -143,12 +144,50 @@ def _warn(path: Path, number: int, line: bytes, why: str) -> None:
         sys.stderr.write(f"warning: {path}: line {number}: {why}; line skipped\n")
 
 
+MAX_BYTES = 64 * 2**20
+"""Most bytes of a live file a reader reads (its tail: the newest points; ~300,000 points)."""
+
+
+def _read_live(path: Path) -> bytes | None:
+    """The bytes of the live file ``path`` (its last :data:`MAX_BYTES`, from a line's start),
+    opened without blocking; None, with one warning, when it is not a regular file (a FIFO
+    would block the reader, a link to ``/dev/zero`` never end), or when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            _warn_once(path, "not a regular file; skipped (a live file is one the run appends to)")
+            return None
+        start = max(0, st.st_size - MAX_BYTES)
+        os.lseek(fd, start, os.SEEK_SET)
+        chunks, left = [], st.st_size - start
+        while left > 0 and (chunk := os.read(fd, min(left, 2**20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return data[data.find(b"\n") + 1 :] if start else data  # a cut first line is no point
+
+
+def _warn_once(path: Path, why: str) -> None:
+    key = (str(path), 0, hash(why))
+    if key not in _WARNED:
+        _WARNED.add(key)
+        sys.stderr.write(f"warning: {path}: {why}\n")
+
+
 def read_points(path: Path) -> list[dict[str, Any]]:
     """The complete points of a live file, the current attempt's (see the module docstring);
-    [] when there is none. A line of JSON that is not a valid point is skipped with a warning."""
-    try:
-        data = path.read_bytes()
-    except OSError:
+    [] when there is none. A line of JSON that is not a valid point is skipped with a warning,
+    and so is a file that is not a regular file (:func:`_read_live`)."""
+    data = _read_live(path)
+    if data is None:
         return []
     lines = data.split(b"\n")[:-1]  # the last piece is '' or a partial line being written
     points: list[dict[str, Any]] = []
