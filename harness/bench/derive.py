@@ -62,11 +62,19 @@ def candidate_label(name: str) -> str:
 def slug(name: str) -> str:
     """A file-name-safe name for a candidate's grid file (``torch.optim:SGD`` ->
     ``torch.optim-SGD``); a file reference also gets a hash of its absolute path, so that two
-    ``opt.py:Opt`` in different folders do not share a file."""
+    ``opt.py:Opt`` in different folders do not share a file. A slug longer than
+    :data:`SLUG_MAX` is cut and ends in a hash of ``name`` (a file name has 255 bytes at most)."""
     text = re.sub(r"[^A-Za-z0-9._-]+", "-", candidate_label(name)).strip("-.") or "candidate"
+    digest = hashlib.sha256(name.encode()).hexdigest()
     if is_file_reference(name):
-        text += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+        text += "-" + digest[:8]
+    if len(text) > SLUG_MAX:
+        text = text[: SLUG_MAX - 17].rstrip("-.") + "-" + digest[:16]
     return text
+
+
+SLUG_MAX = 80
+"""Most characters of a candidate's slug (its grid file's name, without ``.yaml``)."""
 
 
 def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None = None) -> Derived:
