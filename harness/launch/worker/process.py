@@ -322,9 +322,11 @@ def _default_signals() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
-def kill_group(pid: int) -> None:
+def kill_group(pid: int | None) -> None:
     """SIGKILL what is left of the process group a run process ``pid`` led (its own forks and
-    the user's: a sleeper forked by a constructor), once it has exited."""
+    the user's: a sleeper forked by a constructor), once it has exited (None: never started)."""
+    if pid is None:
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
