@@ -159,3 +159,20 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+
+
+@pytest.mark.slow
+def test_the_sandboxs_child_dies_with_a_submit_killed_by_sigkill(tmp_path):
+    project = _project(tmp_path, CONSTRUCTOR.format(act="pass"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HARNESS_PREFLIGHT_TIMEOUT_S": "120"}
+    argv = [sys.executable, "-c", "from harness.cli import main; main()", *COMMANDS["submit"]]
+    proc = subprocess.Popen(argv, cwd=project, env=env, stdout=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: (project / "child.pid").exists(), 120, "the constructor running")
+        child = int((project / "child.pid").read_text())
+        proc.kill()  # no handler runs: the kernel ends the child (PR_SET_PDEATHSIG)
+        proc.wait()
+        wait_until(lambda: not _alive(child), 5, "the sandbox's child ending with submit")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
