@@ -99,8 +99,8 @@ def _check_import(ref: str, module: str) -> None:
     if not _CHECKS or ref in _CHECKED:
         return
     if _is_file(module):
-        if not Path(module).is_file():
-            return  # "no such file", said by load_object
+        if not Path(module).is_file() or _file_module_name(Path(module)) in sys.modules:
+            return  # "no such file", said by load_object; or imported already
     else:
         top = module.split(".")[0]
         if top == "harness" or module in sys.modules or importlib.util.find_spec(top) is None:
@@ -191,10 +191,15 @@ USER_MODULE_PREFIX = "harness_user_"
 """Prefix of the module name a file imported by path gets."""
 
 
+def _file_module_name(path: Path) -> str:
+    """The module name the file ``path`` is imported under (:data:`USER_MODULE_PREFIX`)."""
+    return USER_MODULE_PREFIX + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+
+
 def _import_file(path: Path) -> ModuleType:
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    name = USER_MODULE_PREFIX + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    name = _file_module_name(path)
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
