@@ -103,6 +103,8 @@ class ReadingRelation:
         return _wrapped(self._rel.query(virtual_table_name, sql_query), self._how)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # copy, pickle and the like probe for these
+            raise AttributeError(name)
         if name in _WRITES:
             raise _refused(f"{name}()")
         found = getattr(self._rel, name)
@@ -142,6 +144,8 @@ class ReadingConnection:
     query = sql
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # copy, pickle and the like probe for these
+            raise AttributeError(name)
         if name in _RUNS_SQL:  # executemany, from_query: their SQL checked as execute's is
             method = getattr(self._con, name)
 
