@@ -42,7 +42,6 @@ from harness.core import paths
 from harness.metrics.catalogue import DEFAULT_METRIC
 
 if TYPE_CHECKING:
-    import duckdb
     import pandas as pd
 
     from harness.analysis.present.figures.render import Drawn, Rendered
@@ -55,6 +54,7 @@ if TYPE_CHECKING:
     from harness.grid.load import Grid
     from harness.metrics.catalogue import Goal
     from harness.store.importing import Imported
+    from harness.store.reading import ReadingConnection
 
 __all__ = [
     "QUERY_FORMATS",
@@ -105,13 +105,17 @@ def _results(results: str | Path | None) -> str | None:
     return str(results) if results is not None else None
 
 
-def connect(grid: Grids = None, *, results: str | Path | None = None) -> duckdb.DuckDBPyConnection:
+def connect(grid: Grids = None, *, results: str | Path | None = None) -> ReadingConnection:
     """A DuckDB connection with the views ``runs``, ``curves``, ``manifest`` and ``evals`` over
-    the results of ``grid`` (as ``harness query`` reads them; read-only, confined to the results
-    folder)."""
+    the results of ``grid`` (as ``harness query`` reads them; confined to the results folder).
+    It runs only SQL that reads, and its relations cannot be written
+    (:mod:`harness.store.reading`): ``.df()`` hands the rows to pandas."""
     from harness.analysis.rows.load import views
+    from harness.store.confine import Confinement
+    from harness.store.reading import ReadingConnection
 
-    return views(_grid_args(grid) or None, results=results)
+    how = Confinement.from_env()
+    return ReadingConnection(views(_grid_args(grid) or None, results=results), how)
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,8 +70,13 @@ def candidate_label(name: str) -> str:
 def slug(name: str) -> str:
     """A file-name-safe name for a candidate's grid file (``torch.optim:SGD`` ->
     ``torch.optim-SGD``; a file reference keeps its label's hash of its path, so that two
-    ``opt.py:Opt`` in different folders do not share a file)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", candidate_label(name)).strip("-.") or "candidate"
+    ``opt.py:Opt`` in different folders do not share a file). A slug longer than
+    :data:`SLUG_MAX` is cut and ends in a hash of ``name`` (a file name has 255 bytes at most)."""
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-", candidate_label(name)).strip("-.") or "candidate"
+    if len(text) > SLUG_MAX:
+        digest = hashlib.sha256(name.encode()).hexdigest()
+        text = text[: SLUG_MAX - 17].rstrip("-.") + "-" + digest[:16]
+    return text
 
 
 @functools.cache
@@ -84,6 +89,10 @@ def _cached_probe(
 def _probe(optimizer: str, ranges: Mapping[str, tuple[float, float]]) -> api.Probed:
     """:func:`harness.api.probe_optimizer`, once per optimizer and ranges in a process."""
     return _cached_probe(optimizer, tuple(sorted(ranges.items())))
+
+
+SLUG_MAX = 80
+"""Most characters of a candidate's slug (its grid file's name, without ``.yaml``)."""
 
 
 def derive(protocol: Protocol, candidate: str, root: Path, launcher: str | None = None) -> Derived:

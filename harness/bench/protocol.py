@@ -336,7 +336,7 @@ def _budget(value: Any, f: str) -> Budget:
     return Budget(
         lr_points=_integer(m["lr_points"], f"{w}: lr_points", 3),
         settings=_integer(m["settings"], f"{w}: settings", 1),
-        extend_rounds=_integer(m.get("extend_rounds", 3), f"{w}: extend_rounds", 0),
+        extend_rounds=_integer(m.get("extend_rounds", 3), f"{w}: extend_rounds", 1),
         lr_bounds=_range(m.get("lr_bounds", [1.0e-6, 10.0]), f"{w}: lr_bounds"),
     )
 

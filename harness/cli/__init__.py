@@ -23,7 +23,8 @@ import click
 
 from harness.core.errors import Stopped, UserError
 from harness.core.files import os_error_line
-from harness.core.registry import Registry, load_instance
+from harness.core.registry import Registry, checked_imports, load_instance
+from harness.launch.sandbox import import_problem
 
 COMMANDS: Registry[str] = Registry(
     "command",
@@ -70,7 +71,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            out = super().invoke(ctx)
+            with checked_imports(import_problem):  # the user's modules: in a child first
+                out = super().invoke(ctx)
             sys.stdout.flush()  # a reader gone (| head) shows here, not at exit
             return out
         except BrokenPipeError:

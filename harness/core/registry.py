@@ -67,17 +67,76 @@ def location_free(value: Any, base: str | None) -> Any:
     return f"{Path(os.path.relpath(module, base)).as_posix()}:{attr}"
 
 
+ImportCheck = Callable[[str], "str | None"]
+"""Imports the module of a reference elsewhere (a child process) first: what stopped it there
+(a line), or None when it imported (:func:`checked_imports`)."""
+
+_CHECKS: list[ImportCheck] = []
+_CHECKED: set[str] = set()
+
+
+@contextmanager
+def checked_imports(check: ImportCheck) -> Iterator[None]:
+    """While the block runs, the module of each user's reference :func:`load_object` loads (a
+    file, or a module outside ``harness`` not imported yet) is imported by ``check`` first, once
+    per process (:func:`harness.launch.sandbox.import_problem` imports it in a child with a time
+    limit): what stopped it there is a :class:`UserError`, and this process does not import it."""
+    _CHECKS.append(check)
+    try:
+        yield
+    finally:
+        _CHECKS.remove(check)
+
+
+REFUSED = "refused: "
+"""How an :data:`ImportCheck`'s line starts when the child refused the reference itself (a
+:class:`UserError`: no such attribute), as this process would have."""
+
+
+def _check_import(ref: str, module: str) -> None:
+    """The check in force (:func:`checked_imports`) on ``ref``'s module, if it needs one: a
+    user's module that exists and is not imported yet."""
+    if not _CHECKS or ref in _CHECKED:
+        return
+    if _is_file(module):
+        if not Path(module).is_file() or _file_module_name(Path(module)) in sys.modules:
+            return  # "no such file", said by load_object; or imported already
+    else:
+        top = module.split(".")[0]
+        if top == "harness" or module in sys.modules or importlib.util.find_spec(top) is None:
+            return
+    problem = _CHECKS[-1](ref)
+    if problem is not None:
+        if problem.startswith(REFUSED):
+            raise UserError(problem.removeprefix(REFUSED))
+        raise UserError(f"{ref!r}: importing {module} in a child process failed: {problem}")
+    _CHECKED.add(ref)
+
+
+def import_check(ref: str) -> str | None:
+    """Load ``ref`` (in a child process: :mod:`harness.launch.sandbox`): None when it loads,
+    :data:`REFUSED` and the line when it is refused; anything else the user's module does
+    (an exit, a hang) is the sandbox's to say."""
+    try:
+        load_object(ref)
+    except UserError as e:
+        return REFUSED + str(e)
+    return None
+
+
 def load_object(ref: str) -> Any:
     """The object at ``"module:attribute"`` or ``"path/to/file.py:attribute"`` (importing the
-    module; a file is imported once per process, under a name derived from its path).
+    module; a file is imported once per process, under a name derived from its path). Under
+    :func:`checked_imports`, a user's module is imported in a child process first.
 
     Raises:
         UserError: a malformed reference, a missing file, a module that cannot be imported (any
-            error while importing it), or no such attribute.
+            error while importing it, ``SystemExit`` included), or no such attribute.
     """
     module, sep, attr = ref.rpartition(":")
     if not sep or not module or not attr:
         raise UserError(f"{ref!r}: expected 'module:attribute' or 'path/to/file.py:attribute'")
+    _check_import(ref, module)
     try:
         mod = _import_file(Path(module)) if _is_file(module) else importlib.import_module(module)
     except UserError:
@@ -87,7 +146,7 @@ def load_object(ref: str) -> Any:
             f"{ref!r}: cannot import module {module!r} ({e}); install it, put its folder on "
             "PYTHONPATH, or name its file (path/to/file.py:Name)"
         ) from None
-    except Exception as e:  # the user's module failed while importing
+    except (Exception, SystemExit) as e:  # the user's module failed while importing
         raise UserError(f"{ref!r}: importing {module} failed: {type(e).__name__}: {e}") from None
     try:
         return getattr(mod, attr)
@@ -132,10 +191,15 @@ USER_MODULE_PREFIX = "harness_user_"
 """Prefix of the module name a file imported by path gets."""
 
 
+def _file_module_name(path: Path) -> str:
+    """The module name the file ``path`` is imported under (:data:`USER_MODULE_PREFIX`)."""
+    return USER_MODULE_PREFIX + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+
+
 def _import_file(path: Path) -> ModuleType:
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    name = USER_MODULE_PREFIX + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    name = _file_module_name(path)
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

@@ -20,22 +20,28 @@ The child's stdout and stderr (libraries print) go to a file, not to the user's 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import importlib
+import importlib.util
 import json
 import os
 import pickle
 import resource
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.core import env
+from harness.core.errors import UserError
 from harness.core.registry import load_object
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -101,18 +107,62 @@ def _positive(var: env.EnvVar) -> float | None:
     return value
 
 
-def run_isolated(function: str, items: Sequence[Any], limits: Limits) -> list[str | None]:
+HANGS = "the optimizer's constructor or step() hangs or is slow"
+"""What an item that runs out of time says by default (the preflight's)."""
+
+PREFIX = "harness-sandbox-"
+"""How a child's temporary folder is named: this prefix, the parent's pid, a dash."""
+
+
+def import_problem(ref: str) -> str | None:
+    """Import the module of ``ref`` in a child process, within :meth:`Limits.from_env`'s time
+    (:func:`harness.core.registry.checked_imports`): None when it loads, else a line.
+
+    Raises:
+        UserError: a limit set in the environment that is not a positive number.
+        KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
+    """
+    try:
+        limits = Limits.from_env()
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    hangs = "importing the module hangs or is slow"
+    warm = tuple(m for m in WARM if importlib.util.find_spec(m) is not None)
+    check = "harness.core.registry:import_check"
+    return run_isolated(check, [ref], limits, hangs=hangs, warm=warm)[0]
+
+
+WARM = ("torch",)
+"""Modules the child of an import check imports before its item, in its start-up time
+(:data:`STARTUP_S`), so that the user's module's own time is what the limit bounds (torch's
+import takes seconds on a loaded machine)."""
+
+
+def run_isolated(
+    function: str,
+    items: Sequence[Any],
+    limits: Limits,
+    *,
+    hangs: str = HANGS,
+    warm: tuple[str, ...] = (),
+) -> list[str | None]:
     """``function(item)`` for each item, in child processes; the answer (a problem line, or
-    None) for each item, in order: what the function returned, or what stopped it there.
+    None) for each item, in order: what the function returned, or what stopped it there
+    (``hangs``: what running out of time means; ``warm``: modules imported at start-up).
 
     Raises:
         KeyboardInterrupt: the user's Ctrl-C (the child is killed first).
     """
     answers: dict[int, str | None] = {}
     pending = list(range(len(items)))
-    with tempfile.TemporaryDirectory(prefix="harness-sandbox-") as tmp:
+    _sweep(Path(tempfile.gettempdir()))
+    with (
+        _terminated_cleanly(),
+        tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-") as tmp,
+    ):
         while pending:
-            got = _one_child(function, [(i, items[i]) for i in pending], limits, Path(tmp))
+            todo = [(i, items[i]) for i in pending]
+            got = _one_child((function, warm), todo, limits, Path(tmp), hangs)
             if isinstance(got, str):  # died before its first item: every item gets that line
                 answers.update((i, got) for i in pending)
             else:
@@ -121,18 +171,77 @@ def run_isolated(function: str, items: Sequence[Any], limits: Limits) -> list[st
     return [answers[i] for i in range(len(items))]
 
 
+class _Terminated(BaseException):
+    """SIGTERM arrived while a child ran (:func:`_terminated_cleanly`)."""
+
+
+@contextlib.contextmanager
+def _terminated_cleanly() -> Iterator[None]:
+    """A SIGTERM (the user's code may send it to its parent) ends this process as it would
+    have, by the signal, once the child is killed and its folder removed; where SIGTERM has a
+    handler already (the local launcher's) or this is not the main thread, nothing changes."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def raise_terminated(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the temporary folders of parents that died without removing them (killed by a
+    signal the user's code sent them; their children died with them: ``PR_SET_PDEATHSIG``)."""
+    for found in folder.glob(f"{PREFIX}*-*"):
+        pid = found.name.removeprefix(PREFIX).split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(found, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process of that pid
+    return True
+
+
 def _one_child(
-    function: str, todo: list[tuple[int, Any]], limits: Limits, tmp: Path
+    function: tuple[str, tuple[str, ...]],
+    todo: list[tuple[int, Any]],
+    limits: Limits,
+    tmp: Path,
+    hangs: str,
 ) -> dict[int, str | None] | str:
     """Run one child over ``todo`` until it ends or overruns: the answers it gave, and one for
     the item it was on when it died or ran out of time; or, when it died before its first
     item, the line saying how."""
-    (tmp / "in.pickle").write_bytes(pickle.dumps((function, todo, limits.memory_bytes)))
+    request = (*function, todo, limits.memory_bytes)  # the function, modules to warm, items
+    (tmp / "in.pickle").write_bytes(pickle.dumps(request))
     out, err = tmp / "out.jsonl", tmp / "err.txt"
     out.write_text("")
     with err.open("wb") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.launch.sandbox", str(tmp / "in.pickle"), str(out)],
+            [
+                sys.executable,
+                "-m",
+                "harness.launch.sandbox",
+                str(tmp / "in.pickle"),
+                str(out),
+                str(os.getpid()),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=stderr,
             stderr=stderr,
@@ -146,9 +255,13 @@ def _one_child(
     try:
         while True:
             ended = proc.poll() is not None
-            text = out.read_text()
+            text = out.read_text(errors="replace")
             for line in text[read : text.rfind("\n") + 1].splitlines():
-                event = json.loads(line)
+                event = _event(line, {i for i, _ in todo})
+                if event is None:  # the user's code wrote to the answer file
+                    why = f"the child's answer is not one: {line.strip()[:80]!r}"
+                    answers[current if current is not None else todo[0][0]] = why
+                    return answers
                 if "start" in event:
                     clock = current = event["start"]
                     since, started = time.monotonic(), True
@@ -160,18 +273,15 @@ def _one_child(
             if ended:
                 break
             if not started and time.monotonic() - since > STARTUP_S:
-                _kill(proc)
                 return f"the preflight's process did not start within {STARTUP_S:g} s"
             if clock is not None:
                 stop = busy.overrun(time.monotonic() - since, limits.timeout_s)
                 if stop is not None:
-                    _kill(proc)
                     answers[clock] = stop
                     return answers
             time.sleep(POLL_S)
-    except BaseException:  # Ctrl-C: the user's code stops with submit
+    finally:  # every exit: what the user's code started in the child's group goes with it
         _kill(proc)
-        raise
     if current is not None:
         answers[current] = _death_line(err, proc.returncode)
     elif not answers:
@@ -247,8 +357,26 @@ def _session_cpu(sid: int) -> float | None:
     return total / ticks
 
 
+def _event(line: str, items: set[int]) -> dict[str, Any] | None:
+    """One line of the child's answer file, checked: ``{"start": i}`` or ``{"done": i,
+    "problem": str | None}`` of one of ``items``; None when it is not such a line."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(event, dict):
+        return None
+    if set(event) == {"start"} and event["start"] in items:
+        return event
+    problem = event.get("problem")
+    if set(event) == {"done", "problem"} and event["done"] in items:
+        return event if problem is None or isinstance(problem, str) else None
+    return None
+
+
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child's process group (its own children too) and reap it."""
+    """SIGKILL the child's process group (its own children too, also once the child has
+    exited) and reap it."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -266,11 +394,29 @@ def _death_line(err: Path, code: int) -> str:
     return how + (f"; its last words: {lines[-1].strip()[:200]}" if lines else "")
 
 
-def _child(request: Path, out: Path) -> None:
+def die_with_parent(parent: int) -> None:
+    """End this process when ``parent`` ends (Linux: ``PR_SET_PDEATHSIG``, SIGKILL; elsewhere
+    nothing); at once if it has ended already (this process was adopted)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option: the signal this process gets when its parent thread ends (Linux)."""
+
+
+def _child(request: Path, out: Path, parent: int) -> None:
     """The child: each item in turn, a ``start`` line before it and a ``done`` line after."""
-    function, todo, memory = pickle.loads(request.read_bytes())
+    die_with_parent(parent)
+    function, warm, todo, memory = pickle.loads(request.read_bytes())
     if memory is not None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    for module in warm:  # start-up: not the items' time
+        with contextlib.suppress(Exception):  # a broken install: the item's import says so
+            importlib.import_module(module)
     fn = load_object(function)
     with out.open("a", buffering=1) as sink:
         for i, item in todo:
@@ -294,4 +440,4 @@ def _exception_line(e: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    _child(Path(sys.argv[1]), Path(sys.argv[2]))
+    _child(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))

@@ -9,6 +9,7 @@ states to run again). Every backend is driven through the same contract
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,6 +253,64 @@ def _written_folders(root: Path, grid: str) -> list[Path]:
     ]
 
 
+GONE_GRACE_S = 30.0
+"""Seconds a run must be in no queue and under no lock, without a row, before ``--wait`` calls
+it ended: a queue's answer lags (a task that starts or ends may be missing from it a moment)."""
+
+WAIT_POLL_S = 5.0
+"""How often ``--wait`` looks at the rows and queues of runs queued by others (seconds)."""
+
+
+def wait_for_others(
+    root: Path,
+    grid: str,
+    run_ids: Collection[str],
+    seen: dict[str, Any],
+    out: TextIO,
+    poll_s: float = WAIT_POLL_S,
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Block until each of ``run_ids`` (queued or being trained by another submit or machine)
+    has a row newer than ``seen`` says, or has left every queue and every run lock without one.
+
+    Returns:
+        run_id -> status of those with a row; the run_ids that ended without one.
+    """
+    from harness.store.db import result_statuses
+    from harness.store.rows import row_marks
+    from harness.store.status import training_now
+
+    pending = set(run_ids)
+    out.write(
+        f"{grid}: waiting for {len(pending)} runs queued or being trained by another submit "
+        "(each until it has a row or has ended)\n"
+    )
+    out.flush()
+    ended: set[str] = set()
+    gone: dict[str, float] = {}  # run_id -> when it was first seen in no queue and no lock
+    while pending:
+        # the queues and locks before the rows: a run leaves them only once its row is written
+        still = queued_anywhere(root, grid, pending) | training_now(root, grid, pending)
+        marks = row_marks(root, grid)
+        pending -= {r for r in pending if marks.get(r) != seen.get(r)}
+        now = time.monotonic()
+        for r in pending:
+            if r in still:
+                gone.pop(r, None)
+            else:
+                gone.setdefault(r, now)
+        ended |= {r for r in pending if r in gone and now - gone[r] >= GONE_GRACE_S}
+        pending -= ended
+        if pending:
+            time.sleep(poll_s)
+    rowed = set(run_ids) - ended
+    statuses = {r: s for r, s in result_statuses(root, grid).items() if r in rowed}
+    out.write(
+        f"{grid}: waited for {len(rowed) + len(ended)} runs queued by another submit: "
+        f"{len(rowed)} have a row, {len(ended)} ended without one\n"
+    )
+    return statuses, tuple(sorted(ended))
+
+
 def _launch(
     grid: Grid,
     runner: Launcher,
@@ -311,10 +370,18 @@ def _launch(
             "(their run locks are held); each starts once its lock is free, unless it "
             "has a row by then\n"
         )
+    waits = wait if wait is not None else not runner.detaches
+    # runs queued or being trained by others (an earlier submit, another machine): --wait waits
+    # for them too, whoever queued them
+    others = {r.run_id for r in grid.runs if r.run_id in queued or r.run_id in busy}
+    others -= {r.run_id for r in todo}
     if not todo:
-        return SubmitReport(grid.name, len(grid.runs), skipped, 0, {})
+        if not waits or not others:
+            return SubmitReport(grid.name, len(grid.runs), skipped, 0, {})
+        statuses, lost = wait_for_others(root, grid.name, others, seen, out)
+        return SubmitReport(grid.name, len(grid.runs), skipped, 0, statuses, lost, waited=True)
     launched = runner.launch(todo, spec, seen)  # a run whose row changed since is not trained
-    if wait if wait is not None else not runner.detaches:
+    if waits:
         report = runner.wait(launched, spec)
         marks = row_marks(root, grid.name)
         lost = tuple(
@@ -322,8 +389,13 @@ def _launch(
             for r in todo
             if r.run_id not in report.statuses and marks.get(r.run_id) == seen[r.run_id]
         )
+        statuses = dict(report.statuses)
+        if others:
+            theirs, gone = wait_for_others(root, grid.name, others, seen, out)
+            statuses |= theirs
+            lost += gone
         return SubmitReport(
-            grid.name, len(grid.runs), skipped, report.launched, report.statuses, lost, waited=True
+            grid.name, len(grid.runs), skipped, report.launched, statuses, lost, waited=True
         )
     out.write(f"follow with 'harness status {grid.name}'; stop with 'harness cancel {grid.name}'\n")
     return SubmitReport(grid.name, len(grid.runs), skipped, launched.runs, {})

@@ -31,7 +31,6 @@ import duckdb
 
 from harness.core import env
 from harness.core.errors import UserError
-from harness.core.paths import duck_path
 
 DEFAULT_MEMORY = "25%"
 """DuckDB's memory limit for SQL over the results when none is given: a quarter of the RAM."""
@@ -84,10 +83,20 @@ class Confinement:
 
 
 def confine(
-    con: duckdb.DuckDBPyConnection, root: Path, how: Confinement, writable: tuple[Path, ...] = ()
+    con: duckdb.DuckDBPyConnection,
+    root: Path,
+    how: Confinement,
+    writable: tuple[Path, ...] = (),
+    readable: tuple[str, ...] = (),
 ) -> None:
     """Restrict ``con`` to reading under ``root`` (and writing the files ``writable``), as
     ``how`` says; its views are made first (they are read when queried, under ``root``).
+
+    ``readable``: the escaped names and patterns the views read when ``root``'s path holds a
+    glob character (``res[[]1[]]/g/runs/*`` for ``res[1]``, :func:`harness.core.paths.duck_path`):
+    DuckDB checks a name as it is spelled, then each file it expands to, which must lie under
+    ``root`` itself. The escaped folder is never allowed as a whole: a sibling folder named
+    ``res[[]1[]]`` would be.
 
     Raises:
         UserError: DuckDB refuses the memory limit.
@@ -106,18 +115,25 @@ def confine(
     con.execute("SET autoload_known_extensions = false")
     con.execute("SET temp_directory = ''")  # no spilling: the memory limit is a bound
     folder = str(root.resolve()).rstrip("/") + "/"  # a prefix: "results/", not "results2"
-    # The views name files by their escaped paths (``res[[]1[]]`` for ``res[1]``,
-    # :func:`harness.core.paths.duck_path`), which DuckDB checks as they are spelled.
-    literal = duck_path(root.resolve()).rstrip("/") + "/"
-    con.execute("SET allowed_directories = $d", {"d": sorted({folder, literal})})
-    con.execute("SET allowed_paths = $p", {"p": [str(p.resolve()) for p in writable]})
+    con.execute("SET allowed_directories = $d", {"d": [folder]})
+    allowed = [*readable, *(str(p.resolve()) for p in writable)]
+    con.execute("SET allowed_paths = $p", {"p": allowed})
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
 
 
+_EXPLAIN = re.compile(
+    r"^\s*EXPLAIN\s+(?:ANALY[SZ]E\s+|\((?:[^()']|'[^']*')*\)\s*)?(?P<inner>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+"""``EXPLAIN``, ``EXPLAIN ANALYZE`` or ``EXPLAIN (options)`` and the statement it wraps."""
+
+
 def only_reads(sql: str, how: Confinement) -> None:
     """Refuse ``sql`` unless each of its statements reads (:data:`READING`; anything goes when
-    ``how.unsafe``).
+    ``how.unsafe``). An ``EXPLAIN`` reads when the statement it wraps does (``EXPLAIN ANALYZE``
+    runs it); ``PREPARE``/``EXECUTE`` are refused (what they run is not in the text), and so
+    is a nested ``query()`` of anything but a ``SELECT`` (DuckDB's own rule).
 
     Raises:
         UserError: a statement that writes, attaches, sets or loads, named by its type.
@@ -125,16 +141,48 @@ def only_reads(sql: str, how: Confinement) -> None:
     if how.unsafe:
         return
     try:
-        kinds = [s.type for s in duckdb.extract_statements(sql)]
+        statements = duckdb.extract_statements(sql)
     except duckdb.Error:
         return  # a syntax error: running it says where, in DuckDB's words
-    for kind in kinds:
-        if kind not in READING:
-            name = kind.name.replace("_STATEMENT", "")
+    for statement in statements:
+        _reads(statement.type, statement.query)
+
+
+def _reads(kind: duckdb.StatementType, text: str) -> None:
+    """Refuse one statement (of type ``kind``, text ``text``) unless it reads."""
+    if kind == duckdb.StatementType.EXPLAIN:
+        found = _EXPLAIN.match(text)
+        try:
+            inner = duckdb.extract_statements(found["inner"]) if found else []
+        except duckdb.Error:
+            inner = []
+        if len(inner) != 1:
             raise UserError(
-                f"harness query runs SELECT statements only, not {name} (results are read, "
-                f"never changed); --unsafe or {env.SQL_UNSAFE.name}=1 runs any DuckDB SQL"
+                f"harness query runs SELECT statements only: cannot tell what {text.strip()!r} "
+                "explains (write EXPLAIN SELECT ...)"
             )
+        _reads(inner[0].type, inner[0].query)
+    elif kind not in READING:
+        name = kind.name.replace("_STATEMENT", "")
+        raise UserError(
+            f"harness query runs SELECT statements only, not {name} (results are read, "
+            f"never changed); --unsafe or {env.SQL_UNSAFE.name}=1 runs any DuckDB SQL"
+        )
+
+
+def only_predicate(where: str) -> None:
+    """Refuse ``where`` (``--where``) unless it is one predicate that reads: SQL that, put in
+    ``WHERE (...)``, makes one SELECT statement (no ``; COPY ...`` after a closing parenthesis).
+
+    Raises:
+        UserError: ``where`` holds a statement of its own.
+    """
+    try:
+        statements = duckdb.extract_statements(f"SELECT 1 WHERE ({where})")
+    except duckdb.Error:
+        return  # a syntax error: running it says where, in DuckDB's words
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        raise UserError(f"--where {where!r}: expected one predicate over the columns of runs")
 
 
 def interruptible(con: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:

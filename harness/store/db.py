@@ -224,6 +224,7 @@ def connect(
         check_grid(root, g)
     found = [grid_files(root, g) for g in grids]
     con = duckdb.connect(":memory:")
+    spelled: list[str] = []  # every file name or pattern the views read, as DuckDB reads it
     for view in VIEWS:
         sql = (
             _stored_sql(view, found) if view in ("runs", "curves") else _view_sql(root, grids, view)
@@ -231,8 +232,20 @@ def connect(
         if view == "curves":
             sql = _with_live_points(con, root, grids, sql)
         con.execute(f"CREATE VIEW {view} AS {sql}")
-    confine(con, root, confinement or Confinement.from_env(), writable)
+        spelled += _spelled(root, grids, found, view)
+    readable = tuple(spelled) if duck_path(root) != str(root) else ()
+    confine(con, root, confinement or Confinement.from_env(), writable, readable)
     return con
+
+
+def _spelled(root: Path, grids: list[str], found: Sequence[GridFiles], view: str) -> list[str]:
+    """The names (or patterns) of the files ``view`` reads, as its SQL spells them."""
+    if view == "runs":
+        return [duck_path(p) for f in found for p in f.all_rows]
+    if view == "curves":
+        gens = [f.curve_generation for f in found if f.curve_generation is not None]
+        return [duck_path(p) for f in found for p in (*f.curves, *gens)]
+    return _globs(root, grids, view)
 
 
 def _with_live_points(
@@ -240,18 +253,29 @@ def _with_live_points(
 ) -> str:
     """The ``curves`` view with a ``running`` column: the stored points (``false``), and the
     points of runs with a live file (:mod:`harness.store.live`; ``true`` while a process holds
-    the run's lock), which replace a run's stored points (an older attempt's)."""
+    the run's lock), which replace a run's stored points (an older attempt's), unless the file
+    is stale: no process holds the run's lock and the run has a result (a finished run is not
+    trained again; its stored curve is the one)."""
     rows = curve_rows(root, grids)
     marked = f"SELECT *, false AS running FROM ({stored})"
     if not rows:
         return marked
     schema = CURVE_SCHEMA.append(pa.field("running", pa.bool_()))
     con.register("_live_points", pa.Table.from_pylist(rows, schema=schema))
-    return (
-        f"SELECT * FROM ({marked}) s WHERE NOT EXISTS (SELECT 1 FROM _live_points l "
-        "WHERE l.grid = s.grid AND l.run_id = s.run_id) UNION ALL BY NAME "
-        "SELECT * FROM _live_points"
+    finished = sql_list(sorted(RESULT_STATUSES))
+    fresh = (
+        "SELECT * FROM _live_points l WHERE l.running OR NOT EXISTS (SELECT 1 FROM runs r "
+        f"WHERE r.grid = l.grid AND r.run_id = l.run_id AND r.status IN {finished_set(finished)})"
     )
+    return (
+        f"SELECT * FROM ({marked}) s WHERE NOT EXISTS (SELECT 1 FROM ({fresh}) l "
+        f"WHERE l.grid = s.grid AND l.run_id = s.run_id) UNION ALL BY NAME {fresh}"
+    )
+
+
+def finished_set(statuses: str) -> str:
+    """``(SELECT unnest([...]))``: a SQL list literal as a set to test ``IN``."""
+    return f"(SELECT unnest({statuses}))"
 
 
 def result_statuses(root: Path, grid: str) -> dict[str, str]:

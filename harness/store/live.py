@@ -7,8 +7,10 @@ mid-write leaves only complete points. Each line is a loss-curve point (``CURVE_
 ``steps`` (the run's planned steps) and ``tokens_per_s``; the last one is the run's heartbeat.
 A run that resumes from a checkpoint appends from the checkpoint's step again: a point whose
 step is not above the one before it starts a new attempt, and the points it repeats are dropped.
-The file is removed once the run's row is written, so a live file means "no row for this attempt
-yet". Readers only read files: they work wherever the results folder is mounted (SLURM too).
+The file is removed once the run's row is written (:func:`retire`; a spilled result written
+back too), so a live file means "no row for this attempt yet"; one left beside a finished row
+(a process killed between the two) is stale, and readers show the stored curve instead.
+Readers only read files: they work wherever the results folder is mounted (SLURM too).
 
 A line is a point only when every field has its type and range (:data:`FIELDS`; any other key,
 a tracked metric, holds a number or null): a JSON line written by something else (a hand edit,
@@ -24,6 +26,7 @@ import contextlib
 import json
 import math
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -141,12 +144,50 @@ def _warn(path: Path, number: int, line: bytes, why: str) -> None:
         sys.stderr.write(f"warning: {path}: line {number}: {why}; line skipped\n")
 
 
+MAX_BYTES = 64 * 2**20
+"""Most bytes of a live file a reader reads (its tail: the newest points; ~300,000 points)."""
+
+
+def _read_live(path: Path) -> bytes | None:
+    """The bytes of the live file ``path`` (its last :data:`MAX_BYTES`, from a line's start),
+    opened without blocking; None, with one warning, when it is not a regular file (a FIFO
+    would block the reader, a link to ``/dev/zero`` never end), or when it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            _warn_once(path, "not a regular file; skipped (a live file is one the run appends to)")
+            return None
+        start = max(0, st.st_size - MAX_BYTES)
+        os.lseek(fd, start, os.SEEK_SET)
+        chunks, left = [], st.st_size - start
+        while left > 0 and (chunk := os.read(fd, min(left, 2**20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return data[data.find(b"\n") + 1 :] if start else data  # a cut first line is no point
+
+
+def _warn_once(path: Path, why: str) -> None:
+    key = (str(path), 0, hash(why))
+    if key not in _WARNED:
+        _WARNED.add(key)
+        sys.stderr.write(f"warning: {path}: {why}\n")
+
+
 def read_points(path: Path) -> list[dict[str, Any]]:
     """The complete points of a live file, the current attempt's (see the module docstring);
-    [] when there is none. A line of JSON that is not a valid point is skipped with a warning."""
-    try:
-        data = path.read_bytes()
-    except OSError:
+    [] when there is none. A line of JSON that is not a valid point is skipped with a warning,
+    and so is a file that is not a regular file (:func:`_read_live`)."""
+    data = _read_live(path)
+    if data is None:
         return []
     lines = data.split(b"\n")[:-1]  # the last piece is '' or a partial line being written
     points: list[dict[str, Any]] = []
@@ -190,6 +231,14 @@ class Heartbeat:
             return None
         eta = max(0, self.steps - self.step) * self.tokens_per_step / self.tokens_per_s
         return eta if math.isfinite(eta) else None
+
+
+def retire(root: Path, grid: str, run_id: str, *, writer: bool) -> None:
+    """Remove the live file of ``run_id``, whose row has just been written: by its run's own
+    process (``writer``), or by another (a spilled result written back) unless a live process
+    holds the run's lock (a new attempt writes it)."""
+    if writer or not is_locked(paths.run_lock_path(root, grid, run_id)):
+        paths.live_path(root, grid, run_id).unlink(missing_ok=True)
 
 
 def live_runs(root: Path, grid: str) -> dict[str, list[dict[str, Any]]]:

@@ -11,6 +11,7 @@ result lands in the results folder once there is room, with its original time an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -25,6 +26,7 @@ from harness.core.files import atomic_write_text, os_error_line
 from harness.core.provenance import ATTEMPT
 from harness.core.result import RunResult, Status
 from harness.store.auto import auto_compact
+from harness.store.live import retire
 from harness.store.rows import next_attempt, write_result
 
 
@@ -61,6 +63,8 @@ def write_or_spill(
     except OSError as e:
         cause = os_error_line(e)
     else:
+        with contextlib.suppress(OSError):  # the row is written; a live file left is stale
+            retire(root, run.grid, run.run_id, writer=True)
         auto_compact(root, run.grid)  # never raises: the row is written
         return path
     doc = {
@@ -106,6 +110,8 @@ def recover(root: Path, grid: str, load: Callable[[str], RunConfig]) -> list[str
             continue  # not ours to repair; left for a person to read
         if not _superseded(root, run, prov):
             write_result(root, run, result, prov)
+            with contextlib.suppress(OSError):
+                retire(root, grid, run.run_id, writer=False)
             written.append(run.run_id)
         path.unlink(missing_ok=True)
     return written

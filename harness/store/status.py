@@ -48,7 +48,13 @@ def grid_status(root: Path, grid: str) -> GridStatus:
     ).fetchall()
     planned = {r for (r,) in con.execute("SELECT run_id FROM manifest").fetchall()}
     running = len(training_now(root, grid, planned))
-    live = tuple(h for h in heartbeats(root, grid) if h.run_id in planned)
+    rowed = {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()}
+    # a live file beside a row, no process on it: left behind (its row says where the run is)
+    live = tuple(
+        h
+        for h in heartbeats(root, grid)
+        if h.run_id in planned and (h.running or h.run_id not in rowed)
+    )
     return GridStatus(grid, counts, [tuple(f) for f in fails], running, live)
 
 

@@ -27,6 +27,7 @@ from harness.analysis.rows.load import progress
 from harness.core.config import RunConfig
 from harness.core.result import STATUSES
 from harness.grid.preview import compute_estimate, cpu_hours
+from harness.launch.sizes import count_params
 from harness.store.live import Heartbeat, duration
 from harness.store.manifest import read_manifest
 from harness.store.status import grid_status
@@ -104,7 +105,11 @@ def snapshot(root: Path, grid: str) -> Snapshot:
     if not planned:
         estimate = 0.0
     else:
-        estimate = compute_estimate(planned)[1] if now.on_gpu else cpu_hours(planned)
+        estimate = (
+            compute_estimate(planned, count_params)[1]
+            if now.on_gpu
+            else cpu_hours(planned, count_params)
+        )
     about = {h.run_id: _about(runs[h.run_id]) for h in status.live if h.run_id in runs}
     return Snapshot(
         grid,

@@ -18,9 +18,14 @@ from click.testing import CliRunner
 
 from harness.analysis.rows.load import select
 from harness.analysis.testing import write_run
+from harness.api import connect
 from harness.cli import main
+from harness.core.errors import UserError
+from harness.core.paths import duck_path
 from harness.data.catalogue import vocab_lookup
 from harness.grid.load import load_grid
+from harness.store.db import sql_string
+from harness.store.integrity import check_grid
 from harness.store.manifest import write_manifest
 from tests.local_submits import REPO
 from tests.polling import wait_until
@@ -49,6 +54,7 @@ def root(tmp_path: Path, prepared_data: Path, monkeypatch: pytest.MonkeyPatch) -
         write_run(root, run, val_ppl=100.0 + i, points=3, source=None)
     (tmp_path / "results2").mkdir()
     (tmp_path / "results2" / "secret.csv").write_text("password\nhunter2\n")
+    check_grid(root, "sg")  # the integrity check's record of verified files, written once
     return root
 
 
@@ -57,7 +63,11 @@ def query(root: Path, sql: str, *flags: str) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
+ROW = "{root}/sg/runs/{row}"
+"""A run's row file (``{row}``: its name, filled in by the test)."""
+
 ESCAPES = {
+    # round 3 (issue 29)
     "copy out": ("COPY (SELECT * FROM runs) TO '{tmp}/stolen.csv'", "not COPY"),
     "copy in": ("COPY (SELECT 1) TO '{root}/sg/evil.parquet'", "not COPY"),
     "attach": ("ATTACH '{tmp}/new.duckdb' AS x", "not ATTACH"),
@@ -70,21 +80,114 @@ ESCAPES = {
     "sibling": ("SELECT * FROM read_csv('{tmp}/results2/secret.csv')", "Permission Error"),
     "dot-dot": ("SELECT * FROM read_text('{root}/../results2/secret.csv')", "Permission Error"),
     "url": ("SELECT * FROM read_csv('https://example.com/x.csv')", "Permission Error"),
+    # round 4 (issue 44): statements that wrap a write
+    "explain analyze copy": (
+        f"EXPLAIN ANALYZE COPY (SELECT * REPLACE (0.001 AS val_loss) FROM '{ROW}') TO '{ROW}'",
+        "not COPY",
+    ),
+    "explain analyze copy over a row": (
+        f"EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO '{ROW}'",
+        "not COPY",
+    ),
+    "explain (analyze) copy": (f"EXPLAIN (ANALYZE) COPY (SELECT 1 AS x) TO '{ROW}'", "not COPY"),
+    "explain (format json) copy": (f"EXPLAIN (FORMAT json) COPY (SELECT 1) TO '{ROW}'", "not COPY"),
+    "comment then explain": (f"/* x */ EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO '{ROW}'", "COPY"),
+    "prepare copy": (f"PREPARE p AS COPY (SELECT 1 AS x) TO '{ROW}'", "not PREPARE"),
+    "prepare then execute": (
+        f"PREPARE p AS COPY (SELECT 1 AS x) TO '{ROW}'; EXECUTE p",
+        "not PREPARE",
+    ),
+    "select then copy": (f"SELECT 1; COPY (SELECT 1 AS x) TO '{ROW}'", "not COPY"),
+    "nested query()": (f"FROM query('COPY (SELECT 1 AS x) TO ''{ROW}''')", "SELECT"),
+    "explain analyze in query()": (
+        f"FROM query('EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO ''{ROW}''')",
+        "SELECT",
+    ),
+    "explain analyze create": ("EXPLAIN ANALYZE CREATE TABLE t AS SELECT 1", "not CREATE"),
+    "pragma": ("PRAGMA enable_profiling", "not PRAGMA"),
+    "call": ("CALL pragma_version()", "not CALL"),
 }
+"""Round 3's and round 4's attacks on ``harness query``: each is refused in one line."""
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``root``: its bytes and its mtime (ns)."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def attack(root: Path, name: str) -> str:
+    sql, _ = ESCAPES[name]
+    row = next((root / "sg" / "runs").glob("*.parquet")).name
+    return sql.format(tmp=root.parent, root=root, row=row)
 
 
 @pytest.mark.parametrize("escape", ESCAPES)
 def test_query_reads_only_the_results_folder(root, escape):
-    sql, why = ESCAPES[escape]
     tmp = root.parent
+    before = snapshot(root)
 
-    code, out, err = query(root, sql.format(tmp=tmp, root=root))
+    code, out, err = query(root, attack(root, escape))
 
     assert code == 2, out + err
-    assert err.count("\n") == 1 and err.startswith("error: ") and why in err, err
+    assert err.count("\n") == 1 and err.startswith("error: ") and ESCAPES[escape][1] in err, err
     assert "Traceback" not in err and "hunter2" not in out
     assert not (tmp / "stolen.csv").exists() and not (tmp / "new.duckdb").exists()
-    assert not (root / "sg" / "evil.parquet").exists()
+    assert snapshot(root) == before  # no file of the results written, added or touched
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_the_python_api_connection_refuses_every_attack(root, escape):
+    tmp = root.parent
+    before = snapshot(root)
+    con = connect("sg", results=root)
+
+    for run in (con.execute, con.sql, lambda sql: con.sql("SELECT 1").query("t", sql)):
+        with pytest.raises((UserError, duckdb.Error)):
+            run(attack(root, escape)).fetchall()
+
+    assert not (tmp / "stolen.csv").exists() and not (tmp / "new.duckdb").exists()
+    assert snapshot(root) == before
+    assert con.execute("SELECT count(*) FROM runs").fetchall() == [(4,)]
+
+
+def test_the_python_api_relations_do_not_write(root):
+    before = snapshot(root)
+    row = str(next((root / "sg" / "runs").glob("*.parquet")))
+    rel = connect("sg", results=root).sql("SELECT 1 AS x")
+
+    for write in ("write_parquet", "to_parquet", "write_csv", "to_csv"):
+        with pytest.raises(UserError, match="reads only"):
+            getattr(rel, write)(row)
+    with pytest.raises(UserError, match="reads only"):
+        rel.to_table("t")
+
+    assert snapshot(root) == before
+    assert rel.filter("x = 1").fetchall() == [(1,)]  # a relation of a relation still reads
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "lr > 0; COPY (SELECT 1 AS x) TO '{row}'",
+        "lr > 0; EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO '{row}'",
+        "lr > (SELECT count(*) FROM query('COPY (SELECT 1 AS x) TO ''{row}'''))",
+    ],
+)
+def test_where_cannot_write(root, where):
+    before = snapshot(root)
+    row = next((root / "sg" / "runs").glob("*.parquet"))
+
+    r = CliRunner().invoke(
+        main, ["analyze", "best", "sg", "--where", where.format(row=row), "--results", str(root)]
+    )
+
+    assert r.exit_code == 2, r.output
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert snapshot(root) == before
 
 
 def test_query_still_reads_every_view_and_its_own_files(root):
@@ -196,3 +299,19 @@ def test_ctrl_c_stops_a_runaway_cross_join(root):
             proc.communicate()
     assert proc.returncode == 130, err
     assert err.strip() == "interrupted" and out == "", err
+
+
+def test_a_sibling_named_like_the_escaped_results_folder_is_not_read(root):
+    weird = root.rename(root.parent / "we'ird [1]*")
+    sibling = root.parent / duck_path(weird)  # "we'ird [[]1[]][*]": a folder of its own
+    sibling.mkdir()
+    (sibling / "secret.csv").write_text("password\nhunter2\n")
+    steal = f"SELECT * FROM read_csv({sql_string(str(sibling / 'secret.csv'))})"
+
+    code, out, err = query(weird, steal)
+
+    assert code == 2 and "Permission Error" in err and "hunter2" not in out, out + err
+    code, out, _ = query(weird, "SELECT count(*) AS n FROM runs")
+    assert code == 0 and out.split() == ["n", "4"], out
+    code, out, _ = query(weird, "SELECT count(*) AS n FROM manifest")
+    assert code == 0 and out.split() == ["n", "4"], out

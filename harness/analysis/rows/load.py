@@ -24,6 +24,7 @@ from harness.core import paths
 from harness.core.config import SCALES
 from harness.core.errors import UserError
 from harness.store import db
+from harness.store.confine import only_predicate
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +180,8 @@ def select(
     con = db.connect(root, list(names))
     chosen = _scale(con, name, scale)
     where = where.strip() if where and where.strip() else None
+    if where is not None:
+        only_predicate(where)
     try:
         (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()  # type: ignore[misc]  # COUNT(*): one row
     except duckdb.Error as e:

@@ -160,6 +160,7 @@ class RunPool:
                     self._check_time(p.run_id, p)
                 continue
             self.processes.remove(p)
+            process.kill_group(p.process.pid)  # what the user's code forked goes with it
             if p.gpu is not None:
                 self.on_gpu[p.gpu] -= 1
             ended += self._reported_ends()  # put before it exited: read it before its death

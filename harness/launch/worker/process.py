@@ -5,11 +5,15 @@ so that a small run does not pay seconds of start-up (issue 28, item 7).
 The run pool (:mod:`harness.launch.worker.pool`), which both the local launcher and packed SLURM
 tasks use, starts run processes this way:
 
-- Signals are the parent's business. A run process ignores ``SIGTERM``, ``SIGINT``, ``SIGHUP``
-  and ``SIGUSR2`` (blocked from before it starts until it ignores them, so that a signal during
-  its start-up, torch's import takes seconds, cannot kill it): Ctrl-C in a terminal, a closed
-  terminal or SLURM signal the whole process group, and a run killed by one would lose the work
-  since its last checkpoint. The parent decides, through the process's stop event.
+- Signals are the parent's business. A run process leads a process group of its own (the
+  terminal's Ctrl-C and SIGHUP reach its parent only) and ignores ``SIGTERM``, ``SIGINT``,
+  ``SIGHUP`` and ``SIGUSR2`` (blocked from before it starts until it ignores them, so that a
+  signal during its start-up, torch's import takes seconds, cannot kill it): a run killed by one
+  would lose the work since its last checkpoint. The parent decides, through the process's stop
+  event. It ignores them with a handler that does nothing, not ``SIG_IGN``: a process the user's
+  code starts (fork and exec) gets the default actions back, and a plain fork has them reset
+  (``os.register_at_fork``), so ``SIGTERM`` ends it. When a run process has exited, the pool
+  kills its group: nothing the user's code forked outlives it (issue 44).
 - The run it trains stops (checkpoints; reported :attr:`ExitKind.INTERRUPTED`) when its stop
   event is set, or when its parent is gone (killed with SIGKILL: the process is re-parented), so
   no run outlives the process that owns it; an idle process exits then too.
@@ -166,11 +170,33 @@ def spawn_context() -> SpawnContext:
     options = list(sys.warnoptions)
     sys.warnoptions.append(TRACKER_QUIET)
     try:
-        resource_tracker.ensure_running()
+        with _output_not_inherited():
+            resource_tracker.ensure_running()
     finally:
         sys.warnoptions[:] = options
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
     return mp.get_context("spawn")
+
+
+@contextlib.contextmanager
+def _output_not_inherited() -> Iterator[None]:
+    """While the block starts a helper process, this process's stdout and stderr are
+    ``/dev/null``: the helper (the resource tracker, which lives while any process holds its
+    pipe) must not hold the caller's output open (``out=$(harness submit ...)`` would wait)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(ValueError, OSError):
+            stream.flush()
+    null = os.open(os.devnull, os.O_WRONLY)
+    saved = [os.dup(fd) for fd in (1, 2)]
+    try:
+        for fd in (1, 2):
+            os.dup2(null, fd)
+        yield
+    finally:
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(null)
 
 
 @contextlib.contextmanager
@@ -256,8 +282,10 @@ def _child(
     env: dict[str, str],
 ) -> None:
     """A run process: trains the runs it is handed, reports each, until told or made to stop."""
+    os.setpgid(0, 0)  # a group of its own, killed by the pool once this process has exited
     for signum in PARENT_SIGNALS:
-        signal.signal(signum, signal.SIG_IGN)
+        signal.signal(signum, _left_to_the_parent)
+    os.register_at_fork(after_in_child=_default_signals)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, PARENT_SIGNALS)  # blocked by start()
     os.environ.update(env)
 
@@ -281,6 +309,26 @@ def _child(
         if not takes_another(kind, status):
             return
         _between_runs()
+
+
+def _left_to_the_parent(signum: int, frame: object) -> None:
+    """What a run process does on one of :data:`PARENT_SIGNALS`: nothing (the module
+    docstring); unlike ``SIG_IGN``, an exec resets it to the default action."""
+
+
+def _default_signals() -> None:
+    """In a process forked from a run process (the user's code): the default actions."""
+    for signum in PARENT_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def kill_group(pid: int | None) -> None:
+    """SIGKILL what is left of the process group a run process ``pid`` led (its own forks and
+    the user's: a sleeper forked by a constructor), once it has exited (None: never started)."""
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _next_task(tasks: Connection, should_stop: Callable[[], bool]) -> Task | None:

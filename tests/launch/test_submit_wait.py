@@ -1,0 +1,53 @@
+"""``submit --wait`` waits for the whole grid (issue 44, item 7 of the findings): after a
+detached SLURM submit, ``submit --wait`` of the same grid returns only once every run has a row,
+whoever queued it, and says what it waited for; before, it printed "launching 0" and returned at
+once with the runs still queued. On the real one-node SLURM test cluster; fails (never skips)
+under CI=true when the cluster is absent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.core.result import RESULT_STATUSES
+from harness.store.db import connect
+from tests.slurm_runs import write_profile
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = 6
+
+
+def _harness(env: dict[str, str], *argv: object) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", "from harness.cli import main; main()", *map(str, argv)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+
+
+def test_submit_wait_waits_for_runs_an_earlier_submit_queued(slurm_env: Path) -> None:
+    launcher = write_profile(slurm_env / "launchers", "slurm-wait", runs_per_task=2)
+    grid = slurm_env / "wait.yaml"
+    grid.write_text(
+        f"name: wait\nlauncher: {launcher}\n"
+        "base: {workload: quadratic, steps: 400, optimizer: sgd, log_every: 50}\n"
+        f"grid: {{lr: [0.001, 0.002, 0.003]}}\nseeds: {RUNS // 3}\n"
+    )
+    root = slurm_env / "results"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    first = _harness(env, "submit", grid, "--results", root)
+    assert first.returncode == 0 and f"launching {RUNS} " in first.stdout, (
+        first.stdout + first.stderr
+    )
+    again = _harness(env, "submit", grid, "--results", root, "--wait")
+
+    said = again.stdout + again.stderr
+    assert again.returncode == 0, said
+    assert "launching 0 " in said and f"waiting for {RUNS} runs queued" in said, said
+    assert f"waited for {RUNS} runs queued by another submit: {RUNS} have a row" in said, said
+    rows = connect(root, "wait").execute("SELECT status FROM runs").fetchall()
+    assert len(rows) == RUNS and {s for (s,) in rows} <= set(RESULT_STATUSES), rows
