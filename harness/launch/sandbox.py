@@ -248,7 +248,7 @@ def _one_child(
             start_new_session=True,  # the terminal's Ctrl-C goes to submit only
         )
     answers: dict[int, str | None] = {}
-    busy = _Busy(proc.pid)
+    busy = _Busy(proc.pid, hangs)
     clock: int | None = None  # the item whose time runs
     current: int | None = None  # the item started and not done
     since, read, started = time.monotonic(), 0, False
@@ -293,8 +293,9 @@ class _Busy:
     """Whether the child's session (it and its own children: compile workers) still uses CPU,
     sampled once a second: what tells a step at work from a hang."""
 
-    def __init__(self, sid: int) -> None:
+    def __init__(self, sid: int, hangs: str) -> None:
         self.sid = sid
+        self.hangs = hangs  # what running out of time means (:func:`run_isolated`)
         self.samples: list[tuple[float, float]] = []  # (monotonic time, CPU seconds)
 
     def reset(self) -> None:
@@ -308,8 +309,7 @@ class _Busy:
         if not self.samples or now - self.samples[-1][0] >= 1.0:
             cpu = _session_cpu(self.sid)
             if cpu is None:  # no /proc: the plain limit
-                slow = "the constructor or step() hangs or is slow"
-                return _late(limit, slow) if waited > limit else None
+                return _late(limit, self.hangs) if waited > limit else None
             self.samples.append((now, cpu))
         if waited <= limit:
             return None
@@ -319,15 +319,14 @@ class _Busy:
         if t1 - t0 >= window and used - c0 < IDLE_SHARE * (t1 - t0):
             return _late(
                 limit,
-                f"it used no CPU over the last {t1 - t0:.0f} s ({used:.1f} s of CPU in all): "
-                "the constructor or step() hangs",
+                f"{self.hangs} (it used no CPU over the last {t1 - t0:.0f} s; "
+                f"{used:.1f} s of CPU in all)",
             )
         if waited > BUSY_FACTOR * limit:
             return _late(
                 BUSY_FACTOR * limit,
-                f"still working ({used:.1f} s of CPU), past {BUSY_FACTOR} x the limit given to "
-                "a child that uses CPU (a first step that compiles): the constructor or step() "
-                "is too slow",
+                f"{self.hangs} (still working, {used:.1f} s of CPU, past {BUSY_FACTOR} x the "
+                "limit given to a child that uses CPU, as a first step that compiles does)",
             )
         return None
 

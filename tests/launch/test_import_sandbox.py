@@ -23,8 +23,12 @@ BODIES = {
     "sys.exit(3)": ("import sys\nsys.exit(3)\n", "failed: SystemExit: 3"),
     "KeyboardInterrupt": ("raise KeyboardInterrupt('at import')\n", "KeyboardInterrupt"),
     "a hang": (
-        "while True:\n    pass\n",
+        "import time\nwhile True:\n    time.sleep(1)\n",
         "did not finish within 3 s (set HARNESS_PREFLIGHT_TIMEOUT_S for more): importing",
+    ),
+    "a busy loop": (  # a child still using CPU gets BUSY_FACTOR x the limit (a compiling step)
+        "while True:\n    pass\n",
+        "did not finish within 30 s (set HARNESS_PREFLIGHT_TIMEOUT_S for more): importing",
     ),
 }
 """What the user's module does when imported -> what its line says."""
