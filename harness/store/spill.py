@@ -24,7 +24,7 @@ from harness.core.config import RunConfig
 from harness.core.files import atomic_write_text, os_error_line
 from harness.core.provenance import ATTEMPT
 from harness.core.result import RunResult, Status
-from harness.store.auto import auto_compact
+from harness.store.auto import arrive, auto_compact
 from harness.store.rows import next_attempt, write_result
 
 
@@ -61,7 +61,7 @@ def write_or_spill(
     except OSError as e:
         cause = os_error_line(e)
     else:
-        auto_compact(root, run.grid)  # never raises: the row is written
+        auto_compact(root, run.grid, count=arrive(root, run.grid))  # never raises
         return path
     doc = {
         "results_root": str(Path(root).resolve()),
