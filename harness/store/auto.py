@@ -12,7 +12,6 @@ generation has no count (written by an earlier harness) is counted by listing, a
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -21,29 +20,6 @@ from harness.store.layout import current_generation, due, loose
 
 AUTO_COMPACT_FILES = 256
 """Per-run row files not yet consolidated at which a writer compacts the grid by itself."""
-
-
-def count_arrivals(root: Path, grid: str) -> int:
-    """Rows written to ``grid`` since its arrivals file was made (its size in bytes)."""
-    try:
-        return os.stat(paths.arrivals_path(root, grid)).st_size
-    except OSError:
-        return 0
-
-
-def arrive(root: Path, grid: str) -> int:
-    """Count one more row written to ``grid`` (one byte appended: atomic on a local file
-    system, at worst a miscount on a network one, which only moves when it compacts); returns
-    the count. Never raises: a count that cannot be kept costs an early or late compaction."""
-    try:
-        fd = os.open(paths.arrivals_path(root, grid), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, b".")
-            return os.fstat(fd).st_size
-        finally:
-            os.close(fd)
-    except OSError:
-        return 0
 
 
 def loose_rows(root: Path, grid: str) -> tuple[int, int]:

@@ -64,6 +64,7 @@ import pyarrow.parquet as pq
 
 from harness.core import paths
 from harness.core.files import atomic_write, locked, try_locked
+from harness.store.arrivals import count_arrivals
 from harness.store.db import curves_select, sql_list
 from harness.store.integrity import Checked, check_grid
 from harness.store.layout import (
@@ -234,9 +235,7 @@ def _rows(part: Part) -> int:
 def snapshot(root: Path, grid: str, tiered: bool = False, arrivals: int | None = None) -> Snapshot:
     """List the files a compaction of ``grid`` would cover now (``tiered``: keep the parts
     that size tiers leave alone, :func:`compact`)."""
-    from harness.store.auto import count_arrivals  # the count before the listing
-
-    arrivals = count_arrivals(root, grid) if arrivals is None else arrivals
+    arrivals = count_arrivals(root, grid) if arrivals is None else arrivals  # before listing
     base = current_generation(root, grid)
     folder = paths.grid_dir(root, grid)
     present = [*loose(paths.runs_dir(root, grid)), *loose(paths.curves_dir(root, grid))]

@@ -24,7 +24,8 @@ from harness.core.config import RunConfig
 from harness.core.files import atomic_write_text, os_error_line
 from harness.core.provenance import ATTEMPT
 from harness.core.result import RunResult, Status
-from harness.store.auto import arrive, auto_compact
+from harness.store.arrivals import arrive
+from harness.store.auto import auto_compact
 from harness.store.rows import next_attempt, write_result
 
 
