@@ -58,7 +58,7 @@ def _wanted(root: Path, grid: str, threshold: int, count: int) -> bool:
     """Whether to compact now: enough new rows, or files due for removal (checked every
     ``threshold`` rows)."""
     gen = current_generation(root, grid) if count else None
-    if gen is not None and gen.arrivals is not None:
+    if gen is not None and gen.arrivals is not None and count >= gen.arrivals:  # else: reset
         new = count - gen.arrivals
         return new >= threshold or (count % threshold == 0 and bool(due(root, grid)))
     total, new = loose_rows(root, grid)

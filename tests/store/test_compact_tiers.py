@@ -160,3 +160,19 @@ def test_row_mark_sees_consolidated_loose_and_gapped_attempts(tmp_path):
     paths.curve_path(tmp_path, GRID, run.run_id, paths.version_name(4)).unlink()  # compacted
     assert row_mark(tmp_path, GRID, run.run_id) == 5
     assert row_mark(tmp_path, GRID, "0" * 16) is None
+
+
+def test_a_lost_arrivals_count_falls_back_to_listing(tmp_path):
+    """A count below the one the generation recorded (the file removed or truncated) would wait
+    for that many rows; the writer counts by listing instead."""
+    runs = _runs(tmp_path, 12)
+    for run in runs[:8]:
+        write_or_spill(tmp_path, run, _result(2), {})
+    before = layout.current_generation(tmp_path, GRID)
+    assert before is not None and before.arrivals == 8
+    paths.arrivals_path(tmp_path, GRID).unlink()
+    for run in runs[8:]:
+        write_or_spill(tmp_path, run, _result(2), {})
+    after = layout.current_generation(tmp_path, GRID)
+    assert after is not None and after.number > before.number
+    assert connect(tmp_path).execute("SELECT count(*) FROM runs").fetchone() == (12,)
