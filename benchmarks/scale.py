@@ -62,16 +62,18 @@ ARMS = ("sgd", "adamw", "signum")
 SEEDS = 5
 
 
-def grid_yaml(folder: Path, runs: int, points: int) -> Path:
-    """A grid of about ``runs`` quadratic runs (3 arms x lrs x 5 seeds), ``points`` logged
-    points each."""
-    n = max(1, runs // (len(ARMS) * SEEDS))
+def grid_yaml(folder: Path, runs: int, points: int, cells: int = 1) -> Path:
+    """A grid of about ``runs`` quadratic runs (3 arms x lrs x 5 seeds x ``cells`` values of the
+    workload's ``condition``: a figure has a panel per cell), ``points`` logged points each."""
+    n = max(1, runs // (len(ARMS) * SEEDS * cells))
     lrs = [float(f"{x:.6g}") for x in np.geomspace(1e-4, 1.0, n)]
     arms = ", ".join(f"{a}: {{lr: {lrs}}}" for a in ARMS)
+    conditions = [float(c) for c in np.geomspace(1.0, 1e3, cells).round(3)] if cells > 1 else None
+    axis = f", condition: {conditions}" if conditions else ""
     text = f"""name: {GRID}
 base: {{workload: quadratic, steps: {2 * points}, log_every: 2, grad_clip: null,
         schedule: constant}}
-grid: {{optimizer: {{{arms}}}}}
+grid: {{optimizer: {{{arms}}}{axis}}}
 seeds: {SEEDS}
 """
     path = folder / f"{GRID}.yaml"
@@ -109,14 +111,24 @@ def _result(i: int, points: int) -> RunResult:
     )
 
 
-def _write_share(args: tuple[str, str, int, int, int, int]) -> float:
-    """Write every ``writers``-th run from ``start`` through the real write path; CPU seconds."""
+def _write_share(
+    args: tuple[str, str, int, int, int, int],
+) -> tuple[float, float, list[tuple[float, int]]]:
+    """Write every ``writers``-th run from ``start`` through the real write path: (CPU seconds,
+    the most CPU one write took, a compaction it made included; (CPU seconds, rows) of each
+    successive 1,000 rows of the grid)."""
     root, path, start, stop, writers, points = args
     runs = load_grid(Path(path), vocab=lambda name: 1).runs
     t = time.process_time()
+    worst = 0.0
+    windows: dict[int, list[float]] = {}
     for i in range(start, stop, writers):
+        one = time.process_time()
         write_or_spill(Path(root), runs[i], _result(i, points), provenance())
-    return time.process_time() - t
+        took = time.process_time() - one
+        worst = max(worst, took)
+        windows.setdefault(i // 1000, []).append(took)
+    return time.process_time() - t, worst, [(sum(w), len(w)) for _, w in sorted(windows.items())]
 
 
 def write_per_run(root: Path, path: Path, start: int, stop: int, writers: int, points: int) -> str:
@@ -124,12 +136,20 @@ def write_per_run(root: Path, path: Path, start: int, stop: int, writers: int, p
     t = time.perf_counter()
     jobs = [(str(root), str(path), start + w, stop, writers, points) for w in range(writers)]
     with ProcessPoolExecutor(writers) as pool:
-        cpu = sum(pool.map(_write_share, jobs))
+        shares = list(pool.map(_write_share, jobs))
+    cpu = sum(c for c, _, _ in shares)
+    worst = max(w for _, w, _ in shares)
+    # ms of CPU per row in each successive 1,000 rows (every writer's share of them)
+    by_window = zip(*(k for _, _, k in shares), strict=False)
+    windows = [1000 * sum(c for c, _ in w) / sum(n for _, n in w) for w in by_window]
     wall = time.perf_counter() - t
+    first, last = (windows[0], windows[-1]) if windows else (0.0, 0.0)
     return (
         f"wrote {stop - start:,} runs through write_or_spill ({writers} processes): "
         f"{wall:.1f} s wall, {cpu:.1f} s CPU, {cpu / max(1, stop - start) * 1000:.1f} ms "
-        "CPU per run (compactions by themselves included)"
+        "CPU per run (compactions by themselves included); "
+        f"first 1,000 rows {first:.1f} ms/row, last 1,000 {last:.1f} ms/row; "
+        f"slowest write {worst:.2f} s CPU"
     )
 
 
@@ -249,11 +269,11 @@ def measure(argv: list[str]) -> tuple[float, float, float, int]:
 
 
 def build(
-    folder: Path, size: int, points: int, write_limit: int, writers: int
+    folder: Path, size: int, points: int, write_limit: int, writers: int, cells: int = 1
 ) -> tuple[Path, Path, list[Any], str]:
     """A store of about ``size`` runs under ``folder``: (root, grid YAML, runs, how written)."""
     root = folder / "results"
-    path = grid_yaml(folder, size, points)
+    path = grid_yaml(folder, size, points, cells)
     runs = list(load_grid(path, vocab=lambda name: 1).runs)
     write_manifest(root, GRID, runs)
     if len(runs) <= write_limit:
@@ -296,12 +316,24 @@ def main() -> None:
         help="largest store written run by run through the real write path",
     )
     ap.add_argument("--writers", type=int, default=2, help="processes writing runs")
+    ap.add_argument(
+        "--cells",
+        type=int,
+        default=100,
+        help="values of the quadratic's condition (a figure's panels; > 12: skipped)",
+    )
     ap.add_argument("--commands", default="all", help="comma separated subset (quick: a few)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each command (median, range)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     args = parse_args_quick(
         ap,
-        {"sizes": "150", "points": 20, "commands": "query runs,status,analyze best", "repeat": 1},
+        {
+            "sizes": "150",
+            "points": 20,
+            "cells": 2,
+            "commands": "query runs,status,analyze best",
+            "repeat": 1,
+        },
     )
     print(
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
@@ -320,7 +352,9 @@ def main() -> None:
         }
         for size in (int(s) for s in args.sizes.split(",")):
             folder = Path(tmp) / f"s{size}"
-            root, path, runs, how = build(folder, size, args.points, args.write_limit, args.writers)
+            root, path, runs, how = build(
+                folder, size, args.points, args.write_limit, args.writers, args.cells
+            )
             print(f"\n{len(runs):,} runs x {args.points} points: {how}")
             head = (
                 f"{'CPU s':>8} {'[min, max]':>14} {'peak MB':>8} {'wall s':>8} "

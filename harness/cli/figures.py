@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -24,6 +25,9 @@ from harness.cli.options import (
     target_options,
     where_option,
 )
+
+NOTHING_DRAWN = 1
+"""Exit status of ``figures`` when every figure was skipped (none written)."""
 
 
 @click.command()
@@ -76,10 +80,14 @@ def figures(
     GRID... is one or more grid YAMLs or names (several: arms compared across grids, figures in
     results/<a>+<b>/figures/), none: every grid in the results. The figures are those the grid
     YAMLs declare (figures:), else defaults from the columns that vary in the results. Each
-    comes as PNG and PDF with a sidecar JSON (SQL, hash of the rows, code commit, time).
+    comes as PNG (150 dpi) and PDF (vector) with a sidecar JSON (SQL, hash of the rows, code
+    commit, time).
 
     Every arm keeps one color and marker in all the figures of the grid; a title says what the
     figure is about (lr, model, budget, steps, seeds, scale) and names arms without a result.
+    A figure of more than 12 panels is skipped before it computes anything (restrict the rows
+    with --where). Exit status 1 when every figure was skipped (the table says why), 0 when
+    one was written.
 
     Example: harness figures grids/adam_betas.yaml --figure loss_curves --runs all
     """
@@ -116,3 +124,5 @@ def figures(
     click.echo(text)
     for n in notes:
         click.echo(n, err=fmt != "table")
+    if done.rendered and not any(r.files for r in done.rendered):
+        sys.exit(NOTHING_DRAWN)  # every figure skipped: the table says why

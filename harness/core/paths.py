@@ -7,8 +7,8 @@ Layout under the results root (``results/`` in the working directory by default)
                                         (earlier versions wrote ``runs/<run_id>.parquet``)
     <root>/<grid>/curves/<run_id>.<version>.parquet its loss curve, written with that row
     <root>/<grid>/compact/              consolidated rows and curves (``harness compact``):
-        runs-<gen>.parquet, curves-<gen>.parquet   one generation each (zero-padded numbers)
-        covered-<gen>.json                 the per-run files it holds; written last
+        runs-<gen>.parquet, curves-<gen>.parquet   one part each (zero-padded numbers)
+        covered-<gen>.json                 the per-run files and parts it holds; written last
     <root>/<grid>/compile_cache/        torch.compile kernels shared by the grid's runs
     <root>/<grid>/checkpoints/<run_id>.pt resumable state of an unfinished run
     <root>/<grid>/weights/<run_id>.pt   final weights of a run whose grid keeps them (keep_weights)
@@ -23,6 +23,7 @@ Layout under the results root (``results/`` in the working directory by default)
     <root>/<grid>/locks/<run_id>.eval.lock  held by the process evaluating its weights
     <root>/<grid>/quarantine/           corrupt files moved aside (same relative paths)
     <root>/<grid>/.verified.json        the files the integrity check read in full, by stamp
+    <root>/<grid>/.arrivals             one byte per result row written (when to compact)
 """
 
 from __future__ import annotations
@@ -155,6 +156,12 @@ def bench_grid_path(root: Path, grid: str, candidate: str) -> Path:
 def manifest_path(root: Path, grid: str) -> Path:
     """The grid's manifest of planned runs."""
     return grid_dir(root, grid) / "manifest.parquet"
+
+
+def arrivals_path(root: Path, grid: str) -> Path:
+    """The grid's count of rows written: one byte appended per row (:mod:`harness.store.auto`
+    compares it with the count its newest compaction saw, rather than list ``runs/``)."""
+    return grid_dir(root, grid) / ".arrivals"
 
 
 def runs_dir(root: Path, grid: str) -> Path:

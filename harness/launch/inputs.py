@@ -64,6 +64,7 @@ class Inputs:
         self._optimizers: dict[tuple[str, ...], tuple[str, str | None, str]] = {}
         self._models: dict[str, str] = {}
         self._data: dict[str, Fingerprints] = {}
+        self._file_grained: dict[tuple[tuple[str, ...], str], dict[str, str]] = {}
 
     def of(self, run: RunConfig) -> dict[str, str | None]:
         """The run's input columns (``harness.core.provenance.INPUTS``); imports its optimizer
@@ -103,10 +104,15 @@ class Inputs:
         """The optimizer and model fingerprints as rows recorded them when they covered whole
         files (before :func:`~harness.core.provenance.class_fingerprint`)."""
         names = tuple(n for n in (run.optim.optimizer, run.optim.embedding_optimizer) if n)
-        return {
-            "optimizer_fingerprint": code_fingerprint([get_spec(n).load() for n in names]),
-            "model_fingerprint": code_fingerprint([_model_code(run)]),
-        }
+        key = (names, run.arch.workload or run.arch.model)
+        found = self._file_grained.get(key)
+        if found is None:  # once per optimizer and model: it reads and hashes their files
+            found = {
+                "optimizer_fingerprint": code_fingerprint([get_spec(n).load() for n in names]),
+                "model_fingerprint": code_fingerprint([_model_code(run)]),
+            }
+            self._file_grained[key] = found
+        return found
 
 
 def inputs_of(run: RunConfig, data_root: Path) -> dict[str, str | None]:

@@ -1,6 +1,14 @@
 """Compaction by itself: the writer of a result row compacts the grid once enough per-run row
 files have piled up (:mod:`harness.store.compact` says why this is safe with concurrent writers
-and readers). Imports no DuckDB until it compacts."""
+and readers), merging parts by size tiers (:mod:`harness.store.tiers`), so that what a row costs
+does not grow with the store. Imports no DuckDB until it compacts.
+
+How many rows piled up is counted without listing ``runs/``: every writer appends one byte to
+the grid's arrivals file (:func:`harness.core.paths.arrivals_path`) and each compaction records
+the count it saw; the difference is the rows it has not consolidated (a few more where a row
+arrived while a compaction listed the files: it then compacts a little early). A grid whose
+generation has no count (written by an earlier harness) is counted by listing, as before.
+"""
 
 from __future__ import annotations
 
@@ -15,32 +23,43 @@ AUTO_COMPACT_FILES = 256
 
 
 def loose_rows(root: Path, grid: str) -> tuple[int, int]:
-    """(per-run row files of ``grid``, those the current generation does not cover)."""
+    """(per-run row files of ``grid``, those the current generation does not cover): by
+    listing ``runs/``."""
     files = loose(paths.runs_dir(root, grid))
     gen = current_generation(root, grid) if files else None
     if gen is None or not gen.covered:
         return len(files), len(files)
-    folder = paths.grid_dir(root, grid)
-    return len(files), sum(str(p.relative_to(folder)) not in gen.covered for p in files)
+    return len(files), sum(f"runs/{p.name}" not in gen.covered for p in files)
 
 
-def auto_compact(root: Path, grid: str, threshold: int | None = None) -> None:
-    """Compact ``grid`` when ``threshold`` (default :data:`AUTO_COMPACT_FILES`) per-run row files
-    are not consolidated yet, unless another process is compacting it (module docstring); where
-    twice that many are on disk, remove those consolidated long enough ago
-    (:func:`harness.store.layout.remove_due`). Never raises: a compaction that fails costs a
+def auto_compact(root: Path, grid: str, threshold: int | None = None, count: int = 0) -> None:
+    """Compact ``grid`` when ``threshold`` (default :data:`AUTO_COMPACT_FILES`) rows are not
+    consolidated yet, unless another process is compacting it (module docstring); every
+    ``threshold`` rows, also where files consolidated long enough ago are due for removal
+    (:func:`harness.store.layout.remove_due`). ``count``: :func:`arrive`'s count after the
+    caller's row (0: unknown, count by listing). Never raises: a compaction that fails costs a
     warning line, and the per-run files stay readable."""
     threshold = AUTO_COMPACT_FILES if threshold is None else threshold
     try:
-        total, new = loose_rows(root, grid)
-        if new < threshold and (total < 2 * threshold or not due(root, grid)):
+        if not _wanted(root, grid, threshold, count):
             return
         from harness.store.compact import compact  # DuckDB: only once rows piled up
 
-        compact(root, grid, wait=False)  # removes what is due, compacts what piled up
+        compact(root, grid, wait=False, tiered=True)  # removes what is due too
     except Exception as e:  # the row is written: a failed compaction loses nothing
         line = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
         sys.stderr.write(
             f"warning: compacting {grid} by itself failed ({line}); "
             f"'harness compact {grid}' tries again\n"
         )
+
+
+def _wanted(root: Path, grid: str, threshold: int, count: int) -> bool:
+    """Whether to compact now: enough new rows, or files due for removal (checked every
+    ``threshold`` rows)."""
+    gen = current_generation(root, grid) if count else None
+    if gen is not None and gen.arrivals is not None and count >= gen.arrivals:  # else: reset
+        new = count - gen.arrivals
+        return new >= threshold or (count % threshold == 0 and bool(due(root, grid)))
+    total, new = loose_rows(root, grid)
+    return new >= threshold or (total >= 2 * threshold and bool(due(root, grid)))

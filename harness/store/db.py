@@ -114,25 +114,29 @@ def sql_list(items: list[str]) -> str:
     return "[" + ", ".join(sql_string(i) for i in items) + "]"
 
 
-def curves_select(per_run: Sequence[Path], generation: Path | None) -> str:
-    """SELECT of one grid's curve points from per-run files and a consolidated generation.
+def curves_select(
+    per_run: Sequence[Path], parts: Sequence[tuple[Path, frozenset[str]]] = ()
+) -> str:
+    """SELECT of one grid's curve points from per-run files and a generation's curve parts
+    (oldest first, each with the runs whose points in older parts it supersedes).
 
     A run's points come from its per-run file when one is given (the newest version of its
-    file, :func:`harness.store.layout.grid_files`), else from the generation, so a run present
-    in both is never counted twice.
+    file, :func:`harness.store.layout.grid_files`), else from the newest part that holds them,
+    so a run present in several places is never counted twice.
     """
-    parts = []
+    out = []
     if per_run:
-        parts.append(f"SELECT * FROM read_parquet({_paths_sql(per_run)}, union_by_name = true)")
-    if generation is not None:
-        sql = f"SELECT * FROM read_parquet({_paths_sql([generation])})"
-        ids = sorted({paths.per_run_name(p)[0] for p in per_run})
-        if ids:
-            sql += f" WHERE run_id NOT IN (SELECT unnest({sql_list(ids)}))"
-        parts.append(sql)
-    if not parts:
+        out.append(f"SELECT * FROM read_parquet({_paths_sql(per_run)}, union_by_name = true)")
+    hidden = {paths.per_run_name(p)[0] for p in per_run}
+    for path, shadows in reversed(parts):  # newest first: what it holds hides older parts'
+        sql = f"SELECT * FROM read_parquet({_paths_sql([path])})"
+        if hidden:
+            sql += f" WHERE run_id NOT IN (SELECT unnest({sql_list(sorted(hidden))}))"
+        out.append(sql)
+        hidden |= shadows
+    if not out:
         return _empty_select("curves")
-    return " UNION ALL BY NAME ".join(f"({p})" for p in parts)
+    return " UNION ALL BY NAME ".join(f"({p})" for p in out)
 
 
 def _paths_sql(files: Sequence[Path]) -> str:
@@ -143,11 +147,7 @@ def _stored_sql(view: str, found: Sequence[GridFiles]) -> str:
     """The ``runs`` or ``curves`` view over the files readers read now of some grids: the
     newest row of each run; each run's points from one place (:func:`curves_select`)."""
     if view == "curves":
-        parts = [
-            curves_select(f.curves, f.curve_generation)
-            for f in found
-            if f.curves or f.curve_generation
-        ]
+        parts = [curves_select(f.curves, f.curve_parts) for f in found if f.curves or f.curve_parts]
         if not parts:
             return _empty_select("curves")
         return " UNION ALL BY NAME ".join(f"({p})" for p in parts)
@@ -345,11 +345,7 @@ def _newest(
 def _query_newest(
     root: Path, grid: str, values: list[str], run_id: str | None
 ) -> dict[str, tuple[Any, ...]]:
-    found = grid_files(root, grid)
-    files = [
-        *found.rows,
-        *([found.generation.runs] if found.generation and found.generation.runs else []),
-    ]
+    files = grid_files(root, grid).all_rows
     if not files:
         return {}
     con = duckdb.connect(":memory:")

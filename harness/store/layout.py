@@ -4,13 +4,15 @@ Per-run files are written once, under a name of their own (``<run_id>.<version>.
 :func:`harness.core.paths.run_path`), and never replaced: a reader sees the whole old file or the
 whole new one, never half of either. A run retried writes a new version beside the old.
 
-A compaction (:mod:`harness.store.compact`) writes generation N (``runs-N``, then ``curves-N``),
-then ``covered-N.json``: the per-run files and older generations it holds. A generation is
-complete once its covered list exists. A reader reads the newest complete generation and the
-per-run files it does not cover; for curves, only the newest version of each run's file. Files a
-generation covers, and older generations, stay on disk :data:`GRACE_S` after it completed, so
-that a reader that listed them before it completed never meets a vanished file; the next
-compaction (or ``harness clean``) removes them (:func:`remove_due`).
+A compaction (:mod:`harness.store.compact`) writes generation N: a new part (``runs-N``, then
+``curves-N``), then ``covered-N.json``: the per-run files it holds and its parts (its own and
+the older parts it keeps). A generation is complete once its covered list exists. A reader
+reads the newest complete generation's parts and the per-run files it does not cover; for
+curves, only the newest version of each run's file, else the newest part holding the run. Files
+a generation covers, and parts it no longer holds, stay on disk :data:`GRACE_S` after it
+completed, so that a reader that listed them before it completed never meets a vanished file;
+the next compaction (or ``harness clean``) removes them (:func:`remove_due`). A covered list is
+read once per process (cached by its modification time and size: it is never rewritten).
 
 Results folders written before covered lists existed have none: there the newest generation of
 each kind is read with every per-run file, as before (the views of :mod:`harness.store.db`
@@ -25,6 +27,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.core import paths
 from harness.core.errors import UserError
@@ -48,20 +51,63 @@ def require_grid(root: Path, grid: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class Part:
+    """One file pair of a generation: a generation is the sum of its parts (:mod:`harness.store.
+    tiers` says which a compaction merges), each written by the compaction of its number."""
+
+    number: int
+    """The generation that wrote it (its files are ``runs-<number>`` and ``curves-<number>``)."""
+    runs: Path | None
+    """Its result rows (None: it has none, or they were moved aside as corrupt)."""
+    curves: Path | None
+    """Its loss curves (None: it has none, or they were moved aside as corrupt)."""
+    rows: int | None
+    """Result rows in it (its size tier); None where not recorded (an earlier harness's)."""
+    shadows: frozenset[str]
+    """Runs whose curve points in older parts this one supersedes (a retried run: its curve of
+    a later attempt); readers take a run's points from the newest part that holds them."""
+    kinds: frozenset[str]
+    """The kinds of file (:data:`~harness.core.paths.GENERATION_KINDS`) it was written with: one
+    missing on disk was moved aside."""
+
+
+@dataclass(frozen=True, slots=True)
 class Generation:
-    """One consolidated generation of a grid (:mod:`harness.store.compact`)."""
+    """One consolidated generation of a grid (:mod:`harness.store.compact`): its parts, oldest
+    first (one, written by itself, where it merged everything or was written by an earlier
+    harness)."""
 
     number: int
     """Its number (generations sort by it)."""
-    runs: Path | None
-    """Its result rows (None: it has none)."""
-    curves: Path | None
-    """Its loss curves (None: it has none)."""
+    parts: tuple[Part, ...]
+    """The file pairs that together hold its rows and curves, oldest first."""
     covered: frozenset[str]
     """The per-run files it holds, relative to the grid's folder (empty: written before covered
     lists existed)."""
     completed_at: float | None
     """When its covered list was written (seconds since the epoch); None without one."""
+    arrivals: int | None = None
+    """Rows written to the grid (:func:`arrivals`) when its compaction listed the per-run files;
+    None where not recorded."""
+
+    @property
+    def runs(self) -> tuple[Path, ...]:
+        """Its files of result rows, oldest first."""
+        return tuple(p.runs for p in self.parts if p.runs is not None)
+
+    @property
+    def curves(self) -> tuple[tuple[Path, frozenset[str]], ...]:
+        """Its files of loss curves with their :attr:`Part.shadows`, oldest first."""
+        return tuple((p.curves, p.shadows) for p in self.parts if p.curves is not None)
+
+    def holds(self, kind: str) -> bool:
+        """Whether its parts hold every file of ``kind`` they were written with, and one at
+        least (else readers read every per-run file of that kind too)."""
+        files = self.runs if kind == "runs" else self.curves
+        lost = any(
+            kind in p.kinds and (p.runs if kind == "runs" else p.curves) is None for p in self.parts
+        )
+        return bool(files) and not lost
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +125,13 @@ class GridFiles:
     @property
     def all_rows(self) -> list[Path]:
         """Every file holding rows a reader reads: :attr:`rows`, then the generation's."""
-        gen = self.generation.runs if self.generation else None
-        return [*self.rows, *([gen] if gen is not None else [])]
+        return [*self.rows, *(self.generation.runs if self.generation else ())]
 
     @property
-    def curve_generation(self) -> Path | None:
-        """The generation's curves (None: none)."""
-        return self.generation.curves if self.generation else None
+    def curve_parts(self) -> tuple[tuple[Path, frozenset[str]], ...]:
+        """The generation's curve files with the runs each supersedes (:attr:`Generation.
+        curves`; none: no generation)."""
+        return self.generation.curves if self.generation else ()
 
 
 def loose(folder: Path) -> list[Path]:
@@ -112,19 +158,80 @@ def newest_per_run(files: list[Path]) -> list[Path]:
     return out + [p for _, p in best.values()]
 
 
-def _covered(path: Path) -> tuple[frozenset[str], float] | None:
+@dataclass(frozen=True, slots=True)
+class _Covered:
+    """A covered list as read (:func:`write_covered` writes it)."""
+
+    files: frozenset[str]
+    parts: tuple[dict[str, Any], ...] | None
+    arrivals: int | None
+    mtime: float
+
+
+_COVERED_CACHE: dict[Path, tuple[tuple[int, int], _Covered]] = {}
+"""Covered lists read by this process, by path, with the (mtime ns, size) they had: a list is
+written once and never changed, so a process that reads a grid again (a worker writing row
+after row) parses each once."""
+
+
+def _covered(path: Path) -> _Covered | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (st.st_mtime_ns, st.st_size)
+    cached = _COVERED_CACHE.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
     try:
         with open(path) as fh:
             doc = json.load(fh)
-            mtime = os.fstat(fh.fileno()).st_mtime
     except (OSError, ValueError):
         return None
-    return frozenset(str(f) for f in doc.get("files", [])), mtime
+    parts = doc.get("parts")
+    arrivals = doc.get("arrivals")
+    found = _Covered(
+        frozenset(str(f) for f in doc.get("files", [])),
+        tuple(parts) if isinstance(parts, list) else None,
+        arrivals if isinstance(arrivals, int) else None,
+        st.st_mtime,
+    )
+    if len(_COVERED_CACHE) > 64:
+        _COVERED_CACHE.clear()
+    _COVERED_CACHE[path] = (key, found)
+    return found
+
+
+def _parts(number: int, doc: _Covered | None, files: dict[int, dict[str, Path]]) -> list[Part]:
+    """The parts of generation ``number`` (its covered list ``doc``; ``files``: generation
+    number -> kind -> file on disk). A list without parts (an earlier harness's): one part, the
+    generation's own files."""
+    own = files.get(number, {})
+    if doc is None or doc.parts is None:
+        kinds = frozenset(own)
+        return [Part(number, own.get("runs"), own.get("curves"), None, frozenset(), kinds)]
+    out = []
+    for d in doc.parts:
+        n = int(d["number"])
+        there = files.get(n, {})
+        rows = d.get("rows")
+        out.append(
+            Part(
+                n,
+                there.get("runs"),
+                there.get("curves"),
+                int(rows) if rows is not None else None,
+                frozenset(str(r) for r in d.get("shadows", [])),
+                frozenset(str(k) for k in d.get("kinds", paths.GENERATION_KINDS)),
+            )
+        )
+    return out
 
 
 def generations(root: Path, grid: str) -> tuple[list[Generation], list[Generation]]:
     """(complete, incomplete) generations of ``grid``, oldest first; an incomplete one has no
-    covered list (written before they existed, or by a compaction that is running or died)."""
+    covered list (written before they existed, by a compaction that is running or died, or a
+    part of a newer generation whose own list was removed)."""
     by_number: dict[int, dict[str, Path]] = {}
     for kind in paths.GENERATION_KINDS:
         for p in paths.generations(root, grid, kind):
@@ -133,16 +240,16 @@ def generations(root: Path, grid: str) -> tuple[list[Generation], list[Generatio
                 by_number.setdefault(found[1], {})[kind] = p
     complete: list[Generation] = []
     incomplete: list[Generation] = []
-    for n, files in sorted(by_number.items()):
-        covered = _covered(paths.covered_path(root, grid, n))
+    for n in sorted(by_number):
+        doc = _covered(paths.covered_path(root, grid, n))
         gen = Generation(
             n,
-            files.get("runs"),
-            files.get("curves"),
-            covered[0] if covered else frozenset(),
-            covered[1] if covered else None,
+            tuple(_parts(n, doc, by_number)),
+            doc.files if doc else frozenset(),
+            doc.mtime if doc else None,
+            doc.arrivals if doc else None,
         )
-        (complete if covered else incomplete).append(gen)
+        (complete if doc else incomplete).append(gen)
     return complete, incomplete
 
 
@@ -154,15 +261,18 @@ def current_generation(root: Path, grid: str) -> Generation | None:
         return complete[-1]
     if not incomplete:
         return None
-    runs = [g.runs for g in incomplete if g.runs is not None]
-    curves = [g.curves for g in incomplete if g.curves is not None]
-    return Generation(
+    runs = [p.runs for g in incomplete for p in g.parts if p.runs is not None]
+    curves = [p.curves for g in incomplete for p in g.parts if p.curves is not None]
+    kinds = frozenset(k for k, f in (("runs", runs), ("curves", curves)) if f)
+    last = Part(
         incomplete[-1].number,
         runs[-1] if runs else None,
         curves[-1] if curves else None,
-        frozenset(),
         None,
+        frozenset(),
+        kinds,
     )
+    return Generation(incomplete[-1].number, (last,), frozenset(), None)
 
 
 def grid_files(root: Path, grid: str) -> GridFiles:
@@ -179,29 +289,41 @@ def grid_files(root: Path, grid: str) -> GridFiles:
 
 def uncovered(root: Path, grid: str, gen: Generation | None, kind: str) -> list[Path]:
     """The per-run files of ``kind`` (``runs`` or ``curves``) that ``gen`` does not hold: every
-    one when it has no file of that kind."""
+    one when it holds no file of that kind (or one of its parts lost it)."""
     folder = paths.runs_dir(root, grid) if kind == "runs" else paths.curves_dir(root, grid)
     files = loose(folder)
-    holds = gen is not None and (gen.runs if kind == "runs" else gen.curves) is not None
-    if not holds or gen is None or not gen.covered:
+    if gen is None or not gen.covered or not gen.holds(kind):
         return files
-    top = paths.grid_dir(root, grid)
-    return [p for p in files if str(p.relative_to(top)) not in gen.covered]
+    return [p for p in files if f"{kind}/{p.name}" not in gen.covered]
 
 
-def write_covered(root: Path, grid: str, number: int, files: list[str]) -> None:
-    """Write generation ``number``'s covered list (``files``: relative to the grid's folder);
-    this completes it."""
+def write_covered(
+    root: Path,
+    grid: str,
+    number: int,
+    files: list[str],
+    parts: list[dict[str, Any]] | None = None,
+    arrivals: int | None = None,
+) -> None:
+    """Write generation ``number``'s covered list (``files``: relative to the grid's folder;
+    ``parts``: oldest first, each ``{"number", "rows", "shadows", "kinds"}``, default: its own
+    files only; ``arrivals``: :func:`arrivals` when its per-run files were listed); this
+    completes it."""
     path = paths.covered_path(root, grid, number)
-    atomic_write_text(path, json.dumps({"generation": number, "files": sorted(files)}))
+    doc: dict[str, Any] = {"generation": number, "files": sorted(files)}
+    if parts is not None:
+        doc["parts"] = parts
+    if arrivals is not None:
+        doc["arrivals"] = arrivals
+    atomic_write_text(path, json.dumps(doc))
 
 
 def due(root: Path, grid: str, now: float | None = None) -> list[Path]:
     """The files a removal may take now (``now``: seconds since the epoch; default: now): those
     covered by the newest generation completed at least :data:`GRACE_S` ago, the generations
-    (and covered lists) older than it, and generations without a covered list newer than it
-    untouched that long (left by a compaction that died). Nothing where no generation has a
-    covered list (an earlier harness's)."""
+    (and covered lists) older than it that are no part of it or of a newer one, and generations
+    without a covered list newer than it untouched that long (left by a compaction that died).
+    Nothing where no generation has a covered list (an earlier harness's)."""
     now = time.time() if now is None else now
     grace_s = GRACE_S
     complete, incomplete = generations(root, grid)
@@ -209,15 +331,19 @@ def due(root: Path, grid: str, now: float | None = None) -> list[Path]:
     if not aged:
         return []
     keep = aged[-1]
+    live = {p.number for g in complete if g.number >= keep.number for p in g.parts}
     folder = paths.grid_dir(root, grid)
     out = [folder / f for f in sorted(keep.covered)]
     for g in [*complete, *incomplete]:
-        files = [p for p in (g.runs, g.curves) if p is not None]
-        if g.number < keep.number:
-            out += files
-            if g.completed_at is not None:
-                out.append(paths.covered_path(root, grid, g.number))
-        elif g.completed_at is None and all(_age(p, now) >= grace_s for p in files):
+        if g.number < keep.number and g.completed_at is not None:
+            out.append(paths.covered_path(root, grid, g.number))
+        if g.number in live:
+            continue
+        files = [paths.generation_path(root, grid, k, g.number) for k in paths.GENERATION_KINDS]
+        files = [p for p in files if p.exists()]
+        if g.number < keep.number or (
+            g.completed_at is None and all(_age(p, now) >= grace_s for p in files)
+        ):
             out += files
     return [p for p in out if p.exists()]
 

@@ -32,31 +32,37 @@ def _table(runs: Iterable[RunConfig]) -> pa.Table:
 
 def write_manifest(root: Path, grid: str, runs: Iterable[RunConfig]) -> int:
     """Merge ``runs`` into the grid's manifest (atomically, under the grid's manifest lock, so
-    that two submits at once each add their runs). Returns how many were new."""
+    that two submits at once each add their runs). Returns how many were new. Only the new
+    runs are made into rows: a re-submit that adds none reads the manifest's run_ids, nothing
+    more."""
     path = paths.manifest_path(root, grid)
-    new = _table(runs)
+    runs = list(runs)
     with locked(path.with_name(".manifest.lock")):
-        return _merge(root, grid, new)
+        return _merge(root, grid, runs)
 
 
-def _merge(root: Path, grid: str, new: pa.Table) -> int:
+def _merge(root: Path, grid: str, runs: list[RunConfig]) -> int:
     """Read-merge-write of ``grid``'s manifest; the caller holds its lock. A corrupt manifest is
-    moved aside and planned anew from ``new``."""
+    moved aside and planned anew from ``runs``."""
     path = paths.manifest_path(root, grid)
     check_manifest(root, grid)
     if path.exists():
-        old = pq.read_table(path)
-        fresh = new.filter(pc.invert(pc.is_in(new["run_id"], old["run_id"])))
-        if fresh.num_rows == 0:
+        planned = pq.read_table(path, columns=["run_id"]).column("run_id").to_pylist()
+        have = set(planned)
+        fresh_runs = [r for r in runs if r.run_id not in have]
+        if not fresh_runs:
             return 0
+        old = pq.read_table(path)
+        fresh = _table(fresh_runs)
         # A manifest written by an earlier version (fewer fields) or with other optimizers' own
         # hyperparameters: columns are unified by name, missing values are NULL.
         merged = pa.concat_tables([old, fresh], promote_options="default")
         # in today's column order (fields added since the old manifest sit inside sections)
-        order = [*new.schema.names, *(n for n in merged.schema.names if n not in new.schema.names)]
+        names = fresh.schema.names
+        order = [*names, *(n for n in merged.schema.names if n not in names)]
         merged = merged.select(order)
     else:
-        fresh = merged = new
+        fresh = merged = _table(runs)
     atomic_write_table(merged, path)
     rows: int = fresh.num_rows
     return rows

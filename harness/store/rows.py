@@ -258,42 +258,123 @@ def row_mark(root: Path, grid: str, run_id: str) -> RowMark | None:
     """The highest attempt among ``run_id``'s rows (per-run files, whose names carry it, and
     consolidated ones; a row without one counts as
     :data:`~harness.core.provenance.ATTEMPT_ABSENT`); None when it has no row. A file a
-    compaction removes while it is read is read again from the generation that holds it."""
-    return row_marks(root, grid, run_id).get(run_id)
+    compaction removes while it is read is read again from the generation that holds it.
 
-
-def row_marks(root: Path, grid: str, run_id: str | None = None) -> dict[str, RowMark]:
-    """run_id -> :func:`row_mark` of every run of ``grid`` with a row (or only ``run_id``), in
-    one pass: names of the per-run files, then the ``run_id`` and ``attempt`` columns of the
-    generations and of the files an earlier harness wrote."""
+    What it costs does not grow with the grid: the generation's parts are looked up in their
+    index (:func:`part_marks`: read once per process), and the run's own per-run files are
+    found by name, never by listing ``runs/`` (:func:`_own_marks`)."""
     for _ in range(3):
         try:
-            return _marks(root, grid, run_id)
+            return _mark(root, grid, run_id)
         except FileNotFoundError:
             continue  # consolidated meanwhile: the generation that holds it is listed next time
-    return _marks(root, grid, run_id)
+    return _mark(root, grid, run_id)
 
 
-def _marks(root: Path, grid: str, run_id: str | None) -> dict[str, RowMark]:
+def _mark(root: Path, grid: str, run_id: str) -> RowMark | None:
     marks: dict[str, RowMark] = {}
+    gen = current_generation(root, grid)
+    for part in gen.runs if gen is not None else ():
+        found = part_marks(part).get(run_id)
+        if found is not None:
+            _add(marks, run_id, found)
+    _own_marks(marks, root, grid, run_id, marks.get(run_id))
+    return marks.get(run_id)
 
-    def add(rid: str, attempt: int | None) -> None:
-        a = ATTEMPT_ABSENT if attempt is None else attempt
-        marks[rid] = max(a, marks.get(rid, a))
 
+_PART_MARKS: dict[Path, tuple[tuple[int, int], dict[str, RowMark]]] = {}
+"""The index of each consolidated row file this process read (:func:`part_marks`), with the
+(mtime ns, size) it had."""
+
+
+def part_marks(path: Path) -> dict[str, RowMark]:
+    """run_id -> :func:`row_mark` of the rows of one consolidated row file (a generation's
+    part): read once per process and kept while the file is unchanged (a part is written once;
+    the integrity check may rewrite one, which changes its stamp), so a process that writes row
+    after row (a run process) looks each run up in memory. An unreadable file holds none.
+
+    Raises:
+        FileNotFoundError: the file is gone (a compaction removed it).
+    """
+    st = path.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    cached = _PART_MARKS.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    marks: dict[str, RowMark] = {}
+    _read_marks(marks, (path,), None)
+    if len(_PART_MARKS) > 64:
+        _PART_MARKS.clear()
+    _PART_MARKS[path] = (stamp, marks)
+    return marks
+
+
+PROBE_GAP = 2
+"""Attempts in a row with neither a row nor a curve file after which :func:`_own_marks` stops
+looking for a run's per-run files: a writer creates an attempt's curve, then its row, and takes
+the next attempt only where the curve exists, so attempts leave a gap only where a curve was
+consolidated and removed meanwhile (one attempt)."""
+
+
+def _own_marks(
+    marks: dict[str, RowMark], root: Path, grid: str, run_id: str, above: RowMark | None
+) -> None:
+    """Add the attempts of ``run_id``'s per-run row files, found by name: its file as an
+    earlier harness named it (its rows read), then each attempt above ``above`` (the highest
+    the generation holds: a row of a higher attempt is in no generation, so it is on disk)."""
+    legacy = paths.run_path(root, grid, run_id, paths.LEGACY_VERSION)
+    if legacy.exists():
+        _read_marks(marks, (legacy,), run_id)
+    attempt = (ATTEMPT_ABSENT if above is None else above) + 1
+    misses = 0
+    while misses < PROBE_GAP:
+        version = _v(attempt)
+        if paths.run_path(root, grid, run_id, version).exists():
+            marks[run_id] = max(attempt, marks.get(run_id, attempt))
+            misses = 0
+        elif paths.curve_path(root, grid, run_id, version).exists():
+            misses = 0  # a curve whose row was never written: the next attempt may have one
+        else:
+            misses += 1
+        attempt += 1
+
+
+def row_marks(root: Path, grid: str) -> dict[str, RowMark]:
+    """run_id -> :func:`row_mark` of every run of ``grid`` with a row, in one pass: names of
+    the per-run files, then the ``run_id`` and ``attempt`` columns of the generation's parts
+    and of the files an earlier harness wrote."""
+    for _ in range(3):
+        try:
+            return _marks(root, grid)
+        except FileNotFoundError:
+            continue  # consolidated meanwhile: the generation that holds it is listed next time
+    return _marks(root, grid)
+
+
+def _marks(root: Path, grid: str) -> dict[str, RowMark]:
+    marks: dict[str, RowMark] = {}
     to_read = []
-    files = row_files(root, grid, run_id) if run_id else loose(paths.runs_dir(root, grid))
-    for p in files:
+    for p in loose(paths.runs_dir(root, grid)):
         rid, version = paths.per_run_name(p)
         attempt = paths.version_attempt(version)
         if attempt is None:
             to_read.append(p)  # an earlier harness's file (or an import's): read its rows
         else:
-            add(rid, attempt)
+            _add(marks, rid, attempt)
     gen = current_generation(root, grid)
-    if gen is not None and gen.runs is not None:
-        to_read.append(gen.runs)
-    for path in to_read:
+    _read_marks(marks, [*to_read, *(gen.runs if gen is not None else ())], None)
+    return marks
+
+
+def _add(marks: dict[str, RowMark], run_id: str, attempt: int | None) -> None:
+    a = ATTEMPT_ABSENT if attempt is None else attempt
+    marks[run_id] = max(a, marks.get(run_id, a))
+
+
+def _read_marks(marks: dict[str, RowMark], files: Sequence[Path], run_id: str | None) -> None:
+    """Add the attempts of the rows in ``files`` (of ``run_id`` only, when given: the row groups
+    whose run_id statistics may hold it). FileNotFoundError: a file vanished (compacted)."""
+    for path in files:
         try:
             names = pq.read_schema(path).names
             columns = ["run_id", *([ATTEMPT] if ATTEMPT in names else [])]
@@ -306,8 +387,7 @@ def _marks(root: Path, grid: str, run_id: str | None) -> dict[str, RowMark]:
         ids = table.column("run_id").to_pylist()
         attempts = table.column(ATTEMPT).to_pylist() if ATTEMPT in columns else [None] * len(ids)
         for rid, a in zip(ids, attempts, strict=True):
-            add(rid, a)
-    return marks
+            _add(marks, rid, a)
 
 
 def newest_rows(
@@ -349,7 +429,7 @@ def _rows_of(
     own = [p for p in loose(paths.runs_dir(root, grid)) if paths.per_run_name(p)[0] in wanted_ids]
     gen = current_generation(root, grid)
     out: list[dict[str, Any]] = []
-    for path in [*own, *([gen.runs] if gen is not None and gen.runs is not None else [])]:
+    for path in [*own, *(gen.runs if gen is not None else ())]:
         try:
             names = set(pq.read_schema(path).names)
             cols = ["run_id", *(c for c in wanted if c in names and c != "run_id")]

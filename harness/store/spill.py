@@ -25,6 +25,7 @@ from harness.core.config import RunConfig
 from harness.core.files import atomic_write_text, os_error_line
 from harness.core.provenance import ATTEMPT
 from harness.core.result import RunResult, Status
+from harness.store.arrivals import arrive
 from harness.store.auto import auto_compact
 from harness.store.live import retire
 from harness.store.rows import next_attempt, write_result
@@ -65,7 +66,8 @@ def write_or_spill(
     else:
         with contextlib.suppress(OSError):  # the row is written; a live file left is stale
             retire(root, run.grid, run.run_id, writer=True)
-        auto_compact(root, run.grid)  # never raises: the row is written
+        # never raises: the row is written
+        auto_compact(root, run.grid, count=arrive(root, run.grid))
         return path
     doc = {
         "results_root": str(Path(root).resolve()),

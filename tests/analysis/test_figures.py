@@ -511,7 +511,8 @@ def test_metric_vs_an_own_hyperparameter(tmp_path):
     res = _figures(tmp_path, "own", "--figure", "metric_vs", "--x", "lr")
     assert res.exit_code == 0, res.output
     assert (tmp_path / "own" / "figures" / "metric_vs.png").exists()
-    assert _figures(tmp_path, "own", "--figure", "metric_vs", "--x", "nope").exit_code == 0
+    # the only figure skipped: exit 1, a script sees that nothing was drawn
+    assert _figures(tmp_path, "own", "--figure", "metric_vs", "--x", "nope").exit_code == 1
     assert "metric_vs" not in default_figures({"lr", "gamma", "optimizer"})
 
 
@@ -561,7 +562,7 @@ def test_figures_baseline_and_reference_flags(root):
     fig = draw(FigureData(rows=data.rows, metric="val_ppl", goal="min", options=opts))
     assert fig.axes[0].get_xlabel() == "gap closed (%): signum 0, adamw 100"
     bad = _figures(root, "opt", "--figure", "gap_closure", "--baseline", "optimizer=nope")
-    assert bad.exit_code == 0 and "matches no rows" in bad.output  # the figure skipped, says why
+    assert bad.exit_code == 1 and "matches no rows" in bad.output  # the figure skipped, says why
 
 
 def test_an_arm_not_run_yet_is_named_and_keeps_its_color(tmp_path):
@@ -605,3 +606,22 @@ def test_gap_closure_panel_with_only_baseline_and_reference(tmp_path):
     (bar,) = fig.axes[1].patches
     assert bar.get_width() == pytest.approx(-300.0)  # signum: (30 - 60) / (30 - 20)
     assert fig.axes[1].get_xlim()[0] < -300.0
+
+
+def test_a_figure_of_too_many_panels_is_skipped_before_anything_is_tuned(tmp_path, monkeypatch):
+    """Issue 41: the panels are counted first (100 panels cost seconds of tuning, then a skip),
+    and a command that drew nothing exits 1."""
+    import harness.analysis.present.figures.common as common
+
+    for i in range(common.MAX_PANELS + 1):
+        for opt, lr in (("adamw", 1e-3), ("adamw", 1e-2), ("sgd", 1e-3), ("sgd", 1e-2)):
+            run = make_run(grid="many", optimizer=opt, lr=lr, tokens=8192 * (i + 1))
+            write_run(tmp_path, run, val_ppl=20.0 + i + lr)
+
+    def no_tuning(*args, **kwargs):
+        raise AssertionError("tuned before the panels were counted")
+
+    monkeypatch.setattr(common, "tuned_points", no_tuning)
+    res = _figures(tmp_path, "many", "--figure", "lr_sensitivity", "--format", "json")
+    assert res.exit_code == 1, res.output
+    assert f"{common.MAX_PANELS + 1} panels" in res.output

@@ -24,6 +24,7 @@ LAYOUT_NAMES = {
     "figures",
     "manifest.parquet",
     ".verified.json",
+    ".arrivals",
     "records",
     "slurm",
     "local",

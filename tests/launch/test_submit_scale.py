@@ -73,3 +73,46 @@ def test_a_no_op_resubmit_parses_no_config_and_reads_the_rows_a_fixed_number_of_
     # before: each row's run_id was looked up in a freshly parsed manifest (runs x runs configs)
     assert calls["configs parsed"] == 0, calls
     assert calls["row reads"] == 1, calls  # the idempotence check
+
+
+def test_a_no_op_resubmit_makes_no_manifest_rows(tmp_path, monkeypatch):
+    """Issue 41: the manifest's rows are made for the new runs only (a 100k-row table was
+    built, then not written)."""
+    import harness.store.manifest as manifest
+
+    data_root = tmp_path / "data"
+    grid = finished_grid(tmp_path, data_root, 4)
+    made: list[int] = []
+    table = manifest._table
+
+    def counting(runs):
+        runs = list(runs)
+        made.append(len(runs))
+        return table(runs)
+
+    monkeypatch.setattr(manifest, "_table", counting)
+    root = tmp_path / "results"
+    submit(grid, root=root, data_root=data_root, launcher="local", out=io.StringIO())
+    assert made == []
+
+
+def test_the_stale_check_hashes_each_source_file_once_not_once_per_run(tmp_path, monkeypatch):
+    """Issue 41: rows whose optimizer fingerprint differs from today's (an edited optimizer)
+    cost a hash of its files per run before the refusal (130 s of CPU at 10k runs)."""
+    import harness.launch.inputs as inputs
+
+    data_root = tmp_path / "data"
+    path = finished_grid(tmp_path, data_root, 12)
+    runs = load_grid(path, vocab=vocab_lookup(data_root)).runs
+    recorded = {r.run_id: {"optimizer_fingerprint": "0" * 16} for r in runs}
+    hashed: list[int] = []
+    real = inputs.code_fingerprint
+
+    def counting(objects):
+        hashed.append(1)
+        return real(objects)
+
+    monkeypatch.setattr(inputs, "code_fingerprint", counting)
+    stale = inputs.stale_runs(runs, recorded, data_root)
+    assert len(stale) == len(runs) == 24
+    assert len(hashed) <= 2  # the optimizer's files and the workload's, once each

@@ -78,6 +78,10 @@ COMMANDS = {
     "compact": ["compact", "cg"],
 }
 
+EXIT = {"figures": (0, 1)}
+"""Exit statuses that say the command ran: figures exits 1 where every figure was skipped (here
+the one asked for has one learning rate left), 0 where one was drawn."""
+
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_moves_a_truncated_row_and_curve_aside(results, command):
@@ -88,7 +92,7 @@ def test_every_command_moves_a_truncated_row_and_curve_aside(results, command):
 
     code, out = cli(*COMMANDS[command], "--results", root)
 
-    assert code == 0, out
+    assert code in EXIT.get(command, (0,)), out
     assert "Traceback" not in out
     warnings = [ln for ln in out.splitlines() if ln.startswith("warning:")]
     assert len(warnings) == 3, out  # the row, the curve, and the row of the corrupt curve
@@ -222,7 +226,7 @@ def test_a_file_garbled_in_the_middle_is_moved_aside_like_a_truncated_one(result
 
     for command in COMMANDS:
         code, out = cli(*COMMANDS[command], "--results", root)
-        assert code == 0, (command, out)
+        assert code in EXIT.get(command, (0,)), (command, out)
         assert "Traceback" not in out and "TProtocolException" not in out, (command, out)
     if not target.startswith("compacted"):  # (compact writes a new generation 1 there)
         assert not path.exists()

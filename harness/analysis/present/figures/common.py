@@ -85,8 +85,15 @@ class FigureData:
 
     def panels(self, rows: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
         """The panel keys of ``rows``: the conditions that vary (:func:`panel_keys`), but
-        ``exclude`` and those the user pools (``--pool``)."""
-        return panel_keys(rows, [*exclude, *self.options.pool])
+        ``exclude`` and those the user pools (``--pool``).
+
+        Raises:
+            FigureSkipped: more than :data:`MAX_PANELS` panels: counted here, before any point
+                is tuned (a figure of 100 panels cost seconds of tuning, then was skipped).
+        """
+        keys = panel_keys(rows, [*exclude, *self.options.pool])
+        count_panels(rows, keys)
+        return keys
 
     def tuned(self, rows: pd.DataFrame, keys: Sequence[str]) -> Points:
         """:func:`tuned_points` of ``rows`` by ``keys``, with this figure's goals and the
@@ -119,14 +126,25 @@ def missing_arms(every: pd.DataFrame, drawn: pd.DataFrame) -> list[str]:
     return out
 
 
+def count_panels(rows: pd.DataFrame, keys: Sequence[str]) -> int:
+    """How many panels ``rows`` make by ``keys`` (distinct values of the keys).
+
+    Raises:
+        FigureSkipped: more than :data:`MAX_PANELS`.
+    """
+    n = len(rows[list(keys)].drop_duplicates()) if keys and not rows.empty else 1
+    if n > MAX_PANELS:
+        raise FigureSkipped(
+            f"{n} panels (one per {', '.join(keys)}, at most {MAX_PANELS}); restrict the rows "
+            "with --where"
+        )
+    return n
+
+
 def panels(rows: pd.DataFrame, keys: Sequence[str]) -> list[tuple[dict[str, Any], pd.DataFrame]]:
     """The panels' keys and rows; too many panels skip the figure."""
-    out = list(iter_cells(rows, keys))
-    if len(out) > MAX_PANELS:
-        raise FigureSkipped(
-            f"{len(out)} panels (one per {', '.join(keys)}); restrict the rows with --where"
-        )
-    return out
+    count_panels(rows, keys)
+    return list(iter_cells(rows, keys))
 
 
 def panel_title(key: dict[str, Any]) -> str:
