@@ -74,6 +74,7 @@ __all__ = [
     "evaluate",
     "export",
     "figures",
+    "import_problem",
     "import_results",
     "plan",
     "prepare_data",
@@ -642,3 +643,17 @@ def import_results(
         curves=curves,
         mapping=mapping,
     )
+
+
+def import_problem(ref: str) -> str | None:
+    """Import the module of a user's ``module:Name`` reference ``ref`` in the sandbox's child
+    process, within the preflight's time limit: None when it loads, else the one line that says
+    why not (it exited, raised or hung). Every CLI command calls it for the user's modules it
+    names before it imports them itself (:func:`harness.core.registry.checked_imports`).
+
+    Raises:
+        UserError: a limit set in the environment that is not a positive number.
+    """
+    from harness.launch.sandbox import import_problem as in_child
+
+    return in_child(ref)

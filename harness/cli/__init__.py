@@ -21,10 +21,10 @@ from typing import Any
 
 import click
 
+from harness import api
 from harness.core.errors import Stopped, UserError
 from harness.core.files import os_error_line
 from harness.core.registry import Registry, checked_imports, load_instance
-from harness.launch.sandbox import import_problem
 
 COMMANDS: Registry[str] = Registry(
     "command",
@@ -71,7 +71,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with checked_imports(import_problem):  # the user's modules: in a child first
+            with checked_imports(api.import_problem):  # the user's modules: in a child first
                 out = super().invoke(ctx)
             sys.stdout.flush()  # a reader gone (| head) shows here, not at exit
             return out

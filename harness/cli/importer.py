@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ import click
 from harness.analysis.rows.selectors import parse_columns
 from harness.cli.options import resolve_results, results_option
 from harness.core.config import SCALES
+from harness.core.errors import UserError
 
 
 @click.command(name="import")
@@ -64,7 +66,6 @@ def import_(
     Example: harness import analysis/published/talk_table1.csv --grid talk_table1
     """
     from harness import api
-    from harness.store.import_columns import parse_map
 
     done = api.import_results(
         file,
@@ -80,3 +81,18 @@ def import_(
     click.echo(f"imported {done.rows} row(s) into grid {grid!r}: {done.path}{derived}")
     if curves is not None:
         click.echo(f"imported the loss curves of {done.curves} run(s) from {curves}")
+
+
+def parse_map(items: Sequence[str]) -> dict[str, str]:
+    """``--map NAME=column`` values as {file column: harness name}.
+
+    Raises:
+        UserError: an item that is not ``NAME=column``.
+    """
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, column = item.partition("=")
+        if not sep or not name.strip() or not column.strip():
+            raise UserError(f"--map {item!r}: expected NAME=column (e.g. val_loss=eval/loss)")
+        out[column.strip()] = name.strip()
+    return out

@@ -243,8 +243,8 @@ def _spelled(root: Path, grids: list[str], found: Sequence[GridFiles], view: str
     if view == "runs":
         return [duck_path(p) for f in found for p in f.all_rows]
     if view == "curves":
-        gens = [f.curve_generation for f in found if f.curve_generation is not None]
-        return [duck_path(p) for f in found for p in (*f.curves, *gens)]
+        parts = [p for f in found for p, _ in f.curve_parts]  # a generation's curve parts
+        return [duck_path(p) for p in (*(c for f in found for c in f.curves), *parts)]
     return _globs(root, grids, view)
 
 

@@ -9,7 +9,7 @@ tells runs apart (their run_id) and matches curve points to runs, but is no ``la
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -47,21 +47,6 @@ IGNORED = (
 )
 #: W&B run states -> statuses (``running`` has none: the run has no result yet).
 STATES: dict[str, str] = {"finished": "completed", "crashed": "failed", "killed": "cancelled"}
-
-
-def parse_map(items: Sequence[str]) -> dict[str, str]:
-    """``--map NAME=column`` values as {file column: harness name}.
-
-    Raises:
-        UserError: an item that is not ``NAME=column``.
-    """
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, column = item.partition("=")
-        if not sep or not name.strip() or not column.strip():
-            raise UserError(f"--map {item!r}: expected NAME=column (e.g. val_loss=eval/loss)")
-        out[column.strip()] = name.strip()
-    return out
 
 
 def rename(frame: pd.DataFrame, mapping: Mapping[str, str], file: str) -> pd.DataFrame:
