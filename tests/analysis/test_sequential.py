@@ -16,7 +16,7 @@ from harness.analysis.stats.sequential import (
     OBRIEN_FLEMING,
     POCOCK,
     SequentialDesign,
-    sequential,
+    sequential_cell,
 )
 
 CELLS = 6
@@ -35,7 +35,7 @@ def simulate(
     any_read = read = seeds = 0
     stops = np.zeros(len(design.stages))
     for i in range(benches):
-        out = sequential(list(a[i]), list(b[i]), design)
+        out = sequential_cell(list(a[i]), list(b[i]), design)
         n = sum(c.reading in ("lower", "higher") for c in out)
         any_read += n > 0
         read += n
@@ -58,7 +58,7 @@ def test_a_cell_stops_at_the_first_stage_that_reads_it() -> None:
     shared = rng.normal(size=(2, 8))
     a = [shared[0], shared[1]]
     b = [shared[0] + 5 + rng.normal(0, 0.1, 8), shared[1] + rng.normal(0, 0.1, 8)]
-    out = sequential(a, b, OBRIEN_FLEMING)
+    out = sequential_cell(a, b, OBRIEN_FLEMING)
     assert (out[0].stage, out[0].seeds, out[0].reading) == (0, 3, "higher")
     assert (out[1].stage, out[1].seeds) == (2, 8)  # no difference: to the cap
     assert out[1].reading == "no evidence"

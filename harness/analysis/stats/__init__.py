@@ -47,7 +47,7 @@ _EXPORTS: dict[str, str] = {
         "two_arm",
     ),
     **dict.fromkeys(
-        ("SequentialDesign", "SequentialCell", "OBRIEN_FLEMING", "POCOCK", "sequential"),
+        ("SequentialDesign", "SequentialCell", "OBRIEN_FLEMING", "POCOCK", "sequential_cell"),
         "sequential",
     ),
     **dict.fromkeys(("pool", "pooled_by", "mean_intervals"), "pooled"),
@@ -201,7 +201,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         POCOCK,
         SequentialCell,
         SequentialDesign,
-        sequential,
+        sequential_cell,
     )
     from harness.analysis.stats.significance import (  # noqa: F401
         ALTERNATIVES,

@@ -76,7 +76,7 @@ class SequentialCell:
     """mean(b) - mean(a) on its seeds (for diverged seeds, the shares diverged)."""
 
 
-def sequential(
+def sequential_cell(
     a: Sequence[np.ndarray],
     b: Sequence[np.ndarray],
     design: SequentialDesign = OBRIEN_FLEMING,
