@@ -371,10 +371,13 @@ def _launch(
             "has a row by then\n"
         )
     waits = wait if wait is not None else not runner.detaches
-    # runs queued or being trained by others (an earlier submit, another machine): --wait waits
-    # for them too, whoever queued them
+    # runs queued or being trained by others (an earlier submit, another machine): an explicit
+    # --wait waits for them too, whoever queued them; a local submit's own waiting (no --wait)
+    # covers only what it launched (another backend's queue may hold runs for days)
     others = {r.run_id for r in grid.runs if r.run_id in queued or r.run_id in busy}
     others -= {r.run_id for r in todo}
+    if wait is not True:
+        others = set()
     if not todo:
         if not waits or not others:
             return SubmitReport(grid.name, len(grid.runs), skipped, 0, {})

@@ -148,7 +148,7 @@ def test_a_backend_from_outside_the_package_is_one_entry_point(tmp_path, prepare
     (launchers / "toy.yaml").write_text("kind: toy\ngreting: hi\n")
     bad = _harness(["submit", str(grid), *args], site, launchers)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    line = "unknown key 'greting'; valid keys: kind, checkpoint_every_s, keep_checkpoints, "
+    line = "unknown key 'greting'; valid keys: kind, checkpoint_every_s, keep_checkpoints, branch, "
     assert line + "greeting, copies" in bad.stderr
     (launchers / "toy.yaml").write_text("kind: toy\ncopies: two\n")
     bad = _harness(["submit", str(grid), *args], site, launchers)
