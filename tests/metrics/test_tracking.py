@@ -175,5 +175,5 @@ def test_metric_vs_tokens_of_confirmation_runs_alone_is_skipped_not_a_crash(tmp_
             write_run(root, run, val_ppl=30.0 + seed, curve=pts, metrics={"mu_norm": 0.2})
     args = ["figures", "g", "--results", str(root), "--figure", "metric_vs_tokens"]
     r = CliRunner().invoke(main, [*args, "--metric", "mu_norm"])
-    assert r.exit_code == 0, r.output
-    assert "no tuning run" in r.output
+    assert r.exit_code == 1, r.output  # every figure asked for was skipped (issue 41): exit 1
+    assert "no tuning run" in r.output and "Traceback" not in r.output
