@@ -298,8 +298,11 @@ def wait_for_others(
                 gone.pop(r, None)
             else:
                 gone.setdefault(r, now)
-        ended |= {r for r in pending if r in gone and now - gone[r] >= GONE_GRACE_S}
-        pending -= ended
+        left = {r for r in pending if r in gone and now - gone[r] >= GONE_GRACE_S}
+        # a run that left every queue with the row it had when this submit looked (a queue's
+        # answer that lagged its task's end, or a re-run that wrote nothing new) has a row
+        ended |= {r for r in left if marks.get(r) is None}
+        pending -= left
         if pending:
             time.sleep(poll_s)
     rowed = set(run_ids) - ended
