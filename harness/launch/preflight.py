@@ -33,12 +33,15 @@ from harness.core.catalogue import PER_OPTIMIZER
 from harness.core.config import Architecture, RunConfig
 from harness.core.errors import UserError
 from harness.core.registry import is_reference
+from harness.launch import preflight_cache
 from harness.launch.sandbox import Limits, run_isolated
 from harness.model.architecture import param_count
 
 REAL_MODEL_BUDGET = 400_000_000
 """Most parameters of a model the preflight builds whole; a larger preset gets one block."""
 
+CHECK = "harness.launch.preflight_step:check"
+"""What the sandbox runs for each configuration."""
 SCHEDULE_FIELDS = ("lr", "lr_min", "schedule", "warmup_steps", "grad_clip")
 """Optimizer fields that do not change what is constructed."""
 UNSHOWN = (*SCHEDULE_FIELDS, "hyperparameters")
@@ -151,7 +154,18 @@ def outcomes(
         limits = limits or Limits.from_env()
     except ValueError as e:
         raise UserError(f"{where}: preflight: {e}") from None
-    answers = run_isolated("harness.launch.preflight_step:check", chosen, limits) if chosen else []
+    keys = {
+        i: preflight_cache.key(c, limits)
+        for i, (c, r) in enumerate(configurations.items())
+        if preflight_cache.is_own_code(r)
+    }
+    known = preflight_cache.passed(keys.values())
+    todo = [i for i in range(len(chosen)) if keys.get(i) not in known]
+    checked = run_isolated(CHECK, [chosen[i] for i in todo], limits) if todo else []
+    answers: list[str | None] = [None] * len(chosen)
+    for i, answer in zip(todo, checked, strict=True):
+        answers[i] = answer
+    preflight_cache.remember(keys[i] for i in todo if answers[i] is None and i in keys)
     reduced = {why for r in chosen if (why := model_to_build(r)[1]) is not None}
     models_said = "real models"
     if reduced:
@@ -160,6 +174,11 @@ def outcomes(
         f"{len(configurations)} optimizer configuration(s) built and stepped on the CPU "
         f"on the runs' {models_said}"
     )
+    if len(todo) < len(chosen):
+        said += (
+            f" ({len(chosen) - len(todo)} of them, the harness's own code, passed before with "
+            f"this harness and torch: {preflight_cache.folder()})"
+        )
     return list(zip(descriptions(chosen), answers, strict=True)), said
 
 

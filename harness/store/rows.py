@@ -339,6 +339,13 @@ def _own_marks(
         attempt += 1
 
 
+def row_unchanged(root: Path, grid: str, run_id: str, mark: RowMark | None) -> bool:
+    """Whether ``run_id``'s rows are as ``mark`` (:func:`row_mark`) saw them: nobody wrote a
+    row of the run since (the ``still_needed`` of
+    :func:`~harness.launch.worker.job.run_job`)."""
+    return row_mark(root, grid, run_id) == mark
+
+
 def row_marks(root: Path, grid: str) -> dict[str, RowMark]:
     """run_id -> :func:`row_mark` of every run of ``grid`` with a row, in one pass: names of
     the per-run files, then the ``run_id`` and ``attempt`` columns of the generation's parts

@@ -309,12 +309,14 @@ def test_gpus_are_filled_evenly_up_to_runs_per_device():
     assert gpu_for_next_run({}, 1) is None
 
 
-def test_gpus_named_by_uuid_are_a_one_line_error(monkeypatch):
+def test_gpus_named_by_uuid_are_a_one_line_error(monkeypatch, tmp_path):
     import torch
 
     from harness.core.errors import UserError
+    from harness.launch.local import slots
     from harness.launch.local.slots import local_gpus
 
+    monkeypatch.setattr(slots, "GPU_DRIVER_FILES", (str(tmp_path),))  # a driver is there
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,6")
     assert local_gpus() == [2, 6]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from harness.core.env import CUDA_VISIBLE_DEVICES
 from harness.core.errors import UserError
@@ -33,16 +34,23 @@ def split_cores(
     return max(1, min(slots, runs or 1)), threads
 
 
+GPU_DRIVER_FILES = ("/proc/driver/nvidia", "/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+"""Files one of which a machine whose GPUs torch can use has (NVIDIA's driver, ROCm's, WSL's);
+without any, :func:`local_gpus` knows there are none without importing torch."""
+
+
 def local_gpus() -> list[int]:
     """Indices of the GPUs runs may use: those ``CUDA_VISIBLE_DEVICES`` names, else all.
 
     Raises:
         UserError: ``CUDA_VISIBLE_DEVICES`` names GPUs by UUID (runs are given GPUs by index).
     """
+    env = CUDA_VISIBLE_DEVICES.get()
+    if env == "" or not any(Path(p).exists() for p in GPU_DRIVER_FILES):
+        return []  # no GPU torch could see: torch (seconds of start-up) is not imported
     import torch
 
     n = torch.cuda.device_count()  # honours CUDA_VISIBLE_DEVICES
-    env = CUDA_VISIBLE_DEVICES.get()
     if n == 0 or env is None:
         return list(range(n))
     ids = [x.strip() for x in env.split(",") if x.strip()][:n]

@@ -44,13 +44,12 @@ from harness.launch.worker import distributed
 from harness.launch.worker.job import (
     RunBusy,
     RunFinishedElsewhere,
-    row_unchanged,
     run_job,
     write_status,
     written_by_job,
 )
 from harness.launch.worker.packing import PackInterrupted, run_packed
-from harness.store.rows import RowMark, row_mark
+from harness.store.rows import RowMark, row_mark, row_unchanged
 from harness.store.spill import ResultSpilled
 from harness.train.loop import TrainingInterrupted
 

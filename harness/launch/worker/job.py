@@ -36,7 +36,7 @@ from harness.launch.worker import distributed
 from harness.launch.worker.threads import set_run_threads
 from harness.store.live import append_point, start_attempt
 from harness.store.manifest import load_run
-from harness.store.rows import newest_rows, row_mark
+from harness.store.rows import newest_rows
 from harness.store.spill import write_or_spill
 from harness.train.checkpoint import Checkpointing, read_progress
 from harness.train.checkpoint import progress as ckpt_progress
@@ -208,12 +208,6 @@ class _LiveWriter:
                     f"harness: warning: live curve not written: {os_error_line(e)}", file=sys.stderr
                 )
             self.warned = True
-
-
-def row_unchanged(root: Path, grid: str, run_id: str, mark: int | None) -> bool:
-    """Whether ``run_id``'s rows are as ``mark`` (:func:`~harness.store.rows.row_mark`) saw
-    them: nobody wrote a row of the run since (the ``still_needed`` of :func:`run_job`)."""
-    return row_mark(root, grid, run_id) == mark
 
 
 def done_by_job(

@@ -41,9 +41,8 @@ from harness.core.files import is_locked
 from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
 from harness.launch.worker import process
-from harness.launch.worker.job import row_unchanged, write_status
 from harness.launch.worker.process import ExitKind, RunProcess
-from harness.store.rows import newest_row_file, read_row, row_marks
+from harness.store.rows import newest_row_file, read_row, row_marks, row_unchanged
 from harness.store.spill import ResultSpilled
 
 LOG_TAIL_LINES = 12
@@ -322,6 +321,8 @@ class RunPool:
 
     def _record(self, run_id: str, status: Status, error: str) -> Ended:
         """Write the row of a run its process could not record (with what it reached)."""
+        from harness.launch.worker.job import write_status  # torch: only once a process died
+
         try:
             write_status(self.spec.results_root, self.spec.grid, run_id, status, error, self.job_id)
         except ResultSpilled as e:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import gc
+import importlib
 import multiprocessing as mp
 import os
 import signal
@@ -52,9 +53,7 @@ from typing import IO, Any
 from harness.core.provenance import fingerprinted_code_changed
 from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
-from harness.launch.worker.job import RunBusy, RunFinishedElsewhere, run_job
 from harness.store.spill import ResultSpilled
-from harness.train.loop import StoppedBeforeFirstStep, TrainingInterrupted
 
 
 class ExitKind(enum.Enum):
@@ -288,6 +287,7 @@ def _child(
     os.register_at_fork(after_in_child=_default_signals)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, PARENT_SIGNALS)  # blocked by start()
     os.environ.update(env)
+    importlib.import_module("harness.launch.worker.job")  # torch, the harness: warm, then frozen
 
     def should_stop() -> bool:
         return stop.is_set() or os.getppid() != parent  # a dead parent re-parents us
@@ -357,6 +357,9 @@ def _one_run(
 ) -> tuple[ExitKind, Status | None, str]:
     """Train ``task``'s run: (how it ended, its row's status if it has one, the spill line or
     '')."""
+    from harness.launch.worker.job import RunBusy, RunFinishedElsewhere, run_job
+    from harness.train.loop import StoppedBeforeFirstStep, TrainingInterrupted
+
     begun = threading.Event()  # set by the loop's first poll: the run is built
 
     def should_stop() -> bool:
