@@ -204,7 +204,13 @@ def fingerprinted_code_changed() -> list[Path]:
 def _distribution_of(top: str) -> str | None:
     """``name==version`` of the installed distribution providing top-level module ``top``.
     Cached per process: reading every installed package's metadata takes about a second, and
-    the code a process imported does not change distribution."""
+    the code a process imported does not change distribution; a distribution named as the
+    module that declares it (``top_level.txt``: the harness, torch, most optimizer packages)
+    is found without reading the others."""
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        named = metadata.distribution(top)
+        if top in (named.read_text("top_level.txt") or "").split():
+            return f"{named.metadata['Name']}=={named.version}"
     for dist in metadata.packages_distributions().get(top, []):
         with contextlib.suppress(metadata.PackageNotFoundError):
             return f"{dist}=={metadata.version(dist)}"
