@@ -165,8 +165,8 @@ def write_per_run(
     first, last = (windows[0], windows[-1]) if windows else (0.0, 0.0)
     mode = "in the background" if background else "inline"
     return (
-        f"wrote runs {start:,} to {stop:,} through write_or_spill ({writers} processes, "
-        f"compactions {mode}): "
+        f"wrote {stop - start:,} runs through write_or_spill (runs {start:,} to {stop:,}, "
+        f"{writers} processes, compactions {mode}): "
         f"{wall:.1f} s wall, {cpu:.1f} s CPU, {cpu / max(1, stop - start) * 1000:.1f} ms "
         f"CPU per run ({'the writers compacting' if not background else 'not the compactions'}); "
         f"first 1,000 rows {first:.1f} ms/row, last 1,000 {last:.1f} ms/row; "
@@ -306,7 +306,7 @@ def build(
     runs = list(load_grid(path, vocab=lambda name: 1, cache=plans).runs)
     write_manifest(root, GRID, runs)
     plans.save()  # as the first submit does
-    if len(runs) <= write_limit:
+    if len(runs) <= max(write_limit, tail):
         return (
             root,
             path,
