@@ -80,6 +80,10 @@ def _wanted(root: Path, grid: str, threshold: int, count: int) -> bool:
     return new >= threshold or (total >= 2 * threshold and bool(due(root, grid)))
 
 
+_STARTED: list[subprocess.Popen[bytes]] = []
+"""Background compactions this process started (kept to be reaped, not left as zombies)."""
+
+
 def _handed_over(root: Path, grid: str) -> bool:
     """Start a process that compacts ``grid`` holding its compaction lock, taken here (True
     also when another process holds it: it compacts now); False when no process could be
@@ -96,14 +100,16 @@ def _handed_over(root: Path, grid: str) -> bool:
         except BlockingIOError:
             return True  # being compacted
         top = str(Path(harness.__file__).resolve().parent.parent)
-        child = f"import sys; sys.path.insert(0, {top!r}); import harness.store.auto as a; a.main()"
-        subprocess.Popen(  # this interpreter, this package, fixed arguments
-            [sys.executable, "-c", child, str(root), grid, str(fd)],
+        code = f"import sys; sys.path.insert(0, {top!r}); import harness.store.auto as a; a.main()"
+        _STARTED[:] = [p for p in _STARTED if p.poll() is None]  # the ended ones reaped
+        child = subprocess.Popen(  # this interpreter, this package, fixed arguments
+            [sys.executable, "-c", code, str(root), grid, str(fd)],
             pass_fds=(fd,),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C meant for the writer does not stop it midway
         )
+        _STARTED.append(child)
         return True  # the child's copy of the open file holds the lock now
     except OSError:
         fcntl.flock(fd, fcntl.LOCK_UN)

@@ -61,7 +61,15 @@ def test_the_writer_of_the_row_that_calls_for_a_compaction_does_not_make_it(tmp_
 
 def test_no_process_starts_while_the_grid_is_being_compacted(tmp_path, in_process, monkeypatch):
     started: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "Popen", lambda args, **k: started.append(args))
+
+    class Started:
+        def __init__(self, args, **kwargs):
+            started.append(args)
+
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Started)
     lock = paths.compact_dir(tmp_path, GRID) / ".lock"
     with try_locked(lock, wait_s=0.0) as held:
         assert held
