@@ -9,7 +9,15 @@ with a ``--points``-point loss curve per run:
   ``--writers`` processes at once: per-run files, compacted by themselves as they pile up;
 - beyond, the consolidated generation a compaction writes (rows made by
   :func:`harness.store.rows.make_row`, curves in the curve schema), written directly: writing
-  100,000 per-run files takes hours on a loaded machine.
+  100,000 per-run files takes hours on a loaded machine; with ``--tail N``, all but the last
+  ``N`` runs so, and the last ``N`` through the real write path onto that store (the write cost
+  of a row at that size, the compactions by themselves included).
+
+Writers compact in the background (:data:`harness.store.auto.BACKGROUND`) unless
+``--compaction inline``: the writer pays the compaction's CPU then (the amortised cost of a row,
+and its stall); in the background the slowest write is the stall a worker sees. The grid's plan
+is saved (:mod:`harness.grid.plans`) as the first submit saves it, so ``submit (no-op)`` is a
+re-submit of a grid submitted before.
 
 Then each command runs in a fresh process (``harness``), and its CPU time (user + system) and
 peak RSS come from ``wait4``: ``submit`` of the finished grid (a no-op re-submit),
@@ -46,9 +54,12 @@ import pyarrow.parquet as pq
 from common import parse_args_quick  # benchmarks/common.py
 
 from harness.core import paths
+from harness.core.files import locked
 from harness.core.provenance import provenance
 from harness.core.result import RunResult
 from harness.grid.load import load_grid
+from harness.grid.plans import PlanCache
+from harness.store import auto
 from harness.store.auto import AUTO_COMPACT_FILES
 from harness.store.integrity import Checked
 from harness.store.layout import write_covered
@@ -112,13 +123,14 @@ def _result(i: int, points: int) -> RunResult:
 
 
 def _write_share(
-    args: tuple[str, str, int, int, int, int],
+    args: tuple[str, str, int, int, int, int, int],
 ) -> tuple[float, float, list[tuple[float, int]]]:
     """Write every ``writers``-th run from ``start`` through the real write path: (CPU seconds,
     the most CPU one write took, a compaction it made included; (CPU seconds, rows) of each
     successive 1,000 rows of the grid)."""
-    root, path, start, stop, writers, points = args
-    runs = load_grid(Path(path), vocab=lambda name: 1).runs
+    root, path, start, stop, writers, points, background = args
+    auto.BACKGROUND = bool(background)
+    runs = load_grid(Path(path), vocab=lambda name: 1, cache=PlanCache(Path(root))).runs
     t = time.process_time()
     worst = 0.0
     windows: dict[int, list[float]] = {}
@@ -131,10 +143,15 @@ def _write_share(
     return time.process_time() - t, worst, [(sum(w), len(w)) for _, w in sorted(windows.items())]
 
 
-def write_per_run(root: Path, path: Path, start: int, stop: int, writers: int, points: int) -> str:
+def write_per_run(
+    root: Path, path: Path, start: int, stop: int, writers: int, points: int, background: bool
+) -> str:
     """Runs ``start:stop`` through the real write path from ``writers`` processes."""
     t = time.perf_counter()
-    jobs = [(str(root), str(path), start + w, stop, writers, points) for w in range(writers)]
+    jobs = [
+        (str(root), str(path), start + w, stop, writers, points, int(background))
+        for w in range(writers)
+    ]
     with ProcessPoolExecutor(writers) as pool:
         shares = list(pool.map(_write_share, jobs))
     cpu = sum(c for c, _, _ in shares)
@@ -142,12 +159,16 @@ def write_per_run(root: Path, path: Path, start: int, stop: int, writers: int, p
     # ms of CPU per row in each successive 1,000 rows (every writer's share of them)
     by_window = zip(*(k for _, _, k in shares), strict=False)
     windows = [1000 * sum(c for c, _ in w) / sum(n for _, n in w) for w in by_window]
+    with locked(paths.compact_dir(root, GRID) / ".lock"):
+        pass  # a compaction in the background ended
     wall = time.perf_counter() - t
     first, last = (windows[0], windows[-1]) if windows else (0.0, 0.0)
+    mode = "in the background" if background else "inline"
     return (
-        f"wrote {stop - start:,} runs through write_or_spill ({writers} processes): "
+        f"wrote {stop - start:,} runs through write_or_spill (runs {start:,} to {stop:,}, "
+        f"{writers} processes, compactions {mode}): "
         f"{wall:.1f} s wall, {cpu:.1f} s CPU, {cpu / max(1, stop - start) * 1000:.1f} ms "
-        "CPU per run (compactions by themselves included); "
+        f"CPU per run ({'the writers compacting' if not background else 'not the compactions'}); "
         f"first 1,000 rows {first:.1f} ms/row, last 1,000 {last:.1f} ms/row; "
         f"slowest write {worst:.2f} s CPU"
     )
@@ -269,17 +290,33 @@ def measure(argv: list[str]) -> tuple[float, float, float, int]:
 
 
 def build(
-    folder: Path, size: int, points: int, write_limit: int, writers: int, cells: int = 1
+    folder: Path,
+    size: int,
+    points: int,
+    write_limit: int,
+    writers: int,
+    cells: int = 1,
+    tail: int = 0,
+    background: bool = True,
 ) -> tuple[Path, Path, list[Any], str]:
     """A store of about ``size`` runs under ``folder``: (root, grid YAML, runs, how written)."""
     root = folder / "results"
     path = grid_yaml(folder, size, points, cells)
-    runs = list(load_grid(path, vocab=lambda name: 1).runs)
+    plans = PlanCache(root)
+    runs = list(load_grid(path, vocab=lambda name: 1, cache=plans).runs)
     write_manifest(root, GRID, runs)
-    if len(runs) <= write_limit:
-        how = write_per_run(root, path, 0, len(runs), writers, points)
-    else:
-        how = write_generation(root, runs, points)
+    plans.save()  # as the first submit does
+    if len(runs) <= max(write_limit, tail):
+        return (
+            root,
+            path,
+            runs,
+            write_per_run(root, path, 0, len(runs), writers, points, background),
+        )
+    start = len(runs) - min(tail, len(runs))
+    how = write_generation(root, runs[:start], points)
+    if start < len(runs):
+        how += "; " + write_per_run(root, path, start, len(runs), writers, points, background)
     return root, path, runs, how
 
 
@@ -317,6 +354,18 @@ def main() -> None:
     )
     ap.add_argument("--writers", type=int, default=2, help="processes writing runs")
     ap.add_argument(
+        "--tail",
+        type=int,
+        default=0,
+        help="a store above --write-limit: its last TAIL runs through the real write path",
+    )
+    ap.add_argument(
+        "--compaction",
+        choices=("background", "inline"),
+        default="background",
+        help="where writers compact: a process of its own, or the writer (its CPU counted)",
+    )
+    ap.add_argument(
         "--cells",
         type=int,
         default=100,
@@ -353,9 +402,22 @@ def main() -> None:
         for size in (int(s) for s in args.sizes.split(",")):
             folder = Path(tmp) / f"s{size}"
             root, path, runs, how = build(
-                folder, size, args.points, args.write_limit, args.writers, args.cells
+                folder,
+                size,
+                args.points,
+                args.write_limit,
+                args.writers,
+                args.cells,
+                args.tail,
+                args.compaction == "background",
             )
             print(f"\n{len(runs):,} runs x {args.points} points: {how}")
+            if args.tail:  # the rows the tail left loose: the first command to meet them
+                cpu, rss, wall, _ = measure(commands(root, path, out)["query runs"])
+                print(
+                    f"  first read after the new rows (query runs): {cpu:.2f} s CPU, {rss:.0f} MB"
+                )
+                found[f"{size}/first read"] = {"cpu_s": [cpu], "rss_mb": rss, "wall_s": wall}
             head = (
                 f"{'CPU s':>8} {'[min, max]':>14} {'peak MB':>8} {'wall s':>8} "
                 f"{'CPU s beyond start-up':>22}"

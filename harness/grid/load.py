@@ -25,12 +25,16 @@ from harness.grid import followup, grammar
 from harness.grid.branches import check_mode
 from harness.grid.followup import ExtendSpec
 from harness.grid.grammar import Point
+from harness.grid.plans import Plan, PlanCache, names_outside_code
+from harness.grid.plans import key as plan_key
 from harness.grid.resolve import SCHEDULE_KEYS, Resolver, VocabSize, optimizer_specs
 from harness.metrics.catalogue import METRICS
+from harness.optim.builtin import BUILTIN as OPTIMIZER_BUILTINS
 from harness.optim.hooks import unwired
 from harness.optim.registry import canonical_name
 from harness.optim.schedule import SCHEDULE_FIELDS
 from harness.optim.spec import NAMESPACE, OptimizerSpec
+from harness.workloads.registry import BUILTIN as WORKLOAD_BUILTINS
 from harness.workloads.registry import canonical_name as canonical_workload
 from harness.workloads.registry import get_workload
 
@@ -128,13 +132,17 @@ def _name(doc: dict[str, Any], path: Path) -> str:
     return paths.check_grid_name(doc.get("name"), f"{path}: name")
 
 
-def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Grid:
+def load_grid(
+    path: str | Path, *, vocab: VocabSize, local: bool = False, cache: PlanCache | None = None
+) -> Grid:
     """Read, validate and expand a grid file into complete run configs.
 
     Args:
         path: the grid YAML.
         vocab: the vocabulary size of a dataset (name or directory), for ``vocab_size``.
         local: apply the file's ``local:`` overrides (laptop scale).
+        cache: where the resolved runs of this grid file are kept (:mod:`harness.grid.plans`):
+            read when the file, the scale and the code are the same, else resolved and kept.
 
     Raises:
         UserError: anything wrong with the file, naming the file, the key and the valid choices.
@@ -172,9 +180,18 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         if not {p.values.get("optimizer"), p.values.get("embedding_optimizer")} & unloaded
     ]
     scale = "local" if local else "full"
-    resolver = Resolver(name, scale, vocab, file, path.parent)
-    runs = _resolve_all(resolver, points, file, problems)
-    _check_duplicates(runs, points, path)
+    asked: dict[str, int] = {}
+    resolver = Resolver(name, scale, _asking(vocab, asked), file, path.parent)
+    key = None if cache is None or problems else _plan_key(doc, path, local, specs, sections)
+    plan = None if key is None or cache is None else cache.get(name, key)
+    if plan is not None and len(plan.runs) == len(points) and _same_vocab(plan.vocab, vocab):
+        runs, axes = plan.runs, plan.axes
+    else:
+        runs = _resolve_all(resolver, points, file, problems)
+        _check_duplicates(runs, points, path)
+        axes = _varying(runs)
+        if key is not None and cache is not None:
+            cache.put(name, key, Plan(runs, axes, dict(asked)))
     return Grid(
         name=name,
         path=path,
@@ -182,7 +199,7 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         launcher=_optional_name(doc, "launcher", path),
         runs=runs,
         figures=_figures(doc, path),
-        axes=_varying(runs),
+        axes=axes,
         notes=_notes(specs),
         confirm_seeds=followup.confirm_seeds(
             sections["seeds"], grammar.seed_list(sections["seeds"], file), file
@@ -193,6 +210,45 @@ def load_grid(path: str | Path, *, vocab: VocabSize, local: bool = False) -> Gri
         target=grid_target(sections, file),
         branch=None if doc.get("branch") is None else check_mode(doc["branch"], f"{file}: branch"),
     )
+
+
+def _plan_key(
+    doc: dict[str, Any],
+    path: Path,
+    local: bool,
+    specs: dict[str, OptimizerSpec],
+    sections: dict[str, Any],
+) -> bytes | None:
+    """The key of the grid's plan in the cache; None for a grid whose runs may depend on code
+    outside ``harness`` (a reference, an optimizer or workload an installed package registers),
+    which is never cached."""
+    workloads = grammar.values_of("workload", sections)
+    if not (
+        names_outside_code(doc)
+        and all(name in OPTIMIZER_BUILTINS for name in specs)
+        and all(str(name) in WORKLOAD_BUILTINS for name in workloads)
+    ):
+        return None
+    return plan_key(path.read_bytes(), path, local)
+
+
+def _asking(vocab: VocabSize, asked: dict[str, int]) -> VocabSize:
+    """``vocab``, noting each answer in ``asked``."""
+
+    def ask(dataset: str) -> int:
+        asked[dataset] = size = vocab(dataset)
+        return size
+
+    return ask
+
+
+def _same_vocab(kept: dict[str, int], vocab: VocabSize) -> bool:
+    """Whether every dataset a kept plan asked about has the vocabulary it had (a dataset that
+    cannot be read now: no; resolving again says why)."""
+    try:
+        return all(vocab(dataset) == size for dataset, size in kept.items())
+    except UserError:
+        return False
 
 
 def _notes(specs: dict[str, OptimizerSpec]) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from harness.data.catalogue import vocab_lookup
 from harness.grid import preview
 from harness.grid.branches import dependency_order
 from harness.grid.load import Grid, GridRefused, load_grid
+from harness.grid.plans import PlanCache
 from harness.launch import branching
 from harness.launch.contract import ExecutionSpec, Launcher, launcher_for, queued_anywhere
 from harness.launch.inputs import COMPARED, STALE_CHOICES, stale_error, stale_runs
@@ -195,7 +196,8 @@ def submit(
     if Status.COMPLETED in retry:
         raise UserError("--retry completed: completed runs are never run again")
     try:
-        grid = load_grid(grid_path, vocab=vocab_lookup(data_root), local=local)
+        plans = PlanCache(root)  # saved with the manifest: a dry run writes nothing
+        grid = load_grid(grid_path, vocab=vocab_lookup(data_root), local=local, cache=plans)
     except GridRefused as refused:  # the runs that resolved are preflighted too: one refusal
         if not refused.runs or (dry_run and not check):
             raise
@@ -225,7 +227,7 @@ def submit(
         out.write(runner.plan(grid.runs) + "\n")
         out.write(branching.plan_for(grid, profile).describe())
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
-    return _launch(grid, runner, spec, retry, stale, wait, out)
+    return _launch(grid, runner, spec, retry, stale, wait, out, plans)
 
 
 def _with_runs(grid: Grid, extra: Sequence[RunConfig]) -> Grid:
@@ -322,6 +324,7 @@ def _launch(
     stale: str,
     wait: bool | None,
     out: TextIO,
+    plans: PlanCache | None = None,
 ) -> SubmitReport:
     from harness.store.integrity import check_grid  # DuckDB and Arrow: not for a dry run
     from harness.store.manifest import load_run, write_manifest
@@ -350,6 +353,8 @@ def _launch(
     todo = [r for r in grid.runs if r.run_id not in done and r.run_id not in queued]
     preflight(todo, str(grid.path))  # nothing queued yet
     write_manifest(root, grid.name, grid.runs)
+    if plans is not None:
+        plans.save()  # the grid's resolved runs, for the next submit of the same file
     plan = branching.plan_for(grid, runner.profile)
     branching.write_plan(root, grid.name, plan)
     todo = dependency_order(todo, plan)  # a parent before the branches that start from it

@@ -54,6 +54,7 @@ supersedes (a retry) is listed with it, and readers take each run's points from 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -176,6 +177,7 @@ def compact(
     wait: bool = True,
     tiered: bool = False,
     arrivals: int | None = None,
+    held: bool = False,
 ) -> CompactReport | None:
     """Consolidate ``grid``'s per-run rows and curves into a new generation (module docstring).
 
@@ -187,6 +189,8 @@ def compact(
             what a writer does by itself); False: merge every part into one.
         arrivals: :func:`harness.store.auto.arrivals` read by the caller before it decided
             (recorded with the generation; None: read here).
+        held: the caller holds the grid's compaction lock already (a compaction in the
+            background, :func:`harness.store.auto.auto_compact`, inherits it).
 
     Returns:
         What was written and removed; None when ``wait`` is False and another process compacts.
@@ -198,8 +202,9 @@ def compact(
     folder = paths.compact_dir(root, grid)
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / ".lock"
-    with locked(lock) if wait else try_locked(lock, wait_s=0.0) as held:
-        if held is False:
+    holding = contextlib.nullcontext(True) if held else None
+    with holding or (locked(lock) if wait else try_locked(lock, wait_s=0.0)) as got:
+        if got is False:
             return None  # another process compacts the grid now
         check_grid(root, grid)  # corrupt files moved aside, not merged
         snap = snapshot(root, grid, tiered=tiered, arrivals=arrivals)

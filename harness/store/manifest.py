@@ -47,7 +47,8 @@ def _merge(root: Path, grid: str, runs: list[RunConfig]) -> int:
     path = paths.manifest_path(root, grid)
     check_manifest(root, grid)
     if path.exists():
-        planned = pq.read_table(path, columns=["run_id"]).column("run_id").to_pylist()
+        with pq.ParquetFile(path) as fh:  # not pyarrow.dataset, which imports pandas
+            planned = fh.read(columns=["run_id"]).column("run_id").to_pylist()
         have = set(planned)
         fresh_runs = [r for r in runs if r.run_id not in have]
         if not fresh_runs:

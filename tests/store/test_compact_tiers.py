@@ -32,6 +32,7 @@ def small_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tiers, "TIER_ROWS", 4)
     monkeypatch.setattr(tiers, "FANOUT", 3)
     monkeypatch.setattr(layout, "GRACE_S", 0.0)
+    monkeypatch.setattr(auto, "BACKGROUND", False)  # the tiers above hold in this process only
 
 
 def _result(points: int, start: float = 5.0) -> RunResult:

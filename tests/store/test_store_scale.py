@@ -35,6 +35,7 @@ def _result(i: int) -> RunResult:
 def test_the_writers_compact_by_themselves_so_loose_files_stay_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(auto, "AUTO_COMPACT_FILES", 5)
     monkeypatch.setattr(layout, "GRACE_S", 0.0)  # no reader here: covered files may go at once
+    monkeypatch.setattr(auto, "BACKGROUND", False)  # the settings above hold in this process
     runs = [tiny_run(tmp_path / "data", grid="a", lr=1e-4 * (i + 1)) for i in range(23)]
     most = 0
     for i, run in enumerate(runs):
