@@ -28,8 +28,9 @@ other commands (:func:`evaluate`, :func:`prepare_data`, :func:`datasets`, :func:
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -76,6 +77,7 @@ __all__ = [
     "figures",
     "import_problem",
     "import_results",
+    "one_progress",
     "plan",
     "prepare_data",
     "query",
@@ -281,6 +283,17 @@ def preflight(runs: Sequence[RunConfig], where: str) -> str:
     from harness.launch.preflight import outcomes, report
 
     return report(*outcomes(runs, where), where)
+
+
+@contextlib.contextmanager
+def one_progress(name: str, most: int) -> Iterator[None]:
+    """Inside, every batch's progress line (``submit``'s rounds) also counts toward one whole
+    of at most ``most`` runs called ``name``, with its ETA (``harness bench``: one ETA for every
+    phase)."""
+    from harness.launch.progress import whole
+
+    with whole(name, most):
+        yield
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
 from pathlib import Path
 
@@ -82,6 +83,7 @@ def bench(
     """
     from harness.bench import derive_bench, judge, plan, run
     from harness.bench.render import opening_line, plan_text, verdict_json, verdict_table
+    from harness.core.errors import Stopped
     from harness.data.catalogue import data_root
 
     root = resolve_results(results)
@@ -106,15 +108,25 @@ def bench(
             click.echo(line, err=log)
     # With json, whatever a backend prints while launching (SLURM's "queued ... array tasks")
     # goes to stderr too: stdout holds the verdict only.
-    with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():
-        progress = run(
-            derived,
-            root=root,
-            data_root=droot,
-            launcher=launcher,
-            wait=wait,
-            out=sys.stderr if log else sys.stdout,
-        )
+    try:
+        with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():
+            progress = run(
+                derived,
+                root=root,
+                data_root=droot,
+                launcher=launcher,
+                wait=wait,
+                out=sys.stderr if log else sys.stdout,
+                most=p.to_train_max,
+            )
+    except Stopped as e:
+        given = {"--protocol": protocol, "--scale": scale, "--launcher": launcher}
+        given |= {"--results": results, "--data": data}
+        again = ["harness", "bench", candidate]
+        for flag, value in given.items():
+            again += [flag, str(value)] if value else []
+        again += [] if wait is None else ["--wait" if wait else "--no-wait"]
+        raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
     if progress.queued:  # submit said so ("queued: run the same command again ...")
         click.echo(f"follow with 'harness status {p.grid}'", err=log)
     else:
