@@ -588,11 +588,13 @@ def report(
     reference: Selector | str | None = None,
     runs: str = "all",
     pool: Sequence[str] = (),
+    scale_name: str | None = None,
 ) -> str:
     """The self-contained HTML report of ``grid`` (``harness report``): figures, toggleable loss
     curves, the best-per-cell and gap tables, provenance. Written to ``output`` when given
     (atomically); returned either way. ``runs``: the ``loss_curves`` figure's (``all`` runs of
-    each cell, or each arm's ``best``)."""
+    each cell, or each arm's ``best``); ``scale_name``: how the page names the runs' scale
+    (``harness bench``'s ``local scale``; None: ``<scale> scale``)."""
     from harness.analysis.present.figures.options import FigureOptions
     from harness.analysis.present.report import ReportRequest, build_report
     from harness.analysis.rows.selectors import as_selector
@@ -612,6 +614,7 @@ def report(
             baseline=as_selector(baseline, "--baseline"),
             reference=as_selector(reference, "--reference"),
             pool=tuple(pool),
+            scale_name=scale_name,
         ),
     )
     html = build_report(req)

@@ -81,7 +81,7 @@ def bench(
     Exit status: 0 when the bench ran (whatever the verdict); 1 when any run failed or was
     lost; 2 for bad input; 128 + N when stopped by signal N.
     """
-    from harness.bench import derive_bench, judge, plan, run
+    from harness.bench import derive_bench, judge, plan, run, scale_name
     from harness.bench.render import opening_line, plan_text, verdict_json, verdict_table
     from harness.core.errors import Stopped
     from harness.data.catalogue import data_root
@@ -97,7 +97,7 @@ def bench(
         click.echo(f"preflight: {preflight(derived, root, droot)}")
         return
     log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
-    where = f"{scale or DEFAULT_SCALE} scale" if protocol is None else str(protocol)
+    where = scale_name(scale, protocol)
     click.echo(opening_line(p, where), err=log)
     for a in p.arms:
         if a.tuning_done:
@@ -138,7 +138,7 @@ def bench(
             from harness.bench.card import report_card
             from harness.core.files import atomic_write_text
 
-            atomic_write_text(html, report_card(verdict, derived, root))
+            atomic_write_text(html, report_card(verdict, derived, root, where))
             click.echo(f"wrote {html}", err=log)
     if progress.faults:
         click.echo(

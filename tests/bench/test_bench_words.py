@@ -66,3 +66,41 @@ def test_progress_shows_one_eta_for_every_phase_of_the_bench(tmp_path: Path, mon
     assert all("every phase" in ln for ln in lines), lines
     outside = Progress(1, stream=io.StringIO()).line()
     assert "bench" not in outside  # a submit outside a bench: its batch's ETA only
+
+
+def test_the_plan_gives_cpu_hours_locally_and_gpu_hours_on_a_cluster(tmp_path: Path) -> None:
+    """Before: the laptop dry run said "0.00 GPU-hours" and gave no CPU estimate."""
+    import re
+
+    from harness.bench.render import plan_text
+
+    d = harness.bench.derive_bench("torch.optim:SGD", root=tmp_path, scale="local")
+    text = plan_text(harness.bench.plan(d, tmp_path, tmp_path / "data"), d)
+    found = re.search(r"locally: about ([0-9.e+-]+) CPU-hours.*on a cluster: ([0-9.,]+) GPU", text)
+    assert found, text
+    cpu_h = float(found.group(1))
+    assert 0.05 < cpu_h < 2.0  # the laptop bench: minutes to an hour of a core, not 0
+
+
+def test_the_card_names_the_benchs_scale_not_full_scale(tmp_path: Path) -> None:
+    """Before: a bench at --scale local made a card of "N runs at full scale" (the runs' scale
+    field: the grid as written), in its subtitle, figures and provenance."""
+    import pandas as pd
+
+    from harness import api
+    from harness.analysis.present.figures.common import describe
+    from harness.analysis.testing import make_run, write_run
+
+    root = tmp_path / "r"
+    for k, lr in enumerate((1e-3, 3e-3)):
+        write_run(root, make_run(grid="bench_ci", optimizer="adamw", lr=lr), val_ppl=30.0 + k)
+    name = harness.bench.scale_name("local", None)
+    page = api.report(
+        "bench_ci", results=root, metric="val_ppl", names=("lr_sensitivity",), scale_name=name
+    )
+    assert "2 runs at local scale (" in page and "full scale" not in page
+    assert "<tr><th>scale</th><td>local scale</td></tr>" in page
+    rows = pd.DataFrame({"method": ["adamw"], "scale": ["full"]})
+    assert describe(rows, scale_name=name).endswith("| local scale")
+    assert describe(rows).endswith("| full scale")  # any other report: the rows' own scale
+    assert harness.bench.scale_name(None, Path("p/my.yaml")) == "protocol my.yaml"
