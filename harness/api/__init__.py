@@ -28,8 +28,9 @@ other commands (:func:`evaluate`, :func:`prepare_data`, :func:`datasets`, :func:
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -76,6 +77,7 @@ __all__ = [
     "figures",
     "import_problem",
     "import_results",
+    "one_progress",
     "plan",
     "prepare_data",
     "query",
@@ -281,6 +283,17 @@ def preflight(runs: Sequence[RunConfig], where: str) -> str:
     from harness.launch.preflight import outcomes, report
 
     return report(*outcomes(runs, where), where)
+
+
+@contextlib.contextmanager
+def one_progress(name: str, most: int) -> Iterator[None]:
+    """Inside, every batch's progress line (``submit``'s rounds) also counts toward one whole
+    of at most ``most`` runs called ``name``, with its ETA (``harness bench``: one ETA for every
+    phase)."""
+    from harness.launch.progress import whole
+
+    with whole(name, most):
+        yield
 
 
 @dataclass(frozen=True, slots=True)
@@ -575,11 +588,13 @@ def report(
     reference: Selector | str | None = None,
     runs: str = "all",
     pool: Sequence[str] = (),
+    scale_name: str | None = None,
 ) -> str:
     """The self-contained HTML report of ``grid`` (``harness report``): figures, toggleable loss
     curves, the best-per-cell and gap tables, provenance. Written to ``output`` when given
     (atomically); returned either way. ``runs``: the ``loss_curves`` figure's (``all`` runs of
-    each cell, or each arm's ``best``)."""
+    each cell, or each arm's ``best``); ``scale_name``: how the page names the runs' scale
+    (``harness bench``'s ``local scale``; None: ``<scale> scale``)."""
     from harness.analysis.present.figures.options import FigureOptions
     from harness.analysis.present.report import ReportRequest, build_report
     from harness.analysis.rows.selectors import as_selector
@@ -599,6 +614,7 @@ def report(
             baseline=as_selector(baseline, "--baseline"),
             reference=as_selector(reference, "--reference"),
             pool=tuple(pool),
+            scale_name=scale_name,
         ),
     )
     html = build_report(req)

@@ -32,6 +32,16 @@ DEFAULT_SCALE = "local"
 """The scale of ``harness bench`` without ``--scale`` or ``--protocol``."""
 
 
+def scale_name(scale: str | None, protocol: str | Path | None) -> str:
+    """How the bench's output, card and figures name its scale: ``local scale`` (a shipped
+    protocol's ``--scale``), ``protocol my.yaml`` (a file). The runs' own ``scale`` field says
+    ``full`` for every bench (its grid as written, without ``local:`` overrides), which is not
+    the bench's scale."""
+    if protocol is not None:
+        return f"protocol {Path(protocol).name}"
+    return f"{scale or DEFAULT_SCALE} scale"
+
+
 def protocol_dirs() -> list[Path]:
     """Where shipped protocols are looked up: ``./protocols``, then the project's."""
     return [Path("protocols"), Path(__file__).resolve().parents[2] / "protocols"]
@@ -79,4 +89,5 @@ __all__ = [
     "judge",
     "plan",
     "run",
+    "scale_name",
 ]

@@ -16,9 +16,10 @@ FIGURES = ("lr_sensitivity", "loss_curves")
 """The report's figures: each arm's loss over lr, and the curves."""
 
 
-def report_card(verdict: Verdict, derived: Derived, root: Path) -> str:
+def report_card(verdict: Verdict, derived: Derived, root: Path, scale_name: str) -> str:
     """One self-contained HTML file: the verdict, then ``harness report`` of the bench's arms
-    (figures, curves, each cell's best configuration, provenance)."""
+    (figures, curves, each cell's best configuration, provenance), its scale named
+    ``scale_name`` (:func:`harness.bench.scale_name`: ``local scale``)."""
     page = api.report(
         derived.protocol.name,
         results=root,
@@ -27,6 +28,7 @@ def report_card(verdict: Verdict, derived: Derived, root: Path) -> str:
         metric=verdict.metric,
         names=FIGURES,
         runs="best",
+        scale_name=scale_name,
     )
     card = (
         f'<section id="bench-verdict"><h2>harness bench: {html.escape(verdict.candidate)}'

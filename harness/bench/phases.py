@@ -13,6 +13,7 @@ queued (run it again once it finishes).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -160,21 +161,25 @@ def run(
     launcher: str | None,
     wait: bool | None,
     out: TextIO,
+    most: int | None = None,
 ) -> Progress:
     """Run the bench's phases (module docstring); ``out`` takes ``submit``'s report and the
-    plan's lines."""
-    done = api.submit(
-        write_grid(derived),
-        launcher=launcher,
-        wait=wait,
-        extend=True,
-        confirm=True,
-        per_arm=True,
-        results=root,
-        data=data_root,
-        out=out,
-        err=out,
-    )
+    plan's lines. ``most``: the most runs still to train (:attr:`Plan.to_train_max`), for one
+    ETA of every phase on each progress line (None: each batch's own only)."""
+    whole = api.one_progress("bench", most) if most is not None else contextlib.nullcontext()
+    with whole:
+        done = api.submit(
+            write_grid(derived),
+            launcher=launcher,
+            wait=wait,
+            extend=True,
+            confirm=True,
+            per_arm=True,
+            results=root,
+            data=data_root,
+            out=out,
+            err=out,
+        )
     finished = not done.last.launched  # the last round found nothing left to train
     trained = sum(r.launched for r in done.reports)
     return Progress(finished, done.queued, done.faults, trained)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
 from pathlib import Path
 
@@ -80,8 +81,9 @@ def bench(
     Exit status: 0 when the bench ran (whatever the verdict); 1 when any run failed or was
     lost; 2 for bad input; 128 + N when stopped by signal N.
     """
-    from harness.bench import derive_bench, judge, plan, run
+    from harness.bench import derive_bench, judge, plan, run, scale_name
     from harness.bench.render import opening_line, plan_text, verdict_json, verdict_table
+    from harness.core.errors import Stopped
     from harness.data.catalogue import data_root
 
     root = resolve_results(results)
@@ -95,7 +97,7 @@ def bench(
         click.echo(f"preflight: {preflight(derived, root, droot)}")
         return
     log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
-    where = f"{scale or DEFAULT_SCALE} scale" if protocol is None else str(protocol)
+    where = scale_name(scale, protocol)
     click.echo(opening_line(p, where), err=log)
     for a in p.arms:
         if a.tuning_done:
@@ -106,15 +108,25 @@ def bench(
             click.echo(line, err=log)
     # With json, whatever a backend prints while launching (SLURM's "queued ... array tasks")
     # goes to stderr too: stdout holds the verdict only.
-    with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():
-        progress = run(
-            derived,
-            root=root,
-            data_root=droot,
-            launcher=launcher,
-            wait=wait,
-            out=sys.stderr if log else sys.stdout,
-        )
+    try:
+        with contextlib.redirect_stdout(sys.stderr) if log else contextlib.nullcontext():
+            progress = run(
+                derived,
+                root=root,
+                data_root=droot,
+                launcher=launcher,
+                wait=wait,
+                out=sys.stderr if log else sys.stdout,
+                most=p.to_train_max,
+            )
+    except Stopped as e:
+        given = {"--protocol": protocol, "--scale": scale, "--launcher": launcher}
+        given |= {"--results": results, "--data": data}
+        again = ["harness", "bench", candidate]
+        for flag, value in given.items():
+            again += [flag, str(value)] if value else []
+        again += [] if wait is None else ["--wait" if wait else "--no-wait"]
+        raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
     if progress.queued:  # submit said so ("queued: run the same command again ...")
         click.echo(f"follow with 'harness status {p.grid}'", err=log)
     else:
@@ -126,7 +138,7 @@ def bench(
             from harness.bench.card import report_card
             from harness.core.files import atomic_write_text
 
-            atomic_write_text(html, report_card(verdict, derived, root))
+            atomic_write_text(html, report_card(verdict, derived, root, where))
             click.echo(f"wrote {html}", err=log)
     if progress.faults:
         click.echo(

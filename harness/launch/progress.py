@@ -1,5 +1,6 @@
 """A live one-line progress display for a batch of runs: done / total, states, ETA, and the best
-validation loss so far."""
+validation loss so far; inside :func:`whole` (a command of several batches, the bench's phases)
+also the runs and the ETA of the whole."""
 
 from __future__ import annotations
 
@@ -8,11 +9,55 @@ import math
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from harness.core.result import Status
 from harness.store.live import duration
+
+
+@dataclass(slots=True)
+class Whole:
+    """The batches of one command counted together (:func:`whole`)."""
+
+    name: str
+    """What the whole is called in the line (``bench``)."""
+    most: int
+    """Most runs still to train in every batch together (an upper bound: later batches are
+    planned from earlier results)."""
+    start: float = field(default_factory=time.time)
+    """When it began (epoch seconds)."""
+    done: int = 0
+    """Runs finished in its batches so far."""
+
+    def line(self) -> str:
+        """``bench: 3 of at most 104 runs, ETA 40m for every phase (at most)``."""
+        eta = "?"
+        if self.done:
+            left = max(self.most - self.done, 0)
+            eta = duration((time.time() - self.start) / self.done * left)
+        return (
+            f"{self.name}: {self.done} of at most {self.most} runs, ETA {eta} for every phase "
+            "(at most)"
+        )
+
+
+_WHOLE: ContextVar[Whole | None] = ContextVar("harness_progress_whole", default=None)
+
+
+@contextlib.contextmanager
+def whole(name: str, most: int) -> Iterator[Whole]:
+    """Count every batch's progress started inside toward one whole of at most ``most`` runs,
+    shown on each progress line with its ETA (the bench's phases: one ETA for the bench)."""
+    counted = Whole(name, most)
+    token = _WHOLE.set(counted)
+    try:
+        yield counted
+    finally:
+        _WHOLE.reset(token)
 
 
 class Progress:
@@ -28,6 +73,8 @@ class Progress:
         self.every_s = every_s
         self._last_print = 0.0
         self._tty = self.stream.isatty()
+        self.whole = _WHOLE.get()
+        """The command's whole this batch counts toward (None: the batch is the whole)."""
 
     @property
     def done(self) -> int:
@@ -37,6 +84,8 @@ class Progress:
     def finished(self, status: Status, val_loss: float | None = None) -> None:
         """Record one finished run (``val_loss``: its validation loss, when it has one)."""
         self.counts[status] += 1
+        if self.whole is not None:
+            self.whole.done += 1
         if status == Status.COMPLETED and val_loss is not None and math.isfinite(val_loss):
             self.best = val_loss if self.best is None else min(self.best, val_loss)
         self.draw(force=not self._tty)
@@ -52,6 +101,7 @@ class Progress:
             f"[{self.done}/{self.total}] {states or 'none finished'} | running {self.running} | "
             f"elapsed {duration(elapsed)} ETA {eta}"
             + (f" | best val_loss {self.best:.4f}" if self.best is not None else "")
+            + (f" | {self.whole.line()}" if self.whole is not None else "")
         )
 
     def draw(self, force: bool = False) -> None:

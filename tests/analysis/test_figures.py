@@ -625,3 +625,22 @@ def test_a_figure_of_too_many_panels_is_skipped_before_anything_is_tuned(tmp_pat
     res = _figures(tmp_path, "many", "--figure", "lr_sensitivity", "--format", "json")
     assert res.exit_code == 1, res.output
     assert f"{common.MAX_PANELS + 1} panels" in res.output
+
+
+@pytest.mark.parametrize(
+    "arms",
+    [
+        [("AdamW", "adamw"), ("torch.optim:AdamW", "torch.optim:AdamW")],  # a bench: two blues
+        [("AdamW", "adamw"), ("sgd", "sgd"), ("mine.py:Opt", "mine.py:Opt")],
+        [("AdamW", "adamw"), ("a:X", "a:X"), ("b:Y", "b:Y"), ("c:Z", "c:Z")],
+    ],
+)
+def test_an_arm_without_a_color_of_its_own_takes_one_unlike_the_others(arms):
+    """Issue 38: the bench's card drew AdamW and the candidate in two similar blues."""
+    from itertools import combinations
+
+    from harness.analysis.present.figures import style
+
+    styles = style.assign(arms)
+    for a, b in combinations(styles, 2):
+        assert not style.similar(styles[a].color, styles[b].color), (a, b, styles)

@@ -166,7 +166,8 @@ def subtitle(
     ``points.seeds``: confirmation or tuning seeds; None: one configuration per ``unit``, over
     every seed of the rows; ``reading``: the figure says itself), and the arms it cannot show."""
     over = points.over if points is not None else []
-    lines = [describe(data.rows, what, seeds=points is None and not reading)]
+    seeds = points is None and not reading
+    lines = [describe(data.rows, what, seeds=seeds, scale_name=data.options.scale_name)]
     tuned = f"each {unit}: best over {', '.join(over)}" if over else f"each {unit}: one config"
     if reading:
         lines.append(reading)
@@ -211,10 +212,12 @@ def seeds_used(points: Points) -> str:
 _TITLE_FIELDS = (("lr", "lr"), ("model", "model"), ("tokens", "tokens"), ("steps", "steps"))
 
 
-def describe(rows: pd.DataFrame, what: str = "", seeds: bool = True) -> str:
+def describe(
+    rows: pd.DataFrame, what: str = "", seeds: bool = True, scale_name: str | None = None
+) -> str:
     """One line: ``what``, the arm(s), lr, model, budget, steps, seeds (unless not ``seeds``:
     the caller says which seeds it draws) and scale of ``rows`` (a single value, or the range a
-    varying one spans)."""
+    varying one spans; ``scale_name``: how the scale is named instead of the rows')."""
     parts = [what] if what else []
     arms = sorted(rows[METHOD].astype(str).unique()) if METHOD in rows.columns else []
     parts.append(arms[0] if len(arms) == 1 else f"{len(arms)} arms")
@@ -231,7 +234,9 @@ def describe(rows: pd.DataFrame, what: str = "", seeds: bool = True) -> str:
     if seeds and "seed" in rows.columns:
         n = int(rows["seed"].nunique())
         parts.append(f"{n} seed{'s' if n != 1 else ''}")
-    if "scale" in rows.columns and rows["scale"].nunique() == 1:
+    if scale_name is not None:
+        parts.append(scale_name)
+    elif "scale" in rows.columns and rows["scale"].nunique() == 1:
         parts.append(f"{rows['scale'].iloc[0]} scale")
     return " | ".join(parts)
 

@@ -28,6 +28,9 @@ class FigureOptions:
     pool: tuple[str, ...] = ()
     """Conditions pooled (``--pool``): not panels, tuned over instead
     (:mod:`harness.analysis.rows.conditions`)."""
+    scale_name: str | None = None
+    """How the rows' scale is named in titles and the report (a bench's ``local scale``, whose
+    runs' scale field says ``full``); None: ``<scale> scale`` from the rows."""
 
 
 #: ``--runs`` choices of ``loss_curves``.

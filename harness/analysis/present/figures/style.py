@@ -3,6 +3,7 @@ marker per arm, assigned in a fixed order (the built-in optimizers keep theirs).
 
 from __future__ import annotations
 
+import colorsys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import matplotlib
 import matplotlib.pyplot as plt
 import seaborn as sns
+from matplotlib.colors import to_rgb
 
 #: Width of a two-column paper figure, inches.
 PAGE_WIDTH = 6.8
@@ -44,6 +46,12 @@ PALETTE: tuple[str, ...] = (*_CB, *sns.color_palette("dark").as_hex())
 #: Markers; beyond ``len(PALETTE)`` arms a color comes back with another marker.
 MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 
+#: Two chromatic colors whose hues are closer than this (degrees) look alike (AdamW's blue and
+#: the dark palette's blue); so do two greys.
+SIMILAR_HUE = 30.0
+#: Below this saturation (HLS) a color is a grey.
+GREY_SATURATION = 0.2
+
 #: Line styles of the variants of one optimizer (e.g. with and without clipping).
 DASHES = ("-", "--", ":", "-.")
 
@@ -64,6 +72,16 @@ class ArmStyle:
         return {"color": self.color, "marker": self.marker, "linestyle": self.linestyle}
 
 
+def similar(a: str, b: str) -> bool:
+    """Whether colors ``a`` and ``b`` (hex) look alike: hues within :data:`SIMILAR_HUE` degrees,
+    or both grey."""
+    (ha, _, sa), (hb, _, sb) = (colorsys.rgb_to_hls(*to_rgb(c)) for c in (a, b))
+    if sa < GREY_SATURATION or sb < GREY_SATURATION:
+        return sa < GREY_SATURATION and sb < GREY_SATURATION
+    apart = abs(ha - hb) * 360.0
+    return min(apart, 360.0 - apart) < SIMILAR_HUE
+
+
 def slot_style(slot: int, linestyle: str = "-") -> ArmStyle:
     """The color and marker of palette slot ``slot`` (any non-negative integer)."""
     n = len(PALETTE)
@@ -76,8 +94,9 @@ def assign(arms: Iterable[tuple[str, str]]) -> dict[str, ArmStyle]:
 
     The first arm of a built-in optimizer (shortest name first: ``sgd`` before
     ``sgd (grad_clip=1)``) takes the optimizer's own slot; the other arms, sorted by name, take
-    the free slots, the ten after the built-ins' first, then the unused built-in slots, then
-    colors again with other markers. Every arm gets its own (color, marker) pair.
+    the free slots, the ten after the built-ins' first, then the unused built-in slots, each the
+    first whose color is unlike every color taken (:func:`similar`) while one is, then colors
+    again with other markers. Every arm gets its own (color, marker) pair.
     """
     pairs = sorted(set(arms), key=lambda p: (len(p[0]), p[0]))
     slots: dict[str, int] = {}
@@ -91,8 +110,10 @@ def assign(arms: Iterable[tuple[str, str]]) -> dict[str, ArmStyle]:
         if s not in used
     ]
     rest = sorted(arm for arm, _ in pairs if arm not in slots)
+    over = len(PALETTE) - len(free)  # slots past the palette, once every free one is taken
     for k, arm in enumerate(rest):
-        slots[arm] = free[k] if k < len(free) else len(PALETTE) + k - len(free)
+        taken = [PALETTE[s % len(PALETTE)] for s in slots.values()]
+        slots[arm] = _unlike(free, taken) if free else over + k
     variants: dict[str, list[str]] = {}
     for arm, opt in sorted(pairs):
         variants.setdefault(opt, []).append(arm)
@@ -101,6 +122,15 @@ def assign(arms: Iterable[tuple[str, str]]) -> dict[str, ArmStyle]:
         dash = DASHES[variants[opt].index(arm) % len(DASHES)]
         out[arm] = slot_style(slots[arm], dash)
     return out
+
+
+def _unlike(free: list[int], taken: list[str]) -> int:
+    """The first slot of ``free`` (not empty) whose color is unlike every color of ``taken``,
+    else its first; removed from ``free``."""
+    fits = [s for s in free if not any(similar(PALETTE[s], c) for c in taken)]
+    slot = (fits or free)[0]
+    free.remove(slot)
+    return slot
 
 
 def color(optimizer: str) -> str:

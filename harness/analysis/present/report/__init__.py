@@ -86,8 +86,9 @@ def build_report(req: ReportRequest) -> str:
     made = tables(q, runs, req.options.baseline, req.options.reference)
     n_status = runs["status"].value_counts().to_dict()
     counts = ", ".join(f"{n} {s}" for s, n in sorted(n_status.items()))
+    scale = req.options.scale_name or f"{sel.scale} scale"
     subtitle = (
-        f"{len(runs)} runs at {sel.scale} scale ({counts}); metric {choice.metric} "
+        f"{len(runs)} runs at {scale} ({counts}); metric {choice.metric} "
         f"({choice.goal}), configurations selected by {choice.select_by}"
         + "".join(f"; {n}" for n in [*choice.notes, *sel.missing().notes()])
     )
@@ -97,7 +98,7 @@ def build_report(req: ReportRequest) -> str:
         figures=blocks,
         curves=_curves(sel, curve_points, choice, req, drawn),
         tables=made,
-        provenance=_provenance(sel, runs, curve_points, drawn, names),
+        provenance=_provenance(sel, runs, curve_points, drawn, names, req.options.scale_name),
         sql=[
             ("runs (every table and figure)", sel.sql("runs")),
             ("curves", sel.sql("curves")),
@@ -243,6 +244,7 @@ def _provenance(
     curve_points: int,
     drawn: dict[str, pd.DataFrame],
     figures: Sequence[str],
+    scale_name: str | None = None,
 ) -> list[tuple[str, str]]:
     def version(pkg: str) -> str:
         try:
@@ -254,7 +256,7 @@ def _provenance(
     return [
         ("grids", ", ".join(sel.grids)),
         ("results", str(sel.root)),
-        ("scale", sel.scale),
+        ("scale", scale_name or sel.scale),
         ("where", sel.where or "(every run)"),
         ("rows", f"{len(runs)} runs, {curve_points} curve points"),
         ("rows SHA-256", rows_sha256({"runs": runs, **drawn})),
