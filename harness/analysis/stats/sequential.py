@@ -137,10 +137,10 @@ def sequential_family(
             missing = TwoArmTest(math.nan, math.nan, math.nan, 0, 0, "none", "no test")
             only = correct_family([t or missing], alpha=alpha, correction="none")[0]
             done[c] = StageResult(0, design.stages[0], only, waiting=t is None)
-    family = [c for c in range(comparisons) if c not in done]
+    latest = {c: t for c, t in enumerate(first) if t is not None and c not in done}
+    family = list(latest)
     chosen = {c: 0 for c in family}  # the stage of each one's smallest p / weight
-    latest: dict[int, TwoArmTest] = {c: first[c] for c in family}  # type: ignore[misc]
-    tests: dict[tuple[int, int], TwoArmTest] = {(c, 0): latest[c] for c in family}
+    tests = {(c, 0): t for c, t in latest.items()}
     w = design.weights
     last = len(design.stages) - 1
     for k, n in enumerate(design.stages):
