@@ -359,6 +359,7 @@ def submit(
     extend: bool = False,
     confirm: bool = False,
     per_arm: bool = False,
+    more: Sequence[RunConfig] = (),
     results: str | Path | None = None,
     data: str | Path | None = None,
     out: TextIO | None = None,
@@ -383,6 +384,8 @@ def submit(
             results hold (a grid file of the same name with other arms), confirmed once its own
             extension has converged; an arm with a failed tuning run plans nothing until it
             is retried (arms are compared on whole budgets). ``harness bench`` plans so.
+        more: runs added to the follow-ups ``extend``/``confirm`` plan (``harness bench``'s
+            sequential confirmation seeds); each is written to the grid's manifest when launched.
         results: the results root (None: ``$HARNESS_RESULTS``, then ``./results``).
         data: where datasets are prepared (None: ``$HARNESS_DATA``, then the data home).
         out: where the report goes (None: stdout); ``err``: notes beside a csv/json plan.
@@ -408,6 +411,7 @@ def submit(
         extend=extend,
         confirm=confirm,
         per_arm=per_arm,
+        more=more,
         out=out or sys.stdout,
         err=err or sys.stderr,
     )

@@ -146,12 +146,20 @@ def runs_of(protocol: Protocol) -> dict[str, Any]:
                 "weight_decay": protocol.weight_decay,
                 "baselines": [dataclasses.asdict(b) for b in protocol.baselines],
                 "candidate": dataclasses.asdict(protocol.candidate),
+                **_stages_of(protocol),
             },
             sort_keys=True,
             default=str,
         )
     )
     return plain
+
+
+def _stages_of(protocol: Protocol) -> dict[str, Any]:
+    """The sequential stages, where the protocol has more than one (a protocol of one stage
+    stamps as before they were declared)."""
+    stages = protocol.stages.stages
+    return {"stages": list(stages)} if len(stages) > 1 else {}
 
 
 def check_stamp(protocol: Protocol, root: Path) -> None:

@@ -9,6 +9,11 @@ result are skipped, so a baseline's runs trained by an earlier bench are never t
 and a command run again after a stop goes on where it stopped. Locally the rounds run to the
 end; on SLURM they run to the end with ``wait=True``, else the command returns once a round is
 queued (run it again once it finishes).
+
+Then the sequential confirmation (a protocol with ``seeds: stages``): the verdict is read, each
+comparison it leaves inconclusive gets the next stage's seeds (:func:`harness.bench.stages.
+next_stage`, both arms, that cell only), submitted with the grid's runs, and the verdict is read
+again, until no comparison is open (or the stages' runs end without a result).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from typing import TextIO
 
 from harness import api
 from harness.bench.derive import Derived, write_grid
+from harness.bench.stages import Stage, next_stage
+from harness.bench.verdict import judge
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +62,7 @@ class Plan:
     tune_seeds: int
     """Seeds per configuration."""
     confirm_seeds: int
-    """Confirmation seeds per arm per cell."""
+    """Confirmation seeds per arm per cell (the first stage's)."""
     extend_rounds: int
     """Most extension rounds."""
     flops: float
@@ -66,6 +73,9 @@ class Plan:
     """The device and utilisation ``gpu_hours`` assumes (:class:`harness.api.Compute`)."""
     cpu_hours: float = 0.0
     """The same in CPU-hours on a laptop core (an estimate: :class:`harness.api.Compute`)."""
+    confirm_cap: int = 0
+    """Most confirmation seeds per arm per cell, at the last stage (0: no stages beyond the
+    first)."""
 
     @property
     def extension_max(self) -> int:
@@ -74,13 +84,21 @@ class Plan:
 
     @property
     def confirmation(self) -> int:
-        """Confirmation runs: each arm's selected configuration per cell on each seed."""
+        """Confirmation runs of the first stage: each arm's selected configuration per cell on
+        each seed."""
         return self.cells * len(self.arms) * self.confirm_seeds
+
+    @property
+    def stages_max(self) -> int:
+        """Most runs the later stages of the sequential confirmation add (every cell open to
+        the cap)."""
+        return self.cells * len(self.arms) * max(self.confirm_cap - self.confirm_seeds, 0)
 
     @property
     def total_max(self) -> int:
         """Most runs of every phase together."""
-        return sum(a.tuning for a in self.arms) + self.extension_max + self.confirmation
+        tuning = sum(a.tuning for a in self.arms)
+        return tuning + self.extension_max + self.confirmation + self.stages_max
 
     @property
     def cpu_hours_to_train(self) -> float:
@@ -119,7 +137,8 @@ def plan(derived: Derived, root: Path, data_root: Path) -> Plan:
     for _, values in p.cells:
         n_cells *= len(values)
     # the compute of the most runs: each tuning run's, scaled by the runs the phases can add
-    scale = 1 + (p.budget.extend_rounds + len(p.confirm_seeds) / len(p.tune_seeds)) / max(
+    cap = p.stages.cap
+    scale = 1 + (p.budget.extend_rounds + cap / len(p.tune_seeds)) / max(
         derived.candidate.configs, 1
     )
     most = planned.compute(grid.runs).scaled(scale)
@@ -136,6 +155,7 @@ def plan(derived: Derived, root: Path, data_root: Path) -> Plan:
         most.gpu_hours,
         most.device,
         cpu_hours=most.cpu_hours,
+        confirm_cap=cap if cap > len(p.confirm_seeds) else 0,
     )
 
 
@@ -166,20 +186,47 @@ def run(
     """Run the bench's phases (module docstring); ``out`` takes ``submit``'s report and the
     plan's lines. ``most``: the most runs still to train (:attr:`Plan.to_train_max`), for one
     ETA of every phase on each progress line (None: each batch's own only)."""
-    whole = api.one_progress("bench", most) if most is not None else contextlib.nullcontext()
-    with whole:
+    path = write_grid(derived)
+
+    def submit(stage: Stage) -> Progress:
         done = api.submit(
-            write_grid(derived),
+            path,
             launcher=launcher,
             wait=wait,
             extend=True,
             confirm=True,
             per_arm=True,
+            more=stage.runs,
             results=root,
             data=data_root,
             out=out,
             err=out,
         )
-    finished = not done.last.launched  # the last round found nothing left to train
-    trained = sum(r.launched for r in done.reports)
-    return Progress(finished, done.queued, done.faults, trained)
+        finished = not done.last.launched  # the last round found nothing left to train
+        return Progress(finished, done.queued, done.faults, sum(r.launched for r in done.reports))
+
+    whole = api.one_progress("bench", most) if most is not None else contextlib.nullcontext()
+    with whole:
+        got = submit(Stage())
+        trained, faults = got.trained, got.faults
+        while got.finished and not got.queued:  # the phases ran to the end: the next stage
+            stage = _next_stage(derived, root, data_root)
+            if not stage.runs:
+                break
+            out.writelines(f"{derived.protocol.name}: {line}\n" for line in stage.lines)
+            got = submit(stage)
+            trained, faults = trained + got.trained, faults + got.faults
+            if not got.trained:  # the stage's runs ended without a result: nothing more to run
+                break
+    return Progress(got.finished, got.queued, faults, trained)
+
+
+def _next_stage(derived: Derived, root: Path, data_root: Path) -> Stage:
+    """The next stage's runs of the comparisons the verdict leaves open (none without stages)."""
+    if len(derived.protocol.stages.stages) == 1:
+        return Stage()
+    verdict = judge(derived, root, data_root)
+    planned = api.plan(
+        derived.path, extend=True, confirm=True, per_arm=True, results=root, data=data_root
+    )
+    return next_stage(derived.protocol, verdict, [r for r in planned.runs if r.confirm])

@@ -10,6 +10,8 @@ A protocol is a grid with more structure (``protocols/laptop.yaml`` documents ev
       batch_size: [8, 16]         # >= 2 token budgets (tokens) or model sizes (model)
       tokens: [8192, 16384]
     seeds: {tune: [0], confirm: [1, 2, 3]}   # >= 1 tuning seed, >= 3 confirmation seeds
+    #   stages: [3, 5, 8]         # optional: seeds per arm at each stage of the sequential
+    #                             # confirmation (the first = len(confirm); more seeds count on)
     budget:                       # the same for every arm
       lr_points: 4                # lrs per setting, log-spaced over the arm's lr range
       settings: 2                 # settings of the other hyperparameters per lr
@@ -21,7 +23,7 @@ A protocol is a grid with more structure (``protocols/laptop.yaml`` documents ev
         optimizer: adamw
         search: {lr: [1.0e-4, 1.0e-2], 1-beta1: [0.02, 0.5], weight_decay: [5.0e-3, 1.0]}
     candidate: {range_factor: 10, search: {}}
-    verdict: {alpha: 0.05, power: 0.8}
+    verdict: {alpha: 0.05, power: 0.8, spending: obrien-fleming}
 
 Every problem is a :class:`~harness.core.errors.UserError` naming the file, the key and the
 valid choices (the CLI prints it on one line and exits with code 2).
@@ -29,6 +31,7 @@ valid choices (the CLI prints it on one line and exits with code 2).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,7 +40,8 @@ from typing import Any
 
 import yaml
 
-from harness.core.errors import UserError
+from harness.analysis.stats import DEFAULT_SPENDING, SPENDING, SequentialDesign, sequential_design
+from harness.core.errors import UserError, unknown_choice
 
 TOP_KEYS = (
     "name",
@@ -67,7 +71,8 @@ BUDGET_KEYS = ("lr_points", "settings", "extend_rounds", "lr_bounds")
 CANDIDATE_KEYS = ("range_factor", "search", "schedules")
 SCHEDULE_KEYS = ("schedule", "warmup_steps", "lr_min", "decay_frac", "decay_shape")
 """Run fields a protocol's ``candidate: schedules`` may give a candidate of its own."""
-VERDICT_KEYS = ("alpha", "power")
+VERDICT_KEYS = ("alpha", "power", "spending")
+SEED_KEYS = ("tune", "confirm", "stages")
 FAMILY_KEYS = ("optimizer", "search")
 
 
@@ -160,6 +165,9 @@ class VerdictRules:
     """Level of the test, corrected over every cell and baseline (Holm)."""
     power: float
     """The power line reports the difference the seeds detect with this probability."""
+    spending: str = DEFAULT_SPENDING
+    """How alpha is spent over the stages of the sequential confirmation
+    (:data:`harness.analysis.stats.SPENDING`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +189,8 @@ class Protocol:
     tune_seeds: tuple[int, ...]
     """Seeds configurations are selected on."""
     confirm_seeds: tuple[int, ...]
-    """Seeds the selected configurations are reported on (>= 3, none a tuning seed)."""
+    """Seeds the selected configurations are reported on first (>= 3, none a tuning seed): the
+    first stage of :attr:`stages`."""
     budget: Budget
     """The tuning budget of every arm."""
     weight_decay: float
@@ -192,6 +201,17 @@ class Protocol:
     """How the candidate is searched."""
     verdict: VerdictRules
     """How the verdict is read."""
+    stages: SequentialDesign
+    """The sequential confirmation (``seeds: stages``, ``verdict: spending``): seeds per arm
+    at each stage, each stage's share of alpha; one stage of :attr:`confirm_seeds` when the
+    protocol declares none."""
+
+    def seeds_at(self, stage: int) -> tuple[int, ...]:
+        """The confirmation seeds of ``stage`` (cumulative): :attr:`confirm_seeds`, then seeds
+        counted on from the largest of them."""
+        more = self.stages.stages[stage] - len(self.confirm_seeds)
+        start = max(self.confirm_seeds) + 1
+        return (*self.confirm_seeds, *range(start, start + more))
 
     @property
     def budget_axes(self) -> tuple[str, ...]:
@@ -216,6 +236,7 @@ def load_protocol(path: str | Path) -> Protocol:
     _keys(doc, TOP_KEYS, f, required=("name", "base", "cells", "seeds", "budget", "baselines"))
     tune, confirm = _seeds(doc["seeds"], f)
     budget = _budget(doc["budget"], f)
+    verdict = _verdict(doc.get("verdict") or {}, f)
     return Protocol(
         path=p,
         name=_text(doc["name"], f"{f}: name"),
@@ -229,7 +250,8 @@ def load_protocol(path: str | Path) -> Protocol:
         weight_decay=_number(doc.get("weight_decay", 0.1), f"{f}: weight_decay", low=0.0),
         baselines=_baselines(doc["baselines"], f),
         candidate=_candidate(doc.get("candidate") or {}, f),
-        verdict=_verdict(doc.get("verdict") or {}, f),
+        verdict=verdict,
+        stages=_stages(doc["seeds"], len(confirm), verdict.spending, f),
     )
 
 
@@ -313,7 +335,7 @@ def _seed_list(value: Any, where: str, start: int) -> tuple[int, ...]:
 
 
 def _seeds(value: Any, f: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    m = _keys(value, ("tune", "confirm"), f"{f}: seeds", required=("tune", "confirm"))
+    m = _keys(value, SEED_KEYS, f"{f}: seeds", required=("tune", "confirm"))
     tune = _seed_list(m["tune"], f"{f}: seeds: tune", 0)
     confirm = _seed_list(m["confirm"], f"{f}: seeds: confirm", max(tune) + 1)
     if len(confirm) < MIN_CONFIRM:
@@ -328,6 +350,24 @@ def _seeds(value: Any, f: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
             "selected on"
         )
     return tune, confirm
+
+
+def _stages(value: dict[str, Any], confirm: int, spending: str, f: str) -> SequentialDesign:
+    """``seeds: stages``: increasing seed counts per arm, the first the confirmation seeds'."""
+    stages = value.get("stages", [confirm])
+    w = f"{f}: seeds: stages"
+    if (
+        not isinstance(stages, list)
+        or not stages
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in stages)
+        or stages[0] != confirm
+        or any(b <= a for a, b in itertools.pairwise(stages))
+    ):
+        raise UserError(
+            f"{w}: expected increasing seed counts per arm starting at the {confirm} "
+            f"confirmation seeds (e.g. [{confirm}, {confirm + 2}, {confirm + 5}]), got {stages!r}"
+        )
+    return sequential_design(stages, spending)
 
 
 def _budget(value: Any, f: str) -> Budget:
@@ -403,4 +443,7 @@ def _verdict(value: Any, f: str) -> VerdictRules:
     power = _number(m.get("power", 0.8), f"{f}: verdict: power", low=0.0, above=True)
     if alpha >= 1 or power >= 1:
         raise UserError(f"{f}: verdict: alpha and power are probabilities in (0, 1)")
-    return VerdictRules(alpha, power)
+    spending = m.get("spending", DEFAULT_SPENDING)
+    if spending not in SPENDING:
+        raise unknown_choice("spending", spending, SPENDING, where=f"{f}: verdict")
+    return VerdictRules(alpha, power, spending)

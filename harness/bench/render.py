@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.bench.derive import Derived
 from harness.bench.phases import Plan
-from harness.bench.verdict import Verdict
+from harness.bench.verdict import Comparison, Verdict
 
 FORMATS = ("table", "json")
 """Values of ``harness bench --format``."""
@@ -27,6 +27,30 @@ def _num(x: float, fmt: str = ".4g") -> str:
 
 def _signed(x: float) -> str:
     return "-" if not math.isfinite(x) else f"{x:+.3g}"
+
+
+def _stage(v: Verdict, c: Comparison) -> str:
+    """Where a tested comparison's sequential confirmation stopped and its runs."""
+    if len(v.stages) < 2 or not math.isfinite(c.p) or c.reading == "pending":
+        return ""
+    return f" (stage {c.stage + 1} of {len(v.stages)}, {c.n_candidate + c.n_baseline} runs)"
+
+
+def _stages(v: Verdict) -> list[str]:
+    """The sequential confirmation's line: its stages, their alpha, what they cost."""
+    if len(v.stages) < 2:
+        return []
+    tested = [c for c in v.comparisons if math.isfinite(c.p) and c.reading != "pending"]
+    stopped = [sum(c.stage == k for c in tested) for k in range(len(v.stages))]
+    runs = sum(c.n_candidate + c.n_baseline for c in tested)
+    spent = ", ".join(f"{w:.0%}" for w in v.spent)
+    return [
+        f"sequential confirmation: {', then '.join(map(str, v.stages))} seeds per arm where a "
+        f"comparison is still inconclusive (alpha spent {spent} by stage; Holm over the "
+        f"stage-combined p-values, so the family-wise error holds over the stages); stopped at "
+        f"each stage: {' / '.join(map(str, stopped))}; {runs} confirmation runs in the tested "
+        f"comparisons (at most {len(tested) * 2 * v.stages[-1]})"
+    ]
 
 
 def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
@@ -63,7 +87,7 @@ def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
         )
         cand = f"{_num(c.mean_candidate)} (n={c.n_candidate})" if c.n_candidate else "-"
         base = f"{_num(c.mean_baseline)} (n={c.n_baseline})" if c.n_baseline else "-"
-        reading = c.reading + (f": {c.why}" if c.why else "")
+        reading = c.reading + (f": {c.why}" if c.why else "") + _stage(v, c)
         body.append(
             (
                 _cell(c.cell),
@@ -77,9 +101,12 @@ def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
             )
         )
     lines += _columns(head, body)
+    lines += _stages(v)
     power = [c for c in v.comparisons if math.isfinite(c.detectable)]
     if power:
-        n = sorted({min(c.n_candidate, c.n_baseline) for c in power})
+        n = sorted({min(c.n_candidate, c.n_baseline) for c in power if c.stage == 0}) or [
+            len(v.confirm_seeds)
+        ]
         est, lo, hi = v.power_line
         lines.append(
             f"power: with {'/'.join(map(str, n))} seeds per arm a true difference of "
@@ -194,6 +221,14 @@ def plan_text(p: Plan, derived: Derived) -> str:
         "arm, cell, round and tuning seed)",
         f"phase 3, confirm: {p.confirmation} runs (each arm's selected configuration per cell on "
         "each confirmation seed)",
+        *(
+            [
+                f"phase 4, sequential confirmation: at most {p.stages_max} runs (more seeds, up "
+                f"to {p.confirm_cap} per arm, only where a comparison is still inconclusive)"
+            ]
+            if p.stages_max
+            else []
+        ),
     ]
     reused = sum(a.followups_done for a in p.arms)
     if reused:

@@ -76,8 +76,9 @@ def of_runs(run_ids: Sequence[str]) -> str:
 def bench_run_ids(derived: Derived, root: Path, data_root: Path | None = None) -> list[str]:
     """The run_ids of the bench of ``derived``: the derived grid's runs and the follow-ups its
     phases plan from the results so far (:func:`harness.api.plan`, as ``harness bench`` plans
-    them), of those follow-ups only the ones of this protocol: an extension run on a tuning
-    seed, a confirmation run on a confirmation seed, each of a configuration of the grid's own
+    them; the sequential stages' confirmation runs are in its manifest once planned), of those
+    follow-ups only the ones of this protocol: an extension run on a tuning seed, a
+    confirmation run on a seed of one of its stages, each of a configuration of the grid's own
     but for its lr (the grid's manifest also holds the follow-ups of every earlier version of
     the protocol benched under its name)."""
     path = derived.path if derived.path.is_file() else write_grid(derived)
@@ -85,9 +86,10 @@ def bench_run_ids(derived: Derived, root: Path, data_root: Path | None = None) -
     own = {r.run_id for r in planned.grid.runs}
     shapes = {_shape(r) for r in planned.grid.runs}
     p = derived.protocol
+    confirm = p.seeds_at(len(p.stages.stages) - 1)  # every stage's seeds
     out = []
     for r in planned.runs:
-        seeds = p.confirm_seeds if r.confirm else p.tune_seeds
+        seeds = confirm if r.confirm else p.tune_seeds
         if r.run_id in own or (r.execution.seed in seeds and _shape(r) in shapes):
             out.append(r.run_id)
     return out

@@ -51,7 +51,8 @@ from harness.bench.results import LR_EDGE, VALUE, Rows, bench_run_ids, load_rows
 from harness.metrics.catalogue import Goal
 
 if TYPE_CHECKING:
-    from harness.analysis.stats import TwoArmResult, TwoArmTest
+    from harness.analysis.stats import StageResult, TwoArmResult, TwoArmTest
+    from harness.bench.protocol import Protocol
 
 Reading = Literal[
     "better", "worse", "no evidence", "not tuned", "no verdict", "pending", "unchecked"
@@ -97,7 +98,11 @@ class Comparison:
     p_adjusted: float = math.nan
     """Holm-corrected over every tested comparison."""
     detectable: float = math.nan
-    """Difference the seeds detect with the protocol's power (the power line)."""
+    """Difference the first stage's seeds detect with the protocol's power (the power line)."""
+    stage: int = 0
+    """The stage of the sequential confirmation its reading stopped at (0-based; pending: the
+    stage whose seeds it waits for); its cost is ``n_candidate + n_baseline`` confirmation
+    runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +207,10 @@ class Verdict:
     strictest level (alpha / tests), from the variance of the difference pooled over the tested
     cells (paired: of the per-seed differences), then at the ends of that variance's 90%
     chi-square range: (estimate, low, high)."""
+    stages: tuple[int, ...] = ()
+    """Seeds per arm at each stage of the sequential confirmation (one stage: no stages)."""
+    spent: tuple[float, ...] = ()
+    """Each stage's share of alpha."""
 
     @property
     def summary(self) -> str:
@@ -250,7 +259,9 @@ def verdict_of(derived: Derived, rows: Rows | None) -> Verdict:
         p.tune_seeds,
         p.confirm_seeds,
         _untested(derived),
-        _power_line(comparisons, p.verdict.alpha, p.verdict.power),
+        _power_line(comparisons, p),
+        p.stages.stages,
+        p.stages.weights,
     )
 
 
@@ -312,28 +323,40 @@ def _not_tuned(arm: ArmCell | None, budget: int) -> str:
 def _compare(
     rows: Rows, derived: Derived, arms: list[ArmCell], axes: Sequence[str]
 ) -> list[Comparison]:
-    """Every cell and baseline; the tested ones corrected as one Holm family
-    (:func:`harness.analysis.stats.correct_family`), each read at its Holm step's level."""
-    from harness.analysis.stats import correct_family
+    """Every cell and baseline; the tested ones read as one Holm family over the protocol's
+    stages of confirmation seeds (:func:`harness.analysis.stats.sequential_family`: with one
+    stage, :func:`~harness.analysis.stats.correct_family` over the cells), each read at its
+    Holm step's level times its stage's share of alpha."""
+    from harness.analysis.stats import sequential_family
 
     p = derived.protocol
     by_key = {(a.label, tuple(a.cell.items())): a for a in arms}
     cells = sorted({tuple(a.cell.items()) for a in arms}, key=str)
     cand = derived.candidate.label
     raw = [
-        _one(rows, dict(key), cand, b.label, by_key, derived.candidate.configs)
+        _one(rows, dict(key), cand, b.label, by_key, derived)
         for key in cells
         for b in derived.baselines
     ]
-    tested = [(i, t) for i, (_, t) in enumerate(raw) if t is not None]
-    judged = correct_family([t for _, t in tested], alpha=p.verdict.alpha, correction="holm")
-    m = len(tested)
+    tested = [(i, arms_rows) for i, (_, arms_rows) in enumerate(raw) if arms_rows is not None]
+
+    def test(j: int, k: int) -> TwoArmTest | None:
+        return _stage_test(*tested[j][1], p, k)
+
+    judged = sequential_family(len(tested), test, p.stages, alpha=p.verdict.alpha)
+    level = p.verdict.alpha * p.stages.weights[0] / max(len(tested), 1)
     out = [head for head, _ in raw]
-    for (i, t), r in zip(tested, judged, strict=True):
+    for j, ((i, (a, b)), s) in enumerate(zip(tested, judged, strict=True)):
+        r, t0 = s.result, test(j, 0)
+        a, b = (_on_stage(x, p, p.stages.stages.index(s.seeds)) for x in (a, b))
         out[i] = replace(
             out[i],
-            reading=_read(r, rows.goal),
-            why=_why(r, cand, out[i].baseline),
+            reading="pending" if s.waiting else _read(r, rows.goal),
+            why=_waiting(s, p) if s.waiting else _why(r, cand, out[i].baseline),
+            mean_candidate=_mean(b[VALUE].to_numpy(float)),
+            mean_baseline=_mean(a[VALUE].to_numpy(float)),
+            n_candidate=r.n_b,
+            n_baseline=r.n_a,
             difference=r.difference if not r.diverged else math.nan,
             ci_low=r.ci_low,
             ci_high=r.ci_high,
@@ -341,9 +364,46 @@ def _compare(
             p=r.p,
             p_adjusted=r.p_adjusted,
             method=r.method,
-            detectable=_detectable(t, p.verdict.alpha / m, p.verdict.power),
+            detectable=math.nan if t0 is None else _detectable(t0, level, p.verdict.power),
+            stage=s.stage,
         )
     return out
+
+
+def _stage_test(
+    a: pd.DataFrame, b: pd.DataFrame, protocol: Protocol, stage: int
+) -> TwoArmTest | None:
+    """The comparison of the baseline's rows ``a`` and the candidate's ``b`` on the seeds of
+    ``stage`` (None: a seed the stage adds has no result yet in an arm); the first stage
+    tests what there is of its seeds."""
+    from harness.analysis.stats import two_arm_test
+
+    seeds = protocol.seeds_at(stage)
+    a, b = _on_stage(a, protocol, stage), _on_stage(b, protocol, stage)
+    if stage > 0:
+        added = set(seeds[protocol.stages.stages[stage - 1] :])
+        if not (added <= set(a["seed"]) and added <= set(b["seed"])):
+            return None
+    va, vb = a[VALUE].to_numpy(float), b[VALUE].to_numpy(float)
+    return two_arm_test(va, vb, seeds_a=a["seed"].to_numpy(), seeds_b=b["seed"].to_numpy())
+
+
+def _on_stage(df: pd.DataFrame, protocol: Protocol, stage: int) -> pd.DataFrame:
+    """The confirmation rows of ``stage``'s seeds; with one stage every row given (the bench's
+    rows are its protocol's seeds: :func:`~harness.bench.results.bench_run_ids`), as
+    ``harness analyze compare`` reads them."""
+    if len(protocol.stages.stages) == 1:
+        return df
+    return df[df["seed"].isin(protocol.seeds_at(stage))]
+
+
+def _waiting(s: StageResult, protocol: Protocol) -> str:
+    """Why an open comparison has no reading yet: the stage whose seeds it waits for."""
+    seeds = protocol.seeds_at(s.stage)[protocol.stages.stages[s.stage - 1] :]
+    return (
+        f"inconclusive on {s.seeds} seeds per arm: stage {s.stage + 1} of "
+        f"{len(protocol.stages.stages)} adds seeds {', '.join(map(str, seeds))}"
+    )
 
 
 def _one(
@@ -352,21 +412,21 @@ def _one(
     cand: str,
     base: str,
     by_key: Mapping[Any, ArmCell],
-    budget: int,
-) -> tuple[Comparison, TwoArmTest | None]:
-    """One comparison before the correction: its head, and its test (None: read already)."""
-    from harness.analysis.stats import two_arm_test
-
+    derived: Derived,
+) -> tuple[Comparison, tuple[pd.DataFrame, pd.DataFrame] | None]:
+    """One comparison before the correction: its head, and the baseline's and the candidate's
+    confirmation rows (None: read already)."""
     key = tuple(cell.items())
     head = Comparison(cell, base, "pending")
     for label in (cand, base):
-        why = _not_tuned(by_key.get((label, key)), budget)
+        why = _not_tuned(by_key.get((label, key)), derived.candidate.configs)
         if why == "pending":
             return replace(head, why=f"{label} has no tuning result yet"), None
         if why:
             return replace(head, reading="not tuned", why=why), None
     a, b = _arm_rows(rows, by_key[(base, key)]), _arm_rows(rows, by_key[(cand, key)])
-    va, vb = a[VALUE].to_numpy(float), b[VALUE].to_numpy(float)
+    first = [_on_stage(x, derived.protocol, 0)[VALUE].to_numpy(float) for x in (a, b)]
+    va, vb = first
     head = replace(
         head,
         mean_candidate=_mean(vb),
@@ -376,11 +436,11 @@ def _one(
     )
     if va.size == 0 or vb.size == 0:
         return replace(head, why="confirmation runs not done"), None
-    seeds = [x["seed"].to_numpy() if "seed" in x else None for x in (a, b)]
-    t = two_arm_test(va, vb, seeds_a=seeds[0], seeds_b=seeds[1])
-    if math.isnan(t.p):  # one seed, or no spread: nothing to test
-        return replace(head, reading="no verdict", why=t.note, method=t.method), None
-    return head, t
+    t = _stage_test(a, b, derived.protocol, 0)
+    if t is None or math.isnan(t.p):  # one seed, or no spread: nothing to test
+        note, method = ("", "") if t is None else (t.note, t.method)
+        return replace(head, reading="no verdict", why=note, method=method), None
+    return head, (a, b)
 
 
 def _read(r: TwoArmResult, goal: Goal) -> Reading:
@@ -421,17 +481,19 @@ def _detectable(t: TwoArmTest, alpha: float, power: float) -> float:
 
 
 def _power_line(
-    comparisons: Sequence[Comparison], alpha: float, power: float
+    comparisons: Sequence[Comparison], protocol: Protocol
 ) -> tuple[float, float, float]:
     """:attr:`Verdict.power_line`: the per-cell variances behind each comparison's
-    ``detectable`` pooled (weighted by their df), the seeds the tests had, Holm's strictest
-    level."""
+    ``detectable`` pooled (weighted by their df), the seeds the first stage's tests had (at most
+    ``seeds``), Holm's strictest level of ``alpha`` (the first stage's share)."""
     from harness.analysis.stats import detectable, variance_range
 
+    alpha = protocol.verdict.alpha * protocol.stages.weights[0]
+    power, seeds = protocol.verdict.power, len(protocol.confirm_seeds)
     tested = [c for c in comparisons if math.isfinite(c.detectable) and c.detectable > 0]
     if not tested:
         return math.nan, math.nan, math.nan
-    n = min(min(c.n_candidate, c.n_baseline) for c in tested)
+    n = min([min(c.n_candidate, c.n_baseline) for c in tested if c.stage == 0] or [seeds])
     level = alpha / sum(1 for c in comparisons if math.isfinite(c.p))
     # each cell's variance of one seed's difference, recovered from its own detectable
     # difference (detectable scales with the standard deviation at fixed seeds and level)

@@ -7,7 +7,7 @@ The loop that ``harness submit`` runs, as a library function
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -47,6 +47,8 @@ class _Planner:
     err: TextIO
     describe: bool = field(default=True)
     per_arm: bool = False
+    more: tuple[RunConfig, ...] = ()
+    """Runs added to every round's (``harness bench``'s sequential confirmation seeds)."""
 
     def __call__(self, g: Grid) -> tuple[RunConfig, ...]:
         from harness.followup.planning import follow_up
@@ -62,7 +64,7 @@ class _Planner:
             from harness.launch.sizes import count_params
 
             print(describe(found.new, g.axes, count_params), file=self.out)
-        return found.runs
+        return (*found.runs, *self.more)
 
 
 def submit_rounds(
@@ -81,13 +83,15 @@ def submit_rounds(
     extend: bool = False,
     confirm: bool = False,
     per_arm: bool = False,
+    more: Sequence[RunConfig] = (),
     out: TextIO,
     err: TextIO,
 ) -> Submitted:
     """Submit ``grid`` (:func:`harness.launch.submit.submit`, same arguments), then, with
     ``extend`` or ``confirm``, plan again once the runs have finished and submit what is added,
     until nothing is (``per_arm``: each arm planned on its own rows,
-    :func:`harness.followup.planning.follow_up`). Each round's outcome (``finished: ...``,
+    :func:`harness.followup.planning.follow_up`; ``more``: runs added to the planned ones).
+    Each round's outcome (``finished: ...``,
     ``lost: ...``) is printed on ``out``; follow-up lines go to ``err`` when the plan is printed
     as csv or json, else ``out``.
     """
@@ -95,7 +99,9 @@ def submit_rounds(
 
     said = err if plan_format != "table" else out
     planner = (
-        _Planner(root, extend, confirm, dry_run, out, said, plan_format == "table", per_arm)
+        _Planner(
+            root, extend, confirm, dry_run, out, said, plan_format == "table", per_arm, tuple(more)
+        )
         if extend or confirm
         else None
     )

@@ -14,6 +14,7 @@ import pytest
 
 from tests.coverage_simulation import (
     ASYMMETRIC,
+    EXTRAPOLATED,
     INTERVALS,
     POOLED,
     SMALL_GAP,
@@ -26,7 +27,13 @@ pytestmark = pytest.mark.slow  # the simulation behind it runs thousands of expe
 
 #: Nominal 95 % intervals must cover (or be flagged) at least this often.
 FLOOR_PCT = 93.0
-REPORTED = tuple(name for name in INTERVALS if "former" not in name and "noted" not in name)
+REPORTED = tuple(
+    name
+    for name in INTERVALS
+    if "former" not in name and "noted" not in name and name not in EXTRAPOLATED
+)
+"""The intervals held to the floor (the bench's extrapolated speed-up is measured, not fixed:
+:func:`test_the_benchs_extrapolated_speedup_is_measured`)."""
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +68,14 @@ def test_every_interval_covers_95_percent_at_three_seeds(table):
 def test_the_former_percentile_bootstrap_fails_the_bar():
     former = coverage(("gap closure (former)",), seed_counts=(3,), reps=1500)
     assert (former["coverage_pct"] < FLOOR_PCT).all(), former
+
+
+def test_the_benchs_extrapolated_speedup_is_measured() -> None:
+    """The speed-up the bench reads is extrapolated (the candidate beats the baseline at the
+    largest budget): under the drifting curve its interval covers far less than 95 % with 3
+    budgets (why the bench reads it unchecked), and with 4 budgets, flags counted, still less
+    (docs/statistics.md, "Measured but not fixed")."""
+    t = coverage(EXTRAPOLATED, seed_counts=(3,), reps=150)
+    pct = t.groupby("interval")["coverage_pct"].max()
+    assert pct[EXTRAPOLATED[1]] < 60, t  # 3 budgets: about 30 %
+    assert pct[EXTRAPOLATED[1]] < pct[EXTRAPOLATED[0]] < FLOOR_PCT, t  # 4 budgets: 68-88 %

@@ -90,7 +90,7 @@ def _table() -> str:
         "|---|---|---|---|---|---|",
     ]
     for name, design in (
-        ("O'Brien-Fleming-like (0.2, 0.3, 0.5)", OBRIEN_FLEMING),
+        ("O'Brien-Fleming-like (3/16, 5/16, 8/16)", OBRIEN_FLEMING),
         ("Pocock-like (1/3 each)", POCOCK),
     ):
         for shift in (0.0, 3.0):

@@ -78,6 +78,14 @@ BAD = {
     ),
     "two confirmation seeds": ({"confirm:": "  confirm: [1, 2]"}, "at least 3 confirmation seeds"),
     "seeds overlap": ({"confirm:": "  confirm: [0, 1, 2]"}, "are tuning seeds too"),
+    "stages not from the confirmation seeds": (
+        {"confirm:": "  confirm: [1, 2, 3]\n  stages: [5, 8]"},
+        "stages: expected increasing seed counts per arm starting at the 3",
+    ),
+    "unknown spending": (
+        {"alpha:": "  alpha: 0.05\n  spending: linear"},
+        "unknown spending 'linear'; valid choices: obrien-fleming, pocock",
+    ),
     "lr range upside down": ({"lr: [": "      lr: [1.0e-2, 1.0e-3]"}, "must be >= 0.01"),
     "1-beta >= 1": ({"1-beta1:": "      1-beta1: [0.02, 1.5]"}, "1-beta1: 1.5 >= 1"),
     "too few lrs": ({"lr_points:": "  lr_points: 2"}, "lr_points: expected an integer >= 3"),
@@ -210,6 +218,7 @@ def test_dry_run_says_what_each_phase_runs_and_the_paper_gpu_hours(tmp_path: Pat
     assert "AdamW (baseline): 90 runs" in r.output
     assert "torch.optim:SGD (candidate): 90 runs" in r.output
     assert "phase 3, confirm: 36 runs" in r.output
+    assert "phase 4, sequential confirmation: at most 60 runs" in r.output  # 6 cells, 2 arms, 5
     hours = float(r.output.split(" GPU-hours")[0].rsplit(" ", 1)[1].replace(",", ""))
     assert 1000 < hours < 5000
 

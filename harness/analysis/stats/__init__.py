@@ -47,7 +47,18 @@ _EXPORTS: dict[str, str] = {
         "two_arm",
     ),
     **dict.fromkeys(
-        ("SequentialDesign", "SequentialCell", "OBRIEN_FLEMING", "POCOCK", "sequential_cell"),
+        (
+            "SequentialDesign",
+            "SequentialCell",
+            "StageResult",
+            "OBRIEN_FLEMING",
+            "POCOCK",
+            "SPENDING",
+            "DEFAULT_SPENDING",
+            "sequential_design",
+            "sequential_cell",
+            "sequential_family",
+        ),
         "sequential",
     ),
     **dict.fromkeys(("pool", "pooled_by", "mean_intervals"), "pooled"),
@@ -197,11 +208,16 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         speedup,
     )
     from harness.analysis.stats.sequential import (  # noqa: F401
+        DEFAULT_SPENDING,
         OBRIEN_FLEMING,
         POCOCK,
+        SPENDING,
         SequentialCell,
         SequentialDesign,
+        StageResult,
         sequential_cell,
+        sequential_design,
+        sequential_family,
     )
     from harness.analysis.stats.significance import (  # noqa: F401
         ALTERNATIVES,

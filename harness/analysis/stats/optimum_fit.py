@@ -131,15 +131,28 @@ def _local_fit(
 ) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """The intervals of the three-point fit around the best point when it differs from the
     main fit's window and gives a bounded optimum interval; None otherwise."""
-    idx3 = local_window(pts[:, 1], sign)
-    if idx3.size < 3 or idx.size <= 3 or pts[idx3, 3].min() < 2:
-        return None
-    f3 = fit(np.log(pts[idx3, 0]), pts[idx3, 1], sign)
-    if not f3.convex:
-        return None
-    metric = float(sign * (f3.coef @ [1, f3.d, f3.d**2]))
-    u, m = _intervals(f3, pts[idx3, 2] ** 2 / pts[idx3, 3], pts[idx3, 3], metric, conf)
-    return (u, m) if np.isfinite(u).all() else None
+    for sub in (local_window(pts[:, 1], sign), _inner_window(pts[:, 1], idx)):
+        if sub.size < 3 or idx.size <= sub.size or pts[sub, 3].min() < 2:
+            continue
+        f3 = fit(np.log(pts[sub, 0]), pts[sub, 1], sign)
+        if not f3.convex:
+            continue
+        metric = float(sign * (f3.coef @ [1, f3.d, f3.d**2]))
+        u, m = _intervals(f3, pts[sub, 2] ** 2 / pts[sub, 3], pts[sub, 3], metric, conf)
+        if np.isfinite(u).all():
+            return u, m
+    return None
+
+
+def _inner_window(means: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The main window less its end farther from the best point (4 of 5 points): the smaller
+    window where the three points around the best do not bound the optimum (too flat to
+    within their noise), so that the window check still runs on a correctly curved line."""
+    if idx.size < 5:
+        return idx[:0]
+    best = int(idx[np.nanargmin(np.abs(means[idx] - np.nanmin(means[idx])))])
+    far_left = best - idx[0] >= idx[-1] - best
+    return idx[1:] if far_left else idx[:-1]
 
 
 def _cell_fit(pts: np.ndarray, axis: str, goal: Goal, conf: float) -> dict[str, object]:

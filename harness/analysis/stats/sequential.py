@@ -12,21 +12,31 @@ Holm is monotone and a cell's combined p only falls as stages are added, so ever
 at a stage is one Holm makes on the cells' combined p-values at the last stage: the
 family-wise error is at most alpha over the stages (a conservative group-sequential boundary;
 exact Lan-DeMets boundaries from the joint t distribution of the stages would be less
-conservative). ``OBRIEN_FLEMING`` keeps most of alpha for the last stage, ``POCOCK`` spreads it.
+conservative). The spending (:data:`SPENDING`) gives the weights: ``obrien-fleming`` spends in
+proportion to each stage's seeds (half of alpha at the last of 3, 5, 8), ``pocock`` evenly.
 A cell that stops at stage k costs ``stages[k]`` seeds per arm.
+
+:func:`sequential_family` is the procedure over comparisons whose stage tests are made as the
+seeds arrive (``harness bench`` plans the next stage's seeds for the cells it leaves open);
+:func:`sequential_cell` runs it on arrays of values (the simulations).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.analysis.stats.corrections import holm
-from harness.analysis.stats.two_arm import TwoArmReading, two_arm_test
+from harness.analysis.stats.two_arm import (
+    TwoArmReading,
+    TwoArmResult,
+    TwoArmTest,
+    correct_family,
+    two_arm_test,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +62,150 @@ class SequentialDesign:
         return self.stages[-1]
 
 
-OBRIEN_FLEMING = SequentialDesign((3, 5, 8), (0.2, 0.3, 0.5))
-"""Most of alpha kept for the last stage (O'Brien-Fleming-like spending)."""
-POCOCK = SequentialDesign((3, 5, 8), (1 / 3, 1 / 3, 1 / 3))
-"""Alpha spread evenly over the stages (Pocock-like spending)."""
+def _by_seeds(stages: Sequence[int]) -> tuple[float, ...]:
+    return tuple(n / sum(stages) for n in stages)
+
+
+def _evenly(stages: Sequence[int]) -> tuple[float, ...]:
+    return tuple(1 / len(stages) for _ in stages)
+
+
+SPENDING: dict[str, Callable[[Sequence[int]], tuple[float, ...]]] = {
+    "obrien-fleming": _by_seeds,
+    "pocock": _evenly,
+}
+"""Spending name -> the share of alpha of each stage, from the stages' seed counts:
+``obrien-fleming`` (O'Brien-Fleming-like) in proportion to each stage's seeds, so that most of
+alpha is kept for the last stage; ``pocock`` (Pocock-like) the same share at every stage."""
+DEFAULT_SPENDING = "obrien-fleming"
+"""The spending of a protocol that names none."""
+
+
+def sequential_design(stages: Sequence[int], spending: str = DEFAULT_SPENDING) -> SequentialDesign:
+    """The design of ``stages`` (cumulative seeds per arm) under the named ``spending``.
+
+    Raises:
+        KeyError: an unknown spending (the caller names the valid ones: :data:`SPENDING`).
+        ValueError: stages that do not increase from >= 2.
+    """
+    return SequentialDesign(tuple(stages), SPENDING[spending](stages))
+
+
+OBRIEN_FLEMING = sequential_design((3, 5, 8), "obrien-fleming")
+"""3, 5 then 8 seeds, most of alpha kept for the last stage (3/16, 5/16, 8/16)."""
+POCOCK = sequential_design((3, 5, 8), "pocock")
+"""3, 5 then 8 seeds, alpha spread evenly over the stages."""
+
+
+@dataclass(frozen=True, slots=True)
+class StageResult:
+    """Where one comparison of a sequential family stands."""
+
+    stage: int
+    """The stage it stopped at (0-based), or, when ``waiting``, the stage whose seeds it needs."""
+    seeds: int
+    """Seeds per arm its reading used (its cost so far)."""
+    result: TwoArmResult
+    """Its reading: ``p`` the own p of the stage it reports, ``p_adjusted`` Holm's over the
+    stage-combined p-values, the interval at the level of the reading (1 - the Holm step's
+    level x the stage's weight)."""
+    waiting: bool = False
+    """Inconclusive, and the next stage's seeds have not run yet: its reading is provisional
+    (no evidence so far)."""
+
+
+StageTest = Callable[[int, int], "TwoArmTest | None"]
+"""(comparison, stage) -> its test on that stage's seeds, None when they have not all run."""
+
+
+def sequential_family(
+    comparisons: int, test: StageTest, design: SequentialDesign, *, alpha: float = 0.05
+) -> list[StageResult]:
+    """The sequential procedure (module docstring) over ``comparisons`` comparisons.
+
+    Args:
+        comparisons: how many there are.
+        test: each one's test at a stage (:data:`StageTest`); every comparison has its stage 0
+            test (one without a p-value, no test, reads no verdict and is not in the family).
+        design: the stages and their alpha.
+        alpha: the family-wise level over the comparisons and stages.
+    """
+    first = [test(c, 0) for c in range(comparisons)]
+    done: dict[int, StageResult] = {}
+    for c, t in enumerate(first):
+        if t is None or math.isnan(t.p):
+            missing = TwoArmTest(math.nan, math.nan, math.nan, 0, 0, "none", "no test")
+            only = correct_family([t or missing], alpha=alpha, correction="none")[0]
+            done[c] = StageResult(0, design.stages[0], only, waiting=t is None)
+    latest = {c: t for c, t in enumerate(first) if t is not None and c not in done}
+    family = list(latest)
+    chosen = {c: 0 for c in family}  # the stage of each one's smallest p / weight
+    tests = {(c, 0): t for c, t in latest.items()}
+    w = design.weights
+    last = len(design.stages) - 1
+    for k, n in enumerate(design.stages):
+        still = [c for c in family if c not in done]
+        if not still:
+            break
+        got = {c: tests.get((c, k)) or test(c, k) for c in still}
+        if any(t is None for t in got.values()):  # stage k's seeds have not all run
+            judged = _judge(family, chosen, tests, w, alpha)
+            for c in still:
+                r = _restate(judged[c], latest[c], w[chosen[c]], w[k - 1])
+                done[c] = StageResult(k, design.stages[k - 1], r, waiting=True)
+            break
+        for c, t in got.items():
+            assert t is not None
+            tests[(c, k)] = latest[c] = t
+            old = tests[(c, chosen[c])]
+            if not math.isnan(t.p) and t.p / w[k] < old.p / w[chosen[c]]:
+                chosen[c] = k
+        judged = _judge(family, chosen, tests, w, alpha)
+        for c in still:
+            r = judged[c]
+            if r.reading in ("lower", "higher"):
+                done[c] = StageResult(k, n, r)
+            elif k == last:
+                done[c] = StageResult(k, n, _restate(r, latest[c], w[chosen[c]], w[k]))
+    return [done[c] for c in range(comparisons)]
+
+
+def _judge(
+    family: Sequence[int],
+    chosen: dict[int, int],
+    tests: dict[tuple[int, int], TwoArmTest],
+    weights: Sequence[float],
+    alpha: float,
+) -> dict[int, TwoArmResult]:
+    """Holm over the family's stage-combined p-values (each one's best stage, its weight)."""
+    picked = [tests[(c, chosen[c])] for c in family]
+    spent = [weights[chosen[c]] for c in family]
+    out = correct_family(picked, alpha=alpha, correction="holm", spent=spent)
+    return dict(zip(family, out, strict=True))
+
+
+def _restate(r: TwoArmResult, t: TwoArmTest, w_read: float, w_now: float) -> TwoArmResult:
+    """An unrejected reading ``r`` restated on the comparison's latest test ``t`` (its most
+    seeds), the interval at 1 - the same Holm level x the latest stage's weight (it covers 0:
+    no stage's p / weight fell below that level)."""
+    if t.diverged or math.isnan(t.p) or math.isnan(r.confidence):
+        return r
+    gamma = (1.0 - r.confidence) / w_read
+    conf = 1.0 - gamma * w_now
+    lo, hi = t.interval(conf)
+    return replace(
+        r,
+        difference=t.difference,
+        ci_low=lo,
+        ci_high=hi,
+        confidence=conf,
+        p=t.p,
+        n_a=t.n_a,
+        n_b=t.n_b,
+        method=t.method,
+        note=t.note,
+        statistic=t.statistic,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +217,9 @@ class SequentialCell:
     seeds: int
     """Seeds per arm it used (its cost)."""
     p: float
-    """Its stage-combined p-value when it stopped (NaN: no test)."""
+    """The p-value of the stage it reports (NaN: no test)."""
     p_adjusted: float
-    """Holm-corrected over the cells at that stage."""
+    """Holm-corrected over the cells' stage-combined p-values."""
     reading: TwoArmReading
     """lower, higher, no evidence (at the cap), or no verdict (no test)."""
     difference: float
@@ -83,7 +233,7 @@ def sequential_cell(
     *,
     alpha: float = 0.05,
 ) -> list[SequentialCell]:
-    """Run ``design`` over the cells (module docstring).
+    """Run ``design`` over the cells (module docstring, :func:`sequential_family`).
 
     Args:
         a: per cell, arm a's values on seeds 1..cap, in seed order (a value is read only once
@@ -92,28 +242,16 @@ def sequential_cell(
         design: the stages and their alpha.
         alpha: the family-wise level over the cells and stages.
     """
-    cells = len(a)
-    best = np.full(cells, np.inf)  # stage-combined p of each cell so far
-    done: dict[int, SequentialCell] = {}
-    last = len(design.stages) - 1
-    for k, (n, w) in enumerate(zip(design.stages, design.weights, strict=True)):
-        open_cells = [c for c in range(cells) if c not in done]
-        tests = {}
-        for c in open_cells:
-            ids = np.arange(n)
-            t = two_arm_test(a[c][:n], b[c][:n], seeds_a=ids, seeds_b=ids)
-            tests[c] = t
-            if not math.isnan(t.p):
-                best[c] = min(best[c], t.p / w)
-        combined = np.where(np.isfinite(best), np.minimum(best, 1.0), np.nan)
-        adjusted = holm(combined)
-        for c in open_cells:
-            t, pa = tests[c], float(adjusted[c])
-            if pa < alpha:
-                reading: TwoArmReading = "lower" if t.difference < 0 else "higher"
-            elif k < last:
-                continue
-            else:
-                reading = "no verdict" if math.isnan(combined[c]) else "no evidence"
-            done[c] = SequentialCell(k, n, float(combined[c]), pa, reading, t.difference)
-    return [done[c] for c in range(cells)]
+
+    def test(c: int, k: int) -> TwoArmTest:
+        n = design.stages[k]
+        ids = np.arange(n)
+        return two_arm_test(a[c][:n], b[c][:n], seeds_a=ids, seeds_b=ids)
+
+    out = sequential_family(len(a), test, design, alpha=alpha)
+    return [
+        SequentialCell(
+            s.stage, s.seeds, s.result.p, s.result.p_adjusted, s.result.reading, s.result.difference
+        )
+        for s in out
+    ]

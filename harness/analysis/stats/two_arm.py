@@ -204,6 +204,7 @@ def correct_family(
     alternative: Alternative = "two-sided",
     adjust: Adjust | None = None,
     keys: Sequence[str] = (),
+    spent: Sequence[float] | None = None,
 ) -> list[TwoArmResult]:
     """Correct the p-values of ``tests`` as one family and read each at its corrected level.
 
@@ -216,10 +217,15 @@ def correct_family(
             1 - 2 gamma, so that its bound on the tested side is the one-sided 1 - gamma bound).
         adjust: corrects over a wider family instead (``--family``), with ``keys``.
         keys: each test's claim key (for ``adjust``).
+        spent: the share of alpha each test may spend (a sequential stage's weight,
+            :mod:`~harness.analysis.stats.sequential`; None: all of it): the family is corrected
+            over p / spent (capped at 1) and each interval drawn at 1 - spent x its level, so
+            that it still excludes 0 exactly where the reading is lower or higher.
     """
-    p = np.array([t.p for t in tests], float)
+    share = np.ones(len(tests)) if spent is None else np.asarray(spent, float)
+    p = np.minimum(np.array([t.p for t in tests], float) / share, 1.0)
     p_adj = adjust(p, keys) if adjust else CORRECTIONS[correction](p)
-    levels = reading_levels(p, p_adj, alpha, None if adjust else correction)
+    levels = reading_levels(p, p_adj, alpha, None if adjust else correction) * share
     out = []
     for t, pa, gamma in zip(tests, p_adj, levels, strict=True):
         if math.isnan(t.p):
