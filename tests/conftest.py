@@ -71,10 +71,16 @@ def slurm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test on the SLURM cluster is ``slow`` too: the fast lane (``-m "not slow"``) never
-    waits for a queue."""
+    waits for a queue. Under pytest-xdist (``--dist loadgroup``, scripts/test.sh) the tests on the
+    cluster run one after another in one worker (its one node has 2 CPUs: two tests' arrays at
+    once would wait for each other past their time limits), and every other test with the tests
+    of its file (a module's fixtures, some of which train, are built once)."""
     for item in items:
         if item.get_closest_marker("slurm") is not None:
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
 
 
 # --- the device (harness.train.device) --------------------------------------------------------
