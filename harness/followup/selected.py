@@ -21,7 +21,7 @@ from harness.analysis.rows.axes import experiment_columns, hyperparameters
 from harness.analysis.rows.conditions import auto_over
 from harness.analysis.rows.edges import open_edge
 from harness.analysis.rows.tuning import line_values, tune
-from harness.analysis.stats.frame import VALUE
+from harness.analysis.stats import VALUE
 from harness.metrics.catalogue import Goal
 
 EDGE_SUFFIX = "_edge"

@@ -12,9 +12,8 @@ from harness.analysis.questions.query import Query, load, tuned
 from harness.analysis.rows.arm_labels import add_methods
 from harness.analysis.rows.axes import check_columns, varying_within
 from harness.analysis.rows.conditions import METHOD_COLUMNS
-from harness.analysis.stats import pooled
+from harness.analysis.stats import ARM, METHOD, pooled
 from harness.analysis.stats.defaults import CONFIDENCE
-from harness.analysis.stats.frame import ARM, METHOD
 
 
 def answer(

@@ -11,9 +11,8 @@ from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, hypothesis, resolve_alternative
 from harness.analysis.rows.direction import metric_goal
 from harness.analysis.rows.selectors import Selector
-from harness.analysis.stats import pooled, significance
+from harness.analysis.stats import METHODS, UNEQUAL_N, pooled, significance
 from harness.analysis.stats.defaults import Alternative, Correction, TestName, TunedMode
-from harness.analysis.stats.intervals import METHODS, UNEQUAL_N
 
 
 def answer(

@@ -12,16 +12,16 @@ import pandas as pd
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, load, tuned
 from harness.analysis.rows.load import select
-from harness.analysis.stats.batch_fit import OVERHEAD
-from harness.analysis.stats.critical_batch import (
-    LOSS,
+from harness.analysis.stats import (
+    CONFIDENCE,
+    METHODS,
+    OVERHEAD,
     curves_by_run,
     default_target,
     reading,
     steps_table,
 )
-from harness.analysis.stats.defaults import CONFIDENCE
-from harness.analysis.stats.intervals import METHODS
+from harness.analysis.stats.critical_batch import LOSS
 from harness.core.errors import UserError
 
 

@@ -8,9 +8,8 @@ from harness.analysis.questions import query
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query
 from harness.analysis.rows.selectors import Selector
-from harness.analysis.stats import crossing
-from harness.analysis.stats.defaults import CONFIDENCE, N_BOOT, TunedMode
-from harness.analysis.stats.intervals import METHODS
+from harness.analysis.stats import CONFIDENCE, METHODS, N_BOOT, crossing
+from harness.analysis.stats.defaults import TunedMode
 
 
 def answer(

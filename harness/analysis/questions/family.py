@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.analysis.questions.query import Query
 from harness.analysis.rows.gridref import resolve_grid
-from harness.analysis.stats.corrections import CORRECTIONS
+from harness.analysis.stats import CORRECTIONS
 from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text, locked

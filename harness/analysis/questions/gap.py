@@ -11,11 +11,16 @@ from harness.analysis.questions import query
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query
 from harness.analysis.rows.selectors import Selector
-from harness.analysis.stats import baseline_gap, pooled, significance
-from harness.analysis.stats.cells import iter_cells
-from harness.analysis.stats.defaults import CONFIDENCE, Correction, TunedMode
-from harness.analysis.stats.frame import ARM
-from harness.analysis.stats.intervals import UNEQUAL_N
+from harness.analysis.stats import (
+    ARM,
+    CONFIDENCE,
+    UNEQUAL_N,
+    baseline_gap,
+    iter_cells,
+    pooled,
+    significance,
+)
+from harness.analysis.stats.defaults import Correction, TunedMode
 from harness.metrics.catalogue import Goal
 
 

@@ -12,9 +12,8 @@ import pandas as pd
 
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, load, tuned
-from harness.analysis.stats.defaults import CONFIDENCE
-from harness.analysis.stats.intervals import METHODS
-from harness.analysis.stats.optimum_fit import WINDOW, optimum_table
+from harness.analysis.stats import CONFIDENCE, METHODS, optimum_table
+from harness.analysis.stats.optimum_fit import WINDOW
 from harness.core.errors import UserError
 
 

@@ -18,9 +18,9 @@ from harness.analysis.questions.query import (
 )
 from harness.analysis.rows.direction import metric_goal
 from harness.analysis.rows.selectors import Selector, label_arms
+from harness.analysis.stats import ARM, power_table
 from harness.analysis.stats.defaults import Alternative, PowerTest
-from harness.analysis.stats.frame import ARM
-from harness.analysis.stats.power import SEEDS_RANGE, TESTS, power_table
+from harness.analysis.stats.power import SEEDS_RANGE, TESTS
 from harness.core.errors import UserError, unknown_choice
 
 

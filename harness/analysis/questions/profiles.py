@@ -15,8 +15,7 @@ from harness.analysis.questions.target_query import (
 )
 from harness.analysis.questions.targets import device_notes
 from harness.analysis.rows.arm_labels import short
-from harness.analysis.stats import performance_profiles
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD, performance_profiles
 from harness.analysis.stats.reaching import LEFT_CENSORED, MEASURES, Crossing
 from harness.core.errors import UserError, unknown_choice
 

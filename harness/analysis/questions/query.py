@@ -29,10 +29,9 @@ from harness.analysis.rows.metric_choice import choose_metric
 from harness.analysis.rows.preparation import Prepared, prepare, require_rows
 from harness.analysis.rows.selectors import Selector, broadcast, inapplicable, label_arms
 from harness.analysis.rows.tuning import confirmed
+from harness.analysis.stats import ARM, fitted_seeds
 from harness.analysis.stats.defaults import TUNED_MODES as TUNED_MODE_CHOICES
 from harness.analysis.stats.defaults import Alternative, TunedMode
-from harness.analysis.stats.frame import ARM
-from harness.analysis.stats.optimum_fit import fitted_seeds
 from harness.core.errors import UserError, unknown_choice
 from harness.metrics.catalogue import Goal
 

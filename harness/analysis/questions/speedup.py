@@ -8,9 +8,8 @@ from harness.analysis.questions import query
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query
 from harness.analysis.rows.selectors import Selector
-from harness.analysis.stats import power_law
+from harness.analysis.stats import METHODS, power_law
 from harness.analysis.stats.defaults import CONFIDENCE, N_BOOT
-from harness.analysis.stats.intervals import METHODS
 from harness.analysis.stats.reaching import Crossing
 from harness.core.errors import UserError
 

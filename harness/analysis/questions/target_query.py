@@ -18,8 +18,7 @@ from harness.analysis.rows.axes import check_cells, check_columns, varying_withi
 from harness.analysis.rows.conditions import METHOD_EXTRAS, auto_over, check_pool
 from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.preparation import require_rows
-from harness.analysis.stats import performance_profiles
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD, performance_profiles
 from harness.analysis.stats.reaching import CROSSING_NOTES, CROSSINGS, Crossing, reach_all
 from harness.analysis.stats.reaching import reading_notes as run_notes
 from harness.core.errors import UserError, unknown_choice

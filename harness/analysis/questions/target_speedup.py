@@ -24,8 +24,8 @@ from harness.analysis.rows.arm_labels import panel_keys
 from harness.analysis.rows.axes import check_columns
 from harness.analysis.rows.load import select
 from harness.analysis.rows.selectors import Selector, label_arms
+from harness.analysis.stats import ARM
 from harness.analysis.stats.defaults import CONFIDENCE
-from harness.analysis.stats.frame import ARM
 from harness.analysis.stats.reaching import MEASURES, Crossing, brackets
 from harness.analysis.stats.target_speedup import mean_rule, speedup
 from harness.core.errors import UserError, unknown_choice

@@ -7,14 +7,8 @@ import pandas as pd
 from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.target_query import TargetQuery, own_lengths, runs, tuned_columns
 from harness.analysis.rows.arm_labels import panel_keys
-from harness.analysis.stats.frame import METHOD
-from harness.analysis.stats.reaching import (
-    CENSORED,
-    LEFT_CENSORED,
-    MEASURES,
-    STOPPED,
-    Crossing,
-)
+from harness.analysis.stats import CENSORED, METHOD
+from harness.analysis.stats.reaching import LEFT_CENSORED, MEASURES, STOPPED, Crossing
 
 
 def answer(q: TargetQuery, *, crossing: Crossing = "interpolated") -> Answer:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from harness.analysis.rows.axes import varying
 from harness.analysis.rows.conditions import METHOD_EXTRAS, PRIORITY, conditions, minimal
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD
 
 
 def add_methods(rows: pd.DataFrame) -> pd.DataFrame:

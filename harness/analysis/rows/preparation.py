@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.rows.direction import DEFAULT_METRIC, worst
-from harness.analysis.stats.frame import SELECT, VALUE, std_or_nan  # noqa: F401 (re-exported)
+from harness.analysis.stats import SELECT, VALUE, std_or_nan  # noqa: F401 (re-exported)
 from harness.core.errors import UserError
 from harness.core.result import RESULT_STATUSES, Status
 from harness.metrics.catalogue import Goal

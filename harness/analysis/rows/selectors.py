@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.analysis.stats.frame import ARM
+from harness.analysis.stats import ARM
 from harness.core.errors import UserError
 
 #: Values of ``K=V`` that match SQL NULL.

@@ -20,10 +20,7 @@ import pandas as pd
 
 from harness.analysis.rows.axes import hyperparameters
 from harness.analysis.rows.edges import edge_note
-from harness.analysis.stats.cells import groups
-from harness.analysis.stats.defaults import CONFIDENCE
-from harness.analysis.stats.frame import SELECT, VALUE
-from harness.analysis.stats.intervals import t_quantile
+from harness.analysis.stats import CONFIDENCE, SELECT, VALUE, groups, t_quantile
 from harness.metrics.catalogue import Goal
 
 #: Statistics columns of :func:`seed_stats`, in order.

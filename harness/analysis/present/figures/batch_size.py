@@ -29,8 +29,7 @@ from harness.analysis.present.figures.common import (
     subtitle,
     use_log,
 )
-from harness.analysis.stats.crossing import crossover
-from harness.analysis.stats.frame import ARM, METHOD
+from harness.analysis.stats import ARM, METHOD, crossover
 from harness.metrics.catalogue import Goal
 
 X = "batch_size"

@@ -33,7 +33,7 @@ from harness.analysis.present.figures.common import (
     subtitle,
     use_log,
 )
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD
 from harness.metrics.catalogue import Goal
 
 BETAS = ["beta1", "beta2"]

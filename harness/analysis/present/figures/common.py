@@ -27,8 +27,7 @@ from harness.analysis.rows.axes import check_cells, varying_within
 from harness.analysis.rows.conditions import auto_over
 from harness.analysis.rows.selectors import Selector, match
 from harness.analysis.rows.tuning import confirmed, is_confirmation
-from harness.analysis.stats.cells import iter_cells
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD, iter_cells
 from harness.core.errors import UserError
 from harness.metrics.catalogue import METRICS, Goal
 

@@ -24,7 +24,7 @@ from harness.analysis.present.figures.common import (
     panel_title,
     subtitle,
 )
-from harness.analysis.stats.frame import METHOD, VALUE
+from harness.analysis.stats import METHOD, VALUE
 from harness.metrics.catalogue import METRICS, Producer, produced_by
 
 X = "coupled_scale_exp"

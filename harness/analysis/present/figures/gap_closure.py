@@ -23,8 +23,7 @@ from harness.analysis.present.figures.common import (
     panels,
     subtitle,
 )
-from harness.analysis.stats.baseline_gap import gap_closure
-from harness.analysis.stats.frame import ARM, METHOD
+from harness.analysis.stats import ARM, METHOD, gap_closure
 
 
 def draw(data: FigureData) -> Figure:

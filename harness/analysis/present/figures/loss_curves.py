@@ -33,7 +33,7 @@ from harness.analysis.present.figures.common import (
     subtitle,
 )
 from harness.analysis.questions.target_query import own_lengths
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD
 
 
 def draw(data: FigureData) -> Figure:

@@ -29,7 +29,7 @@ from harness.analysis.present.figures.common import (
     use_log,
 )
 from harness.analysis.rows.axes import hyperparameters, own_hyperparameters, varying
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD
 from harness.core.errors import UserError
 
 #: Column holding each point's x position (the value, or its rank when not numeric).

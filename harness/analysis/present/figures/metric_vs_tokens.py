@@ -24,7 +24,7 @@ from harness.analysis.present.figures.common import (
     restrict,
     subtitle,
 )
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD
 
 
 def draw(data: FigureData) -> Figure:

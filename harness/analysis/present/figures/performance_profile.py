@@ -17,9 +17,8 @@ from harness.analysis.present.figures.common import (
     subtitle,
 )
 from harness.analysis.questions.target_query import NO_TARGET, profile_table
-from harness.analysis.stats import performance_profiles
-from harness.analysis.stats.frame import METHOD
-from harness.analysis.stats.reaching import TOKENS_TO_TARGET, reach_all
+from harness.analysis.stats import METHOD, TOKENS_TO_TARGET, performance_profiles
+from harness.analysis.stats.reaching import reach_all
 from harness.core.errors import UserError
 
 

@@ -25,8 +25,7 @@ from harness.analysis.present.figures.common import (
     points_along,
     subtitle,
 )
-from harness.analysis.stats.critical_batch import curves_by_run, default_target, steps_table
-from harness.analysis.stats.frame import METHOD
+from harness.analysis.stats import METHOD, curves_by_run, default_target, steps_table
 
 X = "batch_size"
 

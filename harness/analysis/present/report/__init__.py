@@ -156,7 +156,7 @@ def _curves(
     )
     from harness.analysis.rows.arm_labels import panel_keys
     from harness.analysis.rows.preparation import prepare
-    from harness.analysis.stats.frame import METHOD
+    from harness.analysis.stats import METHOD
 
     if not curve_points:
         return "<p>No loss curves.</p>"
