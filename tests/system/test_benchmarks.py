@@ -1,5 +1,7 @@
 """Every benchmark runs (``python benchmarks/<name>.py --quick``, a few seconds each) and prints
-sane numbers, so that ``benchmarks/RESULTS.md`` stays reproducible from the code."""
+sane numbers, so that ``benchmarks/RESULTS.md`` stays reproducible from the code. CI runs the
+throughput and scale benchmarks' quick modes; the others are in the nightly lane
+(``bash scripts/nightly.sh``, marker ``nightly``)."""
 
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ def test_throughput_quick_times_both_loops_on_the_same_computation() -> None:
     assert float(h_loss) == pytest.approx(float(b_loss), abs=1e-3), out  # the same work
 
 
+@pytest.mark.nightly
 def test_packing_quick_trains_every_mode() -> None:
     out = _quick("packing")
     totals = _numbers(rf"total tok/s {NUMBER} \[", out)
@@ -56,6 +59,7 @@ def test_packing_quick_trains_every_mode() -> None:
     assert "(1.00x)" in out
 
 
+@pytest.mark.nightly
 def test_optim_step_quick_times_every_optimizer() -> None:
     from harness.optim.registry import OPTIMIZERS
 
@@ -66,6 +70,7 @@ def test_optim_step_quick_times_every_optimizer() -> None:
     assert all(0 < float(r) < 100 for r in rows.values()), rows
 
 
+@pytest.mark.nightly
 def test_overhead_quick_expands_writes_compacts_and_queries() -> None:
     out = _quick("overhead")
     assert "expand: 1,000 runs, 3 varying axes" in out
@@ -76,6 +81,7 @@ def test_overhead_quick_expands_writes_compacts_and_queries() -> None:
     assert all(float(ms) > 0 and int(rows) > 0 for ms, rows in compacted), out
 
 
+@pytest.mark.nightly
 def test_startup_quick_trains_runs_through_one_warm_slot() -> None:
     out = _quick("startup")
     (one,) = _numbers(rf"1 run: CPU {NUMBER} s", out)
@@ -101,12 +107,14 @@ def test_scale_quick_builds_a_store_through_the_write_path_and_measures_commands
     assert "(exit" not in out, out
 
 
+@pytest.mark.nightly
 def test_resubmit_quick_times_a_no_op_resubmit_of_finished_runs() -> None:
     out = _quick("resubmit")  # it asserts that the re-submit skipped every run and launched none
     cpus = _numbers(rf"no-op re-submit CPU {NUMBER} s \[", out)
     assert len(cpus) == 2 and all(c > 0 for c in cpus), out  # per-run files, then compacted
 
 
+@pytest.mark.nightly
 def test_tracking_quick_times_every_track_setting() -> None:
     out = _quick("tracking")
     rows = re.findall(
@@ -123,6 +131,7 @@ def test_tracking_quick_times_every_track_setting() -> None:
     assert "4 steps of 64 x 8 tokens, eval every 2 steps" in out, out
 
 
+@pytest.mark.nightly
 def test_branching_quick_trains_the_budget_grid_both_ways() -> None:
     out = _quick("branching")
     assert "branch off : CPU s" in out and "steps trained 35 of 35" in out, out  # 5 + 10 + 20
