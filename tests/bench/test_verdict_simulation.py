@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -199,18 +200,22 @@ def test_staged_power_at_three_seed_sds_reaches_80_percent_within_the_cap() -> N
     assert r.seeds < 5, r  # most cells stop before the cap (3 seeds: 12%, 5 seeds: 88%)
 
 
+CASES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("A/A, no divergence", {"diverge": 0.0}),
+    ("A/A, 1% of seeds diverge", {"diverge": 0.01}),
+    ("A/A, 5% of seeds diverge", {"diverge": 0.05}),
+    ("3 sd, paired (rho 0.8)", {"shift": 3.0}),
+    ("3 sd, independent seeds (rho 0)", {"shift": 3.0, "rho": 0.0}),
+)
+"""The rows of both printed tables (the staged one adds Pocock-like spending)."""
+
+
 def _table() -> str:
     rows = [
         "| case | benches | any better/worse (A/A FWER) | per cell | no verdict |",
         "|---|---|---|---|---|",
     ]
-    for label, kw in (
-        ("A/A, no divergence", {"diverge": 0.0}),
-        ("A/A, 1% of seeds diverge", {"diverge": 0.01}),
-        ("A/A, 5% of seeds diverge", {"diverge": 0.05}),
-        ("3 sd, paired (rho 0.8)", {"shift": 3.0}),
-        ("3 sd, independent seeds (rho 0)", {"shift": 3.0, "rho": 0.0}),
-    ):
+    for label, kw in CASES:
         r = simulate(4000, rng_seed=99, **kw)
         rows.append(
             f"| {label} | 4000 | {r.any_reading:.3f} ± {r.mc_error:.3f} | {r.per_cell:.3f} | "
@@ -229,14 +234,8 @@ def _staged_table() -> str:
         "(A/A FWER) | per cell | mean seeds per arm | stopped at 3 / 5 / 8 |",
         "|---|---|---|---|---|---|",
     ]
-    for label, kw in (
-        ("A/A, no divergence", {"diverge": 0.0}),
-        ("A/A, 1% of seeds diverge", {"diverge": 0.01}),
-        ("A/A, 5% of seeds diverge", {"diverge": 0.05}),
-        ("3 sd, paired (rho 0.8)", {"shift": 3.0}),
-        ("3 sd, independent seeds (rho 0)", {"shift": 3.0, "rho": 0.0}),
-        ("3 sd, paired, Pocock-like spending (1/3 each)", {"shift": 3.0, "design": POCOCK}),
-    ):
+    pocock = ("3 sd, paired, Pocock-like spending (1/3 each)", {"shift": 3.0, "design": POCOCK})
+    for label, kw in (*CASES, pocock):
         r = simulate_staged(BENCHES, rng_seed=99, **kw)  # type: ignore[arg-type]
         stops = " / ".join(f"{x:.2f}" for x in r.stopped)
         rows.append(
