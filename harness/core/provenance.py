@@ -9,6 +9,7 @@ import datetime as dt
 import functools
 import hashlib
 import inspect
+import os
 import socket
 import subprocess
 import sys
@@ -220,3 +221,20 @@ def _distribution_of(top: str) -> str | None:
 def distribution_version(obj: object) -> str | None:
     """``name==version`` of the installed distribution providing ``obj``'s module, if any."""
     return _distribution_of((getattr(obj, "__module__", "") or "").partition(".")[0])
+
+
+@functools.cache
+def source_digest() -> bytes:
+    """SHA-256 over every ``.py`` file of the ``harness`` package (its path and bytes): any
+    edit of the harness changes it (the keys of the plan cache and of the preflight cache;
+    about 10 ms, once per process)."""
+    top = Path(__file__).resolve().parents[1]  # the harness package
+    h = hashlib.sha256()
+    for folder, subs, files in os.walk(top):
+        subs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                file = Path(folder, name)
+                h.update(str(file.relative_to(top)).encode() + b"\0")
+                h.update(file.read_bytes())
+    return h.digest()

@@ -23,7 +23,6 @@ import functools
 import gc
 import hashlib
 import io
-import os
 import pickle
 import sys
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ import harness
 from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.files import atomic_write_bytes
+from harness.core.provenance import source_digest
 from harness.core.registry import is_reference
 
 FORMAT = b"harness-plan-1"
@@ -118,22 +118,6 @@ def key(text: bytes, path: Path, local: bool) -> bytes:
     ):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
-    return h.digest()
-
-
-@functools.cache
-def source_digest() -> bytes:
-    """SHA-256 over every ``.py`` file of the ``harness`` package (its path and bytes): any
-    edit of the code that resolves a grid changes it (about 10 ms, once per process)."""
-    top = Path(harness.__file__).parent
-    h = hashlib.sha256()
-    for folder, subs, files in os.walk(top):
-        subs.sort()
-        for name in sorted(files):
-            if name.endswith(".py"):
-                file = Path(folder, name)
-                h.update(str(file.relative_to(top)).encode() + b"\0")
-                h.update(file.read_bytes())
     return h.digest()
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from harness.core.config import RunConfig
 from harness.core.env import cache_dir
 from harness.core.files import atomic_write_bytes
+from harness.core.provenance import source_digest
 from harness.core.registry import is_reference
 from harness.optim.builtin import BUILTIN
 
@@ -52,10 +53,7 @@ def is_own_code(run: RunConfig) -> bool:
 @functools.cache
 def _environment() -> str:
     """The source of every module of the harness, torch's version, Python's, the machine's."""
-    h = hashlib.sha256()
-    package = Path(__file__).resolve().parents[1]
-    for path in sorted(package.rglob("*.py")):
-        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    h = hashlib.sha256(source_digest())
     try:
         torch = metadata.version("torch")
     except metadata.PackageNotFoundError:
