@@ -26,10 +26,12 @@ ASSUMED_DEVICE = "A100 (bf16 312 TFLOP/s)"
 
 #: CPU cost of a run on a laptop core, for CPU-hour estimates (stated as an estimate): seconds
 #: outside training (its build, evaluation and row, in a warm worker) plus its training and
-#: evaluation FLOPs at a sustained rate; measured on the tiny GPT (2.5M parameters, seq_len 32)
-#: on the shared 2-core machine (benchmarks/RESULTS.md, issue 38).
+#: evaluation FLOPs at a sustained rate; measured on the tiny GPT (2.5M parameters, seq_len 32,
+#: one torch thread) by the laptop bench on an idle 2-core machine: each run's wall time is
+#: 2.2 s + 2.88e-4 s per training token (96 runs, 51 GFLOP/s), 16.9 s of CPU per run in all
+#: (benchmarks/RESULTS.md section 9, issue 38; 2e11 before, a 3x underestimate).
 CPU_RUN_S = 1.5
-CPU_FLOPS = 2.0e11
+CPU_FLOPS = 5.0e10
 CPU_DEVICE = "CPU core"
 
 

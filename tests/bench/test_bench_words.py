@@ -82,6 +82,20 @@ def test_the_plan_gives_cpu_hours_locally_and_gpu_hours_on_a_cluster(tmp_path: P
     assert 0.05 < cpu_h < 2.0  # the laptop bench: minutes to an hour of a core, not 0
 
 
+def test_the_laptop_estimate_is_the_measured_cpu_per_run() -> None:
+    """Before: the dry run estimated 0.21 CPU-hours for at most 136 runs (5.6 s a run) where the
+    laptop bench of pytorch_optimizer:Lion measured 1,622.7 s of CPU for the 96 runs it trained
+    (16.9 s a run: user + sys, idle 2-core machine, 2026-11-27; benchmarks/RESULTS.md section 9)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        d = harness.bench.derive_bench("torch.optim:SGD", root=root, scale="local")
+        p = harness.bench.plan(d, root, root / "data")
+    per_run_s = p.cpu_hours * 3600 / p.total_max
+    assert 0.75 * 16.9 < per_run_s < 1.5 * 16.9, per_run_s
+
+
 def test_the_card_names_the_benchs_scale_not_full_scale(tmp_path: Path) -> None:
     """Before: a bench at --scale local made a card of "N runs at full scale" (the runs' scale
     field: the grid as written), in its subtitle, figures and provenance."""
