@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from harness.optim.base import closure_loss
 from harness.optim.modes import Modal, to_train_mode
 
 
@@ -69,10 +70,7 @@ class CompositeOptimizer(torch.optim.Optimizer):
         Returns:
             The closure's loss, or None.
         """
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         for opt in self.parts.values():
             opt.step()
         return loss
