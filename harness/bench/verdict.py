@@ -563,21 +563,22 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
 CHECKED_BUDGETS = 4
 """Fewest token budgets at which the speed-up's model is checked (the fit without the smallest
 budget still has 3 points): with fewer, the speed-up reads ``unchecked``, no better or worse
-(at 3 budgets its interval covered 73% under the drifting curve of ``docs/statistics.md``)."""
+(at 3 budgets its extrapolated interval covered 68-80% at 3 seeds under the drifting curve of
+``docs/statistics.md``)."""
 UNCHECKED_WHY = (
     f"fewer than {CHECKED_BUDGETS} token budgets: the power law the ratio reads is not checked"
 )
 """Why a speed-up with too few budgets has no reading."""
 EXTRAPOLATED_WHY = (
     "extrapolated: {baseline}'s power law read beyond its budgets, where a curve that drifts "
-    "from it is not seen (a true 1.5x: the interval covered 69-84% at 3-5 seeds, fit checks "
+    "from it is not seen (a true 1.5x: the interval covered 70-78% at 3-5 seeds, fit checks "
     "counted; docs/statistics.md); the largest budget's cell reads the direction"
 )
 """Why an extrapolated speed-up has no reading (``{baseline}``: its label)."""
 CAVEATS = ("unchecked",)
 """Speed-up checks that are caveats, not failures: a check that could not be made (too few
 budgets). An extrapolated baseline budget, which a speed-up above 1 at the largest budget always
-is, is a note of the speed-up, never part of its ``fit_check``."""
+is, is a note of the speed-up and its ``why`` (unchecked), never part of its ``fit_check``."""
 
 
 def _failed(check: str) -> bool:
