@@ -6,6 +6,7 @@ stage at its share of alpha)."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 from pathlib import Path
 
@@ -117,3 +118,32 @@ def test_compare_stages_options_are_checked() -> None:
     seeds = seeds.assign(arm=seeds["label"])
     with pytest.raises(UserError, match="--stages reads as harness bench does: --alternative"):
         compare(seeds, ["batch_size"], BASE, CAND, stages=_design("3,5,8", "pocock"))
+
+
+def test_analyze_compare_takes_the_stages_on_the_command_line(tmp_path: Path) -> None:
+    """``harness analyze compare --stages 3,5,8`` on imported seeds: the staged reading, its
+    stage column and the stages in its notes; a bad value is one line, exit 2."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    rng = np.random.default_rng(0)
+    lines = ["optimizer,tokens,seed,val_loss"]
+    for tok, shift in ((1000, 0.01), (2000, 0.0)):
+        for s in range(1, 9):
+            shared = rng.normal(0, 0.01)
+            for opt, d in (("adamw", 0.0), ("sgd", shift)):
+                lines.append(f"{opt},{tok},{s},{5 + d + shared + rng.normal(0, 0.002)!r}")
+    (tmp_path / "r.csv").write_text("\n".join(lines) + "\n")
+    runner, res = CliRunner(), ["--results", str(tmp_path / "res")]
+    imported = runner.invoke(main, ["import", str(tmp_path / "r.csv"), "--grid", "g", *res])
+    assert imported.exit_code == 0, imported.output
+    args = ["analyze", "compare", "g", "--a", "optimizer=adamw", "--b", "optimizer=sgd"]
+    args += ["--by", "tokens", "--metric", "val_loss", "--format", "csv", *res]
+    out = runner.invoke(main, [*args, "--stages", "3,5,8"])
+    assert out.exit_code == 0, out.output
+    table = pd.read_csv(io.StringIO(out.stdout))
+    assert list(table["significant"]) == ["yes", "no"] and list(table["stage"]) == [2, 3]
+    assert "sequential stages of 3, 5, 8 seeds per arm" in out.stderr
+    bad = runner.invoke(main, [*args, "--stages", "3,x"])
+    assert bad.exit_code == 2 and "--stages 3,x: comma-separated seed counts" in bad.output

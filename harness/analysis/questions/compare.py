@@ -81,7 +81,9 @@ def answer(
         )
     level = (
         "at the level of the reading (1 - alpha with no correction; Holm: 1 - the step's "
-        "level alpha / (m - r + 1)), so that it excludes 0 exactly where significant"
+        "level alpha / (m - r + 1)"
+        + (", times the share of alpha of the stage read" if design else "")
+        + "), so that it excludes 0 exactly where significant"
     )
     unequal = test in ("welch", "auto") and bool((out["n_a"] != out["n_b"]).any())
     return Answer(
