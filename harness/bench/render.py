@@ -125,6 +125,7 @@ def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
             lines.append(
                 f"  {_cell(s.cell) or 'all'} vs {s.baseline}: {_num(s.ratio, '.3g')}x "
                 f"[{_num(s.ci_low, '.3g')}, {_num(s.ci_high, '.3g')}] {s.reading}"
+                + (f": {s.why}" if s.why else "")
                 + (f" ({s.note})" if s.note else "")
                 + (f"; model check: {s.fit_check}" if s.fit_check else "")
             )

@@ -30,9 +30,13 @@ With at least three token budgets, a data-efficiency speed-up per batch size and
 (:func:`harness.analysis.stats.speedup`: the baseline's end-of-run L(D) = E + A D^-alpha,
 the tokens it needs to reach the candidate's loss at the largest budget divided by the tokens
 the candidate used, with its delta-method interval), read as better (interval above 1), worse
-(below 1) or no evidence only where its model is checked (at least four budgets); with three it
-reads **unchecked**: the number and its interval, no reading. The speed-up is not in the Holm
-family of the cells: each is read at its own level alpha.
+(below 1) or no evidence only where its model is checked (at least four budgets) and the
+tokens the baseline needs lie within its budgets (an interpolated ratio); otherwise it reads
+**unchecked**: the number and its interval, no reading, and ``why`` says which. A ratio above 1
+is always extrapolated (the baseline would need more than its largest budget): under a power
+law that drifts its interval does not cover at its level (:data:`EXTRAPOLATED_WHY`), so the
+direction at the largest budget is left to that cell's comparison. The speed-up is not in the
+Holm family of the cells: each is read at its own level alpha.
 """
 
 from __future__ import annotations
@@ -128,6 +132,8 @@ class Speedup:
     """The fit's own notes (a failed fit, an unreached loss)."""
     fit_check: str = ""
     """The fit's model check (:mod:`harness.analysis.stats.fit_check`): ``ok``, or what failed."""
+    why: str = ""
+    """Why an ``unchecked`` speed-up has no reading."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,10 +537,13 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
             lo, hi = float(r["ci_low"]), float(r["ci_high"])
             check = str(r.get("fit_check") or "")
             reading: Reading = "better" if lo > 1 else "worse" if hi < 1 else "no evidence"
+            why = ""
             if _failed(check):
                 reading = "no verdict"
             elif len(budgets) < CHECKED_BUDGETS or check.startswith(CAVEATS):
-                reading = "unchecked"  # the model the ratio extrapolates is not checked
+                reading, why = "unchecked", UNCHECKED_WHY  # the model is not checked
+            elif not min(budgets) <= float(r["budget_b"]) <= max(budgets):
+                reading, why = "unchecked", EXTRAPOLATED_WHY.format(baseline=b.label)
             out.append(
                 Speedup(
                     {k: _plain(r[k]) for k in by},
@@ -545,6 +554,7 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
                     reading,
                     str(r["note"] or ""),
                     check,
+                    why,
                 )
             )
     return out
@@ -553,11 +563,22 @@ def _speedups(rows: Rows, derived: Derived, axes: Sequence[str]) -> list[Speedup
 CHECKED_BUDGETS = 4
 """Fewest token budgets at which the speed-up's model is checked (the fit without the smallest
 budget still has 3 points): with fewer, the speed-up reads ``unchecked``, no better or worse
-(at 3 budgets its interval covered 73% under the drifting curve of ``docs/statistics.md``)."""
+(at 3 budgets its extrapolated interval covered 68-80% at 3 seeds under the drifting curve of
+``docs/statistics.md``)."""
+UNCHECKED_WHY = (
+    f"fewer than {CHECKED_BUDGETS} token budgets: the power law the ratio reads is not checked"
+)
+"""Why a speed-up with too few budgets has no reading."""
+EXTRAPOLATED_WHY = (
+    "extrapolated: {baseline}'s power law read beyond its budgets, where a curve that drifts "
+    "from it is not seen (a true 1.5x: the interval covered 70-78% at 3-5 seeds, fit checks "
+    "counted; docs/statistics.md); the largest budget's cell reads the direction"
+)
+"""Why an extrapolated speed-up has no reading (``{baseline}``: its label)."""
 CAVEATS = ("unchecked",)
 """Speed-up checks that are caveats, not failures: a check that could not be made (too few
 budgets). An extrapolated baseline budget, which a speed-up above 1 at the largest budget always
-is, is a note of the speed-up, never part of its ``fit_check``."""
+is, is a note of the speed-up and its ``why`` (unchecked), never part of its ``fit_check``."""
 
 
 def _failed(check: str) -> bool:

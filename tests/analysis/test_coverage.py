@@ -9,17 +9,21 @@ interval flagged by the harness (``fit_check``, the gap table's small-gap note) 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from tests.coverage_simulation import (
     ASYMMETRIC,
     EXTRAPOLATED,
+    EXTRAPOLATED_D,
+    EXTRAPOLATED_TRUTH,
     INTERVALS,
     POOLED,
     SMALL_GAP,
     SPEEDUP_DRIFT,
     UNEQUAL,
+    _drift_curve,
     coverage,
 )
 
@@ -71,11 +75,14 @@ def test_the_former_percentile_bootstrap_fails_the_bar():
 
 
 def test_the_benchs_extrapolated_speedup_is_measured() -> None:
-    """The speed-up the bench reads is extrapolated (the candidate beats the baseline at the
-    largest budget): under the drifting curve its interval covers far less than 95 % with 3
-    budgets (why the bench reads it unchecked), and with 4 budgets, flags counted, still less
-    (docs/statistics.md, "Measured but not fixed")."""
-    t = coverage(EXTRAPOLATED, seed_counts=(3,), reps=150)
+    """A speed-up above 1 is extrapolated (the baseline would need more than its largest
+    budget): under the drifting curve no interval tried covers at its level, with 3 or 4
+    budgets, fit checks counted, the variance widened by the lack of fit or not: why the bench
+    reads it unchecked (docs/statistics.md, the coverage table)."""
+    d = np.geomspace(EXTRAPOLATED_D[-1], EXTRAPOLATED_TRUTH * EXTRAPOLATED_D[-1], 50)
+    assert (np.diff(_drift_curve(d)) < 0).all()  # the truth is where the curve first gets there
+    late = np.geomspace(8e9, 1.2e10, 50)  # the former scenario's target was past the minimum
+    assert not (np.diff(_drift_curve(late)) < 0).all()
+    t = coverage(EXTRAPOLATED, seed_counts=(5,), reps=150)
     pct = t.groupby("interval")["coverage_pct"].max()
-    assert pct[EXTRAPOLATED[1]] < 60, t  # 3 budgets: about 30 %
-    assert pct[EXTRAPOLATED[1]] < pct[EXTRAPOLATED[0]] < FLOOR_PCT, t  # 4 budgets: 68-88 %
+    assert (pct < FLOOR_PCT).all(), t  # 4 budgets: 71-79 %; tried: 78-88 %; 3 budgets: 47-63 %

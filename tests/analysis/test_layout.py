@@ -101,6 +101,7 @@ def test_analyze_help_imports_no_statistic() -> None:
 def test_the_declared_choices_are_the_implemented_ones() -> None:
     from harness.analysis.stats import defaults
     from harness.analysis.stats.corrections import CORRECTIONS
+    from harness.analysis.stats.sequential import DEFAULT_SPENDING, SPENDING
     from harness.analysis.stats.significance import TESTS
     from harness.analysis.stats.to_target import MEASURES
 
@@ -108,3 +109,4 @@ def test_the_declared_choices_are_the_implemented_ones() -> None:
     assert tuple(CORRECTIONS) == defaults.CORRECTION_NAMES
     assert tuple(MEASURES) == defaults.MEASURE_NAMES
     assert set(defaults.POWER_TESTS) <= set(TESTS)
+    assert tuple(SPENDING) == defaults.SPENDING_NAMES and DEFAULT_SPENDING in SPENDING

@@ -369,13 +369,14 @@ def test_one_confirmation_seed_gives_no_verdict(ci_sgd) -> None:
     assert [c.reading for c in v.comparisons] == ["no verdict"] * 4
 
 
-def _speedup_verdict(tmp_path: Path, budgets: list[int]):
-    """AdamW's L(D) = 3 + 100 D^-0.5; the candidate reaches at D what AdamW reaches at 2D."""
+def _speedup_verdict(tmp_path: Path, budgets: list[int], speed: float = 2.0):
+    """AdamW's L(D) = 3 + 100 D^-0.5; the candidate reaches at D what AdamW reaches at
+    ``speed`` D."""
     text = _protocol_text(**{"tokens:": f"  tokens: {budgets}"})
     d = derive(load_protocol(_write(tmp_path, text)), "torch.optim:SGD", tmp_path)
     rng = np.random.default_rng(1)
     tuning, confirm = [], []
-    for label, factor in (("AdamW", 1.0), ("torch.optim:SGD", 2.0)):
+    for label, factor in (("AdamW", 1.0), ("torch.optim:SGD", speed)):
         for bs in (8, 16):
             for tok in budgets:
                 law = 3 + 100 * (factor * tok) ** -0.5
@@ -420,6 +421,7 @@ def test_speedup_with_three_budgets_is_unchecked_and_not_read(tmp_path: Path) ->
     assert len(v.speedups) == 2  # per batch size
     for s in v.speedups:
         assert s.reading == "unchecked", s  # the ratio stands, no better/worse reading
+        assert s.why.startswith("fewer than 4 token budgets")
         assert s.ci_low < 2.0 < s.ci_high and abs(s.ratio - 2.0) < 0.2
         assert s.fit_check.startswith("unchecked: 3 budgets")  # the model check, said
         assert "extrapolated" in s.note  # a ratio of 2 reads AdamW's fit past its data: said
@@ -427,11 +429,19 @@ def test_speedup_with_three_budgets_is_unchecked_and_not_read(tmp_path: Path) ->
 
 
 def test_speedup_with_four_budgets_reads_the_candidates_data_efficiency(tmp_path: Path) -> None:
-    v = _speedup_verdict(tmp_path, [4096, 8192, 16384, 32768])
+    """Read where the ratio is interpolated (the candidate needs 2x AdamW's tokens: 0.5x, inside
+    AdamW's budgets); a 2x speed-up is extrapolated past AdamW's budgets: unchecked, and said
+    why (:data:`harness.bench.verdict.EXTRAPOLATED_WHY`)."""
+    v = _speedup_verdict(tmp_path, [4096, 8192, 16384, 32768], speed=0.5)
     assert len(v.speedups) == 2
     for s in v.speedups:
-        assert s.reading == "better" and s.ci_low < 2.0 < s.ci_high, s
-        assert abs(s.ratio - 2.0) < 0.2
+        assert s.reading == "worse" and s.ci_low < 0.5 < s.ci_high and not s.why, s
+        assert abs(s.ratio - 0.5) < 0.05
+    v = _speedup_verdict(tmp_path, [4096, 8192, 16384, 32768])
+    for s in v.speedups:
+        assert s.reading == "unchecked" and s.ci_low < 2.0 < s.ci_high, s
+        assert s.why.startswith("extrapolated: AdamW's power law") and abs(s.ratio - 2.0) < 0.2
+    assert "unchecked: extrapolated" in verdict_table(v)
 
 
 def test_an_arm_with_part_of_its_budget_is_not_tuned(ci_sgd) -> None:

@@ -12,7 +12,15 @@ from harness.analysis.questions.query import Query, hypothesis, resolve_alternat
 from harness.analysis.rows.direction import metric_goal
 from harness.analysis.rows.selectors import Selector
 from harness.analysis.stats import METHODS, UNEQUAL_N, pooled, significance
-from harness.analysis.stats.defaults import Alternative, Correction, TestName, TunedMode
+from harness.analysis.stats.defaults import (
+    DEFAULT_SPENDING,
+    Alternative,
+    Correction,
+    TestName,
+    TunedMode,
+)
+from harness.analysis.stats.sequential import SPENDING, SequentialDesign, sequential_design
+from harness.core.errors import UserError, unknown_choice
 
 
 def answer(
@@ -30,10 +38,15 @@ def answer(
     fit_axis: str = "lr",
     pooled_variance: bool = False,
     family: str | None = None,
+    stages: str | None = None,
+    spending: str = DEFAULT_SPENDING,
 ) -> Answer:
-    """``analyze compare``: b against a per cell, with a significance test."""
+    """``analyze compare``: b against a per cell, with a significance test (``stages``:
+    ``3,5,8``, read as ``harness bench`` reads a protocol with those stages and ``spending``)."""
     goal = metric_goal(q.metric, q.goal)
-    alt = resolve_alternative(goal, alternative)
+    design = _design(stages, spending) if stages else None
+    staged_auto = design is not None and alternative == "auto"  # the bench's tests: two-sided
+    alt: Alternative = "two-sided" if staged_auto else resolve_alternative(goal, alternative)
     significance.check_choices(test, alt, correction, alpha)
     t, goal = query.arms_tuned(
         q, {"--a": a, "--b": b}, by, over, tuned_mode=tuned_mode, fit_axis=fit_axis
@@ -50,8 +63,16 @@ def answer(
         correction=correction,
         pooled_variance=pooled_variance,
         adjust=fam,
+        stages=design,
     )
     h1 = f"{test} test, {hypothesis(a.label, b.label, alt)}, alpha {alpha}"
+    if design:
+        shares = ", ".join(f"{w:.3g}" for w in design.weights)
+        h1 += (
+            f"; sequential stages of {', '.join(map(str, design.stages))} seeds per arm (each "
+            f"cell's seeds in ascending order), {spending} spending ({shares} of alpha), as "
+            "harness bench reads them; stage: where each stopped"
+        )
     method = METHODS["paired"] if test == "paired" else METHODS["diff"]
     if test == "auto":
         method = (
@@ -60,7 +81,9 @@ def answer(
         )
     level = (
         "at the level of the reading (1 - alpha with no correction; Holm: 1 - the step's "
-        "level alpha / (m - r + 1)), so that it excludes 0 exactly where significant"
+        "level alpha / (m - r + 1)"
+        + (", times the share of alpha of the stage read" if design else "")
+        + "), so that it excludes 0 exactly where significant"
     )
     unequal = test in ("welch", "auto") and bool((out["n_a"] != out["n_b"]).any())
     return Answer(
@@ -77,3 +100,17 @@ def answer(
             *([pooled.NOTE] if pooled_variance else []),
         ],
     )
+
+
+def _design(stages: str, spending: str) -> SequentialDesign:
+    """``--stages 3,5,8`` and ``--spending`` as a design (one line, exit 2, when invalid)."""
+    try:
+        counts = tuple(int(s) for s in stages.split(","))
+    except ValueError:
+        raise UserError(f"--stages {stages}: comma-separated seed counts, e.g. 3,5,8") from None
+    if spending not in SPENDING:
+        raise unknown_choice("--spending", spending, SPENDING)
+    try:
+        return sequential_design(counts, spending)
+    except ValueError as e:
+        raise UserError(f"--stages {stages}: {e}") from None

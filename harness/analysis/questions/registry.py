@@ -20,9 +20,11 @@ from harness.analysis.stats.defaults import (
     ALTERNATIVES,
     CONFIDENCE,
     CORRECTION_NAMES,
+    DEFAULT_SPENDING,
     N_BOOT,
     POWER,
     POWER_TESTS,
+    SPENDING_NAMES,
     TAU_MAX,
     TEST_NAMES,
     TUNED_MODES,
@@ -284,6 +286,20 @@ QUESTIONS: Registry[Question] = Registry(
                     _CORRECTION,
                     _POOLED,
                     _FAMILY,
+                    Option(
+                        "--stages",
+                        "Read as harness bench does with sequential confirmation seeds: "
+                        "cumulative seeds per arm, e.g. 3,5,8 (each cell's seeds in ascending "
+                        "order; two-sided, Holm over the cells and stages).",
+                    ),
+                    Option(
+                        "--spending",
+                        "With --stages: each stage's share of alpha (the protocol's "
+                        "verdict: spending).",
+                        "choice",
+                        DEFAULT_SPENDING,
+                        choices=SPENDING_NAMES,
+                    ),
                     *_TUNED,
                 ),
             ),

@@ -44,3 +44,9 @@ TUNED_MODES: tuple[TunedMode, ...] = get_args(TunedMode)
 Measure = Literal["tokens", "time"]
 """Tokens- or (wall-clock) time-to-target (:data:`harness.analysis.stats.to_target.MEASURES`)."""
 MEASURE_NAMES: tuple[Measure, ...] = get_args(Measure)
+
+SPENDING_NAMES = ("obrien-fleming", "pocock")
+"""How sequential confirmation stages spend alpha
+(:data:`harness.analysis.stats.sequential.SPENDING`)."""
+DEFAULT_SPENDING = "obrien-fleming"
+"""The spending of a protocol (or ``compare --stages``) that names none."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from harness.analysis.stats.defaults import DEFAULT_SPENDING as DEFAULT_SPENDING
 from harness.analysis.stats.two_arm import (
     TwoArmReading,
     TwoArmResult,
@@ -77,8 +78,6 @@ SPENDING: dict[str, Callable[[Sequence[int]], tuple[float, ...]]] = {
 """Spending name -> the share of alpha of each stage, from the stages' seed counts:
 ``obrien-fleming`` (O'Brien-Fleming-like) in proportion to each stage's seeds, so that most of
 alpha is kept for the last stage; ``pocock`` (Pocock-like) the same share at every stage."""
-DEFAULT_SPENDING = "obrien-fleming"
-"""The spending of a protocol that names none."""
 
 
 def sequential_design(stages: Sequence[int], spending: str = DEFAULT_SPENDING) -> SequentialDesign:

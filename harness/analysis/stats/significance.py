@@ -50,6 +50,8 @@ from harness.analysis.stats.intervals import (
     welch_p_value,
 )
 from harness.analysis.stats.pooled import pooled_by
+from harness.analysis.stats.sequential import SequentialDesign
+from harness.analysis.stats.staged_compare import staged_compare
 from harness.analysis.stats.two_arm import Method, TwoArmTest, two_arm_test
 from harness.core.errors import UserError, unknown_choice
 
@@ -168,6 +170,7 @@ def compare(
     correction: Correction = "holm",
     pooled_variance: bool = False,
     adjust: Adjust | None = None,
+    stages: SequentialDesign | None = None,
 ) -> pd.DataFrame:
     """Test b against a in each cell.
 
@@ -187,12 +190,15 @@ def compare(
             (:mod:`~harness.analysis.stats.pooled`; ``welch`` only).
         adjust: corrects the p-values over a wider family instead (``--family``); each cell's
             claim key is its ``by`` values (``batch_size=8``; ``all`` without ``by``).
+        stages: read the cells as ``harness bench`` does with sequential confirmation seeds
+            (:func:`~harness.analysis.stats.staged_compare.staged_compare`; ``auto``,
+            two-sided, Holm, no pooled variance or family).
 
     Returns:
         One row per cell: ``by``, mean_a, std_a, n_a, mean_b, std_b, n_b, diff (b - a),
         ci_low, ci_high (of diff, at the level of the reading:
         :func:`~harness.analysis.stats.corrections.reading_levels`), statistic, p, threshold
-        (``paper``), p_adj, significant (yes/no/n/a), method, note.
+        (``paper``), p_adj, significant (yes/no/n/a), method, note; with ``stages``, stage.
 
     Raises:
         UserError: an arm has fewer than 2 seeds in a cell (or fewer than 2 shared seeds for
@@ -201,6 +207,9 @@ def compare(
     check_choices(test, alternative, correction, alpha)
     if pooled_variance and test not in ("welch", "auto"):
         raise UserError(f"--pooled-variance needs --test welch, got --test {test}")
+    if stages is not None:
+        _check_staged(test, alternative, correction, pooled_variance, adjust)
+        return staged_compare(seeds, by, a, b, stages, alpha=alpha)
     spec = TESTS[test]
     pooled = pooled_by(seeds, by, [ARM]) if pooled_variance else None
     rows = [
@@ -227,6 +236,28 @@ def compare(
     cols = ["mean_a", "std_a", "n_a", "mean_b", "std_b", "n_b", "diff", "ci_low", "ci_high"]
     cols += ["statistic", "p"]
     return out[[*by, *cols, "threshold", "p_adj", "significant", "method", "note"]]
+
+
+def _check_staged(
+    test: TestName,
+    alternative: Alternative,
+    correction: Correction,
+    pooled_variance: bool,
+    adjust: Adjust | None,
+) -> None:
+    """``--stages`` reads as the bench: ``--test auto``, two-sided, Holm, per table."""
+    given = {
+        "--test": (test, "auto"),
+        "--alternative": (alternative, "two-sided"),
+        "--correction": (correction, "holm"),
+    }
+    for flag, (value, needed) in given.items():
+        if value != needed:
+            raise UserError(f"--stages reads as harness bench does: {flag} {needed}, got {value}")
+    if pooled_variance or adjust is not None:
+        raise UserError(
+            "--stages reads each table as its own family: no --pooled-variance or --family"
+        )
 
 
 def _summary(va: np.ndarray, vb: np.ndarray, note: str) -> dict[str, object]:
