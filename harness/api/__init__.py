@@ -19,21 +19,29 @@ Example::
     print(api.tuned(rows.frame, rows.goal).best)                  # each cell's selection
     top = api.query("SELECT lr, val_loss FROM runs ORDER BY val_loss LIMIT 5", "adam_betas")
     print(api.status("grids/adam_betas.yaml").text())             # runs by state
+    grid = api.expand(document, path="grids/mine.yaml")          # a grid built in memory
+    api.submit(grid, local=True)                                  # submitted without a file
+    done = api.bench("torch.optim:SGD", scale="local")            # a whole bench
+    print(done.text())                                            # its verdict per cell
 
-The grid's housekeeping (:func:`status`, :func:`cancel`, :func:`compact`, :func:`clean`) is in
-:mod:`harness.api.grids`, SQL (:func:`query`, :func:`export`) in :mod:`harness.api.sql`, the
-other commands (:func:`evaluate`, :func:`prepare_data`, :func:`datasets`, :func:`watch`) in
+This module is the facade: the services a bench composes (:func:`plan`, :func:`expand`,
+:func:`submit`, :func:`preflight`, :func:`probe_optimizer`, :func:`rows`, :func:`cells`,
+:func:`tuned`, :func:`report`) are defined in :mod:`harness.services` and re-exported here;
+:func:`bench` and its result are :mod:`harness.bench`'s, imported when first used (the bench
+loads the statistics; ``import harness.api`` stays cheap). The grid's housekeeping
+(:func:`status`, :func:`cancel`, :func:`compact`, :func:`clean`) is in :mod:`harness.api.grids`,
+SQL (:func:`query`, :func:`export`) in :mod:`harness.api.sql`, the other commands
+(:func:`evaluate`, :func:`prepare_data`, :func:`datasets`, :func:`watch`) in
 :mod:`harness.api.tasks`; all are names of this module.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from harness.api.grids import Status, cancel, clean, compact, status
 from harness.api.sql import QUERY_FORMATS, export, query, query_text
@@ -41,31 +49,55 @@ from harness.api.sql import QueryFormat as QueryFormat  # a type, for callers' a
 from harness.api.tasks import Prepared, datasets, evaluate, prepare_data, watch
 from harness.core import paths
 from harness.metrics.catalogue import DEFAULT_METRIC
+from harness.services import (
+    Compute,
+    Grids,
+    Plan,
+    Probed,
+    Rows,
+    cells,
+    expand,
+    one_progress,
+    plan,
+    preflight,
+    probe_optimizer,
+    report,
+    rows,
+    submit,
+    tuned,
+)
+from harness.services.args import grid_args as _grid_args
+from harness.services.args import results_arg as _results
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from harness.analysis.present.figures.render import Drawn, Rendered
     from harness.analysis.questions.answer import Answer
     from harness.analysis.rows.direction import GoalChoice
     from harness.analysis.rows.selectors import Selector
-    from harness.core.config import RunConfig
-    from harness.followup.rounds import Submitted
+    from harness.bench import DEFAULT_SCALE as BENCH_DEFAULT_SCALE
+    from harness.bench import SCALES as BENCH_SCALES
+    from harness.bench.render import FORMATS as BENCH_FORMATS
+    from harness.bench.session import BenchResult, bench
     from harness.followup.selected import Tuned as Tuned  # the type of tuned(), for callers
-    from harness.grid.load import Grid
-    from harness.metrics.catalogue import Goal
+    from harness.grid.load import Grid as Grid  # what expand() gives, plan() and submit() take
     from harness.store.importing import Imported
     from harness.store.reading import ReadingConnection
 
 __all__ = [
+    "BENCH_DEFAULT_SCALE",
+    "BENCH_FORMATS",
+    "BENCH_SCALES",
     "QUERY_FORMATS",
+    "BenchResult",
     "Compute",
     "Figures",
     "Plan",
     "Prepared",
+    "Probed",
     "Rows",
     "Status",
     "analyze",
+    "bench",
     "cancel",
     "cells",
     "clean",
@@ -73,13 +105,16 @@ __all__ = [
     "connect",
     "datasets",
     "evaluate",
+    "expand",
     "export",
     "figures",
     "import_problem",
     "import_results",
     "one_progress",
     "plan",
+    "preflight",
     "prepare_data",
+    "probe_optimizer",
     "query",
     "query_text",
     "report",
@@ -91,21 +126,28 @@ __all__ = [
     "watch",
 ]
 
-Grids = str | Path | Sequence[str | Path] | None
-"""A grid YAML path or a grid name in the results, several (arms compared across grids), or
-None (every grid under the results root)."""
+_BENCH: dict[str, tuple[str, str]] = {
+    "bench": ("harness.bench.session", "bench"),
+    "BenchResult": ("harness.bench.session", "BenchResult"),
+    "BENCH_SCALES": ("harness.bench", "SCALES"),
+    "BENCH_DEFAULT_SCALE": ("harness.bench", "DEFAULT_SCALE"),
+    "BENCH_FORMATS": ("harness.bench.render", "FORMATS"),
+}
+"""Public name -> (module, name) of the bench's, imported on first use (:func:`__getattr__`)."""
 
 
-def _grid_args(grid: Grids) -> list[str]:
-    if grid is None:
-        return []
-    if isinstance(grid, str | Path):
-        return [str(grid)]
-    return [str(g) for g in grid]
+def __getattr__(name: str) -> Any:
+    """The bench's public ``name`` (:data:`_BENCH`), imported from its module on first use."""
+    if name not in _BENCH:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _BENCH[name]
+    value = getattr(import_module(module), attr)
+    globals()[name] = value
+    return value
 
 
-def _results(results: str | Path | None) -> str | None:
-    return str(results) if results is not None else None
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def connect(grid: Grids = None, *, results: str | Path | None = None) -> ReadingConnection:
@@ -119,302 +161,6 @@ def connect(grid: Grids = None, *, results: str | Path | None = None) -> Reading
 
     how = Confinement.from_env()
     return ReadingConnection(views(_grid_args(grid) or None, results=results), how)
-
-
-@dataclass(frozen=True, slots=True)
-class Rows:
-    """A grid's result rows as the analysis reads them (:func:`rows`)."""
-
-    frame: pd.DataFrame
-    """One row per run with a result (completed or diverged; failed runs dropped): its config
-    columns, its metrics, and ``value``: ``metric`` (the worst value for a diverged run)."""
-    metric: str
-    """The metric in ``value`` (the one asked for, or its fallback: ``notes``)."""
-    goal: Goal
-    """Which direction of ``metric`` is better."""
-    select_by: str
-    """The metric that selects each cell's configuration (in ``select_value`` when it is not
-    ``metric``)."""
-    notes: tuple[str, ...] = ()
-    """Why the metric is not the one asked for, for the reader."""
-
-
-def rows(
-    grid: Grids = None,
-    *,
-    results: str | Path | None = None,
-    where: str | None = None,
-    scale: str | None = None,
-    metric: str = DEFAULT_METRIC,
-    goal: GoalChoice = "auto",
-    select_by: str | None = None,
-) -> Rows:
-    """``grid``'s result rows (``runs`` of :func:`connect`, newest attempt per run), with the
-    metric chosen as ``harness analyze`` chooses it (``--metric``, ``--goal``,
-    ``--select-by``) and ``value`` attached.
-
-    Raises:
-        UserError: no results (at ``scale``), a bad ``where``, a metric no run has.
-    """
-    from harness.analysis.rows.load import select
-    from harness.analysis.rows.metric_choice import choose_metric
-    from harness.analysis.rows.preparation import prepare
-
-    df = select(_grid_args(grid), results=results, scale=scale, where=where).frame("runs")
-    c = choose_metric(df, metric, goal, select_by)
-    prepared = prepare(df, c.metric, c.goal, c.select_by, c.select_goal)
-    return Rows(prepared.rows, c.metric, c.goal, c.select_by, c.notes)
-
-
-def cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(cell keys, tuned columns) of result rows, as ``submit --extend``/``--confirm`` read
-    them: the experiment columns that are not hyperparameters define a cell (optimizer, batch
-    size, budget, ...); the hyperparameters that vary inside one are tuned."""
-    from harness.followup.selected import cells as found
-
-    return found(frame)
-
-
-def tuned(
-    frame: pd.DataFrame,
-    goal: Goal,
-    *,
-    keys: Sequence[str] | None = None,
-    over: Sequence[str] | None = None,
-) -> Tuned:
-    """Each cell's selected configuration over tuning rows (``frame``: :attr:`Rows.frame` of
-    tuning runs), as ``submit --confirm`` selects it: the best per cell by the mean over seeds,
-    the side of each tuned axis's searched values it sits on (``<axis>_edge``), and
-    :meth:`~harness.followup.selected.Tuned.line` through it. ``keys``, ``over``: the cell
-    columns and the tuned ones (None: as :func:`cells` finds them)."""
-    from harness.followup.selected import select
-
-    return select(frame, goal, keys, over)
-
-
-@dataclass(frozen=True, slots=True)
-class Compute:
-    """The training compute of some runs, as ``harness submit --dry-run`` estimates it."""
-
-    flops: float
-    """Training FLOPs: the sum over runs of 6 x parameters x tokens."""
-    gpu_hours: float
-    """The same in GPU-hours on the dry run's stated device and utilisation (``device``)."""
-    device: str
-    """The device and utilisation ``gpu_hours`` assumes (an A100 at 40% MFU)."""
-    cpu_hours: float = 0.0
-    """CPU-hours on a laptop core (:func:`harness.grid.preview.cpu_hours`: an estimate)."""
-
-    def scaled(self, factor: float) -> Compute:
-        """This compute ``factor`` times over (runs of the same size added)."""
-        return Compute(
-            self.flops * factor, self.gpu_hours * factor, self.device, self.cpu_hours * factor
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What ``submit`` would run (``harness submit --dry-run``)."""
-
-    grid: Grid
-    """The expanded grid (its name, axes, notes, runs before follow-ups)."""
-    runs: tuple[RunConfig, ...]
-    """Every run planned: the grid's, then the follow-ups ``extend``/``confirm`` add."""
-    lines: tuple[str, ...] = ()
-    """What the follow-up planning says (edges, confirmations, why nothing is planned)."""
-    done: frozenset[str] = frozenset()
-    """run_ids of the grid (at its scale) with a result already (completed or diverged):
-    ``submit`` skips those of ``runs``."""
-
-    @property
-    def run_ids(self) -> list[str]:
-        """The planned runs' ids, in plan order."""
-        return [r.run_id for r in self.runs]
-
-    def compute(self, runs: Sequence[RunConfig] | None = None) -> Compute:
-        """The training compute of ``runs`` (None: every planned run; ``plan.grid.runs``: the
-        grid's own), whether or not they have a result."""
-        from harness.grid.preview import ASSUMED_DEVICE, ASSUMED_MFU, compute_estimate, cpu_hours
-        from harness.launch.sizes import count_params
-
-        chosen = self.runs if runs is None else runs
-        flops, hours = compute_estimate(chosen, count_params)
-        device = f"{ASSUMED_DEVICE} at {ASSUMED_MFU:.0%} MFU"
-        return Compute(flops, hours, device, cpu_hours(chosen, count_params))
-
-
-def plan(
-    grid: str | Path,
-    *,
-    local: bool = False,
-    extend: bool = False,
-    confirm: bool = False,
-    per_arm: bool = False,
-    results: str | Path | None = None,
-    data: str | Path | None = None,
-) -> Plan:
-    """The runs ``submit`` would plan for ``grid`` today (writes and launches nothing): the
-    grid's own (``local``: its ``local:`` overrides), then with ``extend``/``confirm`` those
-    planned from the results so far (:mod:`harness.followup.planning`; ``per_arm``: each arm
-    label planned on its own rows and rounds, as :func:`submit`), and which have a result."""
-    from harness.data.catalogue import data_root, vocab_lookup
-    from harness.followup.planning import finished, follow_up
-    from harness.grid.load import load_grid
-
-    g = load_grid(grid, vocab=vocab_lookup(data_root(_path(data))), local=local)
-    root = paths.results_root(results)
-    done = finished(root, g)
-    if not (extend or confirm):
-        return Plan(g, g.runs, done=done)
-    found = follow_up(g, root, extend=extend, confirm=confirm, per_arm=per_arm)
-    runs = {r.run_id: r for r in g.runs}
-    runs |= {r.run_id: r for r in found.runs if r.run_id not in runs}
-    return Plan(g, tuple(runs.values()), tuple(found.lines), done)
-
-
-def preflight(runs: Sequence[RunConfig], where: str) -> str:
-    """Build each distinct optimizer configuration of ``runs`` and take one step on the CPU, in
-    a child process (:mod:`harness.launch.preflight`, as ``submit --dry-run --check``): the
-    line saying what was checked, then each configuration's (what tells it from the others).
-
-    Raises:
-        UserError: every configuration that failed, one line each.
-    """
-    from harness.launch.preflight import outcomes, report
-
-    return report(*outcomes(runs, where), where)
-
-
-@contextlib.contextmanager
-def one_progress(name: str, most: int) -> Iterator[None]:
-    """Inside, every batch's progress line (``submit``'s rounds) also counts toward one whole
-    of at most ``most`` runs called ``name``, with its ETA (``harness bench``: one ETA for every
-    phase)."""
-    from harness.launch.progress import whole
-
-    with whole(name, most):
-        yield
-
-
-@dataclass(frozen=True, slots=True)
-class Probed:
-    """What a few steps of an optimizer on a small tensor say (:mod:`harness.launch.probe`)."""
-
-    lr: float | None
-    """Its constructor's default lr (None: none)."""
-    decay: str
-    """Its weight-decay convention by default: ``decoupled``, ``independent``, ``coupled`` or
-    ``none``."""
-    flags: Mapping[str, Mapping[bool, str]]
-    """Each boolean argument that switches the decay -> value -> the convention it gives."""
-    multipliers: tuple[str, ...]
-    """Hyperparameters that multiply the lr (doubled: the step of the lr doubled)."""
-    bounded: Mapping[str, tuple[float, float]]
-    """Each range asked -> the part of it the constructor accepts."""
-
-
-def probe_optimizer(optimizer: str, ranges: Mapping[str, tuple[float, float]]) -> Probed:
-    """Probe ``optimizer`` (:class:`Probed`) in the preflight's child process, with ``ranges``
-    (hyperparameter -> (low, high)) checked against its constructor.
-
-    Raises:
-        UserError: the probe failed (the optimizer cannot be built or stepped), in a line.
-    """
-    import json
-
-    from harness.core.errors import UserError
-    from harness.launch.sandbox import Limits, run_isolated
-
-    [answer] = run_isolated(
-        "harness.launch.probe:probe", [(optimizer, dict(ranges))], Limits.from_env()
-    )
-    try:
-        got = json.loads(answer or "")
-    except ValueError:
-        raise UserError(f"{optimizer}: probing its steps failed: {answer}") from None
-    return Probed(
-        got["lr"],
-        got["decay"],
-        {k: {v == "True": c for v, c in m.items()} for k, m in got["flags"].items()},
-        tuple(got["multipliers"]),
-        {k: (float(lo), float(hi)) for k, (lo, hi) in got["bounded"].items()},
-    )
-
-
-def _path(value: str | Path | None) -> Path | None:
-    return Path(value) if value is not None else None
-
-
-def submit(
-    grid: str | Path,
-    *,
-    local: bool = False,
-    launcher: str | None = None,
-    dry_run: bool = False,
-    retry: Sequence[str] = (),
-    stale: str = "refuse",
-    wait: bool | None = None,
-    plan_format: str = "table",
-    check: bool = False,
-    extend: bool = False,
-    confirm: bool = False,
-    per_arm: bool = False,
-    more: Sequence[RunConfig] = (),
-    results: str | Path | None = None,
-    data: str | Path | None = None,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-) -> Submitted:
-    """Launch ``grid``'s runs that have no result yet, and with ``extend``/``confirm`` the
-    follow-up rounds planned from their results until nothing is added (``harness submit``).
-
-    Args:
-        grid: the grid YAML.
-        local: apply the grid's ``local:`` overrides and use the ``local`` launcher.
-        launcher: a launcher profile name (overrides the grid's and ``local``'s).
-        dry_run: print the plan (``plan_format``: table, csv or json); launch nothing.
-        retry: statuses whose runs run again (never ``completed``).
-        stale: runs whose result came from other code or data: ``refuse``, ``rerun``, ``keep``.
-        wait: block until the runs finish (None: local runs block, SLURM returns once queued).
-        check: with ``dry_run``, build each optimizer and take one CPU step (the preflight).
-        extend: add the next value beyond each best on an open edge, round after round.
-        confirm: train each cell's selected configuration on the confirmation seeds.
-        per_arm: plan ``extend``/``confirm`` for each arm (each ``label`` of the grid's runs) on
-            its own rows: its own rounds of extension, whatever runs of other labels the
-            results hold (a grid file of the same name with other arms), confirmed once its own
-            extension has converged; an arm with a failed tuning run plans nothing until it
-            is retried (arms are compared on whole budgets). ``harness bench`` plans so.
-        more: runs added to the follow-ups ``extend``/``confirm`` plan (``harness bench``'s
-            sequential confirmation seeds); each is written to the grid's manifest when launched.
-        results: the results root (None: ``$HARNESS_RESULTS``, then ``./results``).
-        data: where datasets are prepared (None: ``$HARNESS_DATA``, then the data home).
-        out: where the report goes (None: stdout); ``err``: notes beside a csv/json plan.
-
-    Returns:
-        Each round's report and the runs that failed or were lost.
-    """
-    from harness.data.catalogue import data_root
-    from harness.followup.rounds import submit_rounds
-
-    return submit_rounds(
-        grid,
-        root=paths.results_root(results),
-        data_root=data_root(_path(data)),
-        local=local,
-        launcher=launcher,
-        dry_run=dry_run,
-        retry=retry,
-        wait=wait,
-        stale=stale,
-        plan_format=plan_format,
-        check=check,
-        extend=extend,
-        confirm=confirm,
-        per_arm=per_arm,
-        more=more,
-        out=out or sys.stdout,
-        err=err or sys.stderr,
-    )
 
 
 def analyze(
@@ -575,56 +321,6 @@ def figures(
     done = render_figures(sel, chosen, choice, options)
     where_to = f"files in {paths.figures_dir(sel.root, sel.grid)}"
     return Figures(tuple(done), (), (*notes, where_to))
-
-
-def report(
-    grid: Grids = None,
-    *,
-    output: str | Path | None = None,
-    names: Sequence[str] = (),
-    results: str | Path | None = None,
-    where: str | None = None,
-    scale: str | None = None,
-    metric: str = DEFAULT_METRIC,
-    goal: GoalChoice = "auto",
-    select_by: str | None = None,
-    baseline: Selector | str | None = None,
-    reference: Selector | str | None = None,
-    runs: str = "all",
-    pool: Sequence[str] = (),
-    scale_name: str | None = None,
-) -> str:
-    """The self-contained HTML report of ``grid`` (``harness report``): figures, toggleable loss
-    curves, the best-per-cell and gap tables, provenance. Written to ``output`` when given
-    (atomically); returned either way. ``runs``: the ``loss_curves`` figure's (``all`` runs of
-    each cell, or each arm's ``best``); ``scale_name``: how the page names the runs' scale
-    (``harness bench``'s ``local scale``; None: ``<scale> scale``)."""
-    from harness.analysis.present.figures.options import FigureOptions
-    from harness.analysis.present.report import ReportRequest, build_report
-    from harness.analysis.rows.selectors import as_selector
-    from harness.core.files import atomic_write_text
-
-    req = ReportRequest(
-        grids=tuple(_grid_args(grid)),
-        results=_results(results),
-        where=where,
-        scale=scale,
-        metric=metric,
-        goal=goal,
-        select_by=select_by,
-        figures=tuple(names),
-        options=FigureOptions(
-            runs=runs,
-            baseline=as_selector(baseline, "--baseline"),
-            reference=as_selector(reference, "--reference"),
-            pool=tuple(pool),
-            scale_name=scale_name,
-        ),
-    )
-    html = build_report(req)
-    if output is not None:
-        atomic_write_text(Path(output), html)
-    return html
 
 
 def text(answer: Answer, fmt: str = "table") -> str:

@@ -6,7 +6,7 @@ import html
 import re
 from pathlib import Path
 
-from harness import api
+from harness import services
 from harness.bench.derive import Derived
 from harness.bench.render import verdict_table
 from harness.bench.results import of_arms
@@ -20,7 +20,7 @@ def report_card(verdict: Verdict, derived: Derived, root: Path, scale_name: str)
     """One self-contained HTML file: the verdict, then ``harness report`` of the bench's arms
     (figures, curves, each cell's best configuration, provenance), its scale named
     ``scale_name`` (:func:`harness.bench.scale_name`: ``local scale``)."""
-    page = api.report(
+    page = services.report(
         derived.protocol.name,
         results=root,
         where=of_arms([a.label for a in derived.arms]),

@@ -17,18 +17,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from harness import api
+from harness import services
 from harness.bench.protocol import Protocol
+from harness.bench.shipped import find_protocol
 from harness.bench.space import LR, Arm, baseline_arm, candidate_arm
 from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text
 from harness.core.registry import is_file_reference
 from harness.optim.registry import canonical_name, get_spec
+
+if TYPE_CHECKING:
+    from harness.grid.load import Grid
 
 CANDIDATE_SUFFIX = " (candidate)"
 """Added to the candidate's label when a baseline has the same label."""
@@ -82,12 +86,12 @@ def slug(name: str) -> str:
 @functools.cache
 def _cached_probe(
     optimizer: str, ranges: tuple[tuple[str, tuple[float, float]], ...]
-) -> api.Probed:
-    return api.probe_optimizer(optimizer, dict(ranges))
+) -> services.Probed:
+    return services.probe_optimizer(optimizer, dict(ranges))
 
 
-def _probe(optimizer: str, ranges: Mapping[str, tuple[float, float]]) -> api.Probed:
-    """:func:`harness.api.probe_optimizer`, once per optimizer and ranges in a process."""
+def _probe(optimizer: str, ranges: Mapping[str, tuple[float, float]]) -> services.Probed:
+    """:func:`harness.services.probe_optimizer`, once per optimizer and ranges in a process."""
     return _cached_probe(optimizer, tuple(sorted(ranges.items())))
 
 
@@ -225,13 +229,48 @@ def write_grid(derived: Derived) -> Path:
     return derived.path
 
 
+def grid_of(derived: Derived, data_root: Path | None = None) -> Grid:
+    """The derived grid in memory (:func:`harness.services.expand` of its document, named by its
+    file's path): what the phases submit and the verdict plans from, the same runs as its file
+    (:func:`write_grid`, written for the user to read) but never read back from it."""
+    return services.expand(derived.document, path=derived.path, data=data_root)
+
+
+def phase_plan(derived: Derived, root: Path, data_root: Path | None) -> services.Plan:
+    """The derived grid planned as the bench's submits plan it: its own runs, then the
+    extension and confirmation runs each arm's results so far add (``extend``, ``confirm``,
+    ``per_arm``: :func:`harness.services.plan`), and which have a result."""
+    return services.plan(
+        grid_of(derived, data_root),
+        extend=True,
+        confirm=True,
+        per_arm=True,
+        results=root,
+        data=data_root,
+    )
+
+
 def preflight(derived: Derived, root: Path, data_root: Path) -> str:
     """Build every configuration of every arm and take one step on the CPU, as a submit does
-    before it queues (:func:`harness.api.preflight`): what was checked, then each
+    before it queues (:func:`harness.services.preflight`): what was checked, then each
     configuration's line.
 
     Raises:
         UserError: every configuration that failed, one line each.
     """
-    planned = api.plan(write_grid(derived), results=root, data=data_root)
-    return api.preflight(planned.grid.runs, str(derived.path))
+    write_grid(derived)
+    planned = services.plan(grid_of(derived, data_root), results=root, data=data_root)
+    return services.preflight(planned.grid.runs, str(derived.path))
+
+
+def derive_bench(
+    candidate: str,
+    *,
+    root: Path,
+    scale: str | None = None,
+    protocol: str | Path | None = None,
+    launcher: str | None = None,
+) -> Derived:
+    """The grid of ``candidate`` under a protocol (:func:`harness.bench.shipped.find_protocol`,
+    :func:`derive`)."""
+    return derive(find_protocol(scale, protocol), candidate, root, launcher)

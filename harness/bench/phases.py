@@ -1,6 +1,7 @@
 """The bench's phases, run as ordinary submits: tune (with edge extension), then confirm.
 
-The phases are :func:`harness.api.submit` of the derived grid with ``extend``, ``confirm`` and
+The phases are :func:`harness.services.submit` of the derived grid (in memory: its typed
+runs, :func:`harness.bench.derive.grid_of`) with ``extend``, ``confirm`` and
 ``per_arm``: round after round, each arm's extension, then its confirmation, planned on its own
 rows (a bench's grid is shared by every candidate benched under its protocol: each arm gets the
 protocol's rounds of extension whatever earlier candidates used, and a baseline's plan, made
@@ -23,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from harness import api
-from harness.bench.derive import Derived, write_grid
+from harness import services
+from harness.bench.derive import Derived, grid_of, phase_plan, write_grid
 from harness.bench.stages import Stage, next_stage
 from harness.bench.verdict import judge
 
@@ -70,7 +71,7 @@ class Plan:
     gpu_hours: float
     """The same in GPU-hours on ``device``."""
     device: str
-    """The device and utilisation ``gpu_hours`` assumes (:class:`harness.api.Compute`)."""
+    """The device and utilisation ``gpu_hours`` assumes (:class:`harness.services.Compute`)."""
     cpu_hours: float = 0.0
     """The same in CPU-hours on a laptop core (an estimate: :class:`harness.api.Compute`)."""
     confirm_cap: int = 0
@@ -114,9 +115,8 @@ class Plan:
 
 def plan(derived: Derived, root: Path, data_root: Path) -> Plan:
     """What the bench of ``derived`` will run, and what earlier benches already ran."""
-    planned = api.plan(
-        write_grid(derived), extend=True, confirm=True, per_arm=True, results=root, data=data_root
-    )
+    write_grid(derived)
+    planned = phase_plan(derived, root, data_root)
     grid, done = planned.grid, planned.done
     added = [r for r in planned.runs if r.extend_round or r.confirm]
     arms = []
@@ -186,11 +186,12 @@ def run(
     """Run the bench's phases (module docstring); ``out`` takes ``submit``'s report and the
     plan's lines. ``most``: the most runs still to train (:attr:`Plan.to_train_max`), for one
     ETA of every phase on each progress line (None: each batch's own only)."""
-    path = write_grid(derived)
+    write_grid(derived)  # for the user to read; the submits take the grid in memory
+    grid = grid_of(derived, data_root)
 
     def submit(stage: Stage) -> Progress:
-        done = api.submit(
-            path,
+        done = services.submit(
+            grid,
             launcher=launcher,
             wait=wait,
             extend=True,
@@ -205,7 +206,7 @@ def run(
         finished = not done.last.launched  # the last round found nothing left to train
         return Progress(finished, done.queued, done.faults, sum(r.launched for r in done.reports))
 
-    whole = api.one_progress("bench", most) if most is not None else contextlib.nullcontext()
+    whole = services.one_progress("bench", most) if most is not None else contextlib.nullcontext()
     with whole:
         got = submit(Stage())
         trained, faults = got.trained, got.faults
@@ -226,7 +227,5 @@ def _next_stage(derived: Derived, root: Path, data_root: Path) -> Stage:
     if len(derived.protocol.stages.stages) == 1:
         return Stage()
     verdict = judge(derived, root, data_root)
-    planned = api.plan(
-        derived.path, extend=True, confirm=True, per_arm=True, results=root, data=data_root
-    )
+    planned = phase_plan(derived, root, data_root)
     return next_stage(derived.protocol, verdict, [r for r in planned.runs if r.confirm])

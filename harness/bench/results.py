@@ -1,5 +1,5 @@
 """The bench's one door to the analysis: its rows, each arm's selection, its edges, all through
-:mod:`harness.api`.
+:mod:`harness.services`.
 
 The rows are exactly the runs of this bench, selected by ``run_id`` from the derived grid's plan
 (:func:`bench_run_ids`: its tuning runs, then the extension and confirmation runs its phases
@@ -7,8 +7,8 @@ planned from the results), never by arm label: a grid's folder is shared by ever
 every version of the protocol benched under its name, so rows of another protocol's seeds or of
 another file of the same name are not this bench's.
 
-The selection is the one ``submit --confirm`` made (:func:`harness.api.cells` and
-:func:`harness.api.tuned` over the tuning rows, by the grid's loss), so the verdict reports the
+The selection is the one ``submit --confirm`` made (:func:`harness.services.cells` and
+:func:`harness.services.tuned` over the tuning rows, by the grid's loss), so the verdict reports the
 configurations that were confirmed.
 """
 
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from harness import api
-from harness.bench.derive import Derived, write_grid
+from harness import services
+from harness.bench.derive import Derived, phase_plan
 from harness.core.catalogue import flat
 from harness.core.errors import UserError
 from harness.metrics.catalogue import Goal
 
 if TYPE_CHECKING:
-    from harness.api import Tuned
     from harness.core.config import RunConfig
+    from harness.services import Tuned
 
 LOSS = "val_loss"
 """The metric compared: the held-out loss at the end of the run (selection by it and by
@@ -75,14 +75,13 @@ def of_runs(run_ids: Sequence[str]) -> str:
 
 def bench_run_ids(derived: Derived, root: Path, data_root: Path | None = None) -> list[str]:
     """The run_ids of the bench of ``derived``: the derived grid's runs and the follow-ups its
-    phases plan from the results so far (:func:`harness.api.plan`, as ``harness bench`` plans
-    them; the sequential stages' confirmation runs are in its manifest once planned), of those
+    phases plan from the results so far (:func:`harness.bench.derive.phase_plan`; the
+    sequential stages' confirmation runs are in its manifest once planned), of those
     follow-ups only the ones of this protocol: an extension run on a tuning seed, a
     confirmation run on a seed of one of its stages, each of a configuration of the grid's own
     but for its lr (the grid's manifest also holds the follow-ups of every earlier version of
     the protocol benched under its name)."""
-    path = derived.path if derived.path.is_file() else write_grid(derived)
-    planned = api.plan(path, extend=True, confirm=True, per_arm=True, results=root, data=data_root)
+    planned = phase_plan(derived, root, data_root)
     own = {r.run_id for r in planned.grid.runs}
     shapes = {_shape(r) for r in planned.grid.runs}
     p = derived.protocol
@@ -108,7 +107,7 @@ def _shape(run: RunConfig) -> str:
 def load_rows(root: Path, grid: str, run_ids: Sequence[str]) -> Rows | None:
     """The rows of the runs ``run_ids`` in ``grid`` (None before the first result)."""
     try:
-        found = api.rows(grid, results=root, scale="full", where=of_runs(run_ids), metric=LOSS)
+        found = services.rows(grid, results=root, scale="full", where=of_runs(run_ids), metric=LOSS)
     except UserError:  # no result yet
         return None
     rows = found.frame
@@ -116,7 +115,7 @@ def load_rows(root: Path, grid: str, run_ids: Sequence[str]) -> Rows | None:
     tuning = rows[~confirmed]
     if tuning.empty:
         return None
-    keys, over = api.cells(tuning)  # the arm's label is a key too (a cell is one arm's)
+    keys, over = services.cells(tuning)  # the arm's label is a key too (a cell is one arm's)
     return Rows(found.metric, found.goal, tuning, rows[confirmed], ("label", *keys), tuple(over))
 
 
@@ -125,4 +124,4 @@ def selection(rows: Rows) -> Tuned:
     per cell of ``rows.keys``, with ``mean`` (tuning seeds), ``configs``, ``runs``,
     ``diverged`` and :data:`LR_EDGE` (absent when lr is not tuned);
     :meth:`~harness.api.Tuned.line` gives the lr sensitivity."""
-    return api.tuned(rows.tuning, rows.goal, keys=rows.keys, over=rows.over)
+    return services.tuned(rows.tuning, rows.goal, keys=rows.keys, over=rows.over)

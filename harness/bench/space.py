@@ -43,11 +43,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.api import Probed
 from harness.bench.protocol import ONE_MINUS, Family, LogRange, Protocol
 from harness.core.errors import UserError
 from harness.optim.registry import get_spec
 from harness.optim.spec import OptimizerSpec
+from harness.services import Probed
 
 LR = "lr"
 WEIGHT_DECAY = "weight_decay"

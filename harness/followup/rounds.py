@@ -68,7 +68,7 @@ class _Planner:
 
 
 def submit_rounds(
-    grid: str | Path,
+    grid: str | Path | Grid,
     *,
     root: Path,
     data_root: Path,
@@ -87,7 +87,8 @@ def submit_rounds(
     out: TextIO,
     err: TextIO,
 ) -> Submitted:
-    """Submit ``grid`` (:func:`harness.launch.submit.submit`, same arguments), then, with
+    """Submit ``grid`` (a file, or a grid expanded in memory: :func:`harness.launch.submit.
+    submit`, same arguments), then, with
     ``extend`` or ``confirm``, plan again once the runs have finished and submit what is added,
     until nothing is (``per_arm``: each arm planned on its own rows,
     :func:`harness.followup.planning.follow_up`; ``more``: runs added to the planned ones).

@@ -148,7 +148,26 @@ def load_grid(
         UserError: anything wrong with the file, naming the file, the key and the valid choices.
     """
     path = Path(path)
-    doc = read_yaml(path)
+    return expand_grid(read_yaml(path), path, vocab=vocab, local=local, cache=cache)
+
+
+def expand_grid(
+    doc: dict[str, Any],
+    path: Path,
+    *,
+    vocab: VocabSize,
+    local: bool = False,
+    cache: PlanCache | None = None,
+) -> Grid:
+    """Validate and expand a grid document (the mapping a grid file holds) as :func:`load_grid`
+    does the file ``path`` with that content: ``path`` names it in messages, and its folder is
+    where relative references (``./my_opt.py:MyOpt``) are found. A program that builds a grid
+    (``harness bench``) hands it over in memory so; nothing is read or written (``cache``:
+    as :func:`load_grid`'s, keyed by the bytes of ``path``: only for a document read from it).
+
+    Raises:
+        UserError: anything wrong with the document, as :func:`load_grid`.
+    """
     file = str(path)
     grammar.check_keys(doc, grammar.TOP_KEYS, file, "top level")
     check_derived_axes(doc, path)

@@ -146,7 +146,7 @@ def _renamed(root: Path, grid: Grid, with_rows: Collection[str]) -> dict[str, st
 
 
 def submit(
-    grid_path: str | Path,
+    grid_path: str | Path | Grid,
     *,
     root: Path,
     data_root: Path,
@@ -165,7 +165,8 @@ def submit(
     """Expand ``grid_path`` and launch its runs that have no result yet (see module doc).
 
     Args:
-        grid_path: the grid YAML.
+        grid_path: the grid YAML, or a grid expanded in memory
+            (:func:`harness.grid.load.expand_grid`: submitted as it is, at its scale).
         root: the results root.
         data_root: where registered datasets are prepared.
         local: apply the grid's ``local:`` overrides and use the ``local`` launcher.
@@ -195,14 +196,11 @@ def submit(
         raise UserError(f"--retry: unknown state(s) {sorted(bad)}; valid: {', '.join(STATUSES)}")
     if Status.COMPLETED in retry:
         raise UserError("--retry completed: completed runs are never run again")
-    try:
-        plans = PlanCache(root)  # saved with the manifest: a dry run writes nothing
-        grid = load_grid(grid_path, vocab=vocab_lookup(data_root), local=local, cache=plans)
-    except GridRefused as refused:  # the runs that resolved are preflighted too: one refusal
-        if not refused.runs or (dry_run and not check):
-            raise
-        found, _ = preflight_problems(refused.runs, str(grid_path))
-        raise refused.adding([f"preflight: {p}" for p in found]) from None
+    plans: PlanCache | None = None  # a grid in memory has no file to key its plan by
+    if isinstance(grid_path, Grid):
+        grid = grid_path
+    else:
+        grid, plans = _load(grid_path, root, data_root, local, preflights=check or not dry_run)
     if figure_names is not None:
         check_figures(grid, figure_names)
     profile = choose_profile(grid, local, launcher)
@@ -228,6 +226,22 @@ def submit(
         out.write(branching.plan_for(grid, profile).describe())
         return SubmitReport(grid.name, len(grid.runs), 0, 0, {})
     return _launch(grid, runner, spec, retry, stale, wait, out, plans)
+
+
+def _load(
+    path: str | Path, root: Path, data_root: Path, local: bool, *, preflights: bool
+) -> tuple[Grid, PlanCache]:
+    """The grid file ``path`` expanded (its plan cache beside it, saved with the manifest: a dry
+    run writes nothing). A refused grid's runs that resolved are preflighted too where the
+    submit would preflight them (``preflights``): one refusal says every problem."""
+    plans = PlanCache(root)
+    try:
+        return load_grid(path, vocab=vocab_lookup(data_root), local=local, cache=plans), plans
+    except GridRefused as refused:
+        if not refused.runs or not preflights:
+            raise
+        found, _ = preflight_problems(refused.runs, str(path))
+        raise refused.adding([f"preflight: {p}" for p in found]) from None
 
 
 def _with_runs(grid: Grid, extra: Sequence[RunConfig]) -> Grid:

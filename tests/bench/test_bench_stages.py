@@ -1,8 +1,9 @@
 """The sequential confirmation in the bench (issue 37): a protocol's ``seeds: stages``, the next
 stage planned for the open comparisons only (:func:`harness.bench.stages.next_stage`), and the
 phases (:func:`harness.bench.phases.run`) adding the stages' seeds until no comparison is open,
-with training simulated: ``api.submit`` is replaced by one that writes each planned run's result
-to the real store from a known loss (no training), as ``harness bench``'s submits would."""
+with training simulated: ``services.submit`` (what the phases call) is replaced by one that
+writes each planned run's result to the real store from a known loss (no training), as
+``harness bench``'s submits would."""
 
 from __future__ import annotations
 
@@ -10,14 +11,13 @@ import io
 import math
 import zlib
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 import yaml
 
-from harness import api
+from harness import api, services
 from harness.bench import derive_bench, judge
 from harness.bench.derive import Derived
 from harness.bench.phases import plan, run
@@ -27,11 +27,7 @@ from harness.bench.stages import next_stage, waiting
 from harness.bench.verdict import ArmCell, Comparison, Verdict
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
-from harness.core.provenance import provenance
-from harness.core.result import RunResult
-from harness.store.db import newest_values
-from harness.store.manifest import write_manifest
-from harness.store.rows import write_result
+from tests.simulated_bench import fake_submit
 
 PROTOCOLS = Path(__file__).resolve().parents[2] / "protocols"
 SHIFT = {(8, 4096): 0.5, (8, 8192): 0.5, (16, 4096): 0.008, (16, 8192): 0.0}
@@ -58,32 +54,6 @@ def _loss(r: RunConfig) -> float:
     own = np.random.default_rng([*cell, zlib.crc32(r.label.encode())]).normal()
     shift = 0.0 if r.label == "AdamW" else SHIFT[(r.data.batch_size, int(r.data.tokens))]
     return 5.0 + math.log10(r.optim.lr / 5.5e-3) ** 2 + shift + 0.01 * shared + 0.002 * own
-
-
-def _fake_submit(trained: list[RunConfig]) -> Any:
-    """``api.submit`` with every run 'trained' by :func:`_loss` (rounds until none is new)."""
-
-    def submit(grid: Path, *, more: Any = (), results: Path, data: Path, **_: Any) -> Any:
-        reports = []
-        for _ in range(12):
-            planned = api.plan(
-                grid, extend=True, confirm=True, per_arm=True, results=results, data=data
-            )
-            runs = {r.run_id: r for r in (*planned.runs, *more)}
-            write_manifest(results, planned.grid.name, list(runs.values()))
-            done = set(newest_values(results, planned.grid.name, ["status"]))
-            todo = [r for r in runs.values() if r.run_id not in done]
-            for r in todo:
-                metrics = {"val_loss": _loss(r)}
-                result = RunResult(status="completed", steps_done=r.data.steps, metrics=metrics)
-                write_result(results, r, result, provenance())
-            trained.extend(todo)
-            reports.append(SimpleNamespace(launched=len(todo)))
-            if not todo:
-                return SimpleNamespace(reports=reports, last=reports[-1], queued=False, faults=0)
-        raise AssertionError("the rounds did not converge")
-
-    return submit
 
 
 def test_a_protocols_stages_are_checked_and_declared_once(tmp_path: Path) -> None:
@@ -150,7 +120,7 @@ def test_the_phases_add_seeds_in_stages_to_the_open_cells_only(
     d = derive_bench("torch.optim:SGD", root=root, protocol=_protocol(tmp_path))
     assert plan(d, root, data).stages_max == 4 * 2 * 5  # every cell open to the cap
     trained: list[RunConfig] = []
-    monkeypatch.setattr(api, "submit", _fake_submit(trained))
+    monkeypatch.setattr(services, "submit", fake_submit(_loss, trained))
     out = io.StringIO()
     progress = run(d, root=root, data_root=data, launcher=None, wait=None, out=out)
     assert progress.finished and not progress.queued, out.getvalue()
@@ -174,6 +144,6 @@ def test_the_phases_add_seeds_in_stages_to_the_open_cells_only(
     assert "stopped at each stage: 2 / " in table, table
     # read again: nothing is open, nothing more to train
     again: list[RunConfig] = []
-    monkeypatch.setattr(api, "submit", _fake_submit(again))
+    monkeypatch.setattr(services, "submit", fake_submit(_loss, again))
     assert run(d, root=root, data_root=data, launcher=None, wait=None, out=io.StringIO()).finished
     assert again == []

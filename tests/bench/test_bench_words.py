@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 import harness.bench
+import harness.bench.phases
 from harness.cli import main
 from harness.core.errors import Stopped
 
@@ -19,7 +20,7 @@ def test_ctrl_c_names_the_bench_command_that_resumes_it(tmp_path: Path, monkeypa
     def stopped(*_: object, **__: object) -> None:
         raise Stopped(2, ["stopped by SIGINT:", "  3 runs checkpointed"])
 
-    monkeypatch.setattr(harness.bench, "run", stopped)
+    monkeypatch.setattr(harness.bench.phases, "run", stopped)
     root = tmp_path / "r"
     r = CliRunner().invoke(main, ["bench", "torch.optim:SGD", "--scale", "ci", "--results", root])
     assert r.exit_code == 130, r.output
@@ -33,7 +34,7 @@ def test_progress_shows_one_eta_for_every_phase_of_the_bench(tmp_path: Path, mon
     batches of the bench's rounds count toward one whole: the most runs still to train."""
     import io
 
-    from harness import api
+    from harness import services
     from harness.core.result import Status
     from harness.launch.progress import Progress
 
@@ -48,7 +49,7 @@ def test_progress_shows_one_eta_for_every_phase_of_the_bench(tmp_path: Path, mon
             lines.append(shown.line())
         raise Stopped(2, ["stopped"])  # what follows submit is not this test's
 
-    monkeypatch.setattr(api, "submit", submit)
+    monkeypatch.setattr(services, "submit", submit)
     d = harness.bench.derive_bench("torch.optim:SGD", root=tmp_path, scale="ci")
     with pytest.raises(Stopped):
         harness.bench.run(
