@@ -23,7 +23,7 @@ import yaml
 
 from harness import services
 from harness.bench.protocol import Protocol
-from harness.bench.shipped import find_protocol
+from harness.bench.shipped import find_protocol, scale_name
 from harness.bench.space import LR, Arm, baseline_arm, candidate_arm
 from harness.core import paths
 from harness.core.errors import UserError
@@ -52,6 +52,9 @@ class Derived:
     """The grid file's content."""
     path: Path
     """Where the grid file is written."""
+    scale_name: str = ""
+    """How output names the bench's scale (:func:`harness.bench.shipped.scale_name`: ``local
+    scale``, ``protocol my.yaml``); empty: the runs' own (``full scale``)."""
 
     @property
     def arms(self) -> tuple[Arm, ...]:
@@ -233,7 +236,8 @@ def grid_of(derived: Derived, data_root: Path | None = None) -> Grid:
     """The derived grid in memory (:func:`harness.services.expand` of its document, named by its
     file's path): what the phases submit and the verdict plans from, the same runs as its file
     (:func:`write_grid`, written for the user to read) but never read back from it."""
-    return services.expand(derived.document, path=derived.path, data=data_root)
+    grid = services.expand(derived.document, path=derived.path, data=data_root)
+    return dataclasses.replace(grid, scale_name=derived.scale_name or None)
 
 
 def phase_plan(derived: Derived, root: Path, data_root: Path | None) -> services.Plan:
@@ -273,4 +277,5 @@ def derive_bench(
 ) -> Derived:
     """The grid of ``candidate`` under a protocol (:func:`harness.bench.shipped.find_protocol`,
     :func:`derive`)."""
-    return derive(find_protocol(scale, protocol), candidate, root, launcher)
+    derived = derive(find_protocol(scale, protocol), candidate, root, launcher)
+    return dataclasses.replace(derived, scale_name=scale_name(scale, protocol))

@@ -49,6 +49,10 @@ class Grid:
     """The YAML file it came from."""
     scale: str
     """``full`` or ``local`` (``local:`` overrides applied)."""
+    scale_name: str | None = None
+    """How output names the scale when the runs' ``scale`` would mislead (``harness bench
+    --scale local`` submits its grid as written, ``full``: ``local scale``); None: ``<scale>
+    scale``."""
     launcher: str | None
     """The launcher profile the grid names (None: the caller decides); not checked here."""
     runs: tuple[RunConfig, ...]

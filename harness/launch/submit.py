@@ -377,7 +377,7 @@ def _launch(
         todo = [r for r in todo if r.run_id not in busy]
     skipped = len(grid.runs) - len(todo)
     out.write(
-        f"{grid.name}: {len(grid.runs)} runs planned ({grid.scale} scale); "
+        f"{grid.name}: {len(grid.runs)} runs planned ({grid.scale_name or f'{grid.scale} scale'}); "
         f"skipped {skipped} with a result or already queued; launching {len(todo)} "
         f"on '{runner.profile.name}'\n"
     )

@@ -119,3 +119,15 @@ def test_the_card_names_the_benchs_scale_not_full_scale(tmp_path: Path) -> None:
     assert describe(rows, scale_name=name).endswith("| local scale")
     assert describe(rows).endswith("| full scale")  # any other report: the rows' own scale
     assert harness.bench.scale_name(None, Path("p/my.yaml")) == "protocol my.yaml"
+
+
+def test_the_benchs_grid_names_its_scale_for_the_submit_line(tmp_path: Path) -> None:
+    """Before: a bench at --scale local printed "64 runs planned (full scale)" (the runs' scale
+    field: the grid as written) in every phase's submit line."""
+    from harness.bench.derive import grid_of
+
+    d = harness.bench.derive_bench("torch.optim:SGD", root=tmp_path, scale="local")
+    grid = grid_of(d)
+    assert grid.scale == "full" and grid.scale_name == "local scale"  # run_ids unchanged
+    mine = harness.bench.derive_bench("torch.optim:SGD", root=tmp_path, protocol=d.protocol.path)
+    assert grid_of(mine).scale_name == "protocol laptop.yaml"
