@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from harness.core import paths
 from harness.core.files import atomic_write_text, quarantine
+from harness.store.layout import grid_files
 
 if TYPE_CHECKING:  # imported where used: reading a submission record needs neither
     import duckdb
@@ -197,15 +198,19 @@ def aside(root: Path, grid: str, path: Path, cause: str) -> Path:
 
 
 def check_grid(root: Path, grid: str) -> list[Path]:
-    """Move every corrupt Parquet file of ``grid`` aside (module docstring); returns them.
+    """Move every corrupt Parquet file of ``grid`` that readers read aside (module docstring);
+    returns them. Those are the files :func:`harness.store.layout.grid_files` names (the per-run
+    files the newest generation does not cover, the newest curve of each run, the generation's
+    parts) and the manifest: a per-run file a compaction covered, kept for readers that listed
+    it before (:data:`~harness.store.layout.GRACE_S`), is read by no one after and not checked
+    (at 100,000 runs a read after new rows checked the thousand such files of the last few
+    compactions). Where a part is moved aside, the per-run files it covered are read again,
+    and checked then.
 
     Raises:
         UserError: a corrupt file cannot be moved (a read-only folder): one line naming it.
     """
     checked = Checked(root, grid)
-    rows, curves = _files(paths.runs_dir(root, grid)), _files(paths.curves_dir(root, grid))
-    compacted = _files(paths.compact_dir(root, grid))
-    checked.verify([*rows, *curves, *compacted, paths.manifest_path(root, grid)])
     moved: list[Path] = []
 
     def aside_if_corrupt(path: Path) -> bool:
@@ -215,17 +220,26 @@ def check_grid(root: Path, grid: str) -> list[Path]:
             moved.append(path)
         return fault is not None
 
-    for p in rows:
-        aside_if_corrupt(p)
-    for p in curves:
-        if aside_if_corrupt(p):
-            row = paths.run_path(root, grid, *paths.per_run_name(p))  # written with it
-            if row.exists() and row not in moved:
-                aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
-                moved.append(row)
-    lost = [p for p in compacted if aside_if_corrupt(p)]
-    if any(p.name.startswith("curves-") for p in lost):
-        moved += _rows_without_curves_aside(root, grid, checked)
+    while True:  # again after a part was moved aside: readers read what it covered then
+        before = len(moved)
+        found = grid_files(root, grid)
+        gen = found.generation
+        parts = [*(gen.runs if gen else ()), *(p for p, _ in found.curve_parts)]
+        checked.verify([*found.rows, *found.curves, *parts, paths.manifest_path(root, grid)])
+        for p in found.rows:
+            if p not in moved:
+                aside_if_corrupt(p)
+        for p in found.curves:
+            if aside_if_corrupt(p):
+                row = paths.run_path(root, grid, *paths.per_run_name(p))  # written with it
+                if row.exists() and row not in moved:
+                    aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
+                    moved.append(row)
+        lost = [p for p in parts if aside_if_corrupt(p)]
+        if any(p.name.startswith("curves-") for p in lost):
+            moved += _rows_without_curves_aside(root, grid, checked)
+        if len(moved) == before:
+            break
     check_manifest(root, grid, checked)
     checked.save()
     return moved
