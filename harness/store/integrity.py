@@ -14,11 +14,20 @@ found whole are remembered in ``<grid>/.verified.json`` by (inode, size, mtime, 
 edit in place leaves unchanged (the kernel sets ctime); later commands only ``stat`` them, about
 5 µs a file. A file not yet checked, or changed since, has its ends looked at (a complete file
 starts and ends with ``PAR1`` and its footer fits inside it) and is then read.
+
+A per-run file is whole as its writer wrote it: the writer appends its size and SHA-256 to
+``<grid>/.written`` (:mod:`harness.store.written`), and the first reader that meets it reads
+its bytes and compares them (about 0.1 ms a file) instead of decoding every page twice
+(pyarrow, then DuckDB: about 3 ms a file, 1.5 s of CPU for the 255 new rows and curves a first
+read after a sweep's last compaction met). A file whose bytes differ, or that has no line (a
+line lost to a write that raced the compaction trimming the record, an earlier harness's file),
+is read in full as before. A compaction drops the lines of the files it covered.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -28,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from harness.core import paths
 from harness.core.files import atomic_write_text, quarantine
+from harness.store import written
 from harness.store.layout import grid_files
 
 if TYPE_CHECKING:  # imported where used: reading a submission record needs neither
@@ -116,6 +126,7 @@ class Checked:
         self.now: dict[str, Stamp] = {}
         self.faults: dict[str, str] = {}
         self._prefix = len(str(self.folder)) + 1
+        self.written = written.read(root, grid)
 
     def key(self, path: Path) -> str:
         """``path`` relative to the grid's folder (its name in the record of files found whole)."""
@@ -139,7 +150,7 @@ class Checked:
                 continue  # removed meanwhile (compaction): nothing to read, nothing corrupt
             stamp = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
             key = self.key(path)
-            if self.before.get(key) == stamp:
+            if self.before.get(key) == stamp or self._as_written(key, path, st.st_size):
                 self.now[key] = stamp
             elif (fault := parquet_fault(path)) is not None:
                 self.faults[key] = fault
@@ -175,6 +186,16 @@ class Checked:
                         self.now[self.key(path)] = stamp
                     else:
                         self.faults[self.key(path)] = fault
+
+    def _as_written(self, key: str, path: Path, size: int) -> bool:
+        """Whether ``path`` holds the bytes its writer recorded (:mod:`harness.store.written`)."""
+        recorded = self.written.get(key)
+        if recorded is None or recorded[0] != size:
+            return False
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest() == recorded[1]
+        except OSError:
+            return False
 
     def mark_whole(self, path: Path) -> None:
         """Record ``path`` as whole without reading it (a file its writer made from files found

@@ -10,8 +10,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from harness.analysis.rows import frames
-from harness.analysis.rows.load import select
+from harness.analysis.rows.load import _frame, select
 from harness.analysis.testing import make_run, write_run
 
 TYPES = {
@@ -43,7 +42,7 @@ def test_every_type_with_and_without_nulls_converts_as_duckdb_does(names):
         ]
     sql = f"SELECT {', '.join(cols)} FROM range(5) t(i) ORDER BY i"
     con = duckdb.connect()
-    got, want = frames.frame(con, sql), _reference(con, sql)
+    got, want = _frame(con, sql), _reference(con, sql)
     assert list(got.dtypes.astype(str)) == list(want.dtypes.astype(str))
     pd.testing.assert_frame_equal(got, want, check_exact=True)
 

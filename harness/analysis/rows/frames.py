@@ -11,40 +11,23 @@ of another type (a list, a struct, a decimal, a date) is converted by ``.df()`` 
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Sequence
-from typing import Any
-
-import duckdb
 import pandas as pd
 import pyarrow as pa
 
-_TYPES = (
+TYPES = (
     pa.types.is_integer,
     pa.types.is_floating,
     pa.types.is_boolean,
     pa.types.is_string,
     pa.types.is_timestamp,
 )
-"""The Arrow types converted here (others: by ``.df()``)."""
-
-
-def frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
-    """The rows of ``sql`` (with ``params``) as ``con.execute(sql, params).df()`` gives them."""
-    with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
-        warnings.filterwarnings("ignore", message=".*inplace keyword.*")
-        # an execute() result (the connection may hold an unfinished one: execute replaces it);
-        # its "extra copy" of the rows costs no more than a relation's result here
-        warnings.filterwarnings("ignore", message=".*Arrow output on a DB-API result.*")
-        table = con.execute(sql, list(params)).to_arrow_table()
-        if not all(any(t(f.type) for t in _TYPES) for f in table.schema):
-            return con.execute(sql, list(params)).df()
-    return as_duckdb_frame(table)
+"""The Arrow types converted here (a result with a column of another type: by ``.df()``,
+:meth:`harness.analysis.rows.load.Selection.frame`)."""
 
 
 def as_duckdb_frame(table: pa.Table) -> pd.DataFrame:
-    """``table`` (of the types :data:`_TYPES`) as DuckDB's ``.df()`` converts its rows."""
-    out = table.to_pandas()
+    """``table`` (of the types :data:`TYPES`) as DuckDB's ``.df()`` converts its rows."""
+    out: pd.DataFrame = table.to_pandas()
     for name, column in zip(table.column_names, table.columns, strict=True):
         if column.null_count == 0:
             continue

@@ -10,12 +10,14 @@ when both are (a laptop-scale perplexity is not comparable with a full-scale one
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from harness.analysis.rows import frames, queries
 from harness.analysis.rows.gridref import resolve_grid
@@ -89,7 +91,7 @@ class Selection:
         times. Each caller gets its own copy (copy-on-write: a change to one is not seen by
         the others)."""
         if name not in self.read:
-            self.read[name] = frames.frame(self.con, self.sql(name))
+            self.read[name] = _frame(self.con, self.sql(name))
         return self.read[name].copy(deep=False)
 
     def count(self, name: str) -> int:
@@ -115,7 +117,7 @@ class Selection:
             return whole[whole["run_id"].isin(set(run_ids))].reset_index(drop=True)
         ids = sorted(set(map(str, run_ids)))
         sql = queries.render(queries.CURVES_OF, self.scale, self.where)
-        return frames.frame(self.con, sql, [ids])
+        return _frame(self.con, sql, [ids])
 
     def missing(self) -> Missing:
         """How many of the selection's planned runs (its grids' manifests, at its scale) have
@@ -133,6 +135,21 @@ class Selection:
     def columns(self) -> list[str]:
         """Columns of the ``runs`` view."""
         return [d[0] for d in self.con.execute(queries.COLUMNS).description]
+
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+    """The rows of ``sql`` (with ``params``) as ``con.execute(sql, params).df()`` gives them,
+    through Arrow (:mod:`harness.analysis.rows.frames`: 0.4 s of CPU less for the rows of
+    100,000 runs)."""
+    with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
+        warnings.filterwarnings("ignore", message=".*inplace keyword.*")
+        # an execute() result (the connection may hold an unfinished one: execute replaces it);
+        # its "extra copy" of the rows costs no more than a relation's result here
+        warnings.filterwarnings("ignore", message=".*Arrow output on a DB-API result.*")
+        table: pa.Table | None = con.execute(sql, list(params)).to_arrow_table()
+        if table is None or not all(any(t(f.type) for t in frames.TYPES) for f in table.schema):
+            return con.execute(sql, list(params)).df()
+    return frames.as_duckdb_frame(table)
 
 
 def views(

@@ -93,4 +93,4 @@ def tabled_t_quantile(confidence: float, df: np.ndarray | float) -> np.ndarray:
 
         return t_quantile(confidence, df)
     index = np.where(df > 0, df, 0).astype(int)  # NaN and df <= 0: index 0, NaN
-    return table[index]
+    return np.asarray(table[index], dtype=float)
