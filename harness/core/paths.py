@@ -354,6 +354,12 @@ def verified_path(root: Path, grid: str) -> Path:
     return grid_dir(root, grid) / ".verified.json"
 
 
+def written_path(root: Path, grid: str) -> Path:
+    """The digests of the per-run files of a grid as their writers wrote them (one line per
+    file appended: ``harness.store.integrity.record_written``)."""
+    return grid_dir(root, grid) / ".written"
+
+
 def lost_curves_path(root: Path, grid: str, name: str, n: int = 0) -> Path:
     """Where the rows of a consolidated generation (file stem ``name``) whose curves were lost
     are moved aside; ``n`` > 0 tells apart later ones of the same name."""

@@ -65,6 +65,7 @@ import pyarrow.parquet as pq
 
 from harness.core import paths
 from harness.core.files import atomic_write, locked, try_locked
+from harness.store import written
 from harness.store.arrivals import count_arrivals
 from harness.store.db import curves_select, sql_list
 from harness.store.integrity import Checked, check_grid
@@ -214,6 +215,7 @@ def compact(
         new = {"number": snap.generation, "rows": rows, "shadows": snap.shadows(), "kinds": kinds}
         parts = [*(_part_doc(p) for p in snap.kept), new]
         write_covered(root, grid, snap.generation, list(snap.covered), parts, snap.arrivals)
+        written.trim(root, grid, frozenset(snap.covered))
         removed = remove_due(root, grid)
     remove_locks(root, grid, {paths.per_run_name(p)[0] for p in snap.run_files})
     covered = len(snap.run_files) + len(snap.curve_files)

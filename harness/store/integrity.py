@@ -14,11 +14,20 @@ found whole are remembered in ``<grid>/.verified.json`` by (inode, size, mtime, 
 edit in place leaves unchanged (the kernel sets ctime); later commands only ``stat`` them, about
 5 µs a file. A file not yet checked, or changed since, has its ends looked at (a complete file
 starts and ends with ``PAR1`` and its footer fits inside it) and is then read.
+
+A per-run file is whole as its writer wrote it: the writer appends its size and SHA-256 to
+``<grid>/.written`` (:mod:`harness.store.written`), and the first reader that meets it reads
+its bytes and compares them (about 0.1 ms a file) instead of decoding every page twice
+(pyarrow, then DuckDB: about 3 ms a file, 1.5 s of CPU for the 255 new rows and curves a first
+read after a sweep's last compaction met). A file whose bytes differ, or that has no line (a
+line lost to a write that raced the compaction trimming the record, an earlier harness's file),
+is read in full as before. A compaction drops the lines of the files it covered.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -28,6 +37,8 @@ from typing import TYPE_CHECKING
 
 from harness.core import paths
 from harness.core.files import atomic_write_text, quarantine
+from harness.store import written
+from harness.store.layout import grid_files
 
 if TYPE_CHECKING:  # imported where used: reading a submission record needs neither
     import duckdb
@@ -115,6 +126,7 @@ class Checked:
         self.now: dict[str, Stamp] = {}
         self.faults: dict[str, str] = {}
         self._prefix = len(str(self.folder)) + 1
+        self.written = written.read(root, grid)
 
     def key(self, path: Path) -> str:
         """``path`` relative to the grid's folder (its name in the record of files found whole)."""
@@ -138,7 +150,7 @@ class Checked:
                 continue  # removed meanwhile (compaction): nothing to read, nothing corrupt
             stamp = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
             key = self.key(path)
-            if self.before.get(key) == stamp:
+            if self.before.get(key) == stamp or self._as_written(key, path, st.st_size):
                 self.now[key] = stamp
             elif (fault := parquet_fault(path)) is not None:
                 self.faults[key] = fault
@@ -175,6 +187,16 @@ class Checked:
                     else:
                         self.faults[self.key(path)] = fault
 
+    def _as_written(self, key: str, path: Path, size: int) -> bool:
+        """Whether ``path`` holds the bytes its writer recorded (:mod:`harness.store.written`)."""
+        recorded = self.written.get(key)
+        if recorded is None or recorded[0] != size:
+            return False
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest() == recorded[1]
+        except OSError:
+            return False
+
     def mark_whole(self, path: Path) -> None:
         """Record ``path`` as whole without reading it (a file its writer made from files found
         whole, :mod:`harness.store.compact`)."""
@@ -197,15 +219,19 @@ def aside(root: Path, grid: str, path: Path, cause: str) -> Path:
 
 
 def check_grid(root: Path, grid: str) -> list[Path]:
-    """Move every corrupt Parquet file of ``grid`` aside (module docstring); returns them.
+    """Move every corrupt Parquet file of ``grid`` that readers read aside (module docstring);
+    returns them. Those are the files :func:`harness.store.layout.grid_files` names (the per-run
+    files the newest generation does not cover, the newest curve of each run, the generation's
+    parts) and the manifest: a per-run file a compaction covered, kept for readers that listed
+    it before (:data:`~harness.store.layout.GRACE_S`), is read by no one after and not checked
+    (at 100,000 runs a read after new rows checked the thousand such files of the last few
+    compactions). Where a part is moved aside, the per-run files it covered are read again,
+    and checked then.
 
     Raises:
         UserError: a corrupt file cannot be moved (a read-only folder): one line naming it.
     """
     checked = Checked(root, grid)
-    rows, curves = _files(paths.runs_dir(root, grid)), _files(paths.curves_dir(root, grid))
-    compacted = _files(paths.compact_dir(root, grid))
-    checked.verify([*rows, *curves, *compacted, paths.manifest_path(root, grid)])
     moved: list[Path] = []
 
     def aside_if_corrupt(path: Path) -> bool:
@@ -215,17 +241,26 @@ def check_grid(root: Path, grid: str) -> list[Path]:
             moved.append(path)
         return fault is not None
 
-    for p in rows:
-        aside_if_corrupt(p)
-    for p in curves:
-        if aside_if_corrupt(p):
-            row = paths.run_path(root, grid, *paths.per_run_name(p))  # written with it
-            if row.exists() and row not in moved:
-                aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
-                moved.append(row)
-    lost = [p for p in compacted if aside_if_corrupt(p)]
-    if any(p.name.startswith("curves-") for p in lost):
-        moved += _rows_without_curves_aside(root, grid, checked)
+    while True:  # again after a part was moved aside: readers read what it covered then
+        before = len(moved)
+        found = grid_files(root, grid)
+        gen = found.generation
+        parts = [*(gen.runs if gen else ()), *(p for p, _ in found.curve_parts)]
+        checked.verify([*found.rows, *found.curves, *parts, paths.manifest_path(root, grid)])
+        for p in found.rows:
+            if p not in moved:
+                aside_if_corrupt(p)
+        for p in found.curves:
+            if aside_if_corrupt(p):
+                row = paths.run_path(root, grid, *paths.per_run_name(p))  # written with it
+                if row.exists() and row not in moved:
+                    aside(root, grid, row, f"its curve {p.name} is corrupt (the run is run again)")
+                    moved.append(row)
+        lost = [p for p in parts if aside_if_corrupt(p)]
+        if any(p.name.startswith("curves-") for p in lost):
+            moved += _rows_without_curves_aside(root, grid, checked)
+        if len(moved) == before:
+            break
     check_manifest(root, grid, checked)
     checked.save()
     return moved

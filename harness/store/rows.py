@@ -32,6 +32,7 @@ from harness.core.files import atomic_write, os_error_in, temp_name
 from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT
 from harness.core.result import CURVE_COLUMNS, RunResult
 from harness.metrics.catalogue import METRICS
+from harness.store import written
 from harness.store.layout import current_generation, loose
 from harness.store.schema import (
     OUTCOME_COLUMNS,
@@ -103,6 +104,8 @@ def write_result(
     path = paths.run_path(root, run.grid, run.run_id, _v(attempt))
     if not create_table(table, path):  # its curve was ours, so its row cannot be another's
         raise FileExistsError(errno.EEXIST, "a row of this attempt exists already", str(path))
+    curve_file = paths.curve_path(root, run.grid, run.run_id, _v(attempt))
+    written.record(root, run.grid, [curve_file, path])  # the first reader compares, no decode
     return path
 
 

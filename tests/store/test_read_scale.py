@@ -64,3 +64,39 @@ def test_the_runs_view_shows_the_newest_row_of_each_run_and_every_run_once(tmp_p
     assert got["r2"][4] == 2.0  # an older attempt loses, however late its clock
     assert got["r5"][4] == -5.0  # same attempt: the later row
     assert sum(r[4] for r in got.values()) == sum(range(1000)) - 1 - 5 + (-1.0 - 5.0)
+
+
+class _Counting:
+    """A connection that records the SQL it runs."""
+
+    def __init__(self, con, seen):
+        self.con, self.seen = con, seen
+
+    def execute(self, sql, *args):
+        self.seen.append(sql)
+        return self.con.execute(sql, *args)
+
+
+def test_status_reads_the_planned_run_ids_only_where_a_lock_or_live_file_asks(
+    tmp_path, monkeypatch
+):
+    """``status`` brought the run_ids of every planned run and every row into Python (100,000
+    of each: half a second of CPU) to tell which runs a process trains; with no lock file and
+    no live file there is none to tell, and the counts are the same."""
+    from harness.analysis.testing import make_run, write_run
+    from harness.store.manifest import write_manifest
+
+    runs = [make_run(grid="g", optimizer="sgd", lr=0.1, seed=s) for s in range(3)]
+    write_manifest(tmp_path, "g", runs)
+    for run in runs[:2]:
+        write_run(tmp_path, run, val_ppl=10.0)
+    seen: list[str] = []
+    real = status.connect
+    monkeypatch.setattr(status, "connect", lambda *a, **k: _Counting(real(*a, **k), seen))
+    got = status.grid_status(tmp_path, "g")
+    assert got.counts == {"full": {"completed": 2, "missing": 1}} and got.running == 0
+    assert not [q for q in seen if q in ("SELECT run_id FROM manifest", "SELECT run_id FROM runs")]
+    lock = paths.run_lock_path(tmp_path, "g", runs[2].run_id)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with try_locked(lock) as held:
+        assert held and status.grid_status(tmp_path, "g").running == 1

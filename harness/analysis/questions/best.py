@@ -12,7 +12,7 @@ from harness.analysis.questions.query import Query, load, tuned
 from harness.analysis.rows.arm_labels import add_methods
 from harness.analysis.rows.axes import check_columns, varying_within
 from harness.analysis.rows.conditions import METHOD_COLUMNS
-from harness.analysis.stats import ARM, METHOD, pooled
+from harness.analysis.stats import ARM, METHOD
 from harness.analysis.stats.defaults import CONFIDENCE
 
 
@@ -35,6 +35,8 @@ def answer(
     t = dataclasses.replace(t, notes=notes)
     if not pooled_variance:
         return Answer(table=t.table, notes=t.notes)
+    from harness.analysis.stats import pooled  # scipy: only for pooled intervals
+
     within = [c for c in (ARM, METHOD) if c in keys]
     table = pooled.mean_intervals(t.table, t.seeds, keys, within, CONFIDENCE)
     return Answer(table=table, notes=[*t.notes, pooled.NOTE])

@@ -29,7 +29,7 @@ from harness.analysis.rows.metric_choice import choose_metric
 from harness.analysis.rows.preparation import Prepared, prepare, require_rows
 from harness.analysis.rows.selectors import Selector, broadcast, inapplicable, label_arms
 from harness.analysis.rows.tuning import confirmed
-from harness.analysis.stats import ARM, fitted_seeds
+from harness.analysis.stats import ARM
 from harness.analysis.stats.defaults import TUNED_MODES as TUNED_MODE_CHOICES
 from harness.analysis.stats.defaults import Alternative, TunedMode
 from harness.core.errors import UserError, unknown_choice
@@ -203,6 +203,8 @@ def tuned_by(
             f"--tuned fit: {axis!r} is not tuned over here (tuned over: "
             f"{', '.join(t.over) or 'nothing'}); name the axis with --fit-axis"
         )
+    from harness.analysis.stats import fitted_seeds  # scipy: only for --tuned fit
+
     along_axis = tuned(prep, goal, [*t.keys, axis], [o for o in t.over if o != axis])
     seeds, notes = fitted_seeds(along_axis.table, along_axis.seeds, t.keys, axis, goal)
     notes.append(

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
-from harness.analysis.rows import queries
+from harness.analysis.rows import frames, queries
 from harness.analysis.rows.gridref import resolve_grid
 from harness.core import paths
 from harness.core.config import SCALES
@@ -90,9 +91,7 @@ class Selection:
         times. Each caller gets its own copy (copy-on-write: a change to one is not seen by
         the others)."""
         if name not in self.read:
-            with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
-                warnings.filterwarnings("ignore", message=".*inplace keyword.*")
-                self.read[name] = self.con.execute(self.sql(name)).df()
+            self.read[name] = _frame(self.con, self.sql(name))
         return self.read[name].copy(deep=False)
 
     def count(self, name: str) -> int:
@@ -118,9 +117,7 @@ class Selection:
             return whole[whole["run_id"].isin(set(run_ids))].reset_index(drop=True)
         ids = sorted(set(map(str, run_ids)))
         sql = queries.render(queries.CURVES_OF, self.scale, self.where)
-        with warnings.catch_warnings():  # as in :meth:`frame`
-            warnings.filterwarnings("ignore", message=".*inplace keyword.*")
-            return self.con.execute(sql, [ids]).df()
+        return _frame(self.con, sql, [ids])
 
     def missing(self) -> Missing:
         """How many of the selection's planned runs (its grids' manifests, at its scale) have
@@ -138,6 +135,21 @@ class Selection:
     def columns(self) -> list[str]:
         """Columns of the ``runs`` view."""
         return [d[0] for d in self.con.execute(queries.COLUMNS).description]
+
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
+    """The rows of ``sql`` (with ``params``) as ``con.execute(sql, params).df()`` gives them,
+    through Arrow (:mod:`harness.analysis.rows.frames`: 0.4 s of CPU less for the rows of
+    100,000 runs)."""
+    with warnings.catch_warnings():  # duckdb's own pandas conversion warns on pandas 3
+        warnings.filterwarnings("ignore", message=".*inplace keyword.*")
+        # an execute() result (the connection may hold an unfinished one: execute replaces it);
+        # its "extra copy" of the rows costs no more than a relation's result here
+        warnings.filterwarnings("ignore", message=".*Arrow output on a DB-API result.*")
+        table: pa.Table | None = con.execute(sql, list(params)).to_arrow_table()
+        if table is None or not all(any(t(f.type) for t in frames.TYPES) for f in table.schema):
+            return con.execute(sql, list(params)).df()
+    return frames.as_duckdb_frame(table)
 
 
 def views(
@@ -178,14 +190,17 @@ def select(
         raise UserError(f"no results under {root}")
     name = "+".join(names)
     con = db.connect(root, list(names))
-    chosen = _scale(con, name, scale)
+    present = dict(con.execute(queries.SCALES_PRESENT).fetchall())
+    chosen = _scale(present, name, scale)
     where = where.strip() if where and where.strip() else None
-    if where is not None:
+    if where is None:  # every row of the scale: counted already (a scan of 100,000 rows less)
+        n = present[chosen]
+    else:
         only_predicate(where)
-    try:
-        (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()  # type: ignore[misc]  # COUNT(*): one row
-    except duckdb.Error as e:
-        raise UserError(f"--where {where!r}: {db.error_text(e)}") from None
+        try:
+            (n,) = con.execute(queries.render(queries.COUNT, chosen, where)).fetchone()  # type: ignore[misc]  # COUNT(*): one row
+        except duckdb.Error as e:
+            raise UserError(f"--where {where!r}: {db.error_text(e)}") from None
     if n == 0:
         raise UserError(f"--where {where!r} matches no runs of grid {name!r} (scale {chosen})")
     return Selection(root=root, grids=names, scale=chosen, where=where, con=con)
@@ -239,8 +254,9 @@ def progress(root: Path, grid: str, leaders: int) -> Progress:
     )
 
 
-def _scale(con: duckdb.DuckDBPyConnection, grid: str, scale: str | None) -> str:
-    present = [s for s, _ in con.execute(queries.SCALES_PRESENT).fetchall()]
+def _scale(runs: dict[str, int], grid: str, scale: str | None) -> str:
+    """The scale to read, of the scales ``runs`` holds (scale -> rows: the grid's)."""
+    present = list(runs)
     if scale is not None and scale not in SCALES:
         raise UserError(f"unknown --scale {scale!r}; valid choices: {', '.join(SCALES)}")
     if not present:

@@ -105,7 +105,10 @@ def prepare(
     dropped = {
         str(s): int(n) for s, n in status[~status.isin(RESULT_STATUSES)].value_counts().items()
     }
-    rows = df[status.isin(RESULT_STATUSES)].copy()
+    # copy-on-write (pandas 3): a shallow copy, or a filtered one, is this function's own frame
+    # to add columns to; a deep copy of 100,000 rows x 120 columns cost 0.2 s of CPU twice
+    result = status.isin(RESULT_STATUSES)
+    rows = df.copy(deep=False) if bool(result.all()) else df[result]
     is_div = rows["status"] == Status.DIVERGED
     rows[VALUE] = rows[metric].astype(float).where(~is_div, worst(goal))
     missing = {metric: rows[VALUE].isna()}
@@ -122,7 +125,7 @@ def prepare(
         if mask.any():
             dropped[f"no {name!s}"] = int(mask.sum())
     keep = ~pd.concat(list(missing.values()), axis=1).any(axis=1)
-    rows = rows[keep].copy()
+    rows = rows if bool(keep.all()) else rows[keep]
     return Prepared(
         rows=rows,
         diverged=int(is_div.sum()),
@@ -143,7 +146,7 @@ def _renamed_metrics(df: pd.DataFrame) -> pd.DataFrame:
     """Rows written before a metric changed meaning read under the new names (module doc)."""
     if "source" not in df.columns:
         return df
-    df = df.copy()
+    df = df.copy(deep=False)  # copy-on-write: the caller's frame is not changed
     trained = df["source"].isna()
     for name, old in _RENAMED.items():
         if name not in df.columns:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.analysis.rows.axes import hyperparameters
 from harness.analysis.rows.edges import edge_note
-from harness.analysis.stats import CONFIDENCE, SELECT, VALUE, groups, t_quantile
+from harness.analysis.stats import CONFIDENCE, SELECT, VALUE, groups, tabled_t_quantile
 from harness.metrics.catalogue import Goal
 
 #: Statistics columns of :func:`seed_stats`, in order.
@@ -48,7 +48,8 @@ def seed_stats(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     # a mean of finite and infinite values is infinite; the std of it is undefined
     out.loc[out["n_diverged"] > 0, "std"] = np.nan
     out["two_sigma"] = 2 * out["std"]
-    half = t_quantile(CONFIDENCE, (out["n"] - 1.0).to_numpy(float)) * out["std"] / np.sqrt(out["n"])
+    dof = (out["n"] - 1.0).to_numpy(float)
+    half = tabled_t_quantile(CONFIDENCE, dof) * out["std"] / np.sqrt(out["n"])
     out["ci_low"], out["ci_high"] = out["mean"] - half, out["mean"] + half
     out = out.reset_index(drop=not keys)
     return out[[*keys, *STATS]]

@@ -105,6 +105,7 @@ _EXPORTS: dict[str, str] = {
         ),
         "intervals",
     ),
+    **dict.fromkeys(("T_QUANTILES", "tabled_t_quantile"), "t_table"),
     **dict.fromkeys(("Fit", "optimum_table", "fitted_seeds"), "optimum_fit"),
     **dict.fromkeys(("TAU_MAX", "arm_times", "ratios", "rho", "score"), "performance_profiles"),
     **dict.fromkeys(("seeds_needed", "detectable", "power_table", "variance_range"), "power"),
@@ -227,6 +228,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         compare,
         paper_test,
     )
+    from harness.analysis.stats.t_table import T_QUANTILES, tabled_t_quantile  # noqa: F401
     from harness.analysis.stats.to_target import (  # noqa: F401
         CENSORED,
         MEASURES,
