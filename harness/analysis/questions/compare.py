@@ -11,7 +11,15 @@ from harness.analysis.questions.answer import Answer
 from harness.analysis.questions.query import Query, hypothesis, resolve_alternative
 from harness.analysis.rows.direction import metric_goal
 from harness.analysis.rows.selectors import Selector
-from harness.analysis.stats import METHODS, UNEQUAL_N, pooled, significance
+from harness.analysis.stats import (
+    METHODS,
+    SPENDING,
+    UNEQUAL_N,
+    SequentialDesign,
+    pooled,
+    sequential_design,
+    significance,
+)
 from harness.analysis.stats.defaults import (
     DEFAULT_SPENDING,
     Alternative,
@@ -19,7 +27,6 @@ from harness.analysis.stats.defaults import (
     TestName,
     TunedMode,
 )
-from harness.analysis.stats.sequential import SPENDING, SequentialDesign, sequential_design
 from harness.core.errors import UserError, unknown_choice
 
 
