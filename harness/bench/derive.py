@@ -229,6 +229,10 @@ def write_grid(derived: Derived) -> Path:
     stamp = derived.path.parent / STAMP
     if not stamp.is_file():  # the first bench under this name records its protocol
         atomic_write_text(stamp, json.dumps(runs_of(derived.protocol), indent=2, sort_keys=True))
+    if derived.scale_name:  # for harness status (its runs' scale field says full)
+        root = derived.path.parents[2]  # paths.bench_grid_path: <root>/<grid>/bench/<file>
+        named = paths.scale_name_path(root, derived.protocol.name)
+        atomic_write_text(named, derived.scale_name + "\n")
     return derived.path
 
 

@@ -354,6 +354,13 @@ def verified_path(root: Path, grid: str) -> Path:
     return grid_dir(root, grid) / ".verified.json"
 
 
+def scale_name_path(root: Path, grid: str) -> Path:
+    """How the program that planned a grid names its scale where the runs' ``scale`` field
+    would mislead (``harness bench --scale local`` plans its grid as written, ``full``): one
+    line, ``local scale``; ``harness status`` shows it beside the field."""
+    return grid_dir(root, grid) / ".scale_name"
+
+
 def written_path(root: Path, grid: str) -> Path:
     """The digests of the per-run files of a grid as their writers wrote them (one line per
     file appended: ``harness.store.integrity.record_written``)."""

@@ -30,6 +30,9 @@ class GridStatus:
     their previous row, or as missing)."""
     live: tuple[Heartbeat, ...] = ()
     """Runs with a live curve (being trained, or stopped before their row): where each stands."""
+    scale_name: str = ""
+    """How the program that planned the grid names its scale (:func:`harness.core.paths.
+    scale_name_path`: ``harness bench``'s ``local scale``); empty: none recorded."""
 
 
 def grid_status(root: Path, grid: str) -> GridStatus:
@@ -58,7 +61,16 @@ def grid_status(root: Path, grid: str) -> GridStatus:
     rowed = {r for (r,) in con.execute("SELECT run_id FROM runs").fetchall()} if beats else set()
     # a live file beside a row, no process on it: left behind (its row says where the run is)
     live = tuple(h for h in beats if h.run_id in planned and (h.running or h.run_id not in rowed))
-    return GridStatus(grid, counts, [tuple(f) for f in fails], running, live)
+    named = _scale_name(root, grid)
+    return GridStatus(grid, counts, [tuple(f) for f in fails], running, live, named)
+
+
+def _scale_name(root: Path, grid: str) -> str:
+    """The grid's recorded scale name (:func:`harness.core.paths.scale_name_path`), or ""."""
+    try:
+        return paths.scale_name_path(root, grid).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _any_file(folder: Path) -> bool:
@@ -107,6 +119,8 @@ def format_status(s: GridStatus) -> str:
     """A table of counts per scale, then the failures with their reasons."""
     states = [*STATUSES, "missing"]
     lines = [f"grid {s.grid}"]
+    if s.scale_name:  # harness bench: its runs' scale field says full (the grid as written)
+        lines = [f"grid {s.grid} ({s.scale_name}; the runs' scale field: the grid as written)"]
     header = f"{'scale':8}" + "".join(f"{st:>11}" for st in [*states, "total"])
     lines.append(header)
     for scale, c in sorted(s.counts.items()):

@@ -51,6 +51,8 @@ def test_aa_no_evidence_then_sgd_worse_reusing_every_baseline_run(
     assert all(c["n_candidate"] == c["n_baseline"] == 3 for c in aa["comparisons"])
     # its submits name the bench's scale, not the runs' field (the grid as written: "full")
     assert "runs planned (ci scale)" in both and "full scale" not in both, both
+    status = CliRunner().invoke(main, ["status", "bench_ci", "--results", str(root)])
+    assert status.output.startswith("grid bench_ci (ci scale; "), status.output
     totals = {t["label"]: t for t in aa["totals"]}
     assert totals["AdamW"]["budget"] == totals["torch.optim:AdamW"]["budget"] == 3
     before = _baseline_rows(root, "bench_ci")

@@ -131,3 +131,24 @@ def test_the_benchs_grid_names_its_scale_for_the_submit_line(tmp_path: Path) -> 
     assert grid.scale == "full" and grid.scale_name == "local scale"  # run_ids unchanged
     mine = harness.bench.derive_bench("torch.optim:SGD", root=tmp_path, protocol=d.protocol.path)
     assert grid_of(mine).scale_name == "protocol laptop.yaml"
+
+
+def test_status_of_a_bench_grid_names_the_benchs_scale(tmp_path: Path) -> None:
+    """Before: `harness status bench_laptop` headed its table "grid bench_laptop" and a row
+    "full": the runs' scale field (the grid as written), with no word of the bench's scale."""
+    from collections import Counter
+
+    from harness.bench.derive import write_grid
+    from harness.core import paths
+    from harness.store.status import GridStatus, format_status
+
+    d = harness.bench.derive_bench("torch.optim:SGD", root=tmp_path, scale="local")
+    write_grid(d)
+    assert paths.scale_name_path(tmp_path, "bench_laptop").read_text() == "local scale\n"
+    counts = {"full": Counter(completed=3)}
+    text = format_status(GridStatus("bench_laptop", counts, [], 0, (), "local scale"))
+    assert text.splitlines()[0] == (
+        "grid bench_laptop (local scale; the runs' scale field: the grid as written)"
+    )
+    plain = format_status(GridStatus("g", {"full": Counter(completed=3)}, []))
+    assert plain.splitlines()[0] == "grid g"
