@@ -71,7 +71,7 @@ def verdict_table(v: Verdict, caveats: Sequence[str] = ()) -> str:
     head = (
         "cell",
         "baseline",
-        "candidate",
+        "candidate mean",
         "baseline mean",
         "difference",
         "CI (level)",

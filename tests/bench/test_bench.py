@@ -289,6 +289,12 @@ def test_verdict_no_evidence_for_equal_arms(ci_sgd) -> None:
     assert all(c.ci_low < 0 < c.ci_high for c in v.comparisons)
     assert all(0 < c.detectable < 0.2 for c in v.comparisons)  # the power line: ~3 seed sds
     assert "no evidence 4" in verdict_table(v)
+    # each mean under its own heading (before: "candidate", then "baseline mean")
+    head = next(ln for ln in verdict_table(v).splitlines() if ln.startswith("cell "))
+    assert head.split()[:6] == ["cell", "baseline", "candidate", "mean", "baseline", "mean"]
+    row = next(ln for ln in verdict_table(v).splitlines() if ln.startswith("batch_size"))
+    c = v.comparisons[0]
+    assert f"(n={c.n_candidate})" in row
 
 
 @pytest.mark.parametrize(("shift", "reading"), [(0.5, "worse"), (-0.5, "better")])
