@@ -23,15 +23,6 @@ Group = dict[str, Any]
 """A torch param group: ``params`` plus hyperparameters (``lr``, ``weight_decay``, ...)."""
 
 
-def closure_loss(closure: Callable[[], float] | None) -> float | None:
-    """The loss of ``closure`` evaluated with gradients enabled (inside an optimizer's
-    ``torch.no_grad`` step), or None without a closure."""
-    if closure is None:
-        return None
-    with torch.enable_grad():
-        return closure()
-
-
 def zeros_like(p: Tensor) -> Tensor:
     """A zero state buffer shaped, typed and laid out like ``p``."""
     return torch.zeros_like(p, memory_format=torch.preserve_format)
@@ -96,7 +87,10 @@ class ForeachOptimizer(torch.optim.Optimizer):
         Returns:
             The closure's loss, or None.
         """
-        loss = closure_loss(closure)
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             if not params:

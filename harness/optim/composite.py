@@ -14,7 +14,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from harness.optim.base import closure_loss
 from harness.optim.modes import Modal, to_train_mode
 
 
@@ -70,7 +69,10 @@ class CompositeOptimizer(torch.optim.Optimizer):
         Returns:
             The closure's loss, or None.
         """
-        loss = closure_loss(closure)
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
         for opt in self.parts.values():
             opt.step()
         return loss
