@@ -41,14 +41,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from harness.api.grids import Status, cancel, clean, compact, status
 from harness.api.sql import QUERY_FORMATS, export, query, query_text
 from harness.api.sql import QueryFormat as QueryFormat  # a type, for callers' annotations
 from harness.api.tasks import Prepared, datasets, evaluate, prepare_data, watch
 from harness.core import paths
-from harness.metrics.catalogue import DEFAULT_METRIC
 from harness.services import (
     Compute,
     Grids,
@@ -66,13 +65,17 @@ from harness.services import (
     submit,
     tuned,
 )
+from harness.services.args import SELECTING, Selecting, query_of
 from harness.services.args import grid_args as _grid_args
-from harness.services.args import results_arg as _results
 
 if TYPE_CHECKING:
+    from harness.analysis.present.figures.options import FigureOptions
     from harness.analysis.present.figures.render import Drawn, Rendered
     from harness.analysis.questions.answer import Answer
-    from harness.analysis.rows.direction import GoalChoice
+    from harness.analysis.questions.query import Query
+    from harness.analysis.questions.target_query import TargetQuery
+    from harness.analysis.rows.load import Selection
+    from harness.analysis.rows.metric_choice import MetricChoice
     from harness.analysis.rows.selectors import Selector
     from harness.bench import DEFAULT_SCALE as BENCH_DEFAULT_SCALE
     from harness.bench import SCALES as BENCH_SCALES
@@ -95,6 +98,7 @@ __all__ = [
     "Prepared",
     "Probed",
     "Rows",
+    "Selecting",
     "Status",
     "analyze",
     "bench",
@@ -167,12 +171,6 @@ def analyze(
     question: str,
     grid: Grids = None,
     *,
-    results: str | Path | None = None,
-    where: str | None = None,
-    scale: str | None = None,
-    metric: str = DEFAULT_METRIC,
-    goal: GoalChoice = "auto",
-    select_by: str | None = None,
     by: Sequence[str] = (),
     over: Sequence[str] = (),
     target: float | None = None,
@@ -183,82 +181,59 @@ def analyze(
     """Answer one ``harness analyze`` question (``best``, ``gap``, ``compare``, ...) about
     ``grid``'s results: its table and the notes a reader must see with it.
 
-    ``options`` are the question's own (``harness analyze QUESTION --help``), by keyword:
-    ``a``/``b``/``baseline``/``reference`` as ``"K=V[,K=V]"`` strings or selectors, the others
-    as values (``confidence=0.9``, ``tuned_mode="fit"``); an option not given takes its default.
-    A ``target`` question (``targets``, ``profiles``) reads ``target``/``curve`` instead of
-    ``metric``/``goal``/``select_by``/``over``. Every condition that varies (batch size, model,
-    tokens, ...) is a cell unless named in ``pool`` (``--pool``: tuned over instead).
+    ``options`` are the keywords of :class:`Selecting` (``results``, ``where``, ``scale``,
+    ``metric``, ``goal``, ``select_by``: which rows, which metric) and the question's own
+    (``harness analyze QUESTION --help``): ``a``/``b``/``baseline``/``reference`` as
+    ``"K=V[,K=V]"`` strings or selectors, the others as values (``confidence=0.9``,
+    ``tuned_mode="fit"``); an option not given takes its default. A ``target`` question
+    (``targets``, ``profiles``) reads ``target``/``curve`` instead of ``metric``/``goal``/
+    ``select_by``/``over``. Every condition that varies (batch size, model, tokens, ...) is a
+    cell unless named in ``pool`` (``--pool``: tuned over instead).
     """
-    from harness.analysis.questions.query import Query
     from harness.analysis.questions.registry import QUESTIONS
     from harness.analysis.questions.target_query import TargetQuery
 
     q = QUESTIONS[question]  # an unknown name lists the known ones
-    rows: dict[str, Any] = {
-        "grid": _grid_args(grid) or None,
-        "results": _results(results),
-        "where": where,
-        "scale": scale,
-        "pool": tuple(pool),
-    }
+    selecting: Selecting = {k: options.pop(k) for k in SELECTING if k in options}  # type: ignore[misc]  # (keys of Selecting, by construction)
+    query = query_of(grid, selecting, pool)
     if q.inputs == "target":  # by and over, where the question takes them, are its options
         given = {
             **options,
             **({"by": list(by)} if by else {}),
             **({"over": list(over)} if over else {}),
         }
-        kw = q.keywords(given)
-        return q.answerer()(TargetQuery(**rows, target=target, curve=curve), **kw)
+        q_ = query
+        rows = TargetQuery(q_.grid, target, curve, q_.results, q_.where, q_.scale, q_.pool)
+        return q.answerer()(rows, **q.keywords(given))
     if target is not None:  # a tuned question's own --target (critical-batch, speedup)
         options = {**options, "target": target}
     if curve is not None:  # and --curve (speedup)
         options = {**options, "curve": curve}
-    kw = q.keywords(options)
-    query = Query(**rows, metric=metric, goal=goal, select_by=select_by)
-    return q.answerer()(query, by=list(by), over=list(over), **kw)
+    return q.answerer()(query, by=list(by), over=list(over), **q.keywords(options))
 
 
 def _figure_request(
-    grid: Grids,
-    results: str | Path | None,
-    where: str | None,
-    scale: str | None,
-    metric: str,
-    goal: GoalChoice,
-    select_by: str | None,
+    query: Query,
     names: Sequence[str],
-    runs: str,
-    x: str | None,
-    baseline: Selector | str | None,
-    reference: Selector | str | None,
-    target: float | None,
-    curve: str | None,
-    pool: Sequence[str],
-) -> tuple[Any, Any, list[str], str, Any]:
+    options: FigureOptions,
+    timed: TargetQuery,
+) -> tuple[Selection, MetricChoice, list[str], str, FigureOptions]:
+    """The rows ``query`` selects, its metric, the figures drawn (``names``, else the grid's,
+    else the defaults) and why, and ``options`` with the target found in the rows."""
+    import dataclasses
+
     from harness.analysis.present.figures.choose import plan_figures
-    from harness.analysis.present.figures.options import FigureOptions
-    from harness.analysis.questions.target_query import TargetQuery, find_target
+    from harness.analysis.questions.target_query import find_target
     from harness.analysis.rows.conditions import check_pool
     from harness.analysis.rows.load import select
     from harness.analysis.rows.metric_choice import choose_metric
-    from harness.analysis.rows.selectors import as_selector
 
-    args = _grid_args(grid)
-    sel = select(args, results=results, scale=scale, where=where)
-    choice = choose_metric(sel.frame("runs"), metric, goal, select_by)
-    chosen, why = plan_figures(sel, args, list(names))
-    timed = find_target(TargetQuery(args, target, curve), sel.scale)
-    check_pool(sel.frame("runs"), pool)
-    options = FigureOptions(
-        runs=runs,
-        x=x,
-        baseline=as_selector(baseline, "--baseline"),
-        reference=as_selector(reference, "--reference"),
-        target=timed,
-        pool=tuple(pool),
-    )
-    return sel, choice, chosen, why, options
+    sel = select(query.grid, results=query.results, scale=query.scale, where=query.where)
+    choice = choose_metric(sel.frame("runs"), query.metric, query.goal, query.select_by)
+    chosen, why = plan_figures(sel, query.grid or [], list(names))
+    target = find_target(timed, sel.scale)
+    check_pool(sel.frame("runs"), query.pool)
+    return sel, choice, chosen, why, dataclasses.replace(options, target=target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,12 +252,6 @@ def figures(
     grid: Grids = None,
     *,
     names: Sequence[str] = (),
-    results: str | Path | None = None,
-    where: str | None = None,
-    scale: str | None = None,
-    metric: str = DEFAULT_METRIC,
-    goal: GoalChoice = "auto",
-    select_by: str | None = None,
     runs: str = "best",
     x: str | None = None,
     baseline: Selector | str | None = None,
@@ -291,30 +260,28 @@ def figures(
     curve: str | None = None,
     write: bool = True,
     pool: Sequence[str] = (),
+    **selecting: Unpack[Selecting],
 ) -> Figures:
     """Draw ``grid``'s figures (``names``, else those the grid declares, else the defaults for
     the columns that vary): into ``results/<grid>/figures/`` as PNG, PDF and a sidecar JSON each
-    (``harness figures``), or with ``write=False`` in memory only.
+    (``harness figures``), or with ``write=False`` in memory only. ``selecting``: the keywords of
+    :class:`Selecting` (which rows, which metric).
     """
+    from harness.analysis.present.figures.options import FigureOptions
     from harness.analysis.present.figures.render import draw_figures, render_figures
+    from harness.analysis.questions.target_query import TargetQuery
+    from harness.analysis.rows.selectors import as_selector
 
-    sel, choice, chosen, why, options = _figure_request(
-        grid,
-        results,
-        where,
-        scale,
-        metric,
-        goal,
-        select_by,
-        names,
-        runs,
-        x,
-        baseline,
-        reference,
-        target,
-        curve,
-        pool,
+    query = query_of(grid, selecting, pool)
+    options = FigureOptions(
+        runs=runs,
+        x=x,
+        baseline=as_selector(baseline, "--baseline"),
+        reference=as_selector(reference, "--reference"),
+        pool=query.pool,
     )
+    timed = TargetQuery(query.grid or [], target=target, curve=curve)
+    sel, choice, chosen, why, options = _figure_request(query, names, options, timed)
     notes = (*choice.notes, why)
     if not write:
         return Figures((), tuple(draw_figures(sel, chosen, choice, options)), notes)

@@ -43,44 +43,6 @@ def _stack(f: Callable[..., Any], opts: list[Decorator]) -> Callable[..., Any]:
     return f
 
 
-def _tuned_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """GRID and the options every tuned command takes."""
-    return _stack(
-        f,
-        [
-            click.argument("grid", nargs=-1),
-            where_option,
-            metric_options,
-            scale_option,
-            _FORMAT,
-            _option(BY),
-            _option(OVER),
-            pool_option,
-            results_option,
-        ],
-    )
-
-
-def _target_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """GRID, the target and the options that select rows (no --metric: the target says)."""
-    return _stack(
-        f,
-        [
-            click.argument("grid", nargs=-1),
-            target_options,
-            where_option,
-            scale_option,
-            _FORMAT,
-            pool_option,
-            results_option,
-        ],
-    )
-
-
-#: The common options of each kind of :attr:`Question.inputs`.
-_INPUTS: dict[str, Decorator] = {"tuned": _tuned_options, "target": _target_options}
-
-
 def _print(answer: Answer, fmt: str) -> None:
     text, notes = render(answer, fmt)
     click.echo(text)
@@ -128,8 +90,18 @@ def _option(opt: Option) -> Decorator:
     )
 
 
+#: The common options of each kind of :attr:`Question.inputs`, between GRID... and --pool: a
+#: tuned command's rows, metric, cells and tuned columns; a target command's target and rows
+#: (no --metric: the target says).
+_INPUTS: dict[str, list[Decorator]] = {
+    "tuned": [where_option, metric_options, scale_option, _FORMAT, _option(BY), _option(OVER)],
+    "target": [target_options, where_option, scale_option, _FORMAT],
+}
+
+
 def _command(question: Question) -> click.Command:
-    inputs = _INPUTS[question.inputs]
+    grid = click.argument("grid", nargs=-1)
+    inputs = [grid, *_INPUTS[question.inputs], pool_option, results_option]
 
     def run(**kw: Any) -> None:
         from harness import api
@@ -137,7 +109,7 @@ def _command(question: Question) -> click.Command:
         fmt = kw.pop("fmt")
         _print(api.analyze(question.name, kw.pop("grid") or None, **kw), fmt)
 
-    f = _stack(run, [inputs, *(_option(o) for o in question.options)])
+    f = _stack(run, [*inputs, *(_option(o) for o in question.options)])
     return click.command(question.name, help=f"{question.summary}\n\nExample: {question.example}")(
         f
     )

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from harness import api
 from harness.cli.options import (
     data_option,
+    exit_on_faults,
     format_option,
     launcher_option,
     results_option,
@@ -52,18 +54,7 @@ from harness.cli.options import (
 )
 @results_option
 @data_option
-def bench(
-    candidate: str,
-    protocol: Path | None,
-    scale: str | None,
-    launcher: str | None,
-    dry_run: bool,
-    wait: bool | None,
-    fmt: str,
-    html: Path | None,
-    results: Path | None,
-    data: Path | None,
-) -> None:
+def bench(candidate: str, fmt: str, **given: Any) -> None:
     """Bench CANDIDATE (an optimizer: torch.optim:SGD, pytorch_optimizer:Lion, ./my_opt.py:MyOpt)
     against the protocol's tuned baselines, and print the verdict per cell.
 
@@ -78,27 +69,10 @@ def bench(
     lost; 2 for bad input; 128 + N when stopped by signal N.
     """
     log = fmt != "table"  # with json, progress goes to stderr and stdout holds the verdict only
-    done = api.bench(
-        candidate,
-        protocol=protocol,
-        scale=scale,
-        launcher=launcher,
-        dry_run=dry_run,
-        wait=wait,
-        html=html,
-        results=results,
-        data=data,
-        out=sys.stderr if log else sys.stdout,
-    )
+    done = api.bench(candidate, out=sys.stderr if log else sys.stdout, **given)
     if done.dry_run or done.verdict is not None:
         text = done.text(fmt)
         click.echo(text if log or done.dry_run else "\n" + text)
     if done.card is not None:
         click.echo(f"wrote {done.card}", err=log)
-    if done.faults:
-        click.echo(
-            f"exit 1: {done.faults} runs failed or were lost; see 'harness status "
-            f"{done.plan.grid}' and each run's log",
-            err=True,
-        )
-        sys.exit(1)
+    exit_on_faults(done.faults, done.plan.grid)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from typing import Any
 
 import click
 import pandas as pd
@@ -12,10 +12,9 @@ from harness.analysis.present.figures import FIGURES
 from harness.analysis.present.figures.options import CURVE_RUNS
 from harness.analysis.present.table import FORMATS, render
 from harness.analysis.questions.answer import Answer
-from harness.analysis.rows.direction import GoalChoice
-from harness.analysis.rows.selectors import Selector
 from harness.cli.options import (
     arm_options,
+    choice_option,
     figure_option,
     format_option,
     metric_options,
@@ -37,13 +36,11 @@ NOTHING_DRAWN = 1
 @metric_options
 @scale_option
 @target_options
-@click.option(
+@choice_option(
     "--runs",
-    "curve_runs",
-    type=click.Choice(CURVE_RUNS),
-    default="best",
-    show_default=True,
-    help="loss_curves: each arm's tuned configuration (best), or every run of the cell (all, "
+    CURVE_RUNS,
+    "best",
+    "loss_curves: each arm's tuned configuration (best), or every run of the cell (all, "
     "spikes included).",
 )
 @click.option(
@@ -57,24 +54,7 @@ NOTHING_DRAWN = 1
 @pool_option
 @format_option(FORMATS, "table for people; csv or json for programs (notes on stderr).")
 @results_option
-def figures(
-    grid: tuple[str, ...],
-    names: tuple[str, ...],
-    where: str | None,
-    metric: str,
-    select_by: str | None,
-    goal: GoalChoice,
-    scale: str | None,
-    curve_runs: str,
-    x: str | None,
-    baseline: Selector | None,
-    reference: Selector | None,
-    target: float | None,
-    curve: str | None,
-    pool: tuple[str, ...],
-    fmt: str,
-    results: Path | None,
-) -> None:
+def figures(grid: tuple[str, ...], fmt: str, **given: Any) -> None:
     """Regenerate every figure of GRID... into results/<grid>/figures/.
 
     GRID... is one or more grid YAMLs or names (several: arms compared across grids, figures in
@@ -93,23 +73,7 @@ def figures(
     """
     from harness import api
 
-    done = api.figures(
-        grid,
-        names=names,
-        results=results,
-        where=where,
-        scale=scale,
-        metric=metric,
-        goal=goal,
-        select_by=select_by,
-        runs=curve_runs,
-        x=x,
-        baseline=baseline,
-        reference=reference,
-        target=target,
-        curve=curve,
-        pool=pool,
-    )
+    done = api.figures(grid, **given)  # every option by the keyword api.figures names it
     table = pd.DataFrame(
         [
             {

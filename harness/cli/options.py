@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,27 +17,28 @@ if TYPE_CHECKING:
     from harness.analysis.rows.selectors import Selector
 
 
-def results_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--results DIR`` (default: $HARNESS_RESULTS, then ./results)."""
-    return click.option(
-        "--results",
-        "results",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="Results root (default: $HARNESS_RESULTS, then ./results).",
-    )(f)
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+"""What a shared option is: a decorator of a command function."""
 
 
-def data_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--data DIR`` (default: $HARNESS_DATA, then the user's data home)."""
+def _folder_option(flag: str, help: str) -> Decorator:
+    """``flag DIR``: a folder (the parameter named after the flag; None when not given)."""
     return click.option(
-        "--data",
-        "data",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="Where datasets are prepared (default: $HARNESS_DATA, then "
-        "$XDG_DATA_HOME/harness/data, i.e. ~/.local/share/harness/data).",
-    )(f)
+        flag, type=click.Path(file_okay=False, path_type=Path), default=None, help=help
+    )
+
+
+results_option: Decorator = _folder_option(
+    "--results", "Results root (default: $HARNESS_RESULTS, then ./results)."
+)
+"""``--results DIR`` (default: $HARNESS_RESULTS, then ./results)."""
+
+data_option: Decorator = _folder_option(
+    "--data",
+    "Where datasets are prepared (default: $HARNESS_DATA, then "
+    "$XDG_DATA_HOME/harness/data, i.e. ~/.local/share/harness/data).",
+)
+"""``--data DIR`` (default: $HARNESS_DATA, then the user's data home)."""
 
 
 def resolve_results(value: Path | None) -> Path:
@@ -44,20 +46,36 @@ def resolve_results(value: Path | None) -> Path:
     return paths.results_root(value)
 
 
-Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
-"""What a shared option is: a decorator of a command function."""
-
-
-def format_option(choices: Iterable[str], help: str, default: str = "table") -> Decorator:
-    """``--format`` (the parameter ``fmt``): how the command prints, one of ``choices``."""
+def choice_option(
+    flag: str, choices: Iterable[str], default: str, help: str, name: str | None = None
+) -> Decorator:
+    """``flag CHOICE``: one of ``choices``, ``default`` when not given (shown in the help);
+    the parameter ``name`` (None: named after the flag)."""
     return click.option(
-        "--format",
-        "fmt",
+        flag,
+        *([name] if name else []),
         type=click.Choice(list(choices)),
         default=default,
         show_default=True,
         help=help,
     )
+
+
+def format_option(choices: Iterable[str], help: str, default: str = "table") -> Decorator:
+    """``--format`` (the parameter ``fmt``): how the command prints, one of ``choices``."""
+    return choice_option("--format", choices, default, help, name="fmt")
+
+
+def exit_on_faults(faults: int, grid: str) -> None:
+    """Exit with status 1, saying where to look, when ``faults`` runs of ``grid`` failed or
+    were lost (``submit``, ``bench``); return otherwise."""
+    if faults:
+        click.echo(
+            f"exit 1: {faults} runs failed or were lost; see 'harness status {grid}' and each "
+            "run's log",
+            err=True,
+        )
+        sys.exit(1)
 
 
 def launcher_option(default: str | None = None, help: str | None = None) -> Decorator:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from harness.analysis.present.figures import FIGURES
-from harness.analysis.rows.direction import GoalChoice
-from harness.analysis.rows.selectors import Selector
 from harness.cli.options import (
     arm_options,
     figure_option,
@@ -36,20 +35,7 @@ from harness.cli.options import (
 @arm_options
 @pool_option
 @results_option
-def report(
-    grid: tuple[str, ...],
-    output: Path,
-    names: tuple[str, ...],
-    where: str | None,
-    metric: str,
-    goal: GoalChoice,
-    select_by: str | None,
-    scale: str | None,
-    baseline: Selector | None,
-    reference: Selector | None,
-    pool: tuple[str, ...],
-    results: Path | None,
-) -> None:
+def report(grid: tuple[str, ...], output: Path, **given: Any) -> None:
     """Write one HTML file to share GRID...'s results: it opens offline, every asset inline.
 
     It holds the figures, loss curves a reader can toggle per arm, each cell's best configuration
@@ -60,18 +46,5 @@ def report(
     """
     from harness import api
 
-    html = api.report(
-        grid,
-        output=output,
-        names=names,
-        results=results,
-        where=where,
-        scale=scale,
-        metric=metric,
-        goal=goal,
-        select_by=select_by,
-        baseline=baseline,
-        reference=reference,
-        pool=pool,
-    )
+    html = api.report(grid, output=output, **given)  # every option by api.report's keyword
     click.echo(f"wrote {output} ({len(html.encode()) / 1e6:.1f} MB)")

@@ -10,7 +10,9 @@ import click
 
 from harness.api.choices import PLAN_FORMATS, STALE_CHOICES
 from harness.cli.options import (
+    choice_option,
     data_option,
+    exit_on_faults,
     format_option,
     launcher_option,
     resolve_results,
@@ -29,12 +31,11 @@ from harness.cli.options import (
     default="",
     help="Comma-separated states to run again (e.g. failed,timeout); never completed runs.",
 )
-@click.option(
+@choice_option(
     "--stale",
-    type=click.Choice(STALE_CHOICES),
-    default="refuse",
-    show_default=True,
-    help="Runs whose result was computed with other optimizer or model code, or other data, than "
+    STALE_CHOICES,
+    "refuse",
+    "Runs whose result was computed with other optimizer or model code, or other data, than "
     "today's: refuse (an error naming them), rerun them, or keep their results.",
 )
 @wait_option("Block until the runs finish (default: local runs block, SLURM returns once queued).")
@@ -133,10 +134,4 @@ def submit(
         for flag, value in (("--launcher", launcher), ("--results", results), ("--data", data)):
             again += [flag, str(value)] if value else []
         raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
-    if done.faults:
-        click.echo(
-            f"exit 1: {done.faults} runs failed or were lost; see 'harness status "
-            f"{done.last.grid}' and each run's log",
-            err=True,
-        )
-        sys.exit(1)
+    exit_on_faults(done.faults, done.last.grid)

@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
-from harness.metrics.catalogue import DEFAULT_METRIC
-from harness.services.args import Grids, grid_args, results_arg
+from harness.services.args import Grids, Selecting, query_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.analysis.rows.direction import GoalChoice
     from harness.analysis.rows.selectors import Selector
     from harness.followup.selected import Tuned as Tuned  # the type of tuned(), for callers
     from harness.metrics.catalogue import Goal
@@ -38,19 +36,10 @@ class Rows:
     """Why the metric is not the one asked for, for the reader."""
 
 
-def rows(
-    grid: Grids = None,
-    *,
-    results: str | Path | None = None,
-    where: str | None = None,
-    scale: str | None = None,
-    metric: str = DEFAULT_METRIC,
-    goal: GoalChoice = "auto",
-    select_by: str | None = None,
-) -> Rows:
+def rows(grid: Grids = None, **selecting: Unpack[Selecting]) -> Rows:
     """``grid``'s result rows (``runs`` of :func:`harness.api.connect`, newest attempt per run),
-    with the metric chosen as ``harness analyze`` chooses it (``--metric``, ``--goal``,
-    ``--select-by``) and ``value`` attached.
+    with the metric chosen as ``harness analyze`` chooses it (``selecting``: the keywords of
+    :class:`~harness.services.args.Selecting`) and ``value`` attached.
 
     Raises:
         UserError: no results (at ``scale``), a bad ``where``, a metric no run has.
@@ -59,8 +48,9 @@ def rows(
     from harness.analysis.rows.metric_choice import choose_metric
     from harness.analysis.rows.preparation import prepare
 
-    df = select(grid_args(grid), results=results, scale=scale, where=where).frame("runs")
-    c = choose_metric(df, metric, goal, select_by)
+    q = query_of(grid, selecting)
+    df = select(q.grid, results=q.results, scale=q.scale, where=q.where).frame("runs")
+    c = choose_metric(df, q.metric, q.goal, q.select_by)
     prepared = prepare(df, c.metric, c.goal, c.select_by, c.select_goal)
     return Rows(prepared.rows, c.metric, c.goal, c.select_by, c.notes)
 
@@ -96,46 +86,32 @@ def report(
     *,
     output: str | Path | None = None,
     names: Sequence[str] = (),
-    results: str | Path | None = None,
-    where: str | None = None,
-    scale: str | None = None,
-    metric: str = DEFAULT_METRIC,
-    goal: GoalChoice = "auto",
-    select_by: str | None = None,
     baseline: Selector | str | None = None,
     reference: Selector | str | None = None,
     runs: str = "all",
     pool: Sequence[str] = (),
     scale_name: str | None = None,
+    **selecting: Unpack[Selecting],
 ) -> str:
     """The self-contained HTML report of ``grid`` (``harness report``): figures, toggleable loss
     curves, the best-per-cell and gap tables, provenance. Written to ``output`` when given
     (atomically); returned either way. ``runs``: the ``loss_curves`` figure's (``all`` runs of
     each cell, or each arm's ``best``); ``scale_name``: how the page names the runs' scale
-    (``harness bench``'s ``local scale``; None: ``<scale> scale``)."""
+    (``harness bench``'s ``local scale``; None: ``<scale> scale``); ``selecting``: the keywords
+    of :class:`~harness.services.args.Selecting` (which rows, which metric)."""
     from harness.analysis.present.figures.options import FigureOptions
     from harness.analysis.present.report import ReportRequest, build_report
     from harness.analysis.rows.selectors import as_selector
     from harness.core.files import atomic_write_text
 
-    req = ReportRequest(
-        grids=tuple(grid_args(grid)),
-        results=results_arg(results),
-        where=where,
-        scale=scale,
-        metric=metric,
-        goal=goal,
-        select_by=select_by,
-        figures=tuple(names),
-        options=FigureOptions(
-            runs=runs,
-            baseline=as_selector(baseline, "--baseline"),
-            reference=as_selector(reference, "--reference"),
-            pool=tuple(pool),
-            scale_name=scale_name,
-        ),
+    options = FigureOptions(
+        runs=runs,
+        baseline=as_selector(baseline, "--baseline"),
+        reference=as_selector(reference, "--reference"),
+        pool=tuple(pool),
+        scale_name=scale_name,
     )
-    html = build_report(req)
+    html = build_report(ReportRequest(query_of(grid, selecting, pool), tuple(names), options))
     if output is not None:
         atomic_write_text(Path(output), html)
     return html

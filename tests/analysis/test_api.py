@@ -210,3 +210,28 @@ def test_an_untrained_arm_is_waited_for_not_told_to_retry(tmp_path: Path) -> Non
         "Lion: 2 tuning run(s) have no result yet: their follow-ups are planned once they finish"
     ) in lines
     assert not [line for line in lines if "--retry" in line], lines
+
+
+def test_the_row_selecting_keywords_are_declared_once_and_each_entry_point_reads_them(
+    work: Path, tmp_path: Path
+) -> None:
+    """``results``, ``where``, ``scale``, ``metric``, ``goal`` and ``select_by`` are one
+    declaration (:class:`api.Selecting`), handed on as one value: no reading entry point lists
+    them again in its signature, and each honours every one of them by keyword."""
+    keys = set(api.Selecting.__annotations__)
+    assert keys == {"results", "where", "scale", "metric", "goal", "select_by"}
+    for f in (api.rows, api.figures, api.report, api.analyze):
+        assert not keys & set(inspect.signature(f).parameters), f.__name__
+    given = {"results": work, "where": "optimizer = 'sgd'", "scale": "full"}
+    given |= {"metric": "val_loss", "goal": "max", "select_by": "val_loss"}
+    rows = api.rows("work", **given)
+    assert len(rows.frame) == 6 and set(rows.frame["optimizer"]) == {"sgd"}
+    assert (rows.metric, rows.goal, rows.select_by) == ("val_loss", "max", "val_loss")
+    best = api.analyze("best", "work", **given, by=["optimizer"]).table
+    assert best["lr"].tolist() == [0.1]  # goal max: the worst lr wins
+    (fig,) = api.figures("work", **given, names=["lr_sensitivity"], write=False).drawn
+    assert set(fig.styles) == {"sgd"}
+    html = api.report("work", **given, output=tmp_path / "r.html")
+    assert "metric val_loss (max)" in html
+    with pytest.raises(TypeError, match="selection"):
+        api.rows("work", selection=None)  # type: ignore[call-arg]

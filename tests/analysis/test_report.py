@@ -125,7 +125,9 @@ def test_report_reads_the_curves_of_the_runs_it_draws_only(report: Path, monkeyp
         Selection, "curves_of", lambda s, ids: chosen.append(set(ids)) or curves_of(s, ids)
     )
     monkeypatch.setattr(report_module, "MAX_THIN", 5)
-    req = report_module.ReportRequest(grids=("opt",), results=str(report.parent))
+    from harness.analysis.questions.query import Query
+
+    req = report_module.ReportRequest(Query(grid=["opt"], results=str(report.parent)))
     html = report_module.build_report(req)
     assert "curves" not in read  # the whole statement was never read
     thin = html.count('stroke-width="0.8"')

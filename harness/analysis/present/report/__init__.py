@@ -8,6 +8,7 @@ inline, nothing is fetched: the file opens offline, from a mail attachment or a 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import platform
@@ -24,9 +25,8 @@ from harness.analysis.present.figures.options import FigureOptions
 from harness.analysis.present.figures.render import draw_figures, every_arm, rows_sha256
 from harness.analysis.present.report import page, svg
 from harness.analysis.present.report.tables import tables
-from harness.analysis.questions import query
+from harness.analysis.questions.query import Query
 from harness.analysis.rows.conditions import check_pool
-from harness.analysis.rows.direction import GoalChoice
 from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.metric_choice import MetricChoice, choose_metric
 from harness.analysis.rows.selectors import Selector
@@ -38,20 +38,9 @@ from harness.core.provenance import git_commit
 class ReportRequest:
     """What ``harness report`` was asked."""
 
-    grids: tuple[str, ...]
-    """Grid YAMLs or names (empty: every grid in the results)."""
-    results: str | None = None
-    """Results root."""
-    where: str | None = None
-    """SQL predicate over runs."""
-    scale: str | None = None
-    """``full``, ``local`` or None (the only one present)."""
-    metric: str = "val_ppl"
-    """The analysed metric."""
-    goal: GoalChoice = "auto"
-    """``min``, ``max`` or ``auto``."""
-    select_by: str | None = None
-    """The metric that picks each cell's configuration (None: the grid's loss)."""
+    query: Query
+    """Which rows (grids, results root, predicate, scale) and which metric; its ``pool`` is
+    :attr:`options`' (the figures' and the tables')."""
     figures: tuple[str, ...] = ()
     """Figures to draw (empty: those the grid declares, else the defaults)."""
     options: FigureOptions = field(default_factory=FigureOptions)
@@ -64,22 +53,15 @@ def build_report(req: ReportRequest) -> str:
     Raises:
         UserError: as ``harness figures`` and ``harness analyze`` (unknown grid, scale, metric).
     """
-    sel = select(list(req.grids), results=req.results, scale=req.scale, where=req.where)
+    asked = req.query
+    sel = select(asked.grid, results=asked.results, scale=asked.scale, where=asked.where)
     runs = sel.frame("runs")
     check_pool(runs, req.options.pool)
-    choice = choose_metric(runs, req.metric, req.goal, req.select_by)
-    names, _ = plan_figures(sel, list(req.grids), list(req.figures))
+    choice = choose_metric(runs, asked.metric, asked.goal, asked.select_by)
+    names, _ = plan_figures(sel, asked.grid or [], list(req.figures))
     blocks = list(_figures(sel, names, req, choice))
-    q = query.Query(
-        grid=list(req.grids) or None,
-        results=req.results,
-        where=req.where,
-        scale=sel.scale,
-        metric=choice.metric,
-        goal=choice.goal,
-        select_by=req.select_by,
-        pool=req.options.pool,
-        selection=sel,
+    q = dataclasses.replace(
+        asked, scale=sel.scale, metric=choice.metric, goal=choice.goal, selection=sel
     )
     curve_points = sel.count("curves")
     drawn: dict[str, pd.DataFrame] = {}
