@@ -25,16 +25,20 @@ A protocol is a grid with more structure (``protocols/laptop.yaml`` documents ev
     candidate: {range_factor: 10, search: {}}
     verdict: {alpha: 0.05, power: 0.8, spending: obrien-fleming}
 
-Every problem is a :class:`~harness.core.errors.UserError` naming the file, the key and the
-valid choices (the CLI prints it on one line and exits with code 2).
+Each section is a frozen dataclass whose fields are its keys, each declared once with its type,
+default, check and documentation (:func:`harness.core.sections.key`, the pattern of the run
+config's fields); the valid and required keys are derived from them. Every problem is a
+:class:`~harness.core.errors.UserError` naming the file, the key and the valid choices (the CLI
+prints it on one line and exits with code 2). A key given as null takes its default.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,21 +46,8 @@ import yaml
 
 from harness.analysis.stats import DEFAULT_SPENDING, SPENDING, SequentialDesign, sequential_design
 from harness.core.errors import UserError, unknown_choice
+from harness.core.sections import integer, key, mapping, number, read, section, string, text
 
-TOP_KEYS = (
-    "name",
-    "description",
-    "launcher",
-    "base",
-    "cells",
-    "seeds",
-    "budget",
-    "weight_decay",
-    "baselines",
-    "candidate",
-    "verdict",
-)
-"""Keys of a protocol file."""
 BATCH_AXIS = "batch_size"
 """The cell axis of batch sizes (sequences per step)."""
 BUDGET_AXES = ("tokens", "model")
@@ -67,13 +58,8 @@ REQUIRED_SEARCH = ("lr", "weight_decay")
 """Keys every baseline's search space holds."""
 MIN_CONFIRM = 3
 """Fewest confirmation seeds (a verdict needs a spread on each side)."""
-BUDGET_KEYS = ("lr_points", "settings", "extend_rounds", "lr_bounds")
-CANDIDATE_KEYS = ("range_factor", "search", "schedules")
 SCHEDULE_KEYS = ("schedule", "warmup_steps", "lr_min", "decay_frac", "decay_shape")
 """Run fields a protocol's ``candidate: schedules`` may give a candidate of its own."""
-VERDICT_KEYS = ("alpha", "power", "spending")
-SEED_KEYS = ("tune", "confirm", "stages")
-FAMILY_KEYS = ("optimizer", "search")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,15 +88,53 @@ def _tidy(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-@dataclass(frozen=True, slots=True)
+def _range(value: Any, where: str) -> LogRange:
+    """``[low, high]``: a log range (0 < low <= high)."""
+    if not isinstance(value, list) or len(value) != 2:
+        raise UserError(f"{where}: expected [low, high] (a log range), got {value!r}")
+    low = number(value[0], where, low=0.0, above=True)
+    high = number(value[1], where, low=low)
+    return LogRange(low, high)
+
+
+def _search(value: Any, where: str) -> tuple[tuple[str, LogRange], ...]:
+    """Search key -> log range (``lr``, ``weight_decay``, ``1-<field>``, a hyperparameter)."""
+    out = []
+    for k, r in mapping(value, where).items():
+        name = k.removeprefix(ONE_MINUS)
+        if not name.isidentifier():
+            raise UserError(
+                f"{where}: {k!r} is not a hyperparameter name (write e.g. lr, "
+                "weight_decay, 1-beta1, eps)"
+            )
+        rng = _range(r, f"{where}: {k}")
+        if k.startswith(ONE_MINUS) and rng.high >= 1:
+            raise UserError(f"{where}: {k}: {rng.high:g} >= 1 would make {name} <= 0")
+        out.append((k, rng))
+    return tuple(out)
+
+
+def _arm_search(value: Any, where: str) -> tuple[tuple[str, LogRange], ...]:
+    """A baseline's search space: :func:`_search`, holding every key of
+    :data:`REQUIRED_SEARCH`."""
+    search = _search(value, where)
+    for k in REQUIRED_SEARCH:
+        if k not in dict(search):
+            raise UserError(
+                f"{where}: missing {k!r} (every arm searches {', '.join(REQUIRED_SEARCH)})"
+            )
+    return search
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Family:
-    """A baseline arm: an optimizer and its search space."""
+    """A baseline arm (``baselines: <label>:``): an optimizer and its search space."""
 
     label: str
-    """The arm's label (the grid's ``label``)."""
-    optimizer: str
+    """The arm's label (the grid's ``label``): the key it is declared under."""
+    optimizer: str = key(check=text)
     """The optimizer as a grid names it (``adamw``, ``torch.optim:SGD``, ``./f.py:Opt``)."""
-    search: tuple[tuple[str, LogRange], ...]
+    search: tuple[tuple[str, LogRange], ...] = key(check=_arm_search)
     """Search key -> log range: ``lr``, ``weight_decay``, ``1-<field>`` (tuned as 1 - value)
     or a plain hyperparameter name."""
 
@@ -119,19 +143,23 @@ class Family:
         return dict(self.search).get(key)
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """The tuning budget every arm gets in every cell (configurations and rounds)."""
+LR_BOUNDS = LogRange(1.0e-6, 10.0)
+"""The lrs no extension crosses, where a protocol states none."""
 
-    lr_points: int
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Budget:
+    """``budget:``: the tuning budget every arm gets in every cell (configurations, rounds)."""
+
+    lr_points: int = key(check=functools.partial(integer, low=3))
     """Learning rates per setting (>= 3, so that a best inside the range is seen as such)."""
-    settings: int
+    settings: int = key(check=functools.partial(integer, low=1))
     """Settings of the other hyperparameters per lr: the optimizer's defaults with the
     protocol's decay, the same with decay 0, then quasi-random points of the search space."""
-    extend_rounds: int
+    extend_rounds: int = key(3, check=functools.partial(integer, low=1))
     """Rounds of ``--extend`` on the lr axis (Marin re-tunes lr at every scale)."""
-    lr_bounds: LogRange
-    """No extension plans an lr outside these."""
+    lr_bounds: LogRange = key(LR_BOUNDS, check=_range)
+    """No extension plans an lr outside these (``[low, high]``)."""
 
     @property
     def configs(self) -> int:
@@ -139,16 +167,30 @@ class Budget:
         return self.lr_points * self.settings
 
 
-@dataclass(frozen=True, slots=True)
-class CandidateRules:
-    """How the candidate's search space is made."""
+def _schedules(value: Any, where: str) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
+    """Optimizer -> its own schedule fields (keys among :data:`SCHEDULE_KEYS`)."""
+    out = []
+    for name, body in mapping(value, where).items():
+        fields = mapping(body, f"{where}: {name}")
+        for k in fields:
+            if k not in SCHEDULE_KEYS:
+                raise UserError(
+                    f"{where}: {name}: unknown key {k!r}; valid keys: {', '.join(SCHEDULE_KEYS)}"
+                )
+        out.append((name, tuple(sorted(fields.items()))))
+    return tuple(out)
 
-    range_factor: float
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CandidateRules:
+    """``candidate:``: how the candidate's search space is made."""
+
+    range_factor: float = key(10.0, check=functools.partial(number, low=1.0, above=True))
     """A hyperparameter no baseline searches is searched over [default / f, default * f]
     (of 1 - default for a decay rate in [0.5, 1))."""
-    search: tuple[tuple[str, LogRange], ...]
+    search: tuple[tuple[str, LogRange], ...] = key((), check=_search)
     """Ranges that override the derived ones (same keys as a family's ``search``)."""
-    schedules: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    schedules: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = key((), check=_schedules)
     """Optimizer -> the schedule fields it runs with instead of the base's, where its authors
     say so (schedule-free: ``{schedule: constant, warmup_steps: 0}``); stated in the verdict."""
 
@@ -157,54 +199,178 @@ class CandidateRules:
         return dict(dict(self.schedules).get(optimizer, ()))
 
 
-@dataclass(frozen=True, slots=True)
-class VerdictRules:
-    """How the verdict is read."""
+def _probability(value: Any, where: str) -> float:
+    """A number in (0, 1)."""
+    p = number(value, where, low=0.0, above=True)
+    if p >= 1:
+        raise UserError(f"{where}: {p:g} >= 1; alpha and power are probabilities in (0, 1)")
+    return p
 
-    alpha: float
+
+def _spending(value: Any, where: str) -> str:
+    """One of :data:`harness.analysis.stats.SPENDING`."""
+    if value not in SPENDING:
+        raise unknown_choice("spending", value, SPENDING, where=where.rpartition(": ")[0])
+    return str(value)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VerdictRules:
+    """``verdict:``: how the verdict is read."""
+
+    alpha: float = key(0.05, check=_probability)
     """Level of the test, corrected over every cell and baseline (Holm)."""
-    power: float
+    power: float = key(0.8, check=_probability)
     """The power line reports the difference the seeds detect with this probability."""
-    spending: str = DEFAULT_SPENDING
+    spending: str = key(DEFAULT_SPENDING, check=_spending)
     """How alpha is spent over the stages of the sequential confirmation
     (:data:`harness.analysis.stats.SPENDING`)."""
 
 
-@dataclass(frozen=True, slots=True)
+def _seed_list(value: Any, where: str) -> tuple[int, ...] | int:
+    """A list of distinct integer seeds, or a count n >= 1 (seeds counted on: :class:`Seeds`)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if isinstance(value, list) and value and all(isinstance(s, int) for s in value):
+        if len(set(value)) != len(value):
+            raise UserError(f"{where}: seeds repeat: {value!r}")
+        return tuple(value)
+    raise UserError(f"{where}: expected a count >= 1 or a list of integer seeds, got {value!r}")
+
+
+def _counted(seeds: tuple[int, ...] | int, start: int) -> tuple[int, ...]:
+    """``seeds``, a count of them as seeds from ``start`` on."""
+    return tuple(range(start, start + seeds)) if isinstance(seeds, int) else seeds
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Seeds:
+    """``seeds:``: the seeds configurations are selected on and those they are reported on."""
+
+    tune: tuple[int, ...] = key(check=_seed_list)
+    """Seeds configurations are selected on (a count n: seeds 0 to n - 1)."""
+    confirm: tuple[int, ...] = key(check=_seed_list)
+    """Seeds the selected configurations are reported on first (>= 3, none a tuning seed; a
+    count n: n seeds after the largest tuning seed)."""
+    stages: tuple[int, ...] = key(())
+    """Seeds per arm at each stage of the sequential confirmation, increasing, the first the
+    number of confirmation seeds (more seeds count on from the largest); empty: one stage."""
+
+    def __post_init__(self) -> None:
+        tune = _counted(self.tune, 0)
+        confirm = _counted(self.confirm, max(tune) + 1)
+        stages = self.stages or [len(confirm)]
+        if len(confirm) < MIN_CONFIRM:
+            raise ValueError(
+                f"confirm: {len(confirm)} seed(s); a verdict needs at least {MIN_CONFIRM} "
+                "confirmation seeds"
+            )
+        if set(tune) & set(confirm):
+            raise ValueError(
+                f"confirm: seeds {sorted(set(tune) & set(confirm))} are tuning seeds too; a "
+                "configuration is reported on seeds it was not selected on"
+            )
+        if (
+            not isinstance(stages, list | tuple)
+            or not all(isinstance(n, int) and not isinstance(n, bool) for n in stages)
+            or stages[0] != len(confirm)
+            or any(b <= a for a, b in itertools.pairwise(stages))
+        ):
+            n = len(confirm)
+            raise ValueError(
+                f"stages: expected increasing seed counts per arm starting at the {n} "
+                f"confirmation seeds (e.g. [{n}, {n + 2}, {n + 5}]), got {stages!r}"
+            )
+        object.__setattr__(self, "tune", tune)
+        object.__setattr__(self, "confirm", confirm)
+        object.__setattr__(self, "stages", tuple(stages))
+
+
+def _cells(value: Any, where: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """Cell axis -> >= 2 distinct values: ``batch_size``, and ``tokens`` and/or ``model``."""
+    valid = (BATCH_AXIS, *BUDGET_AXES)
+    found = mapping(value, where)
+    for k in found:
+        if k not in valid:
+            raise UserError(f"{where}: unknown key {k!r}; valid keys: {', '.join(valid)}")
+    if BATCH_AXIS not in found:
+        raise UserError(f"{where}: missing key {BATCH_AXIS!r} (required: {BATCH_AXIS})")
+    if not any(a in found for a in BUDGET_AXES):
+        raise UserError(f"{where}: needs a budget axis, one of {', '.join(BUDGET_AXES)}")
+    out = []
+    for axis in (a for a in valid if a in found):
+        values = found[axis]
+        if not isinstance(values, list) or len(values) < 2 or len(set(map(str, values))) < 2:
+            raise UserError(
+                f"{where}: {axis}: expected a list of >= 2 distinct values (a verdict must "
+                f"hold at more than one), got {values!r}"
+            )
+        out.append((axis, tuple(values)))
+    return tuple(out)
+
+
+def _baselines(value: Any, where: str) -> tuple[Family, ...]:
+    """Label -> :class:`Family`: at least one, each of its own optimizer."""
+    found = mapping(value, where)
+    if not found:
+        raise UserError(f"{where}: at least one baseline (e.g. AdamW) is needed")
+    out = tuple(read(Family, body, f"{where}: {k}", label=k) for k, body in found.items())
+    optimizers = [b.optimizer for b in out]
+    if len(set(optimizers)) != len(optimizers):
+        raise UserError(
+            f"{where}: an optimizer appears twice ({optimizers}); each baseline is one "
+            "optimizer with its own search space"
+        )
+    return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Protocol:
-    """A loaded protocol file (module docstring)."""
+    """A loaded protocol file (module docstring): each key a field, in the file's order."""
 
     path: Path
     """The file it was read from."""
-    name: str
+    name: str = key(check=text)
     """Grid name: every candidate benched under this protocol shares its results folder."""
-    description: str
+    description: str = key("", check=string)
     """Free text."""
-    launcher: str | None
+    launcher: str | None = key(None, check=text)
     """Default launcher profile."""
-    base: Mapping[str, Any]
+    base: Mapping[str, Any] = key(check=mapping)
     """Grid base keys every run shares."""
-    cells: tuple[tuple[str, tuple[Any, ...]], ...]
+    cells: tuple[tuple[str, tuple[Any, ...]], ...] = key(check=_cells)
     """Cell axis -> values (``batch_size``, then ``tokens`` and/or ``model``)."""
-    tune_seeds: tuple[int, ...]
-    """Seeds configurations are selected on."""
-    confirm_seeds: tuple[int, ...]
-    """Seeds the selected configurations are reported on first (>= 3, none a tuning seed): the
-    first stage of :attr:`stages`."""
-    budget: Budget
+    seeds: Seeds = key(check=section(Seeds))
+    """The tuning and confirmation seeds, and the stages of the confirmation."""
+    budget: Budget = key(check=section(Budget))
     """The tuning budget of every arm."""
-    weight_decay: float
+    weight_decay: float = key(0.1, check=functools.partial(number, low=0.0))
     """The decay of the first setting of every arm."""
-    baselines: tuple[Family, ...]
+    baselines: tuple[Family, ...] = key(check=_baselines)
     """The baseline arms."""
-    candidate: CandidateRules
+    candidate: CandidateRules = key(CandidateRules(), check=section(CandidateRules))
     """How the candidate is searched."""
-    verdict: VerdictRules
+    verdict: VerdictRules = key(VerdictRules(), check=section(VerdictRules))
     """How the verdict is read."""
-    stages: SequentialDesign
+    stages: SequentialDesign = field(init=False)
     """The sequential confirmation (``seeds: stages``, ``verdict: spending``): seeds per arm
     at each stage, each stage's share of alpha; one stage of :attr:`confirm_seeds` when the
     protocol declares none."""
+
+    def __post_init__(self) -> None:
+        design = sequential_design(self.seeds.stages, self.verdict.spending)
+        object.__setattr__(self, "stages", design)
+
+    @property
+    def tune_seeds(self) -> tuple[int, ...]:
+        """Seeds configurations are selected on."""
+        return self.seeds.tune
+
+    @property
+    def confirm_seeds(self) -> tuple[int, ...]:
+        """Seeds the selected configurations are reported on first: the first stage of
+        :attr:`stages`."""
+        return self.seeds.confirm
 
     def seeds_at(self, stage: int) -> tuple[int, ...]:
         """The confirmation seeds of ``stage`` (cumulative): :attr:`confirm_seeds`, then seeds
@@ -232,218 +398,4 @@ def load_protocol(path: str | Path) -> Protocol:
         doc = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise UserError(f"{p}: invalid YAML: {getattr(e, 'problem', e)}") from None
-    f = str(p)
-    _keys(doc, TOP_KEYS, f, required=("name", "base", "cells", "seeds", "budget", "baselines"))
-    tune, confirm = _seeds(doc["seeds"], f)
-    budget = _budget(doc["budget"], f)
-    verdict = _verdict(doc.get("verdict") or {}, f)
-    return Protocol(
-        path=p,
-        name=_text(doc["name"], f"{f}: name"),
-        description=str(doc.get("description") or ""),
-        launcher=None if doc.get("launcher") is None else _text(doc["launcher"], f"{f}: launcher"),
-        base=_mapping(doc["base"], f"{f}: base"),
-        cells=_cells(doc["cells"], f),
-        tune_seeds=tune,
-        confirm_seeds=confirm,
-        budget=budget,
-        weight_decay=_number(doc.get("weight_decay", 0.1), f"{f}: weight_decay", low=0.0),
-        baselines=_baselines(doc["baselines"], f),
-        candidate=_candidate(doc.get("candidate") or {}, f),
-        verdict=verdict,
-        stages=_stages(doc["seeds"], len(confirm), verdict.spending, f),
-    )
-
-
-def _keys(
-    value: Any, valid: tuple[str, ...], where: str, required: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """``value`` as a mapping whose keys are among ``valid`` and hold ``required``."""
-    m = _mapping(value, where)
-    for k in m:
-        if k not in valid:
-            raise UserError(f"{where}: unknown key {k!r}; valid keys: {', '.join(valid)}")
-    for k in required:
-        if k not in m:
-            raise UserError(f"{where}: missing key {k!r} (required: {', '.join(required)})")
-    return m
-
-
-def _mapping(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise UserError(f"{where}: expected a mapping, got {value!r}")
-    return {str(k): v for k, v in value.items()}
-
-
-def _text(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise UserError(f"{where}: expected a non-empty string, got {value!r}")
-    return value
-
-
-def _number(value: Any, where: str, *, low: float = -math.inf, above: bool = False) -> float:
-    """A finite number >= low (> low when ``above``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise UserError(f"{where}: expected a number, got {value!r}")
-    if value < low or (above and value == low):
-        raise UserError(f"{where}: {value!r} must be {'>' if above else '>='} {low:g}")
-    return float(value)
-
-
-def _integer(value: Any, where: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise UserError(f"{where}: expected an integer >= {low}, got {value!r}")
-    return value
-
-
-def _range(value: Any, where: str) -> LogRange:
-    if not isinstance(value, list) or len(value) != 2:
-        raise UserError(f"{where}: expected [low, high] (a log range), got {value!r}")
-    low = _number(value[0], where, low=0.0, above=True)
-    high = _number(value[1], where, low=low)
-    return LogRange(low, high)
-
-
-def _cells(value: Any, f: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    valid = (BATCH_AXIS, *BUDGET_AXES)
-    m = _keys(value, valid, f"{f}: cells", required=(BATCH_AXIS,))
-    if not any(a in m for a in BUDGET_AXES):
-        raise UserError(f"{f}: cells: needs a budget axis, one of {', '.join(BUDGET_AXES)}")
-    out = []
-    for axis in valid:
-        if axis not in m:
-            continue
-        values = m[axis]
-        if not isinstance(values, list) or len(values) < 2 or len(set(map(str, values))) < 2:
-            raise UserError(
-                f"{f}: cells: {axis}: expected a list of >= 2 distinct values (a "
-                f"verdict must hold at more than one), got {values!r}"
-            )
-        out.append((axis, tuple(values)))
-    return tuple(out)
-
-
-def _seed_list(value: Any, where: str, start: int) -> tuple[int, ...]:
-    """A list of seeds, or an int n: n seeds counted on from ``start``."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return tuple(range(start, start + value))
-    if isinstance(value, list) and value and all(isinstance(s, int) for s in value):
-        if len(set(value)) != len(value):
-            raise UserError(f"{where}: seeds repeat: {value!r}")
-        return tuple(value)
-    raise UserError(f"{where}: expected a count >= 1 or a list of integer seeds, got {value!r}")
-
-
-def _seeds(value: Any, f: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    m = _keys(value, SEED_KEYS, f"{f}: seeds", required=("tune", "confirm"))
-    tune = _seed_list(m["tune"], f"{f}: seeds: tune", 0)
-    confirm = _seed_list(m["confirm"], f"{f}: seeds: confirm", max(tune) + 1)
-    if len(confirm) < MIN_CONFIRM:
-        raise UserError(
-            f"{f}: seeds: confirm: {len(confirm)} seed(s); a verdict needs at least "
-            f"{MIN_CONFIRM} confirmation seeds"
-        )
-    if set(tune) & set(confirm):
-        raise UserError(
-            f"{f}: seeds: confirm: seeds {sorted(set(tune) & set(confirm))} are "
-            "tuning seeds too; a configuration is reported on seeds it was not "
-            "selected on"
-        )
-    return tune, confirm
-
-
-def _stages(value: dict[str, Any], confirm: int, spending: str, f: str) -> SequentialDesign:
-    """``seeds: stages``: increasing seed counts per arm, the first the confirmation seeds'."""
-    stages = value.get("stages", [confirm])
-    w = f"{f}: seeds: stages"
-    if (
-        not isinstance(stages, list)
-        or not stages
-        or not all(isinstance(n, int) and not isinstance(n, bool) for n in stages)
-        or stages[0] != confirm
-        or any(b <= a for a, b in itertools.pairwise(stages))
-    ):
-        raise UserError(
-            f"{w}: expected increasing seed counts per arm starting at the {confirm} "
-            f"confirmation seeds (e.g. [{confirm}, {confirm + 2}, {confirm + 5}]), got {stages!r}"
-        )
-    return sequential_design(stages, spending)
-
-
-def _budget(value: Any, f: str) -> Budget:
-    w = f"{f}: budget"
-    m = _keys(value, BUDGET_KEYS, w, required=("lr_points", "settings"))
-    return Budget(
-        lr_points=_integer(m["lr_points"], f"{w}: lr_points", 3),
-        settings=_integer(m["settings"], f"{w}: settings", 1),
-        extend_rounds=_integer(m.get("extend_rounds", 3), f"{w}: extend_rounds", 1),
-        lr_bounds=_range(m.get("lr_bounds", [1.0e-6, 10.0]), f"{w}: lr_bounds"),
-    )
-
-
-def _search(value: Any, where: str) -> tuple[tuple[str, LogRange], ...]:
-    m = _mapping(value, where)
-    out = []
-    for key, r in m.items():
-        name = key.removeprefix(ONE_MINUS)
-        if not name.isidentifier():
-            raise UserError(
-                f"{where}: {key!r} is not a hyperparameter name (write e.g. lr, "
-                "weight_decay, 1-beta1, eps)"
-            )
-        rng = _range(r, f"{where}: {key}")
-        if key.startswith(ONE_MINUS) and rng.high >= 1:
-            raise UserError(f"{where}: {key}: {rng.high:g} >= 1 would make {name} <= 0")
-        out.append((key, rng))
-    return tuple(out)
-
-
-def _baselines(value: Any, f: str) -> tuple[Family, ...]:
-    m = _mapping(value, f"{f}: baselines")
-    if not m:
-        raise UserError(f"{f}: baselines: at least one baseline (e.g. AdamW) is needed")
-    out = []
-    for label, body in m.items():
-        w = f"{f}: baselines: {label}"
-        fam = _keys(body, FAMILY_KEYS, w, required=FAMILY_KEYS)
-        search = _search(fam["search"], f"{w}: search")
-        for key in REQUIRED_SEARCH:
-            if key not in dict(search):
-                raise UserError(
-                    f"{w}: search: missing {key!r} (every arm searches "
-                    f"{', '.join(REQUIRED_SEARCH)})"
-                )
-        out.append(Family(label, _text(fam["optimizer"], f"{w}: optimizer"), search))
-    optimizers = [b.optimizer for b in out]
-    if len(set(optimizers)) != len(optimizers):
-        raise UserError(
-            f"{f}: baselines: an optimizer appears twice ({optimizers}); each "
-            "baseline is one optimizer with its own search space"
-        )
-    return tuple(out)
-
-
-def _candidate(value: Any, f: str) -> CandidateRules:
-    m = _keys(value, CANDIDATE_KEYS, f"{f}: candidate")
-    factor = _number(
-        m.get("range_factor", 10.0), f"{f}: candidate: range_factor", low=1.0, above=True
-    )
-    schedules = []
-    for name, body in _mapping(m.get("schedules") or {}, f"{f}: candidate: schedules").items():
-        fields = _keys(body, SCHEDULE_KEYS, f"{f}: candidate: schedules: {name}")
-        schedules.append((name, tuple(sorted(fields.items()))))
-    return CandidateRules(
-        factor, _search(m.get("search") or {}, f"{f}: candidate: search"), tuple(schedules)
-    )
-
-
-def _verdict(value: Any, f: str) -> VerdictRules:
-    m = _keys(value, VERDICT_KEYS, f"{f}: verdict")
-    alpha = _number(m.get("alpha", 0.05), f"{f}: verdict: alpha", low=0.0, above=True)
-    power = _number(m.get("power", 0.8), f"{f}: verdict: power", low=0.0, above=True)
-    if alpha >= 1 or power >= 1:
-        raise UserError(f"{f}: verdict: alpha and power are probabilities in (0, 1)")
-    spending = m.get("spending", DEFAULT_SPENDING)
-    if spending not in SPENDING:
-        raise unknown_choice("spending", spending, SPENDING, where=f"{f}: verdict")
-    return VerdictRules(alpha, power, spending)
+    return read(Protocol, doc, str(p), path=p)
