@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from harness.api.grids import Status, cancel, clean, compact, status
 from harness.api.sql import QUERY_FORMATS, export, query, query_text
@@ -194,7 +194,8 @@ def analyze(
     from harness.analysis.questions.target_query import TargetQuery
 
     q = QUESTIONS[question]  # an unknown name lists the known ones
-    selecting: Selecting = {k: options.pop(k) for k in SELECTING if k in options}  # type: ignore[misc]  # (keys of Selecting, by construction)
+    given = {k: options.pop(k) for k in SELECTING if k in options}
+    selecting = cast("Selecting", given)  # (Selecting's keys, by construction)
     query = query_of(grid, selecting, pool)
     if q.inputs == "target":  # by and over, where the question takes them, are its options
         given = {

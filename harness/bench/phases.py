@@ -173,35 +173,41 @@ class Progress:
     """Runs trained (or queued) by this call."""
 
 
+@dataclass(frozen=True, slots=True)
+class Launching:
+    """How the phases' runs are launched and reported (what ``harness bench`` was given)."""
+
+    launcher: str | None
+    """A launcher profile that overrides the protocol's (None: the protocol's)."""
+    wait: bool | None
+    """Block until every phase has run (None: local runs block, SLURM returns once a phase is
+    queued)."""
+    out: TextIO
+    """Where ``submit``'s report, the plan's lines and what backends print go."""
+
+
 def run(
-    derived: Derived,
-    *,
-    root: Path,
-    data_root: Path,
-    launcher: str | None,
-    wait: bool | None,
-    out: TextIO,
-    most: int | None = None,
+    derived: Derived, how: Launching, *, root: Path, data_root: Path, most: int | None = None
 ) -> Progress:
-    """Run the bench's phases (module docstring); ``out`` takes ``submit``'s report and the
-    plan's lines. ``most``: the most runs still to train (:attr:`Plan.to_train_max`), for one
-    ETA of every phase on each progress line (None: each batch's own only)."""
+    """Run the bench's phases (module docstring), launched as ``how`` says. ``most``: the most
+    runs still to train (:attr:`Plan.to_train_max`), for one ETA of every phase on each progress
+    line (None: each batch's own only)."""
     write_grid(derived)  # for the user to read; the submits take the grid in memory
     grid = grid_of(derived, data_root)
 
     def submit(stage: Stage) -> Progress:
         done = services.submit(
             grid,
-            launcher=launcher,
-            wait=wait,
+            launcher=how.launcher,
+            wait=how.wait,
             extend=True,
             confirm=True,
             per_arm=True,
             more=stage.runs,
             results=root,
             data=data_root,
-            out=out,
-            err=out,
+            out=how.out,
+            err=how.out,
         )
         finished = not done.last.launched  # the last round found nothing left to train
         return Progress(finished, done.queued, done.faults, sum(r.launched for r in done.reports))
@@ -214,7 +220,7 @@ def run(
             stage = _next_stage(derived, root, data_root)
             if not stage.runs:
                 break
-            out.writelines(f"{derived.protocol.name}: {line}\n" for line in stage.lines)
+            how.out.writelines(f"{derived.protocol.name}: {line}\n" for line in stage.lines)
             got = submit(stage)
             trained, faults = trained + got.trained, faults + got.faults
             if not got.trained:  # the stage's runs ended without a result: nothing more to run

@@ -134,7 +134,8 @@ def bench(
         return BenchResult(derived, planned, where, preflight=preflight(derived, root, droot))
     stream = sys.stdout if out is None else out
     again = resume_command(candidate, protocol, scale, launcher, results, data, wait)
-    progress = _run_phases(derived, planned, where, root, droot, launcher, wait, stream, again)
+    how = phases.Launching(launcher, wait, stream)
+    progress = _run_phases(derived, planned, where, root, droot, how, again)
     if progress.queued:  # submit said so ("queued: run the same command again ...")
         print(f"follow with 'harness status {planned.grid}'", file=stream, flush=True)
         return BenchResult(derived, planned, where, progress=progress)
@@ -149,13 +150,12 @@ def _run_phases(
     where: str,
     root: Path,
     data_root: Path,
-    launcher: str | None,
-    wait: bool | None,
-    out: TextIO,
+    how: phases.Launching,
     again: list[str],
 ) -> Progress:
     """The phases, after the plan's opening line and the tuning runs an earlier bench left;
-    whatever a backend prints while launching goes to ``out`` too."""
+    whatever a backend prints while launching goes to ``how.out`` too."""
+    out = how.out
     print(opening_line(planned, where), file=out)
     for a in planned.arms:
         if a.tuning_done:
@@ -168,15 +168,8 @@ def _run_phases(
     to_out = contextlib.redirect_stdout(out) if out is not sys.stdout else contextlib.nullcontext()
     try:
         with to_out:
-            return phases.run(
-                derived,
-                root=root,
-                data_root=data_root,
-                launcher=launcher,
-                wait=wait,
-                out=out,
-                most=planned.to_train_max,
-            )
+            most = planned.to_train_max
+            return phases.run(derived, how, root=root, data_root=data_root, most=most)
     except Stopped as e:
         raise Stopped(e.signum, [*e.lines, f"resume with: {shlex.join(again)}"]) from None
 

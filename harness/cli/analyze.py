@@ -27,11 +27,8 @@ from harness.cli.options import (
     Decorator,
     format_option,
     metric_options,
-    pool_option,
-    results_option,
-    scale_option,
+    rows_options,
     target_options,
-    where_option,
 )
 
 _FORMAT = format_option(FORMATS, "table for people; csv or json for programs (notes on stderr).")
@@ -90,18 +87,18 @@ def _option(opt: Option) -> Decorator:
     )
 
 
-#: The common options of each kind of :attr:`Question.inputs`, between GRID... and --pool: a
-#: tuned command's rows, metric, cells and tuned columns; a target command's target and rows
-#: (no --metric: the target says).
+#: The common options of each kind of :attr:`Question.inputs`, after GRID...: a tuned command's
+#: rows, metric, cells and tuned columns; a target command's target and rows (no --metric: the
+#: target says).
 _INPUTS: dict[str, list[Decorator]] = {
-    "tuned": [where_option, metric_options, scale_option, _FORMAT, _option(BY), _option(OVER)],
-    "target": [target_options, where_option, scale_option, _FORMAT],
+    "tuned": [rows_options, metric_options, _FORMAT, _option(BY), _option(OVER)],
+    "target": [target_options, rows_options, _FORMAT],
 }
 
 
 def _command(question: Question) -> click.Command:
     grid = click.argument("grid", nargs=-1)
-    inputs = [grid, *_INPUTS[question.inputs], pool_option, results_option]
+    inputs: list[Decorator] = [grid, *_INPUTS[question.inputs]]
 
     def run(**kw: Any) -> None:
         from harness import api

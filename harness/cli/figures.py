@@ -18,11 +18,8 @@ from harness.cli.options import (
     figure_option,
     format_option,
     metric_options,
-    pool_option,
-    results_option,
-    scale_option,
+    rows_options,
     target_options,
-    where_option,
 )
 
 NOTHING_DRAWN = 1
@@ -32,9 +29,8 @@ NOTHING_DRAWN = 1
 @click.command()
 @click.argument("grid", nargs=-1)
 @figure_option(FIGURES)
-@where_option
+@rows_options
 @metric_options
-@scale_option
 @target_options
 @choice_option(
     "--runs",
@@ -51,9 +47,7 @@ NOTHING_DRAWN = 1
     "(default: the first own hyperparameter that varies, else the first tuned one).",
 )
 @arm_options
-@pool_option
 @format_option(FORMATS, "table for people; csv or json for programs (notes on stderr).")
-@results_option
 def figures(grid: tuple[str, ...], fmt: str, **given: Any) -> None:
     """Regenerate every figure of GRID... into results/<grid>/figures/.
 

@@ -134,6 +134,15 @@ def pool_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+def rows_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--where``, ``--scale``, ``--pool`` and ``--results``: which rows a command that reads
+    results takes (``api.Selecting``'s ``where``, ``scale``, ``results``, and ``pool``; the
+    metric's options are :func:`metric_options`)."""
+    for option in (results_option, pool_option, scale_option, where_option):
+        f = option(f)
+    return f
+
+
 def target_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--target VALUE`` and ``--curve COLUMN`` (the loss runs are timed to)."""
     f = click.option(

@@ -12,10 +12,7 @@ from harness.cli.options import (
     arm_options,
     figure_option,
     metric_options,
-    pool_option,
-    results_option,
-    scale_option,
-    where_option,
+    rows_options,
 )
 
 
@@ -29,12 +26,9 @@ from harness.cli.options import (
     help="The HTML file to write, e.g. report.html.",
 )
 @figure_option(FIGURES)
-@where_option
+@rows_options
 @metric_options
-@scale_option
 @arm_options
-@pool_option
-@results_option
 def report(grid: tuple[str, ...], output: Path, **given: Any) -> None:
     """Write one HTML file to share GRID...'s results: it opens offline, every asset inline.
 

@@ -121,6 +121,12 @@ class LaunchReport:
     """run_id -> status of runs that finished while the launcher waited."""
 
 
+Seen = Mapping[str, int | None]
+"""run_id -> its rows as ``submit`` saw them before deciding to train it
+(:func:`~harness.store.rows.row_mark`; None: no row): what a backend checks again, under the run
+lock, just before training."""
+
+
 class Launcher(Protocol):
     """A backend that runs planned runs somewhere (this machine, a SLURM cluster)."""
 
@@ -139,10 +145,7 @@ class Launcher(Protocol):
         ...
 
     def launch(
-        self,
-        runs: Sequence[RunConfig],
-        spec: ExecutionSpec,
-        seen: Mapping[str, int | None] | None = None,
+        self, runs: Sequence[RunConfig], spec: ExecutionSpec, seen: Seen | None = None
     ) -> Launched:
         """Hand ``runs`` (of ``spec.grid``, in its manifest) to the backend. ``seen``: each run's
         rows as ``submit`` saw them before deciding to train it

@@ -80,14 +80,13 @@ def query_of(grid: Grids, selecting: Selecting, pool: Sequence[str] = ()) -> Que
     instead of being cells); a keyword not given takes the :class:`Query` field's default."""
     from harness.analysis.questions.query import Query
 
-    given = dict(selecting)
-    unknown = sorted(set(given) - set(SELECTING))
+    unknown = sorted(set(selecting) - set(SELECTING))
     if unknown:  # a caller that bypasses the type checker: the same error as a bad keyword
         raise TypeError(f"unexpected keyword argument(s) {unknown}; valid: {', '.join(SELECTING)}")
-    results = given.pop("results", None)
+    rest = {k: v for k, v in selecting.items() if k != "results"}
     return Query(
         grid=grid_args(grid) or None,
-        results=results_arg(results),
+        results=results_arg(selecting.get("results")),
         pool=tuple(pool),
-        **given,  # type: ignore[arg-type]  # (a Selecting without results: Query's fields)
+        **rest,  # type: ignore[arg-type]  # (Selecting's other keys: Query's fields, typed alike)
     )

@@ -52,15 +52,8 @@ def test_progress_shows_one_eta_for_every_phase_of_the_bench(tmp_path: Path, mon
     monkeypatch.setattr(services, "submit", submit)
     d = harness.bench.derive_bench("torch.optim:SGD", root=tmp_path, scale="ci")
     with pytest.raises(Stopped):
-        harness.bench.run(
-            d,
-            root=tmp_path,
-            data_root=tmp_path,
-            launcher=None,
-            wait=None,
-            out=io.StringIO(),
-            most=10,
-        )
+        how = harness.bench.phases.Launching(None, None, io.StringIO())
+        harness.bench.run(d, how, root=tmp_path, data_root=tmp_path, most=10)
     assert "bench: 0 of at most 10 runs" in lines[0] and "ETA ?" in lines[0], lines
     assert "bench: 2 of at most 10 runs" in lines[1], lines
     assert "bench: 3 of at most 10 runs" in lines[3], lines

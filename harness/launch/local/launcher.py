@@ -25,14 +25,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from harness.core.config import RunConfig
 from harness.core.errors import Stopped, UserError
-from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
+from harness.launch.contract import ExecutionSpec, Launched, LaunchReport, Seen
 from harness.launch.local.settings import LocalSettings
 from harness.launch.local.slots import local_gpus, split_cores
 from harness.launch.profile import LauncherProfile
@@ -75,10 +75,7 @@ class LocalLauncher:
         return {}
 
     def launch(
-        self,
-        runs: Sequence[RunConfig],
-        spec: ExecutionSpec,
-        seen: Mapping[str, int | None] | None = None,
+        self, runs: Sequence[RunConfig], spec: ExecutionSpec, seen: Seen | None = None
     ) -> Launched:
         """Plan the batch of ``runs`` (all of one grid); ``wait`` starts and runs them. A run
         whose row changed since ``seen`` is not trained (finished elsewhere meanwhile)."""

@@ -18,7 +18,7 @@ every task is handed (the profile's values, or the ``HARNESS_*`` overrides of on
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +27,7 @@ from harness.core import paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError
 from harness.launch import branching
-from harness.launch.contract import ExecutionSpec, Launched, LaunchReport
+from harness.launch.contract import ExecutionSpec, Launched, LaunchReport, Seen
 from harness.launch.profile import LauncherProfile
 from harness.launch.slurm import arrays
 from harness.launch.slurm.limits import ClusterLimits, array_sizes, cluster_limits
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     import submitit
 
     from harness.launch.slurm.task import RunTask  # torch, via the training loop it calls
-    from harness.store.rows import RowMark
 
 DRY_RUN_SCONTROL_TIMEOUT_S = 1.0
 """Longest wait for ``scontrol show config`` in a dry run (then Slurm's defaults are assumed)."""
@@ -58,7 +57,7 @@ class Queued:
     """The accepted arrays, recorded."""
     deferred: tuple[arrays.TaskPlan, ...]
     """Tasks that did not fit under ``MaxJobCount`` (``wait`` submits them as room frees up)."""
-    seen: Mapping[str, RowMark | None]
+    seen: Seen
     """Each run's rows as ``submit`` saw them (handed to the deferred tasks too)."""
 
 
@@ -119,10 +118,7 @@ class SlurmLauncher:
 
     # --- submitting --------------------------------------------------------------------------
     def launch(
-        self,
-        runs: Sequence[RunConfig],
-        spec: ExecutionSpec,
-        seen: Mapping[str, int | None] | None = None,
+        self, runs: Sequence[RunConfig], spec: ExecutionSpec, seen: Seen | None = None
     ) -> Launched:
         """Submit ``runs`` as job arrays (what the controller has no room for is deferred).
         Each task is handed ``seen`` for its runs: it skips a run whose row changed since.
@@ -183,7 +179,7 @@ class SlurmLauncher:
         tasks: Sequence[arrays.TaskPlan],
         spec: ExecutionSpec,
         limits: ClusterLimits,
-        seen: Mapping[str, RowMark | None] | None = None,
+        seen: Seen | None = None,
     ) -> list[Submission]:
         """Submit ``tasks`` in arrays of at most ``MaxArraySize``; records each accepted array.
         ``seen``: each run's rows as ``submit`` saw them (:meth:`launch`)."""
@@ -212,7 +208,7 @@ class SlurmLauncher:
         chunk: Sequence[arrays.TaskPlan],
         spec: ExecutionSpec,
         folder: Path,
-        seen: Mapping[str, RowMark | None],
+        seen: Seen,
     ) -> Submission:
         task_spec = spec.with_threads(self.settings.cpus_per_task)
         callables = [self._task(task_spec, t, seen) for t in chunk]
@@ -228,9 +224,7 @@ class SlurmLauncher:
         write_submission(spec.results_root, spec.grid, sub)
         return sub
 
-    def _task(
-        self, spec: ExecutionSpec, plan: arrays.TaskPlan, seen: Mapping[str, RowMark | None]
-    ) -> RunTask:
+    def _task(self, spec: ExecutionSpec, plan: arrays.TaskPlan, seen: Seen) -> RunTask:
         """The callable of one array task, handed what ``submit`` saw of its runs' rows."""
         from harness.launch.slurm.task import RunTask
 
