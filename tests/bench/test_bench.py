@@ -90,6 +90,27 @@ BAD = {
     "1-beta >= 1": ({"1-beta1:": "      1-beta1: [0.02, 1.5]"}, "1-beta1: 1.5 >= 1"),
     "too few lrs": ({"lr_points:": "  lr_points: 2"}, "lr_points: expected an integer >= 3"),
     "alpha": ({"alpha:": "  alpha: 1.5"}, "probabilities in (0, 1)"),
+    # a key or value the sections' declared fields refuse (tests/bench/test_bench_protocol_fields)
+    "description not text": (
+        {"description:": "description: [a, b]"},
+        "description: expected a string, got ['a', 'b']",
+    ),
+    "unknown budget key": (
+        {"lr_points:": "  lr_point: 3"},
+        "budget: unknown key 'lr_point'; valid keys: lr_points, settings, extend_rounds, lr_bounds",
+    ),
+    "missing budget key": (
+        {"settings:": "  extend_rounds: 2"},
+        "budget: missing key 'settings' (required: lr_points, settings)",
+    ),
+    "tuning seed not an integer": (
+        {"tune:": "  tune: [0.5]"},
+        "seeds: tune: expected a count >= 1 or a list of integer seeds, got [0.5]",
+    ),
+    "optimizer not a name": (
+        {"optimizer: adamw": "    optimizer: 3"},
+        "baselines: AdamW: optimizer: expected a non-empty string, got 3",
+    ),
     "search key not taken": (
         {"1-beta2:": "      1-momentum: [0.01, 0.1]"},
         "'1-momentum' is not a hyperparameter adamw takes",

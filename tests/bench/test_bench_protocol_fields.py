@@ -13,7 +13,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import harness.bench.protocol as protocol_module
 from harness.bench import derive_bench, protocol_dirs
@@ -27,7 +26,6 @@ from harness.bench.protocol import (
     VerdictRules,
     load_protocol,
 )
-from harness.cli import main
 from harness.core.errors import UserError
 from harness.core.sections import keys
 
@@ -89,37 +87,6 @@ def _ci(tmp_path: Path, **lines: str) -> Path:
     path = tmp_path / "p.yaml"
     path.write_text(textwrap.dedent("\n".join(text) + "\n"))
     return path
-
-
-@pytest.mark.parametrize(
-    ("lines", "message"),
-    [
-        ({"description:": "description: [a, b]"}, "description: expected a string, got ['a', 'b']"),
-        ({"lr_points:": "  lr_point: 3"}, "budget: unknown key 'lr_point'; valid keys: lr_points"),
-        ({"settings:": "  extend_rounds: 2"}, "budget: missing key 'settings' (required: "),
-        ({"tune:": "  tune: [0.5]"}, "seeds: tune: expected a count >= 1 or a list of integer"),
-        ({"optimizer: adamw": "    optimizer: 3"}, "baselines: AdamW: optimizer: expected a non-"),
-    ],
-)
-def test_a_bad_key_or_value_is_one_line_naming_it_exit_2(
-    tmp_path: Path, lines: dict[str, str], message: str
-) -> None:
-    path = _ci(tmp_path, **lines)
-    with pytest.raises(UserError, match="^" + str(path)):
-        load_protocol(path)
-    r = CliRunner().invoke(
-        main,
-        [
-            "bench",
-            "torch.optim:SGD",
-            "--protocol",
-            str(path),
-            "--dry-run",
-            "--results",
-            str(tmp_path / "results"),
-        ],
-    )
-    assert r.exit_code == 2 and message in r.output and r.output.count("\n") == 1, r.output
 
 
 def test_a_key_given_as_null_takes_its_default(tmp_path: Path) -> None:
