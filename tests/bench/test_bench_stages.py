@@ -20,7 +20,7 @@ import yaml
 from harness import api, services
 from harness.bench import derive_bench, judge
 from harness.bench.derive import Derived
-from harness.bench.phases import plan, run
+from harness.bench.phases import Launching, plan, run
 from harness.bench.protocol import load_protocol
 from harness.bench.render import verdict_table
 from harness.bench.stages import next_stage, waiting
@@ -122,7 +122,7 @@ def test_the_phases_add_seeds_in_stages_to_the_open_cells_only(
     trained: list[RunConfig] = []
     monkeypatch.setattr(services, "submit", fake_submit(_loss, trained))
     out = io.StringIO()
-    progress = run(d, root=root, data_root=data, launcher=None, wait=None, out=out)
+    progress = run(d, Launching(None, None, out), root=root, data_root=data)
     assert progress.finished and not progress.queued, out.getvalue()
     v = judge(d, root, data)
     by_cell = {(c.cell["batch_size"], c.cell["tokens"]): c for c in v.comparisons}
@@ -145,5 +145,5 @@ def test_the_phases_add_seeds_in_stages_to_the_open_cells_only(
     # read again: nothing is open, nothing more to train
     again: list[RunConfig] = []
     monkeypatch.setattr(services, "submit", fake_submit(_loss, again))
-    assert run(d, root=root, data_root=data, launcher=None, wait=None, out=io.StringIO()).finished
+    assert run(d, Launching(None, None, io.StringIO()), root=root, data_root=data).finished
     assert again == []
