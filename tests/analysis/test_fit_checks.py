@@ -157,3 +157,30 @@ def test_speedup_fit_check_flags_a_curve_that_is_not_a_power_law():
         assert good["ci_low"] <= good["ratio"] <= good["ci_high"]
         false_alarms += good["fit_check"] != OK
     assert flagged >= 9 and false_alarms <= 3
+
+
+def test_ratio_accepts_is_membership_in_fiellers_set_bounded_or_not():
+    """Against the closed form at equal seed counts: theta is in the set where
+    (num - theta den)^2 <= t^2 var(num - theta den), t the 97.5 % quantile at the
+    Welch-Satterthwaite df of var(num - theta den) (each term 2 df). Where ratio_interval says
+    (-inf, inf) the test still rejects some values (the gap between two rays)."""
+    from harness.analysis.stats.intervals import ratio_accepts, ratio_interval
+
+    rng = np.random.default_rng(4)
+    gaps = 0
+    for _ in range(200):
+        c, e = rng.normal(size=3), rng.normal(size=3)
+        var = rng.uniform(0.05, 1.0, size=3)
+        m = rng.normal(size=3)
+        num, den = float(c @ m), float(e @ m)
+        parts = [(c[j], e[j], var[j], 2.0) for j in range(3)]
+        lo, _ = ratio_interval(num, den, parts, 0.95)
+        for theta in np.linspace(-20, 20, 81):
+            w = (c - theta * e) ** 2 * var
+            t = stats.t.ppf(0.975, w.sum() ** 2 / (w**2 / 2).sum())
+            closed = (num - theta * den) ** 2 <= t**2 * w.sum()
+            assert ratio_accepts(num, den, parts, float(theta), 0.95) == closed
+        gaps += not np.isfinite(lo) and not all(
+            ratio_accepts(num, den, parts, float(t), 0.95) for t in np.linspace(-20, 20, 81)
+        )
+    assert gaps > 0  # some unbounded sets are two rays: their gap is rejected

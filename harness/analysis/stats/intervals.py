@@ -227,6 +227,28 @@ def ratio_interval(
     return bounds[0], bounds[1]
 
 
+def ratio_accepts(
+    num: float,
+    den: float,
+    parts: Sequence[tuple[Values, Values, Values, Values]],
+    theta: float,
+    confidence: float,
+) -> bool:
+    """Whether the test that :func:`ratio_interval` inverts accepts ``num / den = theta``:
+    (num - theta den)^2 <= q var(num - theta den), q the squared two-sided quantile at
+    ``confidence`` (Welch-Satterthwaite's, Banerjee's at unequal df) taken at theta itself.
+
+    This is membership in Fieller's confidence set as it is, also where the set is unbounded
+    (the denominator not significantly nonzero): there it is about two rays or the whole line,
+    which :func:`ratio_interval` reports as (-inf, inf); here the values between the rays, which
+    the data do reject, stay rejected. The quantile's df moves with theta, so the set need not
+    be an interval: test the values you need. ``parts`` as in :func:`ratio_interval`.
+    """
+    terms = [(c - theta * e) ** 2 * v for c, e, v, _ in parts]
+    q = float(welch_quantile(terms, [d for *_, d in parts], confidence)) ** 2
+    return bool((num - theta * den) ** 2 <= q * float(sum(terms)))
+
+
 #: Most fixed-point steps per bound of :func:`ratio_interval` (it converges in a handful).
 FIELLER_ITERATIONS = 50
 

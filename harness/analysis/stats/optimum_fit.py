@@ -15,6 +15,15 @@ whose interval is Welch's (t quantiles, Welch-Satterthwaite df). A fit without a
 maximum for a higher-is-better metric) has no optimum; an optimum outside the searched values is
 flagged, as is an interval that reaches beyond them.
 
+The window check (:func:`_window_check`) refits over a sub-window of the main one: the three
+points around the best, or where those do not bound the optimum within their noise, the four
+nearer the best. A bounded sub-window's interval is spanned (the reported interval covers both:
+model error between windows) and a disjoint one flagged ``window-sensitive``; an unbounded one
+is still a test, flagged where it rejects the whole main interval, and what it accepts within
+the main window is spanned. ``fit_check`` also carries the
+main fit's lack-of-fit F test. On a correctly specified quadratic about 6 % of cells carry a flag
+(``docs/statistics.md``, "The optimum's window check").
+
 :func:`fitted_seeds` gives each seed's value at the fitted optimum (the seed's own quadratic
 through the same points, evaluated at u*): the values ``--tuned fit`` hands to ``gap``,
 ``compare`` and ``crossover``. Their mean is m*.
@@ -32,11 +41,15 @@ from harness.analysis.stats.cells import groups, iter_cells
 from harness.analysis.stats.defaults import CONFIDENCE
 from harness.analysis.stats.fit_check import OK, approximately_best, intervals_disjoint, lack_of_fit
 from harness.analysis.stats.frame import VALUE
-from harness.analysis.stats.intervals import linear_interval, ratio_interval
+from harness.analysis.stats.intervals import linear_interval, ratio_accepts, ratio_interval
 from harness.metrics.catalogue import Goal
 
 #: Finite neighbours of the best grid point on each side used by the fit.
 WINDOW = 2
+#: Points across the main window's range, and as many across the main fit's optimum interval
+#: (ends included, evenly spaced in log axis), at which a sub-window's unbounded confidence set
+#: is tested (:func:`_accepted`).
+TESTED_POINTS = 17
 #: Output columns after the cell columns.
 COLUMNS = (
     "grid_best",
@@ -115,44 +128,133 @@ def local_window(means: np.ndarray, sign: float) -> np.ndarray:
     return finite[start : start + 3]
 
 
+def _parts(f: Fit, var: np.ndarray, n: np.ndarray) -> list[tuple[float, float, float, float]]:
+    """Fieller's parts of u* - u_bar = -c1 / (2 c2): per point (weight in -c1, weight in 2 c2,
+    variance of its mean, df)."""
+    return [(-f.weights[1, j], 2 * f.weights[2, j], var[j], n[j] - 1) for j in range(f.u.size)]
+
+
+def _metric_interval(
+    f: Fit, var: np.ndarray, n: np.ndarray, metric: float, conf: float
+) -> tuple[float, float]:
+    """The interval of m* of one (convex) fit."""
+    w = f.at_optimum()
+    m_lo, m_hi = linear_interval(metric, list(w**2 * var), list(n - 1.0), conf)
+    return float(m_lo), float(m_hi)
+
+
 def _intervals(
     f: Fit, var: np.ndarray, n: np.ndarray, metric: float, conf: float
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """(interval of u*, interval of m*) of one fit, from its points' variances of the mean."""
-    parts = [(-f.weights[1, j], 2 * f.weights[2, j], var[j], n[j] - 1) for j in range(f.u.size)]
-    lo, hi = ratio_interval(-f.coef[1], 2 * f.coef[2], parts, conf)
-    w = f.at_optimum()
-    m_lo, m_hi = linear_interval(metric, list(w**2 * var), list(n - 1.0), conf)
-    return (float(f.u_bar + lo), float(f.u_bar + hi)), (float(m_lo), float(m_hi))
+    lo, hi = ratio_interval(-f.coef[1], 2 * f.coef[2], _parts(f, var, n), conf)
+    u = (float(f.u_bar + lo), float(f.u_bar + hi))
+    return u, _metric_interval(f, var, n, metric, conf)
 
 
-def _local_fit(
-    pts: np.ndarray, idx: np.ndarray, sign: float, conf: float
-) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """The intervals of the three-point fit around the best point when it differs from the
-    main fit's window and gives a bounded optimum interval; None otherwise."""
-    for sub in (local_window(pts[:, 1], sign), _inner_window(pts[:, 1], idx)):
-        if sub.size < 3 or idx.size <= sub.size or pts[sub, 3].min() < 2:
-            continue
-        f3 = fit(np.log(pts[sub, 0]), pts[sub, 1], sign)
-        if not f3.convex:
-            continue
-        metric = float(sign * (f3.coef @ [1, f3.d, f3.d**2]))
-        u, m = _intervals(f3, pts[sub, 2] ** 2 / pts[sub, 3], pts[sub, 3], metric, conf)
-        if np.isfinite(u).all():
-            return u, m
-    return None
+@dataclass(frozen=True, slots=True)
+class WindowCheck:
+    """The window check of one cell: the fits over the sub-windows of the main window."""
+
+    span: tuple[float, float] | None
+    """The optimum's values (in u) that the reported interval spans besides the main fit's:
+    the first bounded sub-window's interval, or where none is bounded, the values of the main
+    window's range that the first sub-window's test accepts (model error between windows)."""
+    metric_span: tuple[float, float] | None
+    """The interval of m* of the first bounded sub-window (spanned likewise); None when none."""
+    flags: tuple[str, ...]
+    """The sub-windows' disagreements with the main fit (empty: they agree within noise)."""
 
 
-def _inner_window(means: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """The main window less its end farther from the best point (4 of 5 points): the smaller
-    window where the three points around the best do not bound the optimum (too flat to
-    within their noise), so that the window check still runs on a correctly curved line."""
+def _inner_window(means: np.ndarray, idx: np.ndarray, sign: float) -> np.ndarray:
+    """The main window less its end farther from the best point (4 of 5 points): the next
+    sub-window where the three points around the best do not bound the optimum (too flat
+    within their noise)."""
     if idx.size < 5:
         return idx[:0]
-    best = int(idx[np.nanargmin(np.abs(means[idx] - np.nanmin(means[idx])))])
+    best = int(idx[np.nanargmin(sign * means[idx])])
     far_left = best - idx[0] >= idx[-1] - best
     return idx[1:] if far_left else idx[:-1]
+
+
+def _sub_windows(pts: np.ndarray, idx: np.ndarray, sign: float) -> list[np.ndarray]:
+    """The sub-windows tried, in order: the three points around the best, then the main
+    window's four points nearer the best; each with a spare point less than the main window
+    and two or more seeds at every point."""
+    subs = (local_window(pts[:, 1], sign), _inner_window(pts[:, 1], idx, sign))
+    return [s for s in subs if 3 <= s.size < idx.size and pts[s, 3].min() >= 2]
+
+
+def _window_check(
+    pts: np.ndarray, idx: np.ndarray, sign: float, conf: float, main: tuple[float, float]
+) -> WindowCheck | None:
+    """The window check of the main fit over ``idx`` (its optimum interval ``main``, in u);
+    None when no sub-window can be fitted (the main window has 3 points: none to spare).
+
+    A sub-window's fit whose Fieller interval of u* is bounded and a minimum is spanned and
+    compared (intervals that do not overlap: ``window-sensitive``). One whose curvature is not
+    significantly nonzero has an unbounded confidence set (two rays or the whole line), but it
+    is still a test, so the check runs: the windows disagree where that test rejects every tested
+    point of the main interval (:func:`_accepted`); where no sub-window is bounded, the first
+    one's accepted values within the main window's range are spanned (the set cut to the window:
+    the points nearest the best may put the optimum anywhere there). A curvature significantly
+    of the wrong sign (a maximum) is a disagreement too. The next sub-window is tried until one
+    is bounded.
+    """
+    subs = _sub_windows(pts, idx, sign)
+    if not subs:
+        return None
+    flags: list[str] = []
+    unbounded: list[tuple[float, float]] = []  # the accepted range of each unbounded sub-window
+    for sub in subs:
+        f = fit(np.log(pts[sub, 0]), pts[sub, 1], sign)
+        var, n = pts[sub, 2] ** 2 / pts[sub, 3], pts[sub, 3]
+        parts = _parts(f, var, n)
+        lo, hi = ratio_interval(-f.coef[1], 2 * f.coef[2], parts, conf)
+        if np.isfinite([lo, hi]).all() and f.convex:
+            u = (float(f.u_bar + lo), float(f.u_bar + hi))
+            m = _metric_interval(f, var, n, float(sign * (f.coef @ [1, f.d, f.d**2])), conf)
+            if intervals_disjoint(main, u):
+                flags.append(
+                    f"window-sensitive: the {sub.size}-point fit's interval does not overlap"
+                )
+            return WindowCheck(span=u, metric_span=m, flags=tuple(flags))
+        if np.isfinite([lo, hi]).all():
+            flags.append(
+                f"window-sensitive: the {sub.size}-point fit around the best curves significantly "
+                "the wrong way (no optimum there)"
+            )
+            continue
+        window = (float(np.log(pts[idx[0], 0])), float(np.log(pts[idx[-1], 0])))
+        accepted = _accepted(f, parts, window, main, conf)
+        if np.isfinite(main).all() and not ((accepted >= main[0]) & (accepted <= main[1])).any():
+            flags.append(
+                f"window-sensitive: the {sub.size}-point fit rejects every optimum in the "
+                f"{idx.size}-point fit's interval"
+            )
+        if accepted.size:
+            unbounded.append((float(accepted.min()), float(accepted.max())))
+    span = unbounded[0] if unbounded else None
+    return WindowCheck(span=span, metric_span=None, flags=tuple(flags))
+
+
+def _accepted(
+    f: Fit,
+    parts: list[tuple[float, float, float, float]],
+    window: tuple[float, float],
+    main: tuple[float, float],
+    conf: float,
+) -> np.ndarray:
+    """The values of u that an unbounded sub-window fit's test accepts as its optimum, among
+    :data:`TESTED_POINTS` points across the main window's range and as many across the main
+    fit's interval (where finite)."""
+    grid = [np.linspace(window[0], window[1], TESTED_POINTS)]
+    if np.isfinite(main).all():
+        grid.append(np.linspace(main[0], main[1], TESTED_POINTS))
+    at = np.concatenate(grid)
+    ok = [ratio_accepts(-f.coef[1], 2 * f.coef[2], parts, float(a - f.u_bar), conf) for a in at]
+    accepted: np.ndarray = at[np.asarray(ok, bool)]
+    return accepted
 
 
 def _cell_fit(pts: np.ndarray, axis: str, goal: Goal, conf: float) -> dict[str, object]:
@@ -190,16 +292,15 @@ def _cell_fit(pts: np.ndarray, axis: str, goal: Goal, conf: float) -> dict[str, 
         return row | {"note": "; ".join([*notes, note]), "fit_check": "unchecked: " + note}
     (lo, hi), (m_lo, m_hi) = _intervals(f, std**2 / n, n, metric, conf)
     checks = _checks(f, pts[idx], sign)
-    local = _local_fit(pts, idx, sign, conf)
-    if local is not None:  # model error: the interval spans the fits over both windows
-        if intervals_disjoint((lo, hi), local[0]):
-            checks.append("window-sensitive: the 3-point fit's interval does not overlap")
-        lo, hi = min(lo, local[0][0]), max(hi, local[0][1])
-        m_lo, m_hi = min(m_lo, local[1][0]), max(m_hi, local[1][1])
-    elif idx.size > 3:
-        checks.append("unchecked window: the 3-point fit around the best has no bounded optimum")
-    else:
+    windows = _window_check(pts, idx, sign, conf, (lo, hi))
+    if windows is None:
         checks.append("unchecked: 3 points fit the quadratic exactly (no spare point to test it)")
+    else:
+        checks += windows.flags
+    if windows is not None and windows.span is not None:  # model error: span both windows
+        lo, hi = min(lo, windows.span[0]), max(hi, windows.span[1])
+    if windows is not None and windows.metric_span is not None:
+        m_lo, m_hi = min(m_lo, windows.metric_span[0]), max(m_hi, windows.metric_span[1])
     row |= {"ci_low": float(np.exp(lo)), "ci_high": float(np.exp(hi))}
     if not (np.log(values.min()) <= lo and hi <= np.log(values.max())):
         notes.append(f"optimum interval reaches beyond the searched {axis}")
