@@ -12,7 +12,7 @@ import pytest
 
 from harness.analysis.present.figures.render import rows_sha256
 from harness.analysis.questions.query import Query
-from harness.analysis.rows import selectors, tuning
+from harness.analysis.rows import axes, selectors, tuning
 from harness.analysis.rows.edges import edge_note
 from harness.analysis.rows.load import select
 from harness.analysis.rows.selectors import ARM, label_arms, parse_selector
@@ -186,3 +186,40 @@ def test_analyze_best_reads_only_the_columns_a_tuned_table_reads(
     whole = best.answer(q, by=by, over=["lr"])
     assert got.table.equals(whole.table) and got.notes == whole.notes
     assert len(asked) == 2 and '"hostname"' in asked[1]
+
+
+def test_varying_columns_are_found_without_hashing_each_value_and_as_nunique_finds_them(
+    monkeypatch,
+):
+    """Which config columns vary is asked of every column of 100,000 rows several times per
+    command (``nunique`` hashes every value): a column without NULLs is compared with its
+    first value; the answer is ``nunique(dropna=False) > 1``'s, NULLs and None/NaN included."""
+    n = 1000
+    columns = {
+        "same_float": np.full(n, 0.1),
+        "two_floats": np.r_[np.full(n - 1, 0.1), 0.2],
+        "zero_signs": np.r_[np.full(n - 1, 0.0), -0.0],
+        "float_and_nan": np.r_[np.full(n - 1, 0.1), math.nan],
+        "all_nan": np.full(n, math.nan),
+        "same_text": np.array(["sgd"] * n, dtype=object),
+        "two_texts": np.array(["sgd"] * (n - 1) + ["adamw"], dtype=object),
+        "text_and_none": np.array(["sgd"] * (n - 1) + [None], dtype=object),
+        "all_none": np.array([None] * n, dtype=object),
+        "none_and_nan": np.array([None] * (n - 1) + [math.nan], dtype=object),
+        "ints": pd.array([3] * n, dtype="Int64"),
+        "ints_and_null": pd.array([3] * (n - 1) + [None], dtype="Int64"),
+        "bools": pd.array([True] * (n - 1) + [False], dtype="boolean"),
+        "same_bools": np.full(n, True),
+    }
+    df = pd.DataFrame(columns)
+    expected = [c for c in df.columns if df[c].nunique(dropna=False) > 1]
+    hashed: list[str] = []
+    real = pd.Series.nunique
+
+    def counting(self, *args, **kwargs):
+        hashed.append(self.name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pd.Series, "nunique", counting)
+    assert axes.varying(df, list(df.columns)) == expected
+    assert hashed == ["all_nan", "all_none", "none_and_nan"]  # NULLs only: None and NaN differ
