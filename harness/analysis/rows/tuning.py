@@ -139,9 +139,9 @@ def _edge_notes(
             on_line &= same | follows
         line = configs.loc[on_line.to_numpy(), [axis]].assign(_cell=cell[on_line.to_numpy()])
         line = line[line[axis].notna()]
-        values = {
-            int(k): list(v) for k, v in line.groupby("_cell", sort=False)[axis].unique().items()
-        }
+        unique = line.groupby("_cell", sort=False)[axis].unique()  # cell -> its values
+        cells = unique.index.to_numpy(dtype=int).tolist()
+        values = dict(zip(cells, (list(v) for v in unique), strict=True))
         for k in range(len(best)):
             found[k].append(edge_note(axis, values.get(k, []), at_best.at[k, axis]))
     by_cell = ["; ".join(n for n in notes if n) for notes in found]
