@@ -122,34 +122,59 @@ def _result(i: int, points: int) -> RunResult:
     )
 
 
+def _progress(writer: int, window: int, took: list[float], wall: float) -> None:
+    """One line per 1,000-row window a writer finished (its share of the window's rows)."""
+    print(
+        f"  progress: writer {writer} rows {window * 1000:,}-{(window + 1) * 1000:,}: "
+        f"{len(took)} rows, {sum(took):.2f} s CPU, {1000 * sum(took) / len(took):.1f} ms/row, "
+        f"slowest {max(took):.2f} s; {wall:.0f} s wall since start",
+        flush=True,
+    )
+
+
 def _write_share(
-    args: tuple[str, str, int, int, int, int, int],
+    args: tuple[str, str, int, int, int, int, int, int],
 ) -> tuple[float, float, list[tuple[float, int]]]:
     """Write every ``writers``-th run from ``start`` through the real write path: (CPU seconds,
     the most CPU one write took, a compaction it made included; (CPU seconds, rows) of each
-    successive 1,000 rows of the grid)."""
-    root, path, start, stop, writers, points, background = args
+    successive 1,000 rows of the grid). With ``progress``, a line per finished 1,000 rows."""
+    root, path, start, stop, writers, points, background, progress = args
     auto.BACKGROUND = bool(background)
     runs = load_grid(Path(path), vocab=lambda name: 1, cache=PlanCache(Path(root))).runs
     t = time.process_time()
+    wall = time.perf_counter()
     worst = 0.0
     windows: dict[int, list[float]] = {}
     for i in range(start, stop, writers):
+        if progress and i // 1000 - 1 in windows and i // 1000 not in windows:
+            _progress(
+                start % writers, i // 1000 - 1, windows[i // 1000 - 1], time.perf_counter() - wall
+            )
         one = time.process_time()
         write_or_spill(Path(root), runs[i], _result(i, points), provenance())
         took = time.process_time() - one
         worst = max(worst, took)
         windows.setdefault(i // 1000, []).append(took)
+    if progress and windows:
+        last = max(windows)
+        _progress(start % writers, last, windows[last], time.perf_counter() - wall)
     return time.process_time() - t, worst, [(sum(w), len(w)) for _, w in sorted(windows.items())]
 
 
 def write_per_run(
-    root: Path, path: Path, start: int, stop: int, writers: int, points: int, background: bool
+    root: Path,
+    path: Path,
+    start: int,
+    stop: int,
+    writers: int,
+    points: int,
+    background: bool,
+    progress: bool = False,
 ) -> str:
     """Runs ``start:stop`` through the real write path from ``writers`` processes."""
     t = time.perf_counter()
     jobs = [
-        (str(root), str(path), start + w, stop, writers, points, int(background))
+        (str(root), str(path), start + w, stop, writers, points, int(background), int(progress))
         for w in range(writers)
     ]
     with ProcessPoolExecutor(writers) as pool:
@@ -298,6 +323,7 @@ def build(
     cells: int = 1,
     tail: int = 0,
     background: bool = True,
+    progress: bool = False,
 ) -> tuple[Path, Path, list[Any], str]:
     """A store of about ``size`` runs under ``folder``: (root, grid YAML, runs, how written)."""
     root = folder / "results"
@@ -311,12 +337,14 @@ def build(
             root,
             path,
             runs,
-            write_per_run(root, path, 0, len(runs), writers, points, background),
+            write_per_run(root, path, 0, len(runs), writers, points, background, progress),
         )
     start = len(runs) - min(tail, len(runs))
     how = write_generation(root, runs[:start], points)
     if start < len(runs):
-        how += "; " + write_per_run(root, path, start, len(runs), writers, points, background)
+        how += "; " + write_per_run(
+            root, path, start, len(runs), writers, points, background, progress
+        )
     return root, path, runs, how
 
 
@@ -387,6 +415,11 @@ def main() -> None:
         default=100,
         help="values of the quadratic's condition (a figure's panels; > 12: skipped)",
     )
+    ap.add_argument(
+        "--progress",
+        action="store_true",
+        help="while writing run by run, a line per writer and 1,000 rows (CPU ms per row)",
+    )
     ap.add_argument("--commands", default="all", help="comma separated subset (quick: a few)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each command (median, range)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
@@ -426,6 +459,7 @@ def main() -> None:
                 args.cells,
                 args.tail,
                 args.compaction == "background",
+                args.progress,
             )
             print(f"\n{len(runs):,} runs x {args.points} points: {how}")
             if args.tail:  # the rows the tail left loose: the first command to meet them

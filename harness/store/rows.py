@@ -97,15 +97,18 @@ def write_result(
     attempt = provenance.get(ATTEMPT)
     attempt = next_attempt(root, run.grid, run.run_id) if attempt is None else int(attempt)
     curve = curve_table(run, result.curve)
-    while not create_table(curve, paths.curve_path(root, run.grid, run.run_id, _v(attempt))):
+    curve_file = paths.curve_path(root, run.grid, run.run_id, _v(attempt))
+    while (curve_digest := create_table(curve, curve_file)) is None:
         attempt += 1  # another writer took this attempt (a recorder racing a trainer): the next
+        curve_file = paths.curve_path(root, run.grid, run.run_id, _v(attempt))
     row = make_row(run, result, {**provenance, ATTEMPT: attempt})
     table = pa.Table.from_pylist([row], schema=row_schema([run]))
     path = paths.run_path(root, run.grid, run.run_id, _v(attempt))
-    if not create_table(table, path):  # its curve was ours, so its row cannot be another's
+    row_digest = create_table(table, path)
+    if row_digest is None:  # its curve was ours, so its row cannot be another's
         raise FileExistsError(errno.EEXIST, "a row of this attempt exists already", str(path))
-    curve_file = paths.curve_path(root, run.grid, run.run_id, _v(attempt))
-    written.record(root, run.grid, [curve_file, path])  # the first reader compares, no decode
+    # the first reader compares the bytes with these, no decode
+    written.record(root, run.grid, {curve_file: curve_digest, path: row_digest})
     return path
 
 
@@ -131,10 +134,12 @@ def _v(attempt: int) -> str:
     return paths.version_name(attempt)
 
 
-def create_table(table: pa.Table, path: Path) -> bool:
+def create_table(table: pa.Table, path: Path) -> written.FileDigest | None:
     """Write ``table`` to ``path`` only if no file has that name: through a temporary file in
     the same folder (fsynced) and a hard link, which fails where the name exists (never
-    replacing a file a reader may be reading). Returns False when a file had the name.
+    replacing a file a reader may be reading). Returns the size and SHA-256 of the bytes
+    written (hashed in memory before they are written: the file is not read back), None when
+    a file had the name.
 
     Raises:
         OSError: the write failed (with ``path`` as its file name, as
@@ -142,16 +147,19 @@ def create_table(table: pa.Table, path: Path) -> bool:
             the name (a folder).
     """
     tmp = temp_name(path)
+    sink = pa.BufferOutputStream()  # a run's row or curve: kilobytes
+    pq.write_table(table, sink, write_page_checksum=True)
+    data = sink.getvalue().to_pybytes()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
-            pq.write_table(table, fh, write_page_checksum=True)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         _link(tmp, path)
     except FileExistsError:
         if path.is_file() and not path.is_symlink():
-            return False
+            return None
         raise OSError(errno.EEXIST, "not a file where a result file goes", str(path)) from None
     except Exception as exc:
         cause = os_error_in(exc)  # as atomic_write reports it: the path, and the errno's reason
@@ -161,7 +169,7 @@ def create_table(table: pa.Table, path: Path) -> bool:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
-    return True
+    return written.digest(data)
 
 
 def row_files(root: Path, grid: str, run_id: str) -> list[Path]:

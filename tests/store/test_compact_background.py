@@ -51,9 +51,10 @@ def test_the_writer_of_the_row_that_calls_for_a_compaction_does_not_make_it(tmp_
     _write(tmp_path, 4)
     assert in_process == []  # the writer returned without compacting
     deadline = time.monotonic() + 120  # a loaded machine: the child imports DuckDB first
-    while layout.current_generation(tmp_path, GRID) is None and time.monotonic() < deadline:
-        time.sleep(0.2)
     gen = layout.current_generation(tmp_path, GRID)
+    while (gen is None or gen.completed_at is None) and time.monotonic() < deadline:
+        time.sleep(0.2)  # complete once its covered list is written, after its parts
+        gen = layout.current_generation(tmp_path, GRID)
     assert gen is not None  # the background process compacted the 4 rows
     assert len(gen.covered) >= 4
     assert connect(tmp_path).execute("SELECT count(*) FROM runs").fetchone() == (4,)

@@ -4,7 +4,11 @@ that listed them before, read by no one after: 3.7 s of CPU at 100,000 runs)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
+
+import pytest
 
 from harness.core import paths
 from harness.core.result import RunResult
@@ -83,3 +87,33 @@ def test_a_compaction_drops_the_record_of_the_files_it_covered(tmp_path, monkeyp
         f"runs/{last.name}",
         f"curves/{last.name}",
     }
+
+
+def test_a_writer_records_the_bytes_it_wrote_without_reading_its_files_back(tmp_path, monkeypatch):
+    """The record of a row and its curve held what the writer read back from the disk after
+    writing them (a second read of each file, per row written): it hashes the bytes before they
+    are written, and the record still says each file's size and SHA-256."""
+    monkeypatch.setattr(auto, "AUTO_COMPACT_FILES", 10**6)
+    run = tiny_run(tmp_path / "data", grid="a", lr=1e-4)
+    results = tmp_path / "results"
+    real = Path.read_bytes
+
+    def reading(path: Path) -> bytes:
+        if path.is_relative_to(results):
+            pytest.fail(f"{path.name} read back by its writer")
+        return real(path)
+
+    monkeypatch.setattr(Path, "read_bytes", reading)
+    row = write_or_spill(results, run, _result(0), {})
+    monkeypatch.setattr(Path, "read_bytes", real)
+    curve = paths.curve_path(results, "a", run.run_id, paths.per_run_name(row)[1])
+    folder = paths.grid_dir(results, "a")
+    want = {
+        p.relative_to(folder).as_posix(): (len(real(p)), hashlib.sha256(real(p)).hexdigest())
+        for p in (row, curve)
+    }
+    assert written.read(results, "a") == want
+    paths.verified_path(results, "a").unlink(missing_ok=True)
+    decoded: list[str] = []
+    monkeypatch.setattr(integrity, "arrow_fault", lambda p: decoded.append(p.name))
+    assert check_grid(results, "a") == [] and decoded == []  # compared with the record

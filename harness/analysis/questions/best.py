@@ -23,7 +23,7 @@ def answer(
     several methods (the arms of ``profiles``: a run's label, else its optimizer and variant)
     share a cell of ``by``, the method is the arm, a column of its own: what differs with it
     alone (each arm's own run length) is no cell."""
-    prep, goal = load(q)
+    prep, goal = load(q, named=[*by, *over])  # reads no other column: the rest not read
     keys = list(by)
     check_columns(prep.rows, [k for k in keys if k != ARM], "--by")
     rows = add_methods(prep.rows)

@@ -27,6 +27,7 @@ from harness.analysis.rows.gridref import declared_derived_axes
 from harness.analysis.rows.load import Selection, select
 from harness.analysis.rows.metric_choice import choose_metric
 from harness.analysis.rows.preparation import Prepared, prepare, require_rows
+from harness.analysis.rows.reads import columns_read
 from harness.analysis.rows.selectors import Selector, broadcast, inapplicable, label_arms
 from harness.analysis.rows.tuning import confirmed
 from harness.analysis.stats import ARM
@@ -85,10 +86,17 @@ class Tuned:
     statistic by its ``by`` and these."""
 
 
-def load(q: Query) -> tuple[Prepared, Goal]:
-    """The prepared rows of the query and the metric's goal."""
+def load(q: Query, named: Sequence[str] | None = None) -> tuple[Prepared, Goal]:
+    """The prepared rows of the query and the metric's goal. ``named``: the question reads
+    no column of the rows but those of a tuned table and these (its ``--by`` and ``--over``),
+    so the others are not read (:func:`~harness.analysis.rows.reads.columns_read`); None: every
+    column."""
     sel = q.selection or select(q.grid, results=q.results, scale=q.scale, where=q.where)
-    frame = sel.frame("runs")
+    if named is None:
+        frame = sel.frame("runs")
+    else:
+        kept = columns_read(sel.columns_of("runs"), q.metric, q.select_by, named)
+        frame = sel.frame("runs", kept)
     choice = choose_metric(frame, q.metric, q.goal, q.select_by)
     prep = prepare(frame, choice.metric, choice.goal, choice.select_by, choice.select_goal)
     require_rows(prep.rows, f"in grid {sel.grid!r} with {choice.metric}")

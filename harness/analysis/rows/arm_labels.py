@@ -25,7 +25,7 @@ def add_methods(rows: pd.DataFrame) -> pd.DataFrame:
     optimizer with the extras that vary for it (see the module docstring)."""
     extras = [c for c in METHOD_EXTRAS if c in rows.columns]
     labels = rows["optimizer"].astype(str).to_numpy(dtype=object)
-    for opt, g in rows.groupby("optimizer"):
+    for opt, g in rows[["optimizer", *extras]].groupby("optimizer"):  # not every column
         vary = [c for c in extras if g[c].nunique(dropna=False) > 1]
         if vary:
             pos = rows.index.get_indexer(g.index)

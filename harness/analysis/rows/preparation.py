@@ -28,7 +28,7 @@ from harness.core.result import RESULT_STATUSES, Status
 from harness.metrics.catalogue import Goal
 
 #: Metrics whose meaning changed: name -> the name rows written before hold it under.
-_RENAMED = {"iso": "iso_sym", "head_iso": "head_iso_sym"}
+RENAMED = {"iso": "iso_sym", "head_iso": "head_iso_sym"}
 #: What the default metric becomes where no run has it: a workload other than the GPT reports
 #: a loss, not a perplexity.
 FALLBACK_METRIC = "val_loss"
@@ -148,7 +148,7 @@ def _renamed_metrics(df: pd.DataFrame) -> pd.DataFrame:
         return df
     df = df.copy(deep=False)  # copy-on-write: the caller's frame is not changed
     trained = df["source"].isna()
-    for name, old in _RENAMED.items():
+    for name, old in RENAMED.items():
         if name not in df.columns:
             continue
         if old not in df.columns:

@@ -7,6 +7,8 @@ when none); :func:`render` does both, and the rendered text is what figure sidec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 #: Scales present in a grid's results, with their run counts.
 SCALES_PRESENT = "SELECT scale, count(*) AS runs FROM runs GROUP BY scale ORDER BY scale"
 
@@ -85,6 +87,14 @@ NAMED: dict[str, str] = {"runs": RUNS, "curves": CURVES, "manifest": MANIFEST}
 
 #: A statement counting the rows of a named one cheaply, where the generic count is not.
 COUNTS: dict[str, str] = {"curves": CURVES_COUNT}
+
+
+def project(sql: str, columns: Sequence[str]) -> str:
+    """``sql`` (a statement of every column, ``SELECT * ...``) of ``columns`` only, in that
+    order."""
+    assert sql.startswith("SELECT * "), sql
+    names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    return f"SELECT {names} {sql.removeprefix('SELECT * ')}"
 
 
 def render(sql: str, scale: str, where: str | None) -> str:
