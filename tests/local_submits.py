@@ -83,18 +83,35 @@ def children(pid: int) -> list[int]:
     return [int(p) for p in out.split()]
 
 
-def run_processes(pid: int) -> list[int]:
-    """The live run processes ``pid`` started (its spawned children, not multiprocessing's
-    resource tracker)."""
+def descendants(pid: int) -> list[int]:
+    """Process ids of the live processes below ``pid``: its children, theirs, and so on (run
+    processes are children of a fork server, itself a child of ``submit``)."""
     out = []
     for child in children(pid):
-        try:
-            argv = Path(f"/proc/{child}/cmdline").read_bytes()
-        except OSError:
-            continue
+        out += [child, *descendants(child)]
+    return out
+
+
+def run_processes(pid: int) -> list[int]:
+    """The live run processes ``pid`` started: its spawned children, and the children of its
+    fork server (:func:`harness.launch.worker.process.run_context`), not multiprocessing's
+    resource tracker or the fork server itself."""
+    out = []
+    for child in children(pid):
+        argv = _argv(child)
         if b"spawn_main" in argv and alive(child):
             out.append(child)
+        elif b"forkserver" in argv:
+            out.extend(p for p in children(child) if alive(p))
     return out
+
+
+def _argv(pid: int) -> bytes:
+    """The command line of ``pid`` (empty once it has exited)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def alive(pid: int) -> bool:

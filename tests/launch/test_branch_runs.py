@@ -19,7 +19,7 @@ from harness.grid.load import load_grid
 from harness.launch.branching import read_plan
 from harness.launch.submit import submit
 from harness.store.rows import newest_curve_file
-from tests.local_submits import alive, children, logged_steps, start_submit
+from tests.local_submits import alive, descendants, logged_steps, start_submit
 from tests.polling import wait_until
 from tests.slurm_runs import rows
 
@@ -128,7 +128,7 @@ def test_kill_9_in_a_cooldown_then_a_resubmit_resumes_the_branch_and_trains_noth
     first = start_submit(grid, root, data, spill)
     in_cooldown = lambda: any(s > 20 for s in logged_steps(root, "kb", branch))  # noqa: E731
     wait_until(in_cooldown, 240, "the branch in its cooldown")
-    procs = children(first.pid)
+    procs = descendants(first.pid)
     first.kill()  # kill -9: no handler runs; the orphans checkpoint and stop
     first.communicate(timeout=30)
     assert first.returncode == -signal.SIGKILL  # submit had not ended

@@ -19,7 +19,7 @@ from harness.store.db import newest_values
 from tests.local_submits import (
     SIGNALS,
     alive,
-    children,
+    descendants,
     grid_file,
     logged_steps,
     signal_group,
@@ -80,7 +80,7 @@ def test_a_signal_checkpoints_and_stops_every_run(tmp_path, prepared_data, name)
     ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
     submit = start_submit(grid, root, prepared_data, tmp_path / "spill")
     wait_until(lambda: _training(root, "own", ids), 120, "both runs training")
-    runs = children(submit.pid)
+    runs = descendants(submit.pid)
     status = CliRunner().invoke(main, ["status", "own", "--results", str(root)]).output
     assert "running now: 2" in status, status  # not merely "missing"
 
@@ -94,14 +94,14 @@ def test_ctrl_c_then_kill_9_then_resume_trains_each_step_once(tmp_path, prepared
     ids, root = _run_ids(grid, prepared_data), tmp_path / "results"
     submit = start_submit(grid, root, prepared_data, tmp_path / "spill")
     wait_until(lambda: _training(root, "own", ids), 120, "both runs training")
-    runs = children(submit.pid)
+    runs = descendants(submit.pid)
     _check_stopped(submit, _stop(submit, "SIGINT"), "SIGINT", runs, root, ids)
     reached = {r: logged_steps(root, "own", r)[-1] for r in ids}
 
     again = start_submit(grid, root, prepared_data, tmp_path / "spill")  # resumes both
     resumed = lambda: all(logged_steps(root, "own", r)[-1] > reached[r] for r in ids)  # noqa: E731
     wait_until(resumed, 120, "both runs training again")
-    runs = children(again.pid)
+    runs = descendants(again.pid)
     again.kill()  # kill -9: no handler runs; the orphans notice within a step
     again.communicate(timeout=30)
     assert again.returncode == -signal.SIGKILL  # the kill landed: submit had not ended

@@ -5,6 +5,7 @@ did not change are computed once per process."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,47 @@ def test_an_optimizer_file_edited_mid_sweep_is_trained_by_a_fresh_process(
     assert rows[0]["optimizer_fingerprint"] == original["optimizer_fingerprint"]
     assert rows[1]["optimizer_fingerprint"] != original["optimizer_fingerprint"]
     assert rows[1]["val_loss"] != rows[0]["val_loss"]  # SCALE 2: the new code ran
+
+
+MARKED = (
+    OPTIMIZER
+    + """
+import os
+import pathlib
+
+
+class Marked(Plain):
+    def __init__(self, params, lr: float = 0.01):
+        super().__init__(params, lr)
+        out = pathlib.Path(os.environ["MARK_FOLDER"], str(os.getpid()))
+        out.write_text(f"{os.environ['MARK']} {os.getppid()}")
+"""
+)
+
+
+@pytest.mark.slow
+def test_run_processes_fork_from_one_server_with_the_environment_of_their_pool(
+    tmp_path, prepared_data, monkeypatch
+):
+    """Run processes with logs of their own are forked from one server that imported torch
+    (it outlives a pool: the next pool of this process forks from it too), and each gets the
+    environment of the process as its pool started them, not the server's."""
+    opt = tmp_path / "marked.py"
+    opt.write_text(MARKED)
+    seen = {}
+    for mark in ("a", "b"):
+        folder = tmp_path / f"marks-{mark}"
+        folder.mkdir()
+        monkeypatch.setenv("MARK", mark)
+        monkeypatch.setenv("MARK_FOLDER", str(folder))
+        run = quadratic(prepared_data, f"env{mark}", 0, optimizer=f"{opt}:Marked")
+        _train(tmp_path / mark, prepared_data, [run], monkeypatch)
+        ((got, parent),) = [f.read_text().split() for f in folder.iterdir()]
+        seen[mark] = got, int(parent)
+    assert [seen[m][0] for m in ("a", "b")] == ["a", "b"]
+    server = seen["a"][1]
+    assert seen["b"][1] == server != os.getpid()  # one server for both pools, not this process
+    assert b"forkserver" in Path(f"/proc/{server}/cmdline").read_bytes()
 
 
 def _edit_after_first(opt: Path):

@@ -132,7 +132,7 @@ class RunPool:
         self.gpus_given = gpus is not None
         self.on_gpu = dict.fromkeys(gpus or (), 0)
         self.stopping = False
-        self._ctx = process.spawn_context()
+        self._ctx = process.run_context(preloaded=logs is not None)  # a log each: forked
         self._reports: Any = self._ctx.SimpleQueue()
         self._timed_out: set[str] = set()
         self._killed: set[str] = set()

@@ -1,6 +1,9 @@
 """Run processes, owned by the process that started them (their parent). Each is a warm worker:
 it imports torch and the harness once, then trains the runs its parent hands it, one at a time,
-so that a small run does not pay seconds of start-up (issue 28, item 7).
+so that a small run does not pay seconds of start-up (issue 28, item 7). A run process that
+writes its own log is forked from a server that imported torch once for all of them
+(:func:`run_context`): a submit of two processes imports torch once, not twice, and a process
+that submits again (a notebook) not again.
 
 The run pool (:mod:`harness.launch.worker.pool`), which both the local launcher and packed SLURM
 tasks use, starts run processes this way:
@@ -15,7 +18,8 @@ tasks use, starts run processes this way:
   (``os.register_at_fork``), so ``SIGTERM`` ends it. When a run process has exited, the pool
   kills its group: nothing the user's code forked outlives it (issue 44).
 - The run it trains stops (checkpoints; reported :attr:`ExitKind.INTERRUPTED`) when its stop
-  event is set, or when its parent is gone (killed with SIGKILL: the process is re-parented), so
+  event is set, or when its parent is gone (killed with SIGKILL: multiprocessing's sentinel of
+  the parent closes), so
   no run outlives the process that owns it; an idle process exits then too.
 - A run stopped before its first step (while a slow constructor of the user's builds it) ends
   at once, with no checkpoint: :attr:`ExitKind.UNSTEPPED` (the pool says "not started").
@@ -43,9 +47,9 @@ import time
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from multiprocessing import resource_tracker
+from multiprocessing import forkserver, resource_tracker
 from multiprocessing.connection import Connection
-from multiprocessing.context import SpawnContext
+from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import IO, Any
@@ -156,25 +160,50 @@ class RunProcess:
             self.tasks.close()
 
 
-def spawn_context() -> SpawnContext:
-    """Run processes are spawned: CUDA cannot be forked, and each gets a fresh interpreter.
+RunContext = SpawnContext | ForkServerContext
+"""How run processes start: spawned (a fresh interpreter each) or forked from a server."""
+
+PRELOADED = ("torch", "torch._dynamo")
+"""What the fork server imports once, before it forks run processes: torch (2 s of CPU) and
+Dynamo (2 s more: torch's ``Optimizer.__init__`` imports it), which every run process needs and
+a spawned one imports again. Not the harness's modules: a run process imports those itself, so
+that it runs the code on disk when it starts (the optimizers' fingerprints read that code)."""
+
+
+def run_context(*, preloaded: bool) -> RunContext:
+    """How the pool starts run processes: with ``preloaded``, forked from a server process that
+    imported :data:`PRELOADED` once (CUDA is never initialised there: each run process does that
+    itself, so forking is safe), else spawned. A forked run process's output is the server's
+    (the caller's output when the server started): only runs that write their own logs are
+    forked; a SLURM task's runs write to the task's output and are spawned.
+
+    The server lives as long as the process that started it (it exits when that process
+    exits, however it dies), so a process that submits many times (a notebook, a test session)
+    imports torch for its run processes once.
 
     multiprocessing's resource tracker (a helper process the parent's queues and events need)
-    is started with :data:`PARENT_SIGNALS` blocked, so that a signal to the process group (a
-    closed terminal's SIGHUP) does not kill it: it would be restarted with tracebacks. It is
-    also told (a ``-W`` option, passed on from ``sys.warnoptions``) not to warn of "leaked
-    semaphore objects" when it cleans up after a parent killed with SIGKILL: the cleanup is its
-    job, and the user's terminal is not the place for the warning."""
+    and the fork server are started with :data:`PARENT_SIGNALS` blocked, so that a signal to the
+    process group (a closed terminal's SIGHUP) does not kill them: they would be restarted with
+    tracebacks, and without the caller's output (they must not hold it open: ``out=$(harness
+    submit ...)`` would wait). The tracker is also told (a ``-W`` option, passed on from
+    ``sys.warnoptions``) not to warn of "leaked semaphore objects" when it cleans up after a
+    parent killed with SIGKILL: the cleanup is its job, and the user's terminal is not the place
+    for the warning."""
+    ctx: RunContext = ForkServerContext() if preloaded else SpawnContext()
     before = signal.pthread_sigmask(signal.SIG_BLOCK, PARENT_SIGNALS)
     options = list(sys.warnoptions)
     sys.warnoptions.append(TRACKER_QUIET)
     try:
         with _output_not_inherited():
             resource_tracker.ensure_running()
+            if isinstance(ctx, ForkServerContext):
+                ctx.set_forkserver_preload(list(PRELOADED))
+                with _callers_main_left_out():
+                    forkserver.ensure_running()
     finally:
         sys.warnoptions[:] = options
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
-    return mp.get_context("spawn")
+    return ctx
 
 
 @contextlib.contextmanager
@@ -223,7 +252,7 @@ TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
 
 
 def start(
-    ctx: SpawnContext,
+    ctx: RunContext,
     spec: ExecutionSpec,
     reports: Any,
     *,
@@ -235,21 +264,24 @@ def start(
     runs with :meth:`RunProcess.give`.
 
     Args:
-        ctx: the spawn context (:func:`spawn_context`).
+        ctx: how it starts (:func:`run_context`).
         spec: how its runs execute.
         reports: a ``ctx.SimpleQueue`` the process puts a :data:`Report` on per run.
         job_id: recorded in the rows (SLURM); None locally.
-        env: environment variables set in the process before its first run.
+        env: environment variables set in the process before its first run, over this
+            process's (all of them are handed over: a forked process would otherwise have the
+            fork server's, as they were when it started).
         gpu: noted in the returned record.
     """
     stop = ctx.Event()
     receive, send = ctx.Pipe(duplex=False)
-    args = (spec, job_id, os.getpid(), stop, receive, reports, dict(env or {}))
+    args = (spec, job_id, stop, receive, reports, {**os.environ, **(env or {})})
     proc = ctx.Process(target=_child, args=args, name=IDLE_NAME)
     before = signal.pthread_sigmask(signal.SIG_BLOCK, PARENT_SIGNALS)
     try:
         with _callers_main_left_out():
-            proc.start()  # the child inherits the mask through exec, unblocks once it ignores them
+            proc.start()  # the child inherits the mask (through exec, or from the fork server,
+            # started with it blocked), unblocks once it ignores them
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
     receive.close()  # the child's end
@@ -274,7 +306,6 @@ def died_how(exitcode: int) -> str:
 def _child(
     spec: ExecutionSpec,
     job_id: str | None,
-    parent: int,
     stop: Event,
     tasks: Connection,
     reports: Any,
@@ -286,11 +317,13 @@ def _child(
         signal.signal(signum, _left_to_the_parent)
     os.register_at_fork(after_in_child=_default_signals)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, PARENT_SIGNALS)  # blocked by start()
+    os.environ.clear()
     os.environ.update(env)
     importlib.import_module("harness.launch.worker.job")  # torch, the harness: warm, then frozen
+    parent = mp.parent_process()  # its sentinel closes when the parent dies, however it dies
 
     def should_stop() -> bool:
-        return stop.is_set() or os.getppid() != parent  # a dead parent re-parents us
+        return stop.is_set() or (parent is not None and not parent.is_alive())
 
     gc.collect()
     gc.freeze()  # torch and the harness, imported: never traversed by a collection again
