@@ -75,6 +75,7 @@ def test_api_bench_runs_the_phases_with_the_grid_in_memory_and_reads_the_verdict
     verdict, the card and the exit status were the command's. Now ``api.bench`` returns them,
     the submits get the grid in memory (the same run_ids as the file), and the command prints
     what the library returns."""
+    from harness.bench import derive_bench, judge
     from harness.bench.render import verdict_json, verdict_table
     from harness.grid.load import Grid
 
@@ -89,11 +90,11 @@ def test_api_bench_runs_the_phases_with_the_grid_in_memory_and_reads_the_verdict
     assert [c.reading for c in done.verdict.comparisons] == ["worse"] * 4
     said = out.getvalue()
     assert said.startswith("bench_ci (ci scale): training at most 72 runs"), said
-    # the verdict as the command prints it, from the library's result (the commands below read
-    # the store again: their output is a verdict judged afresh, the same as this one)
-    caveats = done.derived.candidate.caveats
-    assert done.text() == verdict_table(done.verdict, caveats)
-    assert json.loads(done.text("json")) == json.loads(verdict_json(done.verdict, caveats))
+    # the verdict as the command prints it, from the library's result
+    d = derive_bench("torch.optim:SGD", root=root, scale="ci")
+    v = judge(d, root, data)
+    assert done.text() == verdict_table(v, d.candidate.caveats)
+    assert json.loads(done.text("json")) == json.loads(verdict_json(v, d.candidate.caveats))
     # every submit got the grid typed, in memory: the runs of the file written beside it
     assert given and all(isinstance(g, Grid) for g in given)
     from_file = api.plan(done.derived.path, results=root, data=data).run_ids
