@@ -79,10 +79,12 @@ def test_aa_no_evidence_then_sgd_worse_reusing_every_baseline_run(
 def test_bench_through_slurm_with_wait(slurm_env: Path, prepared_data: Path) -> None:
     from tests.slurm_runs import write_profile
 
-    launcher = write_profile(slurm_env / "launchers", "slurm-bench", runs_per_task=4)
+    # 12 runs per array task: one process (one torch import) trains a phase's arm at a time
+    launcher = write_profile(slurm_env / "launchers", "slurm-bench", runs_per_task=12)
     doc = yaml.safe_load((PROTOCOLS / "ci.yaml").read_text())
     doc["launcher"] = launcher
     doc["cells"]["tokens"] = [1024, 2048]
+    doc["base"]["eval_tokens"] = 1024
     doc["budget"]["extend_rounds"] = 1
     protocol = slurm_env / "tiny.yaml"
     protocol.write_text(yaml.safe_dump(doc))

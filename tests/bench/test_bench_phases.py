@@ -75,42 +75,6 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_second_candidate_gets_its_rounds_and_reuses_every_baseline_run(
-    root: Path, tmp_path: Path
-) -> None:
-    data = tmp_path / "data"
-    best = {"AdamW": 5.5e-3, "torch.optim:Adagrad": 100.0, "torch.optim:SGD": 0.9}
-    level = {"AdamW": 5.0, "torch.optim:Adagrad": 5.0, "torch.optim:SGD": 6.0}
-    loss = _loss(best, level)
-
-    first = derive_bench("torch.optim:Adagrad", root=root, scale="ci")
-    ran = _simulate(first, root, data, loss)
-    adagrad = [r for r in ran if r.label == "torch.optim:Adagrad"]
-    assert max(r.extend_round or 0 for r in adagrad) == 3  # used every round (best far above)
-    v = judge(first, root)
-    assert {c.reading for c in v.comparisons} == {"not tuned"}  # still on the edge after 3
-    assert "largest tried" in v.comparisons[0].why
-
-    second = derive_bench("torch.optim:SGD", root=root, scale="ci")
-    p = plan(second, root, data)
-    assert [(a.label, a.tuning, a.tuning_done) for a in p.arms] == [
-        ("AdamW", 12, 12),
-        ("torch.optim:SGD", 12, 0),
-    ]
-    assert p.arms[0].followups_done == 12  # AdamW's 12 confirmation runs
-    ran = _simulate(second, root, data, loss)
-    assert {r.label for r in ran} == {"torch.optim:SGD"}  # no baseline run trained again
-    sgd_rounds = {r.extend_round for r in ran if r.extend_round}
-    assert sgd_rounds == {1, 2, 3}  # its own 3 rounds, though Adagrad used 3 before it
-    assert max(r.optim.lr for r in ran) > 0.9  # extended past its best
-    v = judge(second, root)
-    assert [c.reading for c in v.comparisons] == ["worse"] * 4
-    assert all(0.9 < c.difference < 1.1 for c in v.comparisons)
-    assert [t.budget for t in v.totals] == [3, 3]
-    assert all(a.lr_curve for a in v.arms)
-
-
-@pytest.mark.slow
 def test_aa_on_the_same_losses_finds_no_evidence(root: Path, tmp_path: Path) -> None:
     d = derive_bench("torch.optim:AdamW", root=root, scale="ci")
     loss = _loss(
@@ -164,7 +128,12 @@ def test_an_edited_protocol_is_refused_and_a_verdict_reads_only_its_own_runs(
 
 
 @pytest.mark.slow
-def test_two_files_of_one_name_are_benched_each_on_its_own_runs(root: Path, tmp_path: Path) -> None:
+def test_two_files_of_one_name_are_benched_each_on_its_own_runs_and_rounds(
+    root: Path, tmp_path: Path
+) -> None:
+    """Two files of one name are benched each on its own runs; the second candidate gets the
+    protocol's extension rounds though the first used them all, and reuses every baseline run
+    (tuning, extension and confirmation)."""
     body = "import torch\n\n\nclass MySGD(torch.optim.SGD):\n    pass\n"
     for sub in ("a", "b"):
         (tmp_path / sub).mkdir()
@@ -172,13 +141,33 @@ def test_two_files_of_one_name_are_benched_each_on_its_own_runs(root: Path, tmp_
     data = tmp_path / "data"
     a = derive_bench(f"{tmp_path}/a/sgdlike.py:MySGD", root=root, scale="ci")
     b = derive_bench(f"{tmp_path}/b/sgdlike.py:MySGD", root=root, scale="ci")
-    best = {"AdamW": 5.5e-3, a.candidate.label: 100.0, b.candidate.label: 5.5e-3}
-    level = {"AdamW": 5.0, a.candidate.label: 5.0, b.candidate.label: 5.5}
-    _simulate(a, root, data, _loss(best, level))
-    ran = _simulate(b, root, data, _loss(best, level))
-    assert {r.label for r in ran} == {b.candidate.label}  # its own runs, none of a's
-    assert len(ran) == 12 + 12  # its tuning and confirmation runs (best inside: no extension)
+    best = {"AdamW": 5.5e-3, a.candidate.label: 100.0, b.candidate.label: 0.9}
+    level = {"AdamW": 5.0, a.candidate.label: 5.0, b.candidate.label: 6.0}
+    loss = _loss(best, level)
+
+    ran = _simulate(a, root, data, loss)
+    first = [r for r in ran if r.label == a.candidate.label]
+    assert max(r.extend_round or 0 for r in first) == 3  # used every round (best far above)
+    v = judge(a, root, data)
+    assert {c.reading for c in v.comparisons} == {"not tuned"}  # still on the edge after 3
+    assert "largest tried" in v.comparisons[0].why
+
+    p = plan(b, root, data)
+    assert [(arm.label, arm.tuning, arm.tuning_done) for arm in p.arms] == [
+        ("AdamW", 12, 12),
+        (b.candidate.label, 12, 0),  # none of a's runs: a file of its own
+    ]
+    assert p.arms[0].followups_done == 12  # AdamW's 12 confirmation runs
+    ran = _simulate(b, root, data, loss)
+    assert {r.label for r in ran} == {b.candidate.label}  # its own runs, no baseline run again
+    rounds = {r.extend_round for r in ran if r.extend_round}
+    assert rounds == {1, 2, 3}  # its own 3 rounds, though the first candidate used 3 before it
+    assert max(r.optim.lr for r in ran) > 0.9  # extended past its best
+    assert len([r for r in ran if not r.extend_round]) == 12 + 12  # its tuning and confirmation
     v = judge(b, root, data)
     assert [c.reading for c in v.comparisons] == ["worse"] * 4
-    assert {t.label: t.runs for t in v.totals} == {"AdamW": 24, b.candidate.label: 24}
+    assert all(0.9 < c.difference < 1.1 for c in v.comparisons)
+    assert [t.budget for t in v.totals] == [3, 3]
+    assert {t.label: t.runs for t in v.totals}["AdamW"] == 24
+    assert all(arm.lr_curve for arm in v.arms)
     assert {c.reading for c in judge(a, root, data).comparisons} == {"not tuned"}
