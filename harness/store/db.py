@@ -187,10 +187,13 @@ def _runs_sql(con: duckdb.DuckDBPyConnection, found: Sequence[GridFiles]) -> str
     if not sources:
         return _empty_select("runs")
     src = " UNION ALL BY NAME ".join(f"({s})" for s in sources)
-    con.execute(
-        f"CREATE TEMP TABLE {SEVERAL} AS SELECT grid, run_id FROM {with_attempt(f'({src})')} "
-        "GROUP BY grid, run_id HAVING count(*) > 1"
-    )
+    try:
+        con.execute(
+            f"CREATE TEMP TABLE {SEVERAL} AS SELECT grid, run_id FROM {with_attempt(f'({src})')} "
+            "GROUP BY grid, run_id HAVING count(*) > 1"
+        )
+    except duckdb.OutOfMemoryException:  # a memory limit below DuckDB's hash table (2 MiB):
+        return newest_rows_sql(f"({src})")  # found in each query, which the limit refuses alone
     ((several,),) = con.execute(f"SELECT count(*) FROM {SEVERAL}").fetchall()
     if not several:
         return f"SELECT * FROM {with_attempt(f'({src})')}"
