@@ -406,18 +406,14 @@ def test_extend_with_wait_loops_on_slurm(slurm_env: Path, prepared_data: Path) -
     import yaml
 
     from harness.store.manifest import read_manifest
-    from tests.slurm_runs import invoke, rows, steps, write_grid, write_profile
+    from tests.slurm_runs import invoke, rows, write_profile
 
     launcher = write_profile(slurm_env / "launchers", "slurm-ext")
-    path = write_grid(
-        slurm_env,
-        "ext",
-        launcher,
-        base={"tokens": steps(6), "warmup_steps": 1},
-        grid={"lr": [1.0e-3, 1.0e-2]},
-    )
-    doc = yaml.safe_load(path.read_text())
-    path.write_text(yaml.safe_dump({**doc, "extend": {"axes": ["lr"], "rounds": 2}}))
+    path = slurm_env / "ext.yaml"  # quadratic runs: what is tested is how the rounds are queued
+    base = {"workload": "quadratic", "optimizer": "adamw", "steps": 6, "warmup_steps": 1}
+    doc = {"name": "ext", "launcher": launcher, "base": base, "seeds": 1}
+    grid = {"grid": {"lr": [1.0e-3, 1.0e-2]}, "extend": {"axes": ["lr"], "rounds": 2}}
+    path.write_text(yaml.safe_dump({**doc, **grid}))
     root = slurm_env / "results"
     out = invoke("submit", path, "--extend", "--wait", "--results", root, "--data", prepared_data)
     assert out.exit_code == 0, out.output

@@ -31,7 +31,11 @@ def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothin
 ):
     launcher = write_profile(slurm_env / "launchers", "slurm-pack", runs_per_task=6)
     lrs = [round(1e-3 * 1.2**i, 6) for i in range(11)]
-    grid_file = write_grid(slurm_env, "arrays", launcher, seeds=4, grid={"lr": lrs})
+    grid_file = slurm_env / "arrays.yaml"  # quadratic runs: what is tested is how they arrive
+    grid_file.write_text(
+        f"name: arrays\nlauncher: {launcher}\nseeds: 4\ngrid: {{lr: {lrs}}}\n"
+        "base: {workload: quadratic, steps: 6, optimizer: sgd, log_every: 2}\n"
+    )
     root = slurm_env / "results"
     grid = load_grid(grid_file, vocab=vocab_lookup(prepared_data))
     assert len(grid.runs) == 44

@@ -18,6 +18,7 @@ from harness.data.catalogue import vocab_lookup
 from harness.grid.load import load_grid
 from harness.launch.slurm.records import read_submissions
 from harness.train.loop import train
+from tests.launch.test_branch_runs import SLOW_SGD
 from tests.polling import wait_until
 from tests.runs import tiny_run
 from tests.slurm_runs import (
@@ -85,15 +86,30 @@ def _steps_lasting(seconds: float, prepared_data: Path) -> int:
     return max(200, min(4000, round(seconds * probe.metrics["tokens_per_s"] / steps(1) / 10) * 10))
 
 
-def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(slurm_env, prepared_data):
+TIME_LIMIT_GRID = """
+name: {name}
+launcher: {launcher}
+base: {{optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, steps: 120, log_every: 10}}
+seeds: 1
+"""
+
+
+def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(slurm_env, tmp_path):
     write_profile(slurm_env / "launchers", "slurm-t")
     write_profile(slurm_env / "launchers", "slurm-1min", timeout_min=1)
-    # A 1-minute limit signals its task 10 to 40 s after the start (slurmctld checks every 30 s):
-    # a run of 45 s is interrupted at least once, whatever this machine's speed.
-    n_steps = _steps_lasting(45.0, prepared_data)
-    files = _twins(slurm_env, prepared_data, ("slurm-t", "slurm-1min"), n_steps=n_steps)
-    root = slurm_env / "results"
-    run_id = load_grid(files[1], vocab=vocab_lookup(prepared_data)).runs[0].run_id
+    # A 1-minute limit signals its task at slurmctld's next time-limit check, 0 to 30 s after it
+    # starts (it checks every 30 s): a run of 36 s (120 steps of SlowSGD's 0.3 s) is interrupted
+    # at least once, however fast this machine. The model does not matter to the signal and
+    # requeue; the GPT's checkpoint is compared with its twin by the scontrol requeue test above.
+    (slurm_env / "slow_sgd.py").write_text(SLOW_SGD)
+    root, data = slurm_env / "results", tmp_path / "data"
+    files = []
+    for name, launcher in (("ref", "slurm-t"), ("int", "slurm-1min")):
+        files.append(slurm_env / f"{name}.yaml")
+        files[-1].write_text(TIME_LIMIT_GRID.format(name=name, launcher=launcher))
+        out = invoke("submit", files[-1], "--results", root, "--data", data)
+        assert out.exit_code == 0 and "launching 1" in out.output, out.output
+    run_id = load_grid(files[1], vocab=lambda d: None).runs[0].run_id
     job = read_submissions(root, "int")[0].job_id
 
     _assert_identical(root, run_id)
@@ -152,21 +168,33 @@ def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
     assert out.exit_code == 0 and "launching 0" in out.output, out.output  # only with --retry
 
 
-def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env, prepared_data):
+PACKED_GRID = """
+name: packed
+launcher: {launcher}
+base: {{optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, steps: 40, log_every: 2}}
+seeds: 3
+"""
+"""Three runs of 12 s (SlowSGD sleeps 0.3 s a step): the model does not matter to packing, and the
+GPT's resume is compared with its twin by the two tests above."""
+
+
+def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env, tmp_path):
     # One task, three runs, two at a time on its device (each a process with one of its 2 CPUs).
     launcher = write_profile(
         slurm_env / "launchers", "slurm-packed", runs_per_task=3, runs_per_device=2, cpus_per_task=2
     )
-    grid_file = write_grid(slurm_env, "packed", launcher, seeds=3, base={"tokens": steps(200)})
-    root = slurm_env / "results"
-    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
+    (slurm_env / "slow_sgd.py").write_text(SLOW_SGD)
+    grid_file = slurm_env / "packed.yaml"
+    grid_file.write_text(PACKED_GRID.format(launcher=launcher))
+    root, data = slurm_env / "results", tmp_path / "data"
+    out = invoke("submit", grid_file, "--results", root, "--data", data)
     assert out.exit_code == 0 and "as 1 array tasks" in out.output, out.output
-    runs = load_grid(grid_file, vocab=vocab_lookup(prepared_data)).runs
+    runs = load_grid(grid_file, vocab=lambda d: None).runs
     job = read_submissions(root, "packed")[0].job_id
 
     def both_running() -> bool:
         log = task_log(root, "packed", job)
-        return sum(f"[{r.run_id}] step 20/200" in log for r in runs) >= 2
+        return sum(f"[{r.run_id}] step 10/40" in log for r in runs) >= 2
 
     wait_until(both_running, 180, "two runs of the task training at once")
     subprocess.run(["scontrol", "requeue", job], check=True)  # as a preemption would
@@ -177,11 +205,13 @@ def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env
     for run in runs:
         row = got[run.run_id]
         assert (row["status"], row["job_id"]) == ("completed", job), row["error"]
-        logged = [int(s) for s in re.findall(rf"\[{run.run_id}\] step (\d+)/200", log)]
-        assert logged == list(range(10, 201, 10))  # resumed where it stopped: no step twice
+        logged = [int(s) for s in re.findall(rf"\[{run.run_id}\] step (\d+)/40", log)]
+        assert logged == list(range(2, 41, 2))  # resumed where it stopped: no step twice
         assert not paths.checkpoint_path(root, "packed", run.run_id).exists()
+    stopped = re.search(r"is being requeued; (.+) resume", log)
+    assert stopped and len(stopped.group(1).split(", ")) == 2, log  # both stopped mid-run
     # Packed, interrupted and resumed, each run is the run trained alone in one process.
     with torch_threads(1):
-        alone = train(runs[0], data_root=prepared_data, log=None)
+        alone = train(runs[0], data_root=data, log=None)
     assert got[runs[0].run_id]["val_loss"] == alone.metrics["val_loss"]
     assert curve_losses(root, "packed", runs[0].run_id) == [p["train_loss"] for p in alone.curve]
