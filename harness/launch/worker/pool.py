@@ -132,7 +132,9 @@ class RunPool:
         self.gpus_given = gpus is not None
         self.on_gpu = dict.fromkeys(gpus or (), 0)
         self.stopping = False
-        self._ctx = process.run_context(preloaded=logs is not None)  # a log each: forked
+        # forked from the server where each writes its own log and no GPU is given: a GPU run
+        # process is spawned, as checked on GPUs (a process torch initialised CUDA in cannot fork)
+        self._ctx = process.run_context(preloaded=logs is not None and not gpus)
         self._reports: Any = self._ctx.SimpleQueue()
         self._timed_out: set[str] = set()
         self._killed: set[str] = set()

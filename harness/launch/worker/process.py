@@ -173,9 +173,11 @@ that it runs the code on disk when it starts (the optimizers' fingerprints read 
 def run_context(*, preloaded: bool) -> RunContext:
     """How the pool starts run processes: with ``preloaded``, forked from a server process that
     imported :data:`PRELOADED` once (CUDA is never initialised there: each run process does that
-    itself, so forking is safe), else spawned. A forked run process's output is the server's
-    (the caller's output when the server started): only runs that write their own logs are
-    forked; a SLURM task's runs write to the task's output and are spawned.
+    itself), else spawned. A forked run process's output is the server's (the caller's output
+    when the server started): only runs that write their own logs are forked; a SLURM task's
+    runs write to the task's output and are spawned. The pool forks only where it gives no GPU
+    (the GPU path stays the one checked on GPUs: a CUDA driver that torch initialised in the
+    server would not survive the fork).
 
     The server lives as long as the process that started it (it exits when that process
     exits, however it dies), so a process that submits many times (a notebook, a test session)
