@@ -120,7 +120,9 @@ def test_report_reads_the_curves_of_the_runs_it_draws_only(report: Path, monkeyp
     read: list[str] = []
     chosen: list[set[str]] = []
     frame, curves_of = Selection.frame, Selection.curves_of
-    monkeypatch.setattr(Selection, "frame", lambda s, n: read.append(n) or frame(s, n))
+    monkeypatch.setattr(
+        Selection, "frame", lambda s, n, *columns: read.append(n) or frame(s, n, *columns)
+    )
     monkeypatch.setattr(
         Selection, "curves_of", lambda s, ids: chosen.append(set(ids)) or curves_of(s, ids)
     )
