@@ -25,6 +25,7 @@ ruff check . && ruff format --check .
 lint-imports  # the architecture's layers and "never" rules (pyproject.toml [tool.importlinter])
 mypy  # harness/: --strict on every package; cache in .mypy_cache (gitignored)
 # two pytest workers (-n 2): most tests wait on processes they start; tests on the SLURM cluster
-# run one after another, each file's tests together (tests/conftest.py: xdist groups). The
+# run one after another, each file's tests together (tests/conftest.py: xdist groups), the
+# longest groups first (tests/durations.json; --no-loadscope-reorder keeps that order). The
 # benchmarks' quick modes but two are the nightly lane's (scripts/nightly.sh).
-python3 -m pytest -q -n 2 --dist loadgroup -m "not nightly" "$@"
+python3 -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not nightly" "$@"

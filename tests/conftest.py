@@ -74,13 +74,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     waits for a queue. Under pytest-xdist (``--dist loadgroup``, scripts/test.sh) the tests on the
     cluster run one after another in one worker (its one node has 2 CPUs: two tests' arrays at
     once would wait for each other past their time limits), and every other test with the tests
-    of its file (a module's fixtures, some of which train, are built once)."""
+    of its file (a module's fixtures, some of which train, are built once).
+
+    The groups are handed to the workers longest first (``tests.durations``: the last measured
+    suite's seconds per group; scripts/test.sh passes ``--no-loadscope-reorder`` so that xdist
+    keeps this order): a long group started last would leave one worker alone at the end."""
+    from tests.durations import expected_seconds
+
     for item in items:
         if item.get_closest_marker("slurm") is not None:
             item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.xdist_group("slurm"))
         elif item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
+    cost = expected_seconds([_group(item) for item in items])
+    items.sort(key=lambda item: (-cost[_group(item)], _group(item)))  # stable within a group
+
+
+def _group(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    assert marker is not None  # every item has one (above)
+    return str(marker.args[0] if marker.args else marker.kwargs["name"])
 
 
 # --- the device (harness.train.device) --------------------------------------------------------
