@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slurm
 def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothing(
     slurm_env, prepared_data
 ):
-    launcher = write_profile(slurm_env / "launchers", "slurm-pack", runs_per_task=6)
+    launcher = write_profile(slurm_env / "launchers", "slurm-pack", runs_per_task=8)
     lrs = [round(1e-3 * 1.2**i, 6) for i in range(11)]
     grid_file = slurm_env / "arrays.yaml"  # quadratic runs: what is tested is how they arrive
     grid_file.write_text(
@@ -40,14 +40,14 @@ def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothin
     grid = load_grid(grid_file, vocab=vocab_lookup(prepared_data))
     assert len(grid.runs) == 44
     write_manifest(root, grid.name, grid.runs)
-    # MaxArraySize 3 instead of the cluster's 1001: 8 tasks of <= 6 runs need 3 arrays (3 + 3 + 2).
-    small = ClusterLimits(3, 10000, "test: small arrays")
+    # MaxArraySize 2 instead of the cluster's 1001: 6 tasks of <= 8 runs need 3 arrays (2 + 2 + 2).
+    small = ClusterLimits(2, 10000, "test: small arrays")
     profile = load_profile(launcher)
     spec = ExecutionSpec.build(profile, root, grid.name, prepared_data)
     launched = SlurmLauncher(profile, limits=small).launch(grid.runs, spec)
     assert launched.runs == 44
     subs = read_submissions(root, "arrays")
-    assert [len(s.tasks) for s in subs] == [3, 3, 2] and all(s.array for s in subs)
+    assert [len(s.tasks) for s in subs] == [2, 2, 2] and all(s.array for s in subs)
     placed = latest_assignments(subs)
     assert set(placed) == {r.run_id for r in grid.runs}
 

@@ -20,7 +20,6 @@ from harness.launch.slurm.records import read_submissions
 from harness.train.loop import train
 from tests.launch.test_branch_runs import SLOW_SGD
 from tests.polling import wait_until
-from tests.runs import tiny_run
 from tests.slurm_runs import (
     curve_losses,
     invoke,
@@ -38,10 +37,12 @@ pytestmark = pytest.mark.slurm
 SAME = ("status", "val_loss", "val_ppl", "train_loss", "steps_done", "tokens_seen", "iso", "rho")
 
 
-def _twins(slurm_env: Path, prepared_data: Path, launchers: tuple[str, str], n_steps: int) -> list:
+def _twins(
+    slurm_env: Path, prepared_data: Path, launchers: tuple[str, str], **base: object
+) -> list:
     """Submit the same run in grids ``ref`` and ``int`` (on ``launchers``); returns their files."""
     files = [
-        write_grid(slurm_env, name, launcher, base={"tokens": steps(n_steps)})
+        write_grid(slurm_env, name, launcher, base=base)
         for name, launcher in zip(("ref", "int"), launchers, strict=True)
     ]
     for f in files:
@@ -61,47 +62,81 @@ def _assert_identical(root: Path, run_id: str) -> dict:
     return got
 
 
+SLOW_ADAMW = '''
+import time
+
+import torch
+
+
+class SlowAdamW(torch.optim.AdamW):
+    """AdamW that sleeps 0.1 s a step: a run is still training when its job is requeued."""
+
+    def step(self, closure=None):
+        time.sleep(0.1)
+        return super().step(closure)
+'''
+
+
 def test_a_requeued_run_resumes_from_its_checkpoint_with_identical_metrics(
     slurm_env, prepared_data
 ):
+    # The GPT (its weights and AdamW's moments are what the checkpoint must restore), 40 steps:
+    # requeued at step 10, at least 30 x 0.1 s of SlowAdamW's sleep remain however fast the
+    # machine (the requeue's SIGTERM arrives within a second).
     launcher = write_profile(slurm_env / "launchers", "slurm-t")
-    files = _twins(slurm_env, prepared_data, (launcher, launcher), n_steps=200)
+    (slurm_env / "slow_adamw.py").write_text(SLOW_ADAMW)
+    base = {"tokens": steps(40), "log_every": 5, "optimizer": "./slow_adamw.py:SlowAdamW"}
+    files = _twins(slurm_env, prepared_data, (launcher, launcher), **base)
     root = slurm_env / "results"
     run_id = load_grid(files[1], vocab=vocab_lookup(prepared_data)).runs[0].run_id
     job = read_submissions(root, "int")[0].job_id
-    wait_until(lambda: "step 20/200" in task_log(root, "int", job), 120, "20 steps done")
+    wait_until(lambda: "step 10/40" in task_log(root, "int", job), 120, "10 steps done")
     subprocess.run(["scontrol", "requeue", job], check=True)  # as a preemption would
 
     got = _assert_identical(root, run_id)
     log = task_log(root, "int", job)
     assert "is being requeued" in log and got["job_id"] == job
-    logged = [int(s) for s in re.findall(r"step (\d+)/200", log)]
-    assert logged == list(range(10, 201, 10))  # resumed where it stopped: no step twice
+    logged = [int(s) for s in re.findall(r"step (\d+)/40", log)]
+    assert logged == list(range(5, 41, 5))  # resumed where it stopped: no step twice
 
 
-def _steps_lasting(seconds: float, prepared_data: Path) -> int:
-    """Steps of the twin runs that take about ``seconds`` of training on this machine now."""
-    with torch_threads(1):  # as in a job with cpus_per_task 1
-        probe = train(tiny_run(prepared_data, tokens=steps(30)), data_root=prepared_data, log=None)
-    return max(200, min(4000, round(seconds * probe.metrics["tokens_per_s"] / steps(1) / 10) * 10))
+UNTIL_REQUEUED_SGD = '''
+import os
+import time
 
+import torch
+
+
+class UntilRequeuedSGD(torch.optim.SGD):
+    """SGD that sleeps 0.3 s a step until its job is restarted (SLURM sets SLURM_RESTART_COUNT
+    from the first requeue on): interrupted once by the time limit, the run then ends at once."""
+
+    def step(self, closure=None):
+        if not int(os.environ.get("SLURM_RESTART_COUNT") or 0):
+            time.sleep(0.3)
+        return super().step(closure)
+'''
 
 TIME_LIMIT_GRID = """
 name: {name}
 launcher: {launcher}
-base: {{optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, steps: 120, log_every: 10}}
+base: {{optimizer: ./until_requeued.py:UntilRequeuedSGD, workload: quadratic, lr: 0.01, steps: 120,
+       log_every: 10}}
 seeds: 1
 """
 
 
 def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(slurm_env, tmp_path):
+    # SLURM's own time limit, the one test that waits for it: a 1-minute limit signals its task
+    # (USR2, submitit's --signal) at slurmctld's next time-limit check, 0 to 30 s after it starts
+    # (it checks every 30 s): a run of 36 s (120 steps of 0.3 s) is interrupted at least once,
+    # however fast this machine. Once requeued it stops sleeping and ends before the next check
+    # (each further start would be signalled again, a requeue of about 10 s each). The model does
+    # not matter to the signal and requeue; the GPT's checkpoint is compared with its twin by the
+    # scontrol requeue test above.
     write_profile(slurm_env / "launchers", "slurm-t")
     write_profile(slurm_env / "launchers", "slurm-1min", timeout_min=1)
-    # A 1-minute limit signals its task at slurmctld's next time-limit check, 0 to 30 s after it
-    # starts (it checks every 30 s): a run of 36 s (120 steps of SlowSGD's 0.3 s) is interrupted
-    # at least once, however fast this machine. The model does not matter to the signal and
-    # requeue; the GPT's checkpoint is compared with its twin by the scontrol requeue test above.
-    (slurm_env / "slow_sgd.py").write_text(SLOW_SGD)
+    (slurm_env / "until_requeued.py").write_text(UNTIL_REQUEUED_SGD)
     root, data = slurm_env / "results", tmp_path / "data"
     files = []
     for name, launcher in (("ref", "slurm-t"), ("int", "slurm-1min")):
@@ -140,9 +175,17 @@ def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(slurm_env, prep
     assert len(ddp_curve) == 5
 
 
-def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
-    slurm_env, prepared_data
-):
+OUT_OF_REQUEUES_GRID = """
+name: tl0
+launcher: {launcher}
+base: {{optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, steps: 200, log_every: 10}}
+seeds: 1
+"""
+"""A run of 60 s (SlowSGD sleeps 0.3 s a step): the model does not matter to the signal, the
+timeout row and the kept checkpoint."""
+
+
+def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(slurm_env, tmp_path):
     # The time-limit signal (USR2, as SLURM sends it at limit - 90 s) is sent once the run has
     # taken steps: SLURM's own would come 10 to 40 s after the start of a 1-minute job, which on
     # a loaded machine can be before the first step (then there is no checkpoint to keep). With
@@ -151,20 +194,21 @@ def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
     launcher = write_profile(
         slurm_env / "launchers", "slurm-3min-0", timeout_min=3, max_num_timeout=0
     )
-    n_steps = _steps_lasting(60.0, prepared_data)
-    grid_file = write_grid(slurm_env, "tl0", launcher, base={"tokens": steps(n_steps)})
-    root = slurm_env / "results"
-    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
+    (slurm_env / "slow_sgd.py").write_text(SLOW_SGD)
+    grid_file = slurm_env / "tl0.yaml"
+    grid_file.write_text(OUT_OF_REQUEUES_GRID.format(launcher=launcher))
+    root, data = slurm_env / "results", tmp_path / "data"
+    out = invoke("submit", grid_file, "--results", root, "--data", data)
     assert out.exit_code == 0 and "launching 1" in out.output, out.output
     job = read_submissions(root, "tl0")[0].job_id
-    wait_until(lambda: f"step 20/{n_steps}" in task_log(root, "tl0", job), 120, "20 steps done")
+    wait_until(lambda: "step 20/200" in task_log(root, "tl0", job), 120, "20 steps done")
     subprocess.run(["scancel", "--signal=USR2", job], check=True)
 
     (row,) = wait_until(lambda: list(rows(root, "tl0").values()), 120, "the timeout row")
     assert row["status"] == "timeout" and "time limit reached too often" in row["error"], row
-    assert 20 <= row["steps_done"] < n_steps, row  # what it had done when it was stopped
+    assert 20 <= row["steps_done"] < 200, row  # what it had done when it was stopped
     assert paths.checkpoint_path(root, "tl0", row["run_id"]).exists()  # a retry resumes it
-    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
+    out = invoke("submit", grid_file, "--results", root, "--data", data)
     assert out.exit_code == 0 and "launching 0" in out.output, out.output  # only with --retry
 
 

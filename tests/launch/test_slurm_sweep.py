@@ -27,7 +27,7 @@ from harness.launch.slurm.records import read_submissions
 from harness.launch.slurm.scheduler import active_tasks
 from harness.store.db import connect
 from tests.polling import wait_until
-from tests.slurm_runs import write_profile
+from tests.slurm_runs import FAST_WAIT, write_profile
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -147,6 +147,7 @@ def test_a_sweep_disturbed_while_it_runs_trains_each_run_once(slurm_env, prepare
         "PYTHONPATH": str(REPO),
         "HARNESS_LAUNCHERS": str(slurm_env / "launchers"),
         "HARNESS_CHECKPOINT_EVERY_S": "1",
+        **FAST_WAIT,
     }
     harness = _Harness(env)
     common = ["--results", root, "--data", prepared_data]
