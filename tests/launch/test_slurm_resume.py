@@ -20,6 +20,7 @@ from harness.launch.slurm.records import read_submissions
 from harness.train.loop import train
 from tests.launch.test_branch_runs import SLOW_SGD
 from tests.polling import wait_until
+from tests.runs import tiny_run
 from tests.slurm_runs import (
     curve_losses,
     invoke,
@@ -83,6 +84,13 @@ def test_a_requeued_run_resumes_from_its_checkpoint_with_identical_metrics(
     assert "is being requeued" in log and got["job_id"] == job
     logged = [int(s) for s in re.findall(r"step (\d+)/100", log)]
     assert logged == list(range(10, 101, 10))  # resumed where it stopped: no step twice
+
+
+def _steps_lasting(seconds: float, prepared_data: Path) -> int:
+    """Steps of the twin runs that take about ``seconds`` of training on this machine now."""
+    with torch_threads(1):  # as in a job with cpus_per_task 1
+        probe = train(tiny_run(prepared_data, tokens=steps(30)), data_root=prepared_data, log=None)
+    return max(200, min(4000, round(seconds * probe.metrics["tokens_per_s"] / steps(1) / 10) * 10))
 
 
 UNTIL_REQUEUED_SGD = '''
@@ -166,17 +174,9 @@ def test_a_run_over_two_slurm_tasks_with_ddp_matches_one_process(slurm_env, prep
     assert len(ddp_curve) == 5
 
 
-OUT_OF_REQUEUES_GRID = """
-name: tl0
-launcher: {launcher}
-base: {{optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, steps: 200, log_every: 10}}
-seeds: 1
-"""
-"""A run of 60 s (SlowSGD sleeps 0.3 s a step): the model does not matter to the signal, the
-timeout row and the kept checkpoint."""
-
-
-def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(slurm_env, tmp_path):
+def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
+    slurm_env, prepared_data
+):
     # The time-limit signal (USR2, as SLURM sends it at limit - 90 s) is sent once the run has
     # taken steps: SLURM's own would come 10 to 40 s after the start of a 1-minute job, which on
     # a loaded machine can be before the first step (then there is no checkpoint to keep). With
@@ -185,21 +185,20 @@ def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(s
     launcher = write_profile(
         slurm_env / "launchers", "slurm-3min-0", timeout_min=3, max_num_timeout=0
     )
-    (slurm_env / "slow_sgd.py").write_text(SLOW_SGD)
-    grid_file = slurm_env / "tl0.yaml"
-    grid_file.write_text(OUT_OF_REQUEUES_GRID.format(launcher=launcher))
-    root, data = slurm_env / "results", tmp_path / "data"
-    out = invoke("submit", grid_file, "--results", root, "--data", data)
+    n_steps = _steps_lasting(60.0, prepared_data)
+    grid_file = write_grid(slurm_env, "tl0", launcher, base={"tokens": steps(n_steps)})
+    root = slurm_env / "results"
+    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
     assert out.exit_code == 0 and "launching 1" in out.output, out.output
     job = read_submissions(root, "tl0")[0].job_id
-    wait_until(lambda: "step 20/200" in task_log(root, "tl0", job), 120, "20 steps done")
+    wait_until(lambda: f"step 20/{n_steps}" in task_log(root, "tl0", job), 120, "20 steps done")
     subprocess.run(["scancel", "--signal=USR2", job], check=True)
 
     (row,) = wait_until(lambda: list(rows(root, "tl0").values()), 120, "the timeout row")
     assert row["status"] == "timeout" and "time limit reached too often" in row["error"], row
-    assert 20 <= row["steps_done"] < 200, row  # what it had done when it was stopped
+    assert 20 <= row["steps_done"] < n_steps, row  # what it had done when it was stopped
     assert paths.checkpoint_path(root, "tl0", row["run_id"]).exists()  # a retry resumes it
-    out = invoke("submit", grid_file, "--results", root, "--data", data)
+    out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
     assert out.exit_code == 0 and "launching 0" in out.output, out.output  # only with --retry
 
 
