@@ -205,10 +205,10 @@ def test_a_run_out_of_requeues_is_recorded_as_timeout_and_keeps_its_checkpoint(
 PACKED_GRID = """
 name: packed
 launcher: {launcher}
-base: {{optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, steps: 20, log_every: 2}}
+base: {{optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, steps: 40, log_every: 2}}
 seeds: 3
 """
-"""Three runs of 6 s (SlowSGD sleeps 0.3 s a step): the model does not matter to packing, and the
+"""Three runs of 12 s (SlowSGD sleeps 0.3 s a step): the model does not matter to packing, and the
 GPT's resume is compared with its twin by the two tests above."""
 
 
@@ -228,7 +228,7 @@ def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env
 
     def both_running() -> bool:
         log = task_log(root, "packed", job)
-        return sum(f"[{r.run_id}] step 6/20" in log for r in runs) >= 2
+        return sum(f"[{r.run_id}] step 10/40" in log for r in runs) >= 2
 
     wait_until(both_running, 180, "two runs of the task training at once")
     subprocess.run(["scontrol", "requeue", job], check=True)  # as a preemption would
@@ -239,8 +239,8 @@ def test_packed_runs_train_at_once_stop_together_on_requeue_and_resume(slurm_env
     for run in runs:
         row = got[run.run_id]
         assert (row["status"], row["job_id"]) == ("completed", job), row["error"]
-        logged = [int(s) for s in re.findall(rf"\[{run.run_id}\] step (\d+)/20", log)]
-        assert logged == list(range(2, 21, 2))  # resumed where it stopped: no step twice
+        logged = [int(s) for s in re.findall(rf"\[{run.run_id}\] step (\d+)/40", log)]
+        assert logged == list(range(2, 41, 2))  # resumed where it stopped: no step twice
         assert not paths.checkpoint_path(root, "packed", run.run_id).exists()
     stopped = re.search(r"is being requeued; (.+) resume", log)
     assert stopped and len(stopped.group(1).split(", ")) == 2, log  # both stopped mid-run
