@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.core.errors import UserError
+
 
 @dataclass(frozen=True, slots=True)
 class EnvVar:
@@ -75,6 +77,12 @@ PREFLIGHT_MEMORY_GB = EnvVar(
     "address space of the preflight's child process, GiB",
     "half the machine's memory",
 )
+WAIT_POLL_S = EnvVar(
+    "HARNESS_WAIT_POLL_S",
+    "seconds between the looks of `submit --wait` and `eval --wait` at the rows and the queue "
+    "(tests shorten it)",
+    "5 (`eval --wait` on SLURM: 2)",
+)
 EARLY_SIGNAL = EnvVar(
     "HARNESS_EARLY_SIGNAL",
     "internal: a SLURM signal that arrived before a task's handlers (set by the task's boot)",
@@ -132,6 +140,7 @@ ENV: dict[str, EnvVar] = {
         KEEP_CHECKPOINTS,
         PREFLIGHT_TIMEOUT_S,
         PREFLIGHT_MEMORY_GB,
+        WAIT_POLL_S,
         EARLY_SIGNAL,
         XDG_CACHE_HOME,
         XDG_DATA_HOME,
@@ -146,6 +155,24 @@ ENV: dict[str, EnvVar] = {
     )
 }
 """Every variable the harness reads, by name (the README's table lists the same)."""
+
+
+def wait_poll_s(default: float, environ: Mapping[str, str] | None = None) -> float:
+    """Seconds between the looks of a ``--wait``: :data:`WAIT_POLL_S` when set, else ``default``.
+
+    Raises:
+        UserError: the variable is set to something other than a positive number.
+    """
+    raw = WAIT_POLL_S.get(environ)
+    if raw is None:
+        return default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0:
+        raise UserError(f"{WAIT_POLL_S.name}={raw!r}: expected a positive number of seconds")
+    return seconds
 
 
 def cache_dir() -> Path:

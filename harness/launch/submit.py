@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.core import paths
+from harness.core import env, paths
 from harness.core.config import RunConfig
 from harness.core.errors import UserError, unknown_choice
 from harness.core.files import remove_stale_temps
@@ -274,7 +274,8 @@ GONE_GRACE_S = 30.0
 it ended: a queue's answer lags (a task that starts or ends may be missing from it a moment)."""
 
 WAIT_POLL_S = 5.0
-"""How often ``--wait`` looks at the rows and queues of runs queued by others (seconds)."""
+"""How often ``--wait`` looks at the rows and queues of runs queued by others (seconds), unless
+``HARNESS_WAIT_POLL_S`` says otherwise (:func:`harness.core.env.wait_poll_s`)."""
 
 
 def wait_for_others(
@@ -283,7 +284,7 @@ def wait_for_others(
     run_ids: Collection[str],
     seen: dict[str, Any],
     out: TextIO,
-    poll_s: float = WAIT_POLL_S,
+    poll_s: float | None = None,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """Block until each of ``run_ids`` (queued or being trained by another submit or machine)
     has a row newer than ``seen`` says, or has left every queue and every run lock without one.
@@ -295,6 +296,7 @@ def wait_for_others(
     from harness.store.rows import row_marks
     from harness.store.status import training_now
 
+    poll = env.wait_poll_s(WAIT_POLL_S) if poll_s is None else poll_s
     pending = set(run_ids)
     out.write(
         f"{grid}: waiting for {len(pending)} runs queued or being trained by another submit "
@@ -320,7 +322,7 @@ def wait_for_others(
         ended |= {r for r in left if marks.get(r) is None}
         pending -= left
         if pending:
-            time.sleep(poll_s)
+            time.sleep(poll)
     rowed = set(run_ids) - ended
     statuses = {r: s for r, s in result_statuses(root, grid).items() if r in rowed}
     out.write(

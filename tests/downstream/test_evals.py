@@ -415,13 +415,13 @@ def test_eval_runs_as_a_slurm_array(
     """The evaluations of a grid's runs as an array on the test cluster (one task per run)."""
     import shutil
 
-    from tests.slurm_runs import write_profile
+    from tests.slurm_runs import FAST_WAIT, write_profile
 
     assert invoke(*eval_args(trained)).exit_code == 0  # local scores (or skipped: done)
     root = slurm_env / "results"
     shutil.copytree(trained.root, root)  # the trained runs, fresh of scores
     shutil.rmtree(paths.evals_dir(root, trained.grid), ignore_errors=True)
-    for k, v in OFFLINE.items():
+    for k, v in {**OFFLINE, **FAST_WAIT}.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("HF_DATASETS_CACHE", str(slurm_env / "hf"))
     monkeypatch.setenv(

@@ -6,6 +6,7 @@ Fails (never skips) under CI=true when the cluster is absent.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from harness.launch.profile import load_profile
 from harness.launch.slurm.launcher import SlurmLauncher
 from harness.launch.slurm.limits import ClusterLimits
 from harness.launch.slurm.records import latest_assignments, read_submissions
-from harness.launch.slurm.scheduler import active_tasks, jobs_in_controller
+from harness.launch.slurm.scheduler import active_tasks
 from harness.store.manifest import write_manifest
 from tests.polling import wait_until
 from tests.slurm_runs import invoke, rows, steps, write_grid, write_profile
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.slurm
 def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothing(
     slurm_env, prepared_data
 ):
-    launcher = write_profile(slurm_env / "launchers", "slurm-pack", runs_per_task=6)
+    launcher = write_profile(slurm_env / "launchers", "slurm-pack", runs_per_task=8)
     lrs = [round(1e-3 * 1.2**i, 6) for i in range(11)]
     grid_file = slurm_env / "arrays.yaml"  # quadratic runs: what is tested is how they arrive
     grid_file.write_text(
@@ -40,14 +41,14 @@ def test_a_grid_of_44_runs_arrives_through_arrays_and_resubmission_queues_nothin
     grid = load_grid(grid_file, vocab=vocab_lookup(prepared_data))
     assert len(grid.runs) == 44
     write_manifest(root, grid.name, grid.runs)
-    # MaxArraySize 3 instead of the cluster's 1001: 8 tasks of <= 6 runs need 3 arrays (3 + 3 + 2).
-    small = ClusterLimits(3, 10000, "test: small arrays")
+    # MaxArraySize 2 instead of the cluster's 1001: 6 tasks of <= 8 runs need 3 arrays (2 + 2 + 2).
+    small = ClusterLimits(2, 10000, "test: small arrays")
     profile = load_profile(launcher)
     spec = ExecutionSpec.build(profile, root, grid.name, prepared_data)
     launched = SlurmLauncher(profile, limits=small).launch(grid.runs, spec)
     assert launched.runs == 44
     subs = read_submissions(root, "arrays")
-    assert [len(s.tasks) for s in subs] == [3, 3, 2] and all(s.array for s in subs)
+    assert [len(s.tasks) for s in subs] == [2, 2, 2] and all(s.array for s in subs)
     placed = latest_assignments(subs)
     assert set(placed) == {r.run_id for r in grid.runs}
 
@@ -121,11 +122,19 @@ def test_cancel_records_cancelled_runs_and_retry_resubmits_exactly_those(slurm_e
     assert rows(root, "cx")[short]["status"] == "completed"
 
 
+def _jobs_named(name: str) -> list[str]:
+    """Every job (and array task) the controller holds named ``name``, finished ones too: only
+    this test's, whatever other tests or suites run on the cluster meanwhile."""
+    args = ["squeue", "--noheader", "--array", "--states=all", f"--name={name}", "--format=%i"]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
 def _rejected(slurm_env: Path, prepared_data: Path, launcher: str, **base) -> str:
     """Submit a one-run grid on ``launcher``; assert exit 2 and nothing queued or recorded."""
     grid_file = write_grid(slurm_env, "bad", launcher, base=base)
     root = slurm_env / "results"
-    before = jobs_in_controller()
+    before = _jobs_named("harness-bad")  # the job name of grid 'bad' (arrays.executor_parameters)
     out = invoke("submit", grid_file, "--results", root, "--data", prepared_data)
     assert out.exit_code == 2, out.output
     error = [ln for ln in out.output.splitlines() if ln.startswith("error:")]
@@ -133,7 +142,7 @@ def _rejected(slurm_env: Path, prepared_data: Path, launcher: str, **base) -> st
     assert not read_submissions(root, "bad")
     leftovers = paths.submissions_dir(root, "bad") / "slurm"
     assert not [p for p in leftovers.rglob("*") if p.is_file()] if leftovers.exists() else True
-    assert jobs_in_controller() == before
+    assert _jobs_named("harness-bad") == before
     return error[0]
 
 

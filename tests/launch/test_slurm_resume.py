@@ -38,10 +38,12 @@ pytestmark = pytest.mark.slurm
 SAME = ("status", "val_loss", "val_ppl", "train_loss", "steps_done", "tokens_seen", "iso", "rho")
 
 
-def _twins(slurm_env: Path, prepared_data: Path, launchers: tuple[str, str], n_steps: int) -> list:
+def _twins(
+    slurm_env: Path, prepared_data: Path, launchers: tuple[str, str], **base: object
+) -> list:
     """Submit the same run in grids ``ref`` and ``int`` (on ``launchers``); returns their files."""
     files = [
-        write_grid(slurm_env, name, launcher, base={"tokens": steps(n_steps)})
+        write_grid(slurm_env, name, launcher, base=base)
         for name, launcher in zip(("ref", "int"), launchers, strict=True)
     ]
     for f in files:
@@ -64,19 +66,24 @@ def _assert_identical(root: Path, run_id: str) -> dict:
 def test_a_requeued_run_resumes_from_its_checkpoint_with_identical_metrics(
     slurm_env, prepared_data
 ):
+    # The GPT (its weights and AdamW's moments are what the checkpoint must restore), 100 steps
+    # of the built-in AdamW (its preflight is cached; a sleeping optimizer of the test's own would
+    # be preflighted in a child process at each of the two submits): requeued at step 10, 90
+    # steps remain, several seconds on this machine kind (the requeue's SIGTERM comes within a
+    # second).
     launcher = write_profile(slurm_env / "launchers", "slurm-t")
-    files = _twins(slurm_env, prepared_data, (launcher, launcher), n_steps=200)
+    files = _twins(slurm_env, prepared_data, (launcher, launcher), tokens=steps(100))
     root = slurm_env / "results"
     run_id = load_grid(files[1], vocab=vocab_lookup(prepared_data)).runs[0].run_id
     job = read_submissions(root, "int")[0].job_id
-    wait_until(lambda: "step 20/200" in task_log(root, "int", job), 120, "20 steps done")
+    wait_until(lambda: "step 10/100" in task_log(root, "int", job), 120, "10 steps done")
     subprocess.run(["scontrol", "requeue", job], check=True)  # as a preemption would
 
     got = _assert_identical(root, run_id)
     log = task_log(root, "int", job)
     assert "is being requeued" in log and got["job_id"] == job
-    logged = [int(s) for s in re.findall(r"step (\d+)/200", log)]
-    assert logged == list(range(10, 201, 10))  # resumed where it stopped: no step twice
+    logged = [int(s) for s in re.findall(r"step (\d+)/100", log)]
+    assert logged == list(range(10, 101, 10))  # resumed where it stopped: no step twice
 
 
 def _steps_lasting(seconds: float, prepared_data: Path) -> int:
@@ -86,22 +93,42 @@ def _steps_lasting(seconds: float, prepared_data: Path) -> int:
     return max(200, min(4000, round(seconds * probe.metrics["tokens_per_s"] / steps(1) / 10) * 10))
 
 
+UNTIL_REQUEUED_SGD = '''
+import os
+import time
+
+import torch
+
+
+class UntilRequeuedSGD(torch.optim.SGD):
+    """SGD that sleeps 0.3 s a step until its job is restarted (SLURM sets SLURM_RESTART_COUNT
+    from the first requeue on): interrupted once by the time limit, the run then ends at once."""
+
+    def step(self, closure=None):
+        if not int(os.environ.get("SLURM_RESTART_COUNT") or 0):
+            time.sleep(0.3)
+        return super().step(closure)
+'''
+
 TIME_LIMIT_GRID = """
 name: {name}
 launcher: {launcher}
-base: {{optimizer: ./slow_sgd.py:SlowSGD, workload: quadratic, lr: 0.01, steps: 120, log_every: 10}}
+base: {{optimizer: ./until_requeued.py:UntilRequeuedSGD, workload: quadratic, lr: 0.01, steps: 120,
+       log_every: 10}}
 seeds: 1
 """
 
 
 def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(slurm_env, tmp_path):
+    # SLURM's own time limit, the one test that waits for it: a 1-minute limit signals its task
+    # (USR2, submitit's --signal) at slurmctld's next time-limit check, 0 to 30 s after it starts
+    # (it checks every 30 s): a run of 36 s (120 steps of 0.3 s) is interrupted at least once,
+    # however fast this machine. Once requeued it stops sleeping and ends at once. The model does
+    # not matter to the signal and requeue; the GPT's checkpoint is compared with its twin by the
+    # scontrol requeue test above.
     write_profile(slurm_env / "launchers", "slurm-t")
     write_profile(slurm_env / "launchers", "slurm-1min", timeout_min=1)
-    # A 1-minute limit signals its task at slurmctld's next time-limit check, 0 to 30 s after it
-    # starts (it checks every 30 s): a run of 36 s (120 steps of SlowSGD's 0.3 s) is interrupted
-    # at least once, however fast this machine. The model does not matter to the signal and
-    # requeue; the GPT's checkpoint is compared with its twin by the scontrol requeue test above.
-    (slurm_env / "slow_sgd.py").write_text(SLOW_SGD)
+    (slurm_env / "until_requeued.py").write_text(UNTIL_REQUEUED_SGD)
     root, data = slurm_env / "results", tmp_path / "data"
     files = []
     for name, launcher in (("ref", "slurm-t"), ("int", "slurm-1min")):
@@ -111,6 +138,13 @@ def test_a_run_past_its_time_limit_checkpoints_requeues_and_completes(slurm_env,
         assert out.exit_code == 0 and "launching 1" in out.output, out.output
     run_id = load_grid(files[1], vocab=lambda d: None).runs[0].run_id
     job = read_submissions(root, "int")[0].job_id
+    wait_until(lambda: "Requeued job" in task_log(root, "int", job), 300, "a time-limit requeue")
+    # Once is what is tested: a longer limit spares its restarts the signal (on a loaded machine
+    # a restart can take longer than the 0 to 30 s to the next check, and be requeued again).
+    extend = ["scontrol", "update", f"JobId={job}", "TimeLimit=30"]
+    wait_until(
+        lambda: subprocess.run(extend, capture_output=True).returncode == 0, 60, "a longer limit"
+    )
 
     _assert_identical(root, run_id)
     log = task_log(root, "int", job)

@@ -27,7 +27,7 @@ from harness.launch.slurm.records import read_submissions
 from harness.launch.slurm.scheduler import active_tasks
 from harness.store.db import connect
 from tests.polling import wait_until
-from tests.slurm_runs import write_profile
+from tests.slurm_runs import FAST_WAIT, write_profile
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -41,17 +41,22 @@ RUNS = LRS * SEEDS
 PER_TASK = max(25, RUNS // 20)
 """Runs per packed array task: 4 tasks of 25 at 100 runs, 20 tasks from 500 runs on."""
 SLEEPY_SGD = f'''
+import os
 import time
 
 import torch
 
+AWAKE = {{awake!r}}
+
 
 class SleepySGD(torch.optim.SGD):
     """SGD that sleeps at each step: {RUNS} runs sleep 120 s in all, so that the array (two tasks
-    at a time) outlasts the re-submits on any machine, however fast its runs."""
+    at a time) outlasts the re-submits on any machine, however fast its runs; no more once the
+    file AWAKE exists (the test is done disturbing the array)."""
 
     def step(self, closure=None):
-        time.sleep({120.0 / (RUNS * STEPS)!r})
+        if not os.path.exists(AWAKE):
+            time.sleep({120.0 / (RUNS * STEPS)!r})
         return super().step(closure)
 '''
 ROW_COLUMNS = ["run_id", "status", "job_id", "attempt", "steps_done"]
@@ -59,7 +64,7 @@ ROW_COLUMNS = ["run_id", "status", "job_id", "attempt", "steps_done"]
 
 def _grid(folder: Path, launcher: str) -> Path:
     lrs = [round(1e-3 * (1 + 2 * i / LRS), 6) for i in range(LRS)]
-    (folder / "sleepy_sgd.py").write_text(SLEEPY_SGD)
+    (folder / "sleepy_sgd.py").write_text(SLEEPY_SGD.format(awake=str(folder / "awake")))
     path = folder / "sweep.yaml"
     path.write_text(
         f"name: sweep\nlauncher: {launcher}\n"
@@ -147,6 +152,7 @@ def test_a_sweep_disturbed_while_it_runs_trains_each_run_once(slurm_env, prepare
         "PYTHONPATH": str(REPO),
         "HARNESS_LAUNCHERS": str(slurm_env / "launchers"),
         "HARNESS_CHECKPOINT_EVERY_S": "1",
+        **FAST_WAIT,
     }
     harness = _Harness(env)
     common = ["--results", root, "--data", prepared_data]
@@ -184,6 +190,7 @@ def test_a_sweep_disturbed_while_it_runs_trains_each_run_once(slurm_env, prepare
 
         killed = wait_until(running_with_rows, 300, "a running task with rows", every=0.5)
         subprocess.run(["scancel", killed], check=True)
+        (slurm_env / "awake").touch()  # every disturbance done: the rest of the runs need no sleep
         array_s = 400 * max(1, RUNS // 500)  # a hang guard, scaled with the sweep
         wait_until(lambda: not active_tasks({sub.job_id}), array_s, "the array to end", every=1.0)
         last = harness("submit", grid, *common, "--wait", "--retry", "cancelled", timeout=600)

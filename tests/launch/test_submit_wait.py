@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.core import env
+from harness.core.errors import UserError
 from harness.core.result import RESULT_STATUSES
 from harness.store.db import connect
-from tests.slurm_runs import write_profile
-
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+from tests.launch.test_branch_runs import SLOW_SGD
+from tests.slurm_runs import FAST_WAIT, write_profile
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = 6
@@ -31,16 +32,19 @@ def _harness(env: dict[str, str], *argv: object) -> subprocess.CompletedProcess[
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
 
 
+@pytest.mark.slurm
+@pytest.mark.slow
 def test_submit_wait_waits_for_runs_an_earlier_submit_queued(slurm_env: Path) -> None:
     launcher = write_profile(slurm_env / "launchers", "slurm-wait", runs_per_task=2)
     grid = slurm_env / "wait.yaml"
+    (slurm_env / "slow_sgd.py").write_text(SLOW_SGD)  # 0.3 s a step: 4.8 s a run, sleeping
     grid.write_text(
         f"name: wait\nlauncher: {launcher}\n"
-        "base: {workload: quadratic, steps: 8000, optimizer: sgd, log_every: 1000}\n"
+        "base: {workload: quadratic, steps: 16, optimizer: ./slow_sgd.py:SlowSGD, log_every: 4}\n"
         f"grid: {{lr: [0.001, 0.002, 0.003]}}\nseeds: {RUNS // 3}\n"
     )
     root = slurm_env / "results"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), **FAST_WAIT}
 
     first = _harness(env, "submit", grid, "--results", root)
     assert first.returncode == 0 and f"launching {RUNS} " in first.stdout, (
@@ -59,3 +63,12 @@ def test_submit_wait_waits_for_runs_an_earlier_submit_queued(slurm_env: Path) ->
     assert f"waited for {n} runs queued by another submit: {n} have a row" in said, said
     rows = connect(root, "wait").execute("SELECT status FROM runs").fetchall()
     assert len(rows) == RUNS and {s for (s,) in rows} <= set(RESULT_STATUSES), rows
+
+
+def test_the_wait_poll_comes_from_the_environment_and_a_bad_one_is_refused() -> None:
+    # the tests' FAST_WAIT shortens every --wait's poll; a user who sets it gets it, or exit 2
+    assert env.wait_poll_s(5.0, {}) == 5.0
+    assert env.wait_poll_s(5.0, FAST_WAIT) == 1.0
+    for bad in ("0", "-1", "soon", "nan"):
+        with pytest.raises(UserError, match=f"HARNESS_WAIT_POLL_S='{bad}': expected a positive"):
+            env.wait_poll_s(5.0, {"HARNESS_WAIT_POLL_S": bad})

@@ -12,6 +12,7 @@ from pathlib import Path
 import submitit
 
 from harness.core import paths
+from harness.core.env import wait_poll_s
 from harness.core.errors import UserError
 from harness.launch.evals import EvalJob, EvalSpec, evaluate_run
 from harness.launch.profile import LauncherProfile
@@ -63,13 +64,19 @@ def run_evals(
     return sum(len(j.tasks) for j in jobs)
 
 
-def _wait(job_id: str, folder: Path, poll_s: float = 2.0) -> None:
+POLL_S = 2.0
+"""Seconds between looks at the array's tasks, unless ``HARNESS_WAIT_POLL_S`` says otherwise
+(:func:`harness.core.env.wait_poll_s`)."""
+
+
+def _wait(job_id: str, folder: Path, poll_s: float | None = None) -> None:
     """Block until array ``job_id`` has no task queued or running (sacct lags a task's end by
     a few seconds: until every task has a final state).
 
     Raises:
         UserError: a task ended other than COMPLETED (its log folder named).
     """
+    poll = wait_poll_s(POLL_S) if poll_s is None else poll_s
     try:
         while True:
             states = final_states([job_id])
@@ -79,7 +86,7 @@ def _wait(job_id: str, folder: Path, poll_s: float = 2.0) -> None:
                 and all(s not in ACTIVE_STATES for s, _ in states.values())
             ):
                 break
-            time.sleep(poll_s)
+            time.sleep(poll)
     except SchedulerError as e:
         raise UserError(f"cannot follow evaluation job {job_id}: {e}") from None
     bad = sorted(f"{t} {s}" for t, (s, _) in states.items() if s != "COMPLETED")

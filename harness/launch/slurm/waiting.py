@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from harness.core.env import wait_poll_s
 from harness.core.result import Status
 from harness.launch.progress import Progress, val_loss_of
 from harness.launch.slurm.arrays import TaskPlan
@@ -18,6 +19,9 @@ from harness.launch.slurm.records import Assignment, Submission, latest_assignme
 from harness.launch.slurm.scheduler import SchedulerError, active_tasks
 from harness.store.db import error_text, newest_values
 
+POLL_S = 5.0
+"""Seconds between looks at the rows and the queue, unless ``HARNESS_WAIT_POLL_S`` says otherwise
+(:func:`harness.core.env.wait_poll_s`)."""
 GONE_GRACE_S = 30.0
 """Seconds a task may be out of the queue without its rows (sacct lags) before waiting stops."""
 
@@ -57,7 +61,7 @@ def wait_for_runs(
     deferred: Sequence[TaskPlan],
     top_up: TopUp,
     show_progress: bool = True,
-    poll_s: float = 5.0,
+    poll_s: float | None = None,
 ) -> tuple[dict[str, str], int]:
     """Block until every run of ``subs`` (and of ``deferred``, submitted on the way through
     ``top_up``) has a row.
@@ -66,6 +70,7 @@ def wait_for_runs(
         run_id -> status of the runs that finished, and how many deferred runs were submitted
         while waiting. Ctrl-C stops waiting, not the jobs.
     """
+    poll = wait_poll_s(POLL_S) if poll_s is None else poll_s
     pending = dict(latest_assignments(subs))
     deferred = list(deferred)
     held_back = sum(len(t.run_ids) for t in deferred)
@@ -75,7 +80,7 @@ def wait_for_runs(
     gone: dict[str, float] = {}
     try:
         while pending or deferred:
-            time.sleep(poll_s)
+            time.sleep(poll)
             statuses.update(_collect(root, grid, pending, progress))
             if deferred:
                 submitted, room = top_up(deferred)
