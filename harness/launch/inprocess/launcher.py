@@ -19,6 +19,7 @@ checkpoint). Tests of those behaviours use the ``local`` launcher's real process
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -87,13 +88,10 @@ class InProcessLauncher:
                 continue
             log = paths.submissions_dir(spec.results_root, spec.grid) / LOGS / f"{run_id}.log"
             with callers_state_kept(), _output_to(log), contextlib.suppress(RunBusy):
-                statuses[run_id] = run_job(
-                    spec,
-                    run_id,
-                    still_needed=lambda r=run_id, m=mark: row_unchanged(
-                        spec.results_root, spec.grid, r, m
-                    ),
+                needed = functools.partial(
+                    row_unchanged, spec.results_root, spec.grid, run_id, mark
                 )
+                statuses[run_id] = run_job(spec, run_id, still_needed=needed)
         return LaunchReport(launched=launched.runs, statuses=statuses)
 
 

@@ -25,6 +25,6 @@ class InProcessSettings:
 BACKEND = Backend(
     settings=InProcessSettings,
     launcher="harness.launch.inprocess.launcher:InProcessLauncher",
-    evaluator="harness.launch.local.evals:run_evals",
 )
-"""The registry's ``inprocess`` entry: nothing is queued between submissions."""
+"""The registry's ``inprocess`` entry: it trains, nothing more (no evaluations: the ``local``
+profile's run in the calling process already; nothing queued between submissions)."""

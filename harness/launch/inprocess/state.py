@@ -30,7 +30,8 @@ def callers_state_kept() -> Iterator[None]:
     threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
     tf32 = torch.backends.cudnn.allow_tf32
     cwd, environ = os.getcwd(), dict(os.environ)
-    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    cuda = torch.cuda.is_initialized()  # type: ignore[no-untyped-call]  # torch gives no types
+    cuda_rng = torch.cuda.get_rng_state_all() if cuda else None
     try:
         with threadpool_limits(limits=None):  # restores the BLAS libraries' counts on exit
             yield
