@@ -26,6 +26,7 @@ LAUNCHERS: Registry[str] = Registry(
     "launcher kind",
     {
         "local": "harness.launch.local.settings:BACKEND",
+        "inprocess": "harness.launch.inprocess.settings:BACKEND",
         "slurm": "harness.launch.slurm.settings:BACKEND",
     },
     discover=_entry_points,

@@ -16,6 +16,9 @@ from golden import _workload
 from harness import api
 from harness.cli import main
 from harness.core.errors import UserError
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
 from tests.runs import launch_and_wait
 
 GRID = """
@@ -48,11 +49,19 @@ def grid_file(tmp_path: Path) -> Path:
     return p
 
 
-@pytest.mark.slow
-def test_submit_local_query_status_and_resubmit(tmp_path, grid_file, prepared_data):
+QUADRATIC = GRID.replace("model: tiny\n  dataset: classics-bpe8k", "workload: quadratic").replace(
+    "seq_len: 32\n  batch_size: 8\n  tokens: 1536\n  eval_tokens: 2048\n", "steps: 6\n"
+)
+"""The grid on the quadratic workload: what the CLI does with runs, whatever trains them."""
+
+
+@pytest.mark.usefixtures("runs_in_process")
+def test_submit_local_query_status_and_resubmit(tmp_path):
+    grid_file = tmp_path / "cli_grid.yaml"
+    grid_file.write_text(textwrap.dedent(QUADRATIC.replace("base: {tokens: 1280}", "base: {}")))
     res_root = tmp_path / "results"
     common = ["--results", str(res_root)]
-    r = invoke("submit", str(grid_file), "--local", *common, "--data", str(prepared_data))
+    r = invoke("submit", str(grid_file), "--local", *common, "--data", str(tmp_path))
     assert r.exit_code == 0, r.output
     assert "launching 4" in r.output
     rows = sorted((res_root / "cli_grid" / "runs").glob("*.parquet"))
@@ -76,7 +85,7 @@ def test_submit_local_query_status_and_resubmit(tmp_path, grid_file, prepared_da
     assert local_line.split() == ["local", "2", "2", "0", "0", "0", "0", "0", "4"]
 
     before = {p: p.stat().st_mtime_ns for p in rows}
-    r = invoke("submit", str(grid_file), "--local", *common, "--data", str(prepared_data))
+    r = invoke("submit", str(grid_file), "--local", *common, "--data", str(tmp_path))
     assert r.exit_code == 0
     assert "skipped 4" in r.output and "launching 0" in r.output
     assert {p: p.stat().st_mtime_ns for p in rows} == before  # nothing re-ran

@@ -17,6 +17,9 @@ from harness.analysis.rows.direction import NO_DIRECTION
 from harness.analysis.testing import make_run, write_run
 from harness.cli import COMMANDS, main
 from harness.core.registry import load_object
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()

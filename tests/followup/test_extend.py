@@ -23,6 +23,9 @@ from harness.followup.planning import in_place, plan_confirmation, plan_extensio
 from harness.grid.followup import ExtendSpec
 from harness.grid.load import Grid, load_grid
 from harness.grid.vary import vary
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 BASE = """
 name: g

@@ -12,6 +12,9 @@ from harness.core.errors import UserError
 from harness.followup.planning import plan_extension
 from harness.grid.followup import ExtendSpec
 from tests.followup.test_extend import EXTEND_GRID, extend_until_done, grid, quadratic, synthetic
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 SEARCHED = (1e-4, 1e-2)
 """The grid's lr range (adamw's best is 1e-2 on the largest edge, sgd's 1e-4 on the smallest)."""

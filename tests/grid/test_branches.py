@@ -14,6 +14,9 @@ from harness.core.errors import UserError
 from harness.grid.branches import branch_point, dependency_order, plan_branches
 from harness.grid.load import load_grid
 from harness.optim.schedule import lr_at
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,6 +11,9 @@ from harness.core.catalogue import flat, from_flat
 from harness.core.errors import UserError
 from harness.data.catalogue import vocab_lookup
 from harness.grid.load import grid_name, load_grid
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 BASE = """
 name: g

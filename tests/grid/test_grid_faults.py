@@ -12,6 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 GRID = """
 name: g

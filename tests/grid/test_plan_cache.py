@@ -24,6 +24,9 @@ from harness.launch.inputs import Inputs
 from harness.launch.submit import submit
 from harness.store.manifest import write_manifest
 from harness.store.rows import write_result
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 QUADRATIC = """name: q
 base: {workload: quadratic, steps: 4}

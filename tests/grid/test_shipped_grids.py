@@ -13,6 +13,9 @@ import pytest
 
 from harness.core.config import RunConfig
 from harness.grid.load import load_grid
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 GRIDS = Path(__file__).resolve().parents[2] / "grids"
 VOCAB = {"classics-gpt2": 50304, "classics-bpe8k": 8192}

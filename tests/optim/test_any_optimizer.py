@@ -17,7 +17,10 @@ from harness.grid.load import load_grid
 from harness.optim.build import build_optimizer
 from harness.optim.registry import get_spec
 from harness.optim.signature import spec_from_class
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
 from tests.optim_runs import make_model
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 TESTS = Path(__file__).resolve().parents[1]
 VOCAB = {"classics-bpe8k": 64}.__getitem__  # a small vocabulary: SOAP preconditions each matrix

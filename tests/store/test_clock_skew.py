@@ -21,8 +21,11 @@ from harness.launch.worker.job import write_status
 from harness.store.compact import compact
 from harness.store.db import newest_values
 from harness.store.manifest import write_manifest
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
 from tests.local_submits import REPO, grid_file
 from tests.small_fs import _unavailable
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 
 def cli(*args: object) -> tuple[int, str]:

@@ -21,6 +21,9 @@ from harness.launch.slurm.records import read_submissions
 from harness.store.layout import GRACE_S, remove_due
 from harness.store.manifest import write_manifest
 from harness.store.rows import newest_curve_file, newest_row_file
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 GRID = """
 name: cg

@@ -13,7 +13,10 @@ from harness.core.provenance import provenance
 from harness.core.result import RunResult
 from harness.store.manifest import write_manifest
 from harness.store.rows import write_result
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
 from tests.runs import tiny_run
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 GRID = """
 name: {name}

@@ -22,6 +22,9 @@ from harness.grid.load import load_grid
 from harness.launch.moved import moved_ids
 from harness.store.manifest import load_run, read_manifest, write_manifest
 from harness.store.schema import row_schema
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
+
+pytestmark = pytest.mark.usefixtures("runs_in_process")  # runs train in the test's process
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "legacy"
 

@@ -27,13 +27,13 @@ from harness.workloads.bound import Bound, bind
 from harness.workloads.imbalance import Imbalance
 from harness.workloads.quadratic import Quadratic
 from harness.workloads.registry import DEFAULT
+from tests.inprocess import runs_in_process  # noqa: F401  # the fixture, by name
 from tests.runs import tiny_run
 
 GD = {"optimizer": "sgd", "momentum": 0.0, "grad_clip": None, "schedule": "constant"}
 """Plain gradient descent: no momentum, no clipping, a constant lr."""
 
-
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_thread", "runs_in_process")  # runs in this process
 
 
 def _run(**point):
