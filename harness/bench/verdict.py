@@ -621,9 +621,13 @@ def _untested(derived: Derived) -> tuple[str, ...]:
         nums = [v for v in values if isinstance(v, int | float)]
         span = f"{min(nums):g}..{max(nums):g}" if nums else ", ".join(map(str, values))
         out.append(f"{axis} outside {span}")
-    if "model" not in cells:
-        out.append(f"models other than {p.base.get('model', 'the default')}")
-    out.append(f"data other than {p.base.get('dataset', 'the default dataset')}")
+    workload = p.base.get("workload")
+    if workload is not None:  # a workload is its own model and data (no model: or dataset:)
+        out.append(f"workloads other than {workload}")
+    else:
+        if "model" not in cells:
+            out.append(f"models other than {p.base.get('model', 'the default')}")
+        out.append(f"data other than {p.base.get('dataset', 'the default dataset')}")
     fixed = sorted({"schedule", "warmup_steps", "grad_clip"} & set(p.base))
     if fixed:
         out.append("other " + ", ".join(fixed) + " (held as the protocol sets them)")

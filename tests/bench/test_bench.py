@@ -561,3 +561,16 @@ def test_two_files_of_one_name_are_two_arms(tmp_path: Path) -> None:
     b = derive(p, f"{tmp_path}/b/sgdlike.py:MySGD", tmp_path)
     assert a.candidate.label != b.candidate.label
     assert a.candidate.label.startswith("sgdlike.py:MySGD@") and a.path != b.path
+
+
+def test_a_workload_protocol_names_its_workload_not_a_model_or_dataset(tmp_path: Path) -> None:
+    """The test suite's quadratic protocol (tests/bench/quadratic.yaml): before, its verdict
+    said "not tested: models other than the default; data other than the default dataset", of
+    runs that have neither (the workload is their model and data)."""
+    p = Path(__file__).with_name("quadratic.yaml")
+    d = derive(load_protocol(p), "torch.optim:SGD", tmp_path)
+    untested = verdict_of(d, _rows(0.5)[0]).untested
+    assert "workloads other than quadratic" in untested, untested
+    assert not [u for u in untested if u.startswith(("models", "data"))], untested
+    gpt = derive_bench("torch.optim:SGD", root=tmp_path, scale="ci")
+    assert "models other than tiny" in verdict_of(gpt, _rows(0.5)[0]).untested

@@ -2,7 +2,10 @@
 evidence in any cell), a clearly worse candidate (plain SGD without momentum: worse in every
 cell) that reuses every baseline run, and a bench through the SLURM test cluster with --wait.
 
-Slow: the CI protocol (``protocols/ci.yaml``) is about 70 tiny runs per bench."""
+The benches run the test suite's protocol (``tests/bench/quadratic.yaml``): ``protocols/ci.yaml``'s
+rules on the quadratic workload (0.02 s a run against 1.5 s for the tiny GPT; what is checked
+here, the phases, reuse, verdict, card and SLURM round trip, does not depend on the model).
+Slow: about 70 runs per bench, each phase a submit."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 
-PROTOCOLS = Path(__file__).resolve().parents[2] / "protocols"
+QUADRATIC = Path(__file__).with_name("quadratic.yaml")
 
 
 def _bench(*args: object) -> tuple[int, str, str]:
@@ -35,11 +38,9 @@ def _baseline_rows(root: Path, grid: str) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_aa_no_evidence_then_sgd_worse_reusing_every_baseline_run(
-    tmp_path: Path, prepared_data: Path
-) -> None:
+def test_aa_no_evidence_then_sgd_worse_reusing_every_baseline_run(tmp_path: Path) -> None:
     root = tmp_path / "results"
-    common = ("--scale", "ci", "--results", root, "--data", prepared_data)
+    common = ("--protocol", QUADRATIC, "--results", root, "--data", tmp_path / "data")
     code, out, both = _bench("torch.optim:AdamW", *common, "--format", "json")
     assert code == 0, both
     aa = json.loads(out)
@@ -49,47 +50,51 @@ def test_aa_no_evidence_then_sgd_worse_reusing_every_baseline_run(
     assert readings == ["no verdict"] * 4, both
     assert all("identical seeds" in c["why"] for c in aa["comparisons"]), both
     assert all(c["n_candidate"] == c["n_baseline"] == 3 for c in aa["comparisons"])
-    # its submits name the bench's scale, not the runs' field (the grid as written: "full")
-    assert "runs planned (ci scale)" in both and "full scale" not in both, both
-    status = CliRunner().invoke(main, ["status", "bench_ci", "--results", str(root)])
-    assert status.output.startswith("grid bench_ci (ci scale; "), status.output
+    # its submits name the bench's protocol, not the runs' scale field (the grid as written)
+    assert "runs planned (protocol quadratic.yaml)" in both and "full scale" not in both, both
+    status = CliRunner().invoke(main, ["status", "bench_quadratic", "--results", str(root)])
+    said = status.output
+    assert said.startswith("grid bench_quadratic (protocol quadratic.yaml; "), said
     totals = {t["label"]: t for t in aa["totals"]}
-    assert totals["AdamW"]["budget"] == totals["torch.optim:AdamW"]["budget"] == 3
-    before = _baseline_rows(root, "bench_ci")
+    assert totals["AdamW"]["budget"] == totals["torch.optim:AdamW"]["budget"] == 5
+    assert totals["AdamW"]["extension_runs"] > 0  # AdamW's best lr (1) on the edge: extended
+    before = _baseline_rows(root, "bench_quadratic")
+    assert len(before) == totals["AdamW"]["runs"]
 
     code, _, plan = _bench("torch.optim:SGD", *common, "--dry-run")
     assert code == 0, plan
-    assert "AdamW (baseline): 12 runs; 12 already have a result (reused" in plan, plan
+    assert "AdamW (baseline): 20 runs; 20 already have a result (reused" in plan, plan
 
     code, out, both = _bench(
         "torch.optim:SGD", *common, "--format", "json", "--html", tmp_path / "card.html"
     )
     assert code == 0, both
-    assert "AdamW: 12 of 12 tuning runs have a result from an earlier bench" in both, both
-    assert _baseline_rows(root, "bench_ci") == before  # not one baseline run trained again
+    assert "AdamW: 20 of 20 tuning runs have a result from an earlier bench" in both, both
+    # not one baseline run (tuning, extension, confirmation) trained again
+    assert _baseline_rows(root, "bench_quadratic") == before
     sgd = json.loads(out)
     assert [c["reading"] for c in sgd["comparisons"]] == ["worse"] * 4, both
     assert all(c["difference"] > 0 and c["ci_low"] > 0 for c in sgd["comparisons"])
     card = (tmp_path / "card.html").read_text()
     assert "harness bench: torch.optim:SGD" in card and "worse 4" in card
+    assert "workloads other than quadratic" in card and "models other than" not in card
 
 
 @pytest.mark.slow
 @pytest.mark.slurm
-def test_bench_through_slurm_with_wait(slurm_env: Path, prepared_data: Path) -> None:
+def test_bench_through_slurm_with_wait(slurm_env: Path) -> None:
     from tests.slurm_runs import write_profile
 
-    # 12 runs per array task: one process (one torch import) trains a phase's arm at a time
-    launcher = write_profile(slurm_env / "launchers", "slurm-bench", runs_per_task=12)
-    doc = yaml.safe_load((PROTOCOLS / "ci.yaml").read_text())
+    # one array task per phase and arm: one process (one torch import) trains its runs
+    launcher = write_profile(slurm_env / "launchers", "slurm-bench", runs_per_task=24)
+    doc = yaml.safe_load(QUADRATIC.read_text())
     doc["launcher"] = launcher
-    doc["cells"]["tokens"] = [1024, 2048]
-    doc["base"]["eval_tokens"] = 1024
-    doc["budget"]["extend_rounds"] = 1
+    doc["budget"]["lr_points"] = 6  # 1e-4 ... 10: the best lr (1) inside, no extension phase
+    doc["baselines"]["AdamW"]["search"]["lr"] = [1.0e-4, 10.0]
     protocol = slurm_env / "tiny.yaml"
     protocol.write_text(yaml.safe_dump(doc))
     root = slurm_env / "results"
-    args = ("--protocol", protocol, "--results", root, "--data", prepared_data)
+    args = ("--protocol", protocol, "--results", root, "--data", slurm_env / "data")
     code, out, both = _bench("torch.optim:AdamW", *args, "--wait", "--format", "json")
     assert code == 0, both
     verdict = json.loads(out)
