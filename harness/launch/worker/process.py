@@ -200,7 +200,7 @@ def run_context(*, preloaded: bool) -> RunContext:
             resource_tracker.ensure_running()
             if isinstance(ctx, ForkServerContext):
                 ctx.set_forkserver_preload(list(PRELOADED))
-                with _callers_main_left_out():
+                with callers_main_left_out():
                     forkserver.ensure_running()
     finally:
         sys.warnoptions[:] = options
@@ -230,7 +230,7 @@ def _output_not_inherited() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _callers_main_left_out() -> Iterator[None]:
+def callers_main_left_out() -> Iterator[None]:
     """While a run process is started, ``__main__`` is an empty module.
 
     A spawned child re-runs the parent's ``__main__`` (by path or ``-m`` name) before its
@@ -281,7 +281,7 @@ def start(
     proc = ctx.Process(target=_child, args=args, name=IDLE_NAME)
     before = signal.pthread_sigmask(signal.SIG_BLOCK, PARENT_SIGNALS)
     try:
-        with _callers_main_left_out():
+        with callers_main_left_out():
             proc.start()  # the child inherits the mask (through exec, or from the fork server,
             # started with it blocked), unblocks once it ignores them
     finally:
