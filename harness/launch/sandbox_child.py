@@ -1,6 +1,6 @@
 """The sandbox's child (:mod:`harness.launch.sandbox`): the user's function on each item in turn,
 a ``start`` line before it and a ``done`` line after, in its answer file. It is forked from the
-server that run processes fork from (:func:`harness.launch.worker.process.run_context`: it
+server that run processes fork from (:func:`harness.launch.worker.server.run_context`: it
 imported torch once), not a fresh interpreter: a preflight or an import check costs a fork, not
 torch's import (about 3 s of CPU each; a ``submit`` of a user's optimizer had two, then forked
 its runs from that server).
@@ -11,7 +11,7 @@ What a fresh interpreter gave the child, the forked one sets up itself before th
   stderr (a file), the submitting process's environment, working folder and import path (a
   ``./my_optim.py:Opt`` or ``my_optim:Opt`` resolves as in the submitting process), and a
   command line naming its request, answer file and the submitting process;
-- the signals the server was started with blocked (:data:`~harness.launch.worker.process.
+- the signals the server was started with blocked (:data:`~harness.launch.worker.server.
   PARENT_SIGNALS`) unblocked, with their default actions;
 - the end of the submitting process ends it: ``PR_SET_PDEATHSIG`` fires when the server exits,
   and the server exits when the process that started it does.
@@ -38,7 +38,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from harness.core.registry import load_object
-from harness.launch.worker import process
+from harness.launch.worker import server
 
 NAME = "harness-sandbox"
 """The child's process name (multiprocessing's)."""
@@ -47,11 +47,11 @@ NAME = "harness-sandbox"
 def start(request: Path, out: Path, err: Path) -> BaseProcess:
     """Fork the child of ``request`` (the sandbox's pickled items) from the preloaded server; it
     writes its answers to ``out``, its output to ``err``."""
-    ctx = process.run_context(preloaded=True)
+    ctx = server.run_context(preloaded=True)
     setting = (dict(os.environ), os.getcwd(), list(sys.path))
     args = (str(request), str(out), str(err), os.getpid(), setting)
     child = ctx.Process(target=_forked, args=args, name=NAME)
-    with process.callers_main_left_out():
+    with server.callers_main_left_out():
         child.start()
     return child
 
@@ -75,23 +75,23 @@ def _forked(
 ) -> None:
     """The forked child: set up as a fresh interpreter would be (module docstring), then the
     sandbox's items."""
-    server = os.getppid()
+    server_pid = os.getppid()
     os.setsid()
     sink = os.open(err, os.O_WRONLY | os.O_APPEND)
     for fd in (1, 2):
         os.dup2(sink, fd)
     os.close(sink)
-    for signum in process.PARENT_SIGNALS:
+    for signum in server.PARENT_SIGNALS:
         if signum != signal.SIGINT:  # SIGINT keeps Python's handler (KeyboardInterrupt)
             signal.signal(signum, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, process.PARENT_SIGNALS)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, server.PARENT_SIGNALS)
     environ, cwd, path = setting
     os.environ.clear()
     os.environ.update(environ)
     os.chdir(cwd)
     sys.path[:] = [cwd, *path]
     sys.argv[:] = [__file__, request, out, str(parent)]  # as the fresh child's command line
-    die_with_parent(server)
+    die_with_parent(server_pid)
     if not alive(parent):  # the submitting process ended before the server noticed
         os._exit(1)
     _serve(Path(request), Path(out))

@@ -51,7 +51,7 @@ def harness(
     }
     argv = [sys.executable, "-c", "from harness.cli import main; main()", *args]
     return subprocess.run(
-        argv, cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False
+        argv, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
     )
 
 
