@@ -13,8 +13,8 @@ What a fresh interpreter gave the child, the forked one sets up itself before th
   command line naming its request, answer file and the submitting process;
 - the signals the server was started with blocked (:data:`~harness.launch.worker.server.
   PARENT_SIGNALS`) unblocked, with their default actions;
-- the end of the submitting process ends it: ``PR_SET_PDEATHSIG`` fires when the server exits,
-  and the server exits when the process that started it does.
+- the end of the submitting process ends it within :data:`WATCH_S` (a thread watches it), and
+  ``PR_SET_PDEATHSIG`` when the server exits (it exits when the process that started it does).
 
 The server is a process of its own: what the user's code imports or changes (a global set in
 torch) stays in the child, never in the submitting process, the server, the runs forked later
@@ -33,6 +33,8 @@ import pickle
 import resource
 import signal
 import sys
+import threading
+import time
 import traceback
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -92,9 +94,21 @@ def _forked(
     sys.path[:] = [cwd, *path]
     sys.argv[:] = [__file__, request, out, str(parent)]  # as the fresh child's command line
     die_with_parent(server_pid)
-    if not alive(parent):  # the submitting process ended before the server noticed
-        os._exit(1)
+    threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
     _serve(Path(request), Path(out))
+
+
+WATCH_S = 0.1
+"""How often the child looks whether the submitting process still runs (seconds)."""
+
+
+def _end_with(parent: int) -> None:
+    """End this process once ``parent`` (the submitting process) has ended, however it ended:
+    the server exits after it, but a server that imports torch takes seconds to (a loaded
+    machine)."""
+    while alive(parent):
+        time.sleep(WATCH_S)
+    os._exit(1)
 
 
 def _serve(request: Path, out: Path) -> None:
