@@ -30,6 +30,42 @@ def grid_file(folder: Path, name: str, seeds: list[int], steps: int, file: str =
     return path
 
 
+SLOW_SGD = """
+import time
+
+import torch
+
+
+class SlowSGD(torch.optim.SGD):
+    \"\"\"SGD that sleeps at each step: a run lasts long enough to be signalled mid-way, on no
+    CPU (a tiny GPT's steps cost seconds of it).\"\"\"
+
+    def step(self, closure=None):
+        time.sleep({step_s})
+        return super().step(closure)
+"""
+
+QUADRATIC_GRID = """
+name: {name}
+base: {{workload: quadratic, optimizer: ./slow_sgd.py:SlowSGD, lr: 0.01, steps: {steps},
+        log_every: 2}}
+seeds: {seeds}
+local: {{base: {{}}}}
+"""
+
+
+def quadratic_grid_file(
+    folder: Path, name: str, seeds: list[int], steps: int, file: str = "", step_s: float = 0.1
+) -> Path:
+    """A grid of quadratic runs of ``steps`` steps, one per seed, each step ``step_s`` seconds
+    of sleep (``slow_sgd.py`` beside the grid): real run processes, as :func:`grid_file`'s, where
+    the model does not matter, for a fraction of their CPU."""
+    (folder / "slow_sgd.py").write_text(SLOW_SGD.format(step_s=step_s))
+    path = folder / (file or f"{name}.yaml")
+    path.write_text(textwrap.dedent(QUADRATIC_GRID.format(name=name, steps=steps, seeds=seeds)))
+    return path
+
+
 def start_submit(
     grid: Path, root: Path, data: Path, spill: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
@@ -94,7 +130,7 @@ def descendants(pid: int) -> list[int]:
 
 def run_processes(pid: int) -> list[int]:
     """The live run processes ``pid`` started: its spawned children, and the children of its
-    fork server (:func:`harness.launch.worker.process.run_context`), not multiprocessing's
+    fork server (:func:`harness.launch.worker.server.run_context`), not multiprocessing's
     resource tracker or the fork server itself."""
     out = []
     for child in children(pid):

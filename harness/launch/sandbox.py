@@ -4,15 +4,15 @@
 ``os._exit(0)`` would end ``submit`` with a false success, a ``step()`` that never returns would
 hang it, one that raises ``KeyboardInterrupt`` would look like the user's Ctrl-C, and one that
 allocates without end would take the login node's memory. :func:`run_isolated` hands a function
-(``module:attr``, called on each item in turn) and its items to a fresh interpreter
-(``python -m harness.launch.sandbox``) in its own session, so that the terminal's Ctrl-C reaches
-only ``submit``, which then kills the child at once. Each item ends in one line: the function's
-answer (a problem, or None), the exception it raised (``SystemExit`` and ``KeyboardInterrupt``
-included), or, when the child died or ran past its time on it, what became of it (its exit
-status or signal, the last line it wrote to stderr, the CPU it used). Its time is ``timeout_s``
-when the child uses no CPU (a hang), up to :data:`BUSY_FACTOR` times that while it still works
-(a first step that compiles); the items after one that killed the child
-are run in a new child.
+(``module:attr``, called on each item in turn) and its items to a child process in its own
+session (:mod:`harness.launch.sandbox_child`: forked from a server that imported torch once), so
+that the terminal's Ctrl-C reaches only ``submit``, which then kills the child at once. Each item
+ends in one line: the function's answer (a problem, or None), the exception it raised
+(``SystemExit`` and ``KeyboardInterrupt`` included), or, when the child died or ran past its time
+on it, what became of it (its exit status or signal, the last line it wrote to stderr, the CPU
+it used). Its time is ``timeout_s`` when the child uses no CPU (a hang), up to
+:data:`BUSY_FACTOR` times that while it still works (a first step that compiles); the items after
+one that killed the child are run in a new child.
 
 The child's stdout and stderr (libraries print) go to a file, not to the user's terminal.
 """
@@ -20,21 +20,15 @@ The child's stdout and stderr (libraries print) go to a file, not to the user's 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import importlib
 import importlib.util
 import json
 import os
 import pickle
-import resource
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +36,7 @@ from typing import Any
 
 from harness.core import env
 from harness.core.errors import UserError
-from harness.core.registry import load_object
+from harness.launch import sandbox_child
 
 DEFAULT_TIMEOUT_S = 60.0
 """Seconds one item may take when :data:`harness.core.env.PREFLIGHT_TIMEOUT_S` is unset."""
@@ -204,18 +198,8 @@ def _sweep(folder: Path) -> None:
     signal the user's code sent them; their children died with them: ``PR_SET_PDEATHSIG``)."""
     for found in folder.glob(f"{PREFIX}*-*"):
         pid = found.name.removeprefix(PREFIX).split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not sandbox_child.alive(int(pid)):
             shutil.rmtree(found, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process of that pid
-    return True
 
 
 def _one_child(
@@ -232,21 +216,9 @@ def _one_child(
     (tmp / "in.pickle").write_bytes(pickle.dumps(request))
     out, err = tmp / "out.jsonl", tmp / "err.txt"
     out.write_text("")
-    with err.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "harness.launch.sandbox",
-                str(tmp / "in.pickle"),
-                str(out),
-                str(os.getpid()),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=stderr,
-            stderr=stderr,
-            start_new_session=True,  # the terminal's Ctrl-C goes to submit only
-        )
+    err.write_bytes(b"")
+    proc = sandbox_child.start(tmp / "in.pickle", out, err)
+    assert proc.pid is not None  # started
     answers: dict[int, str | None] = {}
     busy = _Busy(proc.pid, hangs)
     clock: int | None = None  # the item whose time runs
@@ -254,7 +226,7 @@ def _one_child(
     since, read, started = time.monotonic(), 0, False
     try:
         while True:
-            ended = proc.poll() is not None
+            ended = proc.exitcode is not None
             text = out.read_text(errors="replace")
             for line in text[read : text.rfind("\n") + 1].splitlines():
                 event = _event(line, {i for i, _ in todo})
@@ -280,12 +252,14 @@ def _one_child(
                     answers[clock] = stop
                     return answers
             time.sleep(POLL_S)
-    finally:  # every exit: what the user's code started in the child's group goes with it
-        _kill(proc)
+    finally:  # every exit: what the user's code started in the child's session goes with it
+        sandbox_child.kill(proc)
+    code = proc.exitcode
+    assert code is not None  # reaped by the kill
     if current is not None:
-        answers[current] = _death_line(err, proc.returncode)
+        answers[current] = _death_line(err, code)
     elif not answers:
-        return _death_line(err, proc.returncode)
+        return _death_line(err, code)
     return answers
 
 
@@ -373,14 +347,6 @@ def _event(line: str, items: set[int]) -> dict[str, Any] | None:
     return None
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child's process group (its own children too, also once the child has
-    exited) and reap it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
 def _death_line(err: Path, code: int) -> str:
     """What a child's death says: its exit status or signal, and its last line on stderr."""
     if code < 0:
@@ -391,52 +357,3 @@ def _death_line(err: Path, code: int) -> str:
         how = f"the process exited with status {code} (os._exit or exit in the user's code)"
     lines = [s for s in err.read_text(errors="replace").splitlines() if s.strip()]
     return how + (f"; its last words: {lines[-1].strip()[:200]}" if lines else "")
-
-
-def die_with_parent(parent: int) -> None:
-    """End this process when ``parent`` ends (Linux: ``PR_SET_PDEATHSIG``, SIGKILL; elsewhere
-    nothing); at once if it has ended already (this process was adopted)."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-PR_SET_PDEATHSIG = 1
-"""``prctl`` option: the signal this process gets when its parent thread ends (Linux)."""
-
-
-def _child(request: Path, out: Path, parent: int) -> None:
-    """The child: each item in turn, a ``start`` line before it and a ``done`` line after."""
-    die_with_parent(parent)
-    function, warm, todo, memory = pickle.loads(request.read_bytes())
-    if memory is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    for module in warm:  # start-up: not the items' time
-        with contextlib.suppress(Exception):  # a broken install: the item's import says so
-            importlib.import_module(module)
-    fn = load_object(function)
-    with out.open("a", buffering=1) as sink:
-        for i, item in todo:
-            sink.write(json.dumps({"start": i}) + "\n")
-            try:
-                problem = fn(item)
-            except BaseException as e:  # the user's code: SystemExit, Ctrl-C...
-                problem = _exception_line(e)
-            sink.write(json.dumps({"done": i, "problem": problem}) + "\n")
-
-
-def _exception_line(e: BaseException) -> str:
-    if isinstance(e, MemoryError):
-        return "MemoryError: the optimizer ran out of the preflight's memory limit"
-    text = f"{type(e).__name__}: {e}".replace("\n", " ")
-    if isinstance(e, SystemExit | KeyboardInterrupt):
-        where = traceback.extract_tb(e.__traceback__)[-1:]
-        at = f" (raised at {where[0].filename}:{where[0].lineno})" if where else ""
-        return f"{text} raised by the user's code{at}"
-    return text
-
-
-if __name__ == "__main__":
-    _child(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))

@@ -7,6 +7,7 @@ of its own: an ``os._exit`` in the test's own process would end the test run."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -50,7 +51,7 @@ def harness(
     }
     argv = [sys.executable, "-c", "from harness.cli import main; main()", *args]
     return subprocess.run(
-        argv, cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False
+        argv, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
     )
 
 
@@ -138,9 +139,17 @@ class Opt(torch.optim.SGD):
 """
 
 
+SIGNAL_SUBMIT = (
+    "stat = open(f'/proc/{os.getppid()}/stat').read();"
+    " os.kill(int(stat.rpartition(')')[2].split()[1]), signal.SIGTERM)"
+)
+"""The user's code sends SIGTERM to submit: its parent's parent (the child is forked from the
+server that submit started, :mod:`harness.launch.sandbox_child`)."""
+
+
 @pytest.mark.slow
 def test_preflight_code_that_signals_submit_dies_with_it_and_leaves_no_folder(tmp_path):
-    project = _project(tmp_path, CONSTRUCTOR.format(act="os.kill(os.getppid(), signal.SIGTERM)"))
+    project = _project(tmp_path, CONSTRUCTOR.format(act=SIGNAL_SUBMIT))
     (project / "tmp").mkdir()
 
     r = harness(project, *COMMANDS["submit"], timeout="120", tmpdir=str(project / "tmp"))
@@ -185,3 +194,57 @@ def test_the_sandboxs_child_dies_with_a_submit_killed_by_sigkill(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+LEAKY = """
+import json, os, resource, signal, sys
+import torch
+
+torch.harness_leak = getattr(torch, "harness_leak", 0) + 1  # a global set in torch at import
+
+
+def seen(item):
+    return json.dumps({
+        "leak": torch.harness_leak,
+        "pid": os.getpid(),
+        "session": os.getsid(0),
+        "cwd": os.getcwd(),
+        "marked": os.environ.get("HARNESS_TEST_MARK"),
+        "memory": resource.getrlimit(resource.RLIMIT_AS)[0],
+        "blocked": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+        "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
+        "cuda": torch.cuda.is_initialized(),
+    })
+"""
+
+
+def test_the_users_import_stays_in_its_sandbox_forked_as_a_fresh_child_would_be(
+    tmp_path, monkeypatch
+):
+    """The sandbox's child is forked from the preloaded server (issue 40, point 2), not a
+    fresh interpreter: what the user's module sets in torch at import is seen by that child
+    only, not by the next sandbox (forked from the same server), nor by this process; the child
+    gets what a fresh interpreter had (a session of its own, the caller's working folder and
+    environment as they are now, the memory limit, no signal blocked, SIGTERM's default, no
+    CUDA). Each assertion fails if the import ran in this process, in the server, or in a child
+    not set up so."""
+    import torch
+
+    from harness.launch.sandbox import Limits, run_isolated
+
+    (tmp_path / "leaky.py").write_text(LEAKY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_TEST_MARK", "set after the server started")
+    limits = Limits(timeout_s=60, memory_bytes=8 * 2**30)
+
+    first = [json.loads(a or "{}") for a in run_isolated("./leaky.py:seen", [0, 1], limits)]
+    again = json.loads(run_isolated("./leaky.py:seen", [2], limits)[0] or "{}")
+
+    assert [s["leak"] for s in [*first, again]] == [1, 1, 1], (first, again)
+    assert not hasattr(torch, "harness_leak")  # not in the submitting process
+    assert first[0]["pid"] == first[1]["pid"] != again["pid"] != os.getpid()
+    for s in [*first, again]:
+        assert s["session"] == s["pid"] != os.getsid(0)  # the terminal's Ctrl-C: not to it
+        assert s["cwd"] == str(tmp_path) and s["marked"] == "set after the server started"
+        assert s["memory"] == limits.memory_bytes
+        assert s["blocked"] == [] and s["sigterm_default"] and not s["cuda"]

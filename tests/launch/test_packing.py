@@ -1,21 +1,36 @@
-"""Packing several runs onto one device: each run in its own process, interruptible, resumable."""
+"""Packing several runs onto one device: each run in its own process, interruptible, resumable.
+The runs are quadratic ones whose steps sleep (a user's optimizer file): the processes, signals
+and files are real, the model does not matter."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
 from harness.core import paths
+from harness.core.config import RunConfig
+from harness.grid.resolve import Resolver
 from harness.launch.worker.job import done_by_job, write_status
 from harness.launch.worker.packing import PackInterrupted, run_packed
 from harness.store.db import newest_values
 from harness.store.manifest import write_manifest
+from tests.local_submits import SLOW_SGD
 from tests.runs import spec_for, tiny_run
 
 GRID = "packed"
+
+
+def _slow_runs(folder: Path, steps: int, seeds: int) -> list[RunConfig]:
+    """Quadratic runs of ``steps`` steps of 0.05 s of sleep each (``slow_sgd.py`` in ``folder``)."""
+    (folder / "slow_sgd.py").write_text(SLOW_SGD.format(step_s=0.05))
+    base = {"workload": "quadratic", "optimizer": f"{folder / 'slow_sgd.py'}:SlowSGD"}
+    point = {**base, "lr": 0.01, "steps": steps, "log_every": 2}
+    resolver = Resolver(GRID, "local", lambda d: None, "test")
+    return [resolver.resolve({**point, "seed": s}, "test run") for s in range(seeds)]
 
 
 def _stepped(root, run_ids) -> bool:
@@ -27,7 +42,7 @@ def _stepped(root, run_ids) -> bool:
 
 @pytest.mark.slow
 def test_packed_runs_stop_together_resume_and_each_write_a_row(tmp_path, prepared_data):
-    runs = [tiny_run(prepared_data, grid=GRID, seed=s, tokens=8 * 32 * 150) for s in range(3)]
+    runs = _slow_runs(tmp_path, 100, 3)
     ids = [r.run_id for r in runs]
     write_manifest(tmp_path, GRID, runs)
     spec = spec_for(tmp_path, GRID, prepared_data, threads=1)
@@ -58,7 +73,7 @@ def test_run_processes_leave_slurm_signals_to_the_parent(tmp_path, prepared_data
     # SLURM signals every process of a job step (USR2 before the time limit, SIGTERM on scancel
     # or requeue). A run process must neither die of them (its run would be recorded as failed)
     # nor stop on its own: the parent decides, through the stop event.
-    runs = [tiny_run(prepared_data, grid=GRID, seed=s, tokens=8 * 32 * 60) for s in range(2)]
+    runs = _slow_runs(tmp_path, 60, 2)
     write_manifest(tmp_path, GRID, runs)
     signalled: list[int] = []
 
@@ -82,7 +97,7 @@ def test_run_processes_leave_slurm_signals_to_the_parent(tmp_path, prepared_data
 def test_a_killed_run_process_is_recorded_as_failed_and_its_neighbour_completes(
     tmp_path, prepared_data
 ):
-    runs = [tiny_run(prepared_data, grid=GRID, seed=s, tokens=8 * 32 * 60) for s in range(2)]
+    runs = _slow_runs(tmp_path, 60, 2)
     write_manifest(tmp_path, GRID, runs)
     ids = [r.run_id for r in runs]
     victim = f"run-{ids[0]}"

@@ -134,9 +134,7 @@ def test_cancelled_and_timed_out_rows_record_their_steps_and_curve(tmp_path, pre
 
 
 @pytest.mark.slow
-def test_temp_files_of_writers_killed_mid_write_are_removed_by_the_next_submit(
-    tmp_path, prepared_data
-):
+def test_temp_files_of_writers_killed_mid_write_are_removed_by_the_next_submit(tmp_path):
     """A row, curve or manifest writer killed between its temp file and the rename leaves a
     hidden ``.*.tmp-*`` file; the next submit removes those not written to for an hour (a live
     writer's temp file, and every other file, stay)."""
@@ -147,10 +145,10 @@ def test_temp_files_of_writers_killed_mid_write_are_removed_by_the_next_submit(
 
     from harness.cli import main
     from harness.core.files import STALE_TEMP_S
-    from tests.local_submits import grid_file
+    from tests.local_submits import quadratic_grid_file
 
     root = tmp_path / "results"
-    grid = grid_file(tmp_path, "temps", seeds=[0], steps=2)
+    grid = quadratic_grid_file(tmp_path, "temps", seeds=[0], steps=2, step_s=0.0)
     old = time.time() - STALE_TEMP_S - 60
     stale = [
         paths.runs_dir(root, "temps") / ".abc.parquet.tmp-4242-0badc0de",
@@ -165,7 +163,7 @@ def test_temp_files_of_writers_killed_mid_write_are_removed_by_the_next_submit(
     for p in [*stale, hidden]:
         os.utime(p, (old, old))
 
-    args = ["submit", str(grid), "--local", "--results", str(root), "--data", str(prepared_data)]
+    args = ["submit", str(grid), "--local", "--results", str(root), "--data", str(tmp_path)]
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 0, out.output
     assert [p.exists() for p in stale] == [False, False, False]

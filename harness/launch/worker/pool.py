@@ -40,7 +40,7 @@ from harness.core.errors import UserError
 from harness.core.files import is_locked
 from harness.core.result import Status
 from harness.launch.contract import ExecutionSpec
-from harness.launch.worker import process
+from harness.launch.worker import process, server
 from harness.launch.worker.process import ExitKind, RunProcess
 from harness.store.rows import newest_row_file, read_row, row_marks, row_unchanged
 from harness.store.spill import ResultSpilled
@@ -134,7 +134,7 @@ class RunPool:
         self.stopping = False
         # forked from the server where each writes its own log and no GPU is given: a GPU run
         # process is spawned, as checked on GPUs (a process torch initialised CUDA in cannot fork)
-        self._ctx = process.run_context(preloaded=logs is not None and not gpus)
+        self._ctx = server.run_context(preloaded=logs is not None and not gpus)
         self._reports: Any = self._ctx.SimpleQueue()
         self._timed_out: set[str] = set()
         self._killed: set[str] = set()
