@@ -29,7 +29,7 @@ TESTS = Path(__file__).resolve().parents[1]
 TASK_DIR = TESTS / "data" / "eval_task"
 TASK = "harness_tiny_mc"
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-SMALL = {"n_layer": 1, "n_head": 2, "d_model": 32}
+SMALL: dict[str, Any] = {"n_layer": 1, "n_head": 2, "d_model": 32}
 """The tiny GPT cut to one narrow layer: what is checked (scores, rows, skips) holds at any size."""
 
 

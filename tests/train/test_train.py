@@ -21,7 +21,7 @@ from tests.runs import interrupt_then_resume, tiny_run
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-SMALL = {"n_layer": 1, "n_head": 2, "d_model": 32}
+SMALL: dict[str, Any] = {"n_layer": 1, "n_head": 2, "d_model": 32}
 """The tiny GPT cut to one narrow layer (a third of its CPU): for what holds at any size; the
 spike test keeps the tiny model, whose AdamW spikes and recovers at lr 0.1."""
 
