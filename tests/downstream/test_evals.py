@@ -29,6 +29,8 @@ TESTS = Path(__file__).resolve().parents[1]
 TASK_DIR = TESTS / "data" / "eval_task"
 TASK = "harness_tiny_mc"
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+SMALL: dict[str, Any] = {"n_layer": 1, "n_head": 2, "d_model": 32}
+"""The tiny GPT cut to one narrow layer: what is checked (scores, rows, skips) holds at any size."""
 
 
 def write_task(folder: Path) -> Path:
@@ -45,12 +47,13 @@ def write_task(folder: Path) -> Path:
 def write_grid(
     folder: Path, name: str, keep: bool = True, seeds: tuple[int, ...] = (0, 1), **base: Any
 ) -> Path:
-    """A grid of tiny runs (one per seed) of 4 steps, keeping their weights."""
+    """A grid of small runs (one per seed) of 4 steps, keeping their weights."""
     doc = {
         "name": name,
         "launcher": "local",
         "base": {
             "model": "tiny",
+            **SMALL,
             "dataset": "classics-bpe8k",
             "optimizer": "adamw",
             "lr": 3.0e-3,
@@ -334,12 +337,12 @@ def test_runs_without_kept_weights_are_refused(trained: SimpleNamespace, tmp_pat
 
 @pytest.fixture
 def small_lm(prepared_data: Path) -> Any:
-    """An untrained tiny model of context 8 (so that requests get truncated), as an lm-eval LM."""
+    """An untrained small model of context 8 (so that requests get truncated), as an lm-eval LM."""
     from harness.downstream.lm import HarnessLM
     from tests.runs import tiny_run
 
     torch.manual_seed(0)
-    run = tiny_run(prepared_data, seq_len=8)
+    run = tiny_run(prepared_data, seq_len=8, **SMALL)
     model = build_model(run.arch, 8).eval()
     encoder = dataset_encoder(resolve_dataset("classics-bpe8k", prepared_data))
     return HarnessLM(model, encoder, 8, batch_size=3)

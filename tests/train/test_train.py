@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from harness.core.config import RunConfig
 from harness.model.architecture import flops_per_token
 from harness.optim.registry import OPTIMIZERS
 from harness.train.checkpoint import Checkpointing
@@ -18,15 +21,25 @@ from tests.runs import interrupt_then_resume, tiny_run
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-OPTIMIZER_LRS = {"sgd": 0.3, "sgd_cclip": 0.3, "signsgd": 1e-3, "signum": 1e-3, "lion": 3e-4}
+SMALL: dict[str, Any] = {"n_layer": 1, "n_head": 2, "d_model": 32}
+"""The tiny GPT cut to one narrow layer (a third of its CPU): for what holds at any size; the
+spike test keeps the tiny model, whose AdamW spikes and recovers at lr 0.1."""
+
+OPTIMIZER_LRS = {"sgd": 0.3, "sgd_cclip": 0.3, "signsgd": 3e-3, "signum": 3e-3, "lion": 3e-3}
+"""Learning rates that move the small model's loss below uniform in 6 steps (others: 1e-2)."""
+
+
+def small_run(data_root: Path, **overrides: Any) -> RunConfig:
+    """A resolved run of the small model (:data:`SMALL`)."""
+    return tiny_run(data_root, **{**SMALL, **overrides})
 
 
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
 @pytest.mark.slow
 def test_few_steps_per_optimizer(prepared_data, optimizer):
     extra = {"clip_value": 0.01} if optimizer == "sgd_cclip" else {}
-    run = tiny_run(
-        prepared_data, optimizer=optimizer, lr=OPTIMIZER_LRS.get(optimizer, 3e-3), **extra
+    run = small_run(
+        prepared_data, optimizer=optimizer, lr=OPTIMIZER_LRS.get(optimizer, 1e-2), **extra
     )
     result = train(run, data_root=prepared_data, log=None)
     assert result.status == "completed", result.error
@@ -56,7 +69,7 @@ def test_mfu_is_model_flops_per_second_over_the_device_peak(prepared_data, monke
     from harness.train.device import Placement
 
     monkeypatch.setattr(Placement, "peak_flops", lambda self: 2e12)  # a pretend accelerator
-    run = tiny_run(prepared_data)
+    run = small_run(prepared_data)
     result = train(run, data_root=prepared_data, log=None)
     fpt = flops_per_token(run.arch, run.data.seq_len)  # 6 * matmul params + 12 * L * d * T
     assert result.metrics["mfu"] == pytest.approx(
@@ -72,7 +85,7 @@ def _model(run):
 
 @pytest.mark.slow
 def test_divergence_is_a_result(prepared_data):
-    run = tiny_run(prepared_data, optimizer="sgd", lr=1e4, grad_clip=None, log_every=1)
+    run = small_run(prepared_data, optimizer="sgd", lr=1e4, grad_clip=None, log_every=1)
     result = train(run, data_root=prepared_data, log=None)
     assert result.status == "diverged"
     assert result.steps_done < run.data.steps
@@ -82,12 +95,12 @@ def test_divergence_is_a_result(prepared_data):
 
 @pytest.mark.slow
 def test_deterministic_given_seed(prepared_data, on_the_cpu):
-    run = tiny_run(prepared_data)
+    run = small_run(prepared_data)
     a = train(run, data_root=prepared_data, log=None)
     b = train(run, data_root=prepared_data, log=None)
     assert a.metrics["val_loss"] == b.metrics["val_loss"]
     assert [p["train_loss"] for p in a.curve] == [p["train_loss"] for p in b.curve]
-    c = train(tiny_run(prepared_data, seed=1), data_root=prepared_data, log=None)
+    c = train(small_run(prepared_data, seed=1), data_root=prepared_data, log=None)
     assert c.metrics["val_loss"] != a.metrics["val_loss"]
 
 
@@ -96,7 +109,7 @@ def test_deterministic_given_seed(prepared_data, on_the_cpu):
 def test_resume_from_checkpoint_is_bitwise_identical(
     prepared_data, on_the_cpu, tmp_path, optimizer
 ):
-    run = tiny_run(prepared_data, optimizer=optimizer, lr=0.1 if optimizer == "sgd" else 3e-3)
+    run = small_run(prepared_data, optimizer=optimizer, lr=0.1 if optimizer == "sgd" else 3e-3)
     whole = train(run, data_root=prepared_data, log=None)
     ckpt = Checkpointing(tmp_path / "run.pt", every_s=600.0)
     resumed = interrupt_then_resume(run, prepared_data, ckpt, after=3)
@@ -107,8 +120,8 @@ def test_resume_from_checkpoint_is_bitwise_identical(
 
 @pytest.mark.slow
 def test_gradient_accumulation_matches_full_batch(prepared_data, on_the_cpu):
-    full = train(tiny_run(prepared_data), data_root=prepared_data, log=None)
-    accum = train(tiny_run(prepared_data, micro_batch_size=2), data_root=prepared_data, log=None)
+    full = train(small_run(prepared_data), data_root=prepared_data, log=None)
+    accum = train(small_run(prepared_data, micro_batch_size=2), data_root=prepared_data, log=None)
     assert accum.metrics["val_loss"] == pytest.approx(full.metrics["val_loss"], rel=1e-4)
 
 
@@ -122,7 +135,7 @@ def test_a_loss_that_climbs_away_from_its_best_is_diverged(prepared_data):
         "log_every": 1,
         "grad_clip": None,
     }
-    run = tiny_run(prepared_data, optimizer="sgd", lr=3.0, diverge_rise=0.5, **setup)
+    run = small_run(prepared_data, optimizer="sgd", lr=3.0, diverge_rise=0.5, **setup)
     result = train(run, data_root=prepared_data, log=None)
     assert result.status == "diverged", [p["train_loss"] for p in result.curve]
     losses = [p["train_loss"] for p in result.curve]
@@ -170,7 +183,7 @@ def test_validation_loss_by_frequency_bucket(prepared_data):
     from harness.data.catalogue import resolve_dataset
     from harness.metrics.frequency import frequency_buckets
 
-    run = tiny_run(prepared_data)
+    run = small_run(prepared_data)
     result = train(run, data_root=prepared_data, log=None)
     data = TokenData(resolve_dataset(run.data.dataset, prepared_data))
     buckets = frequency_buckets(data.unigram_counts())
@@ -202,7 +215,7 @@ def test_frequency_buckets_hold_equal_shares_of_training_tokens():
 
 @pytest.mark.slow
 def test_an_error_during_training_is_typed_and_carries_what_was_done(prepared_data):
-    run = tiny_run(prepared_data)
+    run = small_run(prepared_data)
     calls = iter(range(10**6))
     fault = RuntimeError("the controller fell")
 
