@@ -29,11 +29,10 @@ from harness.core.paths import duck_path
 from harness.core.provenance import ATTEMPT
 from harness.core.result import RESULT_STATUSES
 from harness.store.confine import Confinement, confine
-from harness.store.evals import EVAL_SCHEMA
 from harness.store.integrity import check_grid
 from harness.store.layout import GridFiles, grid_files
 from harness.store.live import curve_rows
-from harness.store.schema import CURVE_SCHEMA, NEWEST_KEY, config_schema, row_schema
+from harness.store.schema import CURVE_SCHEMA, EVAL_SCHEMA, NEWEST_KEY, config_schema, row_schema
 
 Sources = list[tuple[Path, str]]
 """(folder, file name or glob) pairs: one grid's files behind a view (:mod:`harness.core.paths`)."""
@@ -210,6 +209,8 @@ def _read_rows(files: Sequence[Path]) -> pa.Table:
         # each footer parsed once, where the schemas' union and the scan each parsed it
         with contextlib.suppress(duckdb.Error):
             one.execute("SET parquet_metadata_cache = true")
+        # no progress bar: a read slower than DuckDB's 2 s wait (a loaded machine) drew one
+        one.execute("SET enable_progress_bar = false")
         return one.sql(f"SELECT * FROM {src}").to_arrow_table()
 
 

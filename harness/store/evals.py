@@ -19,33 +19,7 @@ import pyarrow.parquet as pq
 from harness.core import paths
 from harness.core.scores import Score
 from harness.store.rows import atomic_write_table
-
-EVAL_SCHEMA = pa.schema(
-    [
-        pa.field("grid", pa.string()),
-        pa.field("run_id", pa.string()),
-        pa.field("task", pa.string()),
-        pa.field("subtask", pa.string()),
-        pa.field("metric", pa.string()),
-        pa.field("filter", pa.string()),
-        pa.field("value", pa.float64()),
-        pa.field("stderr", pa.float64()),
-        pa.field("version", pa.string()),
-        pa.field("num_fewshot", pa.int64()),
-        pa.field("samples", pa.int64()),
-        pa.field("doc_limit", pa.int64()),
-        pa.field("weights_sha256", pa.string()),
-        pa.field("lm_eval_version", pa.string()),
-        pa.field("hostname", pa.string()),
-        pa.field("git_commit", pa.string()),
-        pa.field("torch_version", pa.string()),
-        pa.field("job_id", pa.string()),
-        pa.field("created_at", pa.timestamp("us", tz="UTC")),
-    ]
-)
-"""Columns of the ``evals`` view: the run, the task as requested and the (sub)task scored, the
-metric (:class:`~harness.core.scores.Score`), the digest of the weights evaluated, and
-provenance (lm-eval's version, where and when)."""
+from harness.store.schema import EVAL_SCHEMA
 
 
 def write_scores(

@@ -84,3 +84,31 @@ def row_schema(runs: Iterable[RunConfig] = (), extra_metrics: Iterable[str] = ()
     fields += [pa.field(k, pa.float64()) for k in names]
     fields += [pa.field(k, t) for k, t in PROVENANCE_COLUMNS.items()]
     return pa.schema(fields)
+
+
+EVAL_SCHEMA = pa.schema(
+    [
+        pa.field("grid", pa.string()),
+        pa.field("run_id", pa.string()),
+        pa.field("task", pa.string()),
+        pa.field("subtask", pa.string()),
+        pa.field("metric", pa.string()),
+        pa.field("filter", pa.string()),
+        pa.field("value", pa.float64()),
+        pa.field("stderr", pa.float64()),
+        pa.field("version", pa.string()),
+        pa.field("num_fewshot", pa.int64()),
+        pa.field("samples", pa.int64()),
+        pa.field("doc_limit", pa.int64()),
+        pa.field("weights_sha256", pa.string()),
+        pa.field("lm_eval_version", pa.string()),
+        pa.field("hostname", pa.string()),
+        pa.field("git_commit", pa.string()),
+        pa.field("torch_version", pa.string()),
+        pa.field("job_id", pa.string()),
+        pa.field("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+"""Columns of the ``evals`` view: the run, the task as requested and the (sub)task scored, the
+metric (:class:`~harness.core.scores.Score`), the digest of the weights evaluated, and
+provenance (lm-eval's version, where and when)."""

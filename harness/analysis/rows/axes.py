@@ -69,6 +69,8 @@ def _two_values(column: pd.Series) -> bool:
         return bool(column.nunique(dropna=False) > 1)
     if missing.any():  # NULL and a value
         return True
+    if isinstance(column.dtype, pd.StringDtype):  # compared in Arrow: no Python str made
+        return bool((column != column.iloc[0]).any())
     values = column.to_numpy()
     return bool((values != values[0]).any())
 

@@ -129,8 +129,6 @@ def _multiple(col: pd.Series, source: pd.Series) -> bool:
 def declared_expressions(args: str | Sequence[str] | None) -> list[str]:
     """The fields the grid YAMLs among ``args`` compute by an expression (a string value of a
     numeric field anywhere in the file: ``warmup_steps: "0.1 * steps"``); names give none."""
-    import yaml
-
     from harness.core.catalogue import FIELDS
 
     numeric = {k for k, f in FIELDS.items() if f.type in (int, float)}
@@ -138,6 +136,8 @@ def declared_expressions(args: str | Sequence[str] | None) -> list[str]:
     for arg in [args] if isinstance(args, str) else list(args or []):
         p = Path(arg)
         if p.suffix in (".yaml", ".yml") and p.is_file():
+            import yaml  # a grid file's: names (the usual GRID) need none
+
             doc = yaml.safe_load(p.read_text())
             for section in _value_sections(doc):
                 out |= _string_keys(section, numeric)
