@@ -41,3 +41,34 @@ def test_analyze_best_imports_no_scipy(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "ci_low" in out.stdout
     assert out.stdout.strip().splitlines()[-1] == "False", out.stdout
+
+
+def test_the_quantiles_and_p_values_are_scipys_t_bit_for_bit() -> None:
+    """The statistics call scipy.special's t functions directly (scipy.stats.t's checks cost
+    more than the number in a per-cell loop); the numbers stay stats.t's, edge cases too."""
+    from scipy import stats as sp
+
+    from harness.analysis.stats import banerjee
+    from harness.analysis.stats.intervals import satterthwaite, welch_p_value
+
+    rng = np.random.default_rng(0)
+    df = np.concatenate([rng.uniform(0.05, 60.0, 200), [np.nan, 0.0, -1.0, np.inf, 1.0, 1e9]])
+    for confidence in (0.5, CONFIDENCE, 0.999):
+        want = sp.t.ppf(1.0 - (1.0 - confidence) / 2.0, np.where(df > 0, df, np.nan))
+        assert np.array_equal(stats.t_quantile(confidence, df), want, equal_nan=True)
+    d = rng.integers(1, 6, (2, 50)).astype(float)
+    w = rng.uniform(0.0, 1.0, (2, 50))
+    t = sp.t.isf(0.025, d)
+    want = np.sqrt((t * t * w).sum(axis=0) / w.sum(axis=0))
+    assert np.array_equal(banerjee.quantile(list(w), list(d), 0.025), want)
+    for est, df1 in ((0.3, 2.0), (-4.0, 3.5), (np.inf, 2.0), (-np.inf, 2.0), (np.nan, 2.0)):
+        weights, dfs = [0.1, 0.3], [df1, df1]
+        t1 = est / float(np.sqrt(np.sum(weights)))
+        df_w = float(satterthwaite(weights, dfs))
+        want_p = {
+            "two-sided": 2 * sp.t.sf(abs(t1), df_w),
+            "less": sp.t.cdf(t1, df_w),
+            "greater": sp.t.sf(t1, df_w),
+        }
+        for alt, wp in want_p.items():
+            assert np.array_equal(welch_p_value(est, weights, dfs, alt), wp, equal_nan=True)

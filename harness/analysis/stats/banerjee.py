@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 #: An array, or a number that broadcasts like one.
 Values = np.ndarray | float
@@ -43,8 +43,13 @@ def quantile(weights: Sequence[Values], dfs: Sequence[Values], upper: Values) ->
     """
     both = np.broadcast_arrays(*[np.asarray(x, float) for x in (*weights, *dfs)])
     w, d = np.stack(both[: len(weights)]), np.stack(both[len(weights) :])
+    df = np.where(d > 0, d, np.nan)
+    u = np.asarray(upper, float)
     with np.errstate(invalid="ignore"):
-        t = np.asarray(stats.t.isf(upper, np.where(d > 0, d, np.nan)), float)
+        if ((u > 0) & (u < 1)).all():  # stats.t.isf's own numbers (its _isf), without its checks
+            t = np.asarray(-special.stdtrit(df, u), float)
+        else:
+            t = np.asarray(stats.t.isf(upper, df), float)
     total = w.sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = np.sqrt((t * t * w).sum(axis=0) / total)

@@ -20,10 +20,11 @@ With one seed in an arm there is no variance estimate and so no interval (NaN).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from harness.analysis.stats import banerjee
 
@@ -55,8 +56,11 @@ ZERO_VARIANCE = "identical seeds (zero seed variance): no interval and no test"
 def t_quantile(confidence: float, df: np.ndarray | float) -> np.ndarray:
     """The two-sided t quantile ``t_(1 - (1 - confidence) / 2, df)``; NaN where df is not > 0."""
     df = np.asarray(df, float)
+    p = 1.0 - (1.0 - confidence) / 2.0
     with np.errstate(invalid="ignore"):
-        q = stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, np.where(df > 0, df, np.nan))
+        if 0.0 < p < 1.0:  # stats.t.ppf's own numbers (its _ppf), without its checks' cost
+            return np.asarray(special.stdtrit(np.where(df > 0, df, np.nan), p), float)
+        q = stats.t.ppf(p, np.where(df > 0, df, np.nan))
     return np.asarray(q, float)
 
 
@@ -66,8 +70,17 @@ def satterthwaite(weights: Sequence[Values], dfs: Sequence[Values]) -> np.ndarra
     ``weights[i]`` is the i-th term's contribution to the variance (``c_i^2 s_i^2 / n_i``) and
     ``dfs[i]`` its degrees of freedom (``n_i - 1``). A term with zero weight does not count.
     """
+    return _satterthwaite(*_stacked(weights, dfs))
+
+
+def _stacked(weights: Sequence[Values], dfs: Sequence[Values]) -> tuple[np.ndarray, np.ndarray]:
+    """(terms, ...) weights and dfs, broadcast together and stacked."""
     both = np.broadcast_arrays(*[np.asarray(x, float) for x in (*weights, *dfs)])
-    w, d = np.stack(both[: len(weights)]), np.stack(both[len(weights) :])
+    return np.stack(both[: len(weights)]), np.stack(both[len(weights) :])
+
+
+def _satterthwaite(w: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """:func:`satterthwaite` of stacked (terms, ...) weights and dfs."""
     with np.errstate(divide="ignore", invalid="ignore"):
         den = np.where(w > 0, w * w / d, 0.0).sum(axis=0)
         out = w.sum(axis=0) ** 2 / den
@@ -82,11 +95,10 @@ def welch_quantile(
     """The two-sided quantile of every Welch-type interval here: Welch-Satterthwaite's t where
     every term with weight has the same df (equal seed counts), Banerjee's effective quantile
     (:func:`harness.analysis.stats.banerjee.quantile`) where they differ."""
-    both = np.broadcast_arrays(*[np.asarray(x, float) for x in (*weights, *dfs)])
-    w, d = np.stack(both[: len(weights)]), np.stack(both[len(weights) :])
+    w, d = _stacked(weights, dfs)
     hi = np.where(w > 0, d, -np.inf).max(axis=0)
     lo = np.where(w > 0, d, np.inf).min(axis=0)
-    welch = t_quantile(confidence, satterthwaite(weights, dfs))
+    welch = t_quantile(confidence, _satterthwaite(w, d))
     if np.all(hi <= lo):
         return welch
     return np.where(hi <= lo, welch, banerjee.quantile(weights, dfs, (1.0 - confidence) / 2.0))
@@ -103,10 +115,18 @@ def welch_p_value(
     w, d = np.asarray(weights, float), np.asarray(dfs, float)
     if len(set(d[w > 0])) > 1:
         return banerjee.p_value(t, list(w), list(d), alternative)
-    df = float(satterthwaite(list(w), list(d)))
+    df = float(_satterthwaite(w, d))
     if alternative == "two-sided":
-        return float(2 * stats.t.sf(abs(t), df))
-    return float(stats.t.cdf(t, df) if alternative == "less" else stats.t.sf(t, df))
+        return float(2 * _t_sf(abs(t), df))
+    return float(_t_sf(-t, df) if alternative == "less" else _t_sf(t, df))
+
+
+def _t_sf(x: float, df: float) -> float:
+    """``stats.t.sf(x, df)``; its own numbers (its _sf, the cdf's at -x) without its checks'
+    cost where x is finite and df > 0."""
+    if math.isfinite(x) and df > 0:
+        return float(special.stdtr(df, -x))
+    return float(stats.t.sf(x, df))
 
 
 def unequal_counts(*counts: float) -> bool:
