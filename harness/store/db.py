@@ -209,8 +209,10 @@ def _read_rows(files: Sequence[Path]) -> pa.Table:
         # each footer parsed once, where the schemas' union and the scan each parsed it
         with contextlib.suppress(duckdb.Error):
             one.execute("SET parquet_metadata_cache = true")
-        # no progress bar: a read slower than DuckDB's 2 s wait (a loaded machine) drew one
-        one.execute("SET enable_progress_bar = false")
+        # no progress bar: a read slower than DuckDB's 2 s wait (a loaded machine) drew one; in
+        # Jupyter without ipywidgets DuckDB refuses the setting itself (store/confine.py)
+        with contextlib.suppress(duckdb.Error):
+            one.execute("SET enable_progress_bar = false")
         return one.sql(f"SELECT * FROM {src}").to_arrow_table()
 
 

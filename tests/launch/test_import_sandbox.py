@@ -140,11 +140,14 @@ class Opt(torch.optim.SGD):
 
 
 SIGNAL_SUBMIT = (
-    "stat = open(f'/proc/{os.getppid()}/stat').read();"
-    " os.kill(int(stat.rpartition(')')[2].split()[1]), signal.SIGTERM)"
+    "p = os.getppid();"
+    " p = int(open(f'/proc/{p}/stat').read().rpartition(')')[2].split()[1])"
+    " if b'forkserver' in open(f'/proc/{p}/cmdline', 'rb').read() else p;"
+    " os.kill(p, signal.SIGTERM)"
 )
-"""The user's code sends SIGTERM to submit: its parent's parent (the child is forked from the
-server that submit started, :mod:`harness.launch.sandbox_child`)."""
+"""The user's code sends SIGTERM to submit: its parent's parent where the child is forked from
+the server that submit started (:mod:`harness.launch.sandbox_child`), its parent where the
+server could not start (a ``TMPDIR`` too long for its socket: the child is spawned)."""
 
 
 @pytest.mark.slow

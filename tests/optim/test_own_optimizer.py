@@ -287,11 +287,14 @@ def test_a_users_model_is_built_counted_and_trained(project: Path, prepared_data
 
 
 def test_register_makes_a_class_available_by_name(project: Path, monkeypatch) -> None:
-    from harness.optim.registry import get_spec, register
+    from harness.optim.registry import OPTIMIZERS, get_spec, register
 
     monkeypatch.syspath_prepend(str(project))
     from my_opt import AdamGamma  # type: ignore[import-not-found]
 
+    # the registry as it was once the test ends: a later test of this process (a worker's next
+    # file, e.g. test_optim_reference's "every registered optimizer") never sees the test's name
+    monkeypatch.setattr(OPTIMIZERS, "_entries", dict(OPTIMIZERS._entries))
     register("test_registered_gamma", AdamGamma)
     spec = get_spec("test_registered_gamma")
     assert spec.cls == "my_opt:AdamGamma"

@@ -36,6 +36,9 @@ def run_context(*, preloaded: bool) -> RunContext:
     (the GPU path stays the one checked on GPUs: a CUDA driver that torch initialised in the
     server would not survive the fork).
 
+    A server that cannot start (its socket lives in ``TMPDIR``, whose path may be longer than
+    the 107 bytes a Unix socket's address holds) gives spawned processes instead.
+
     The server lives as long as the process that started it (it exits when that process
     exits, however it dies), so a process that submits many times (a notebook, a test session)
     imports torch for its run processes once.
@@ -57,8 +60,11 @@ def run_context(*, preloaded: bool) -> RunContext:
             resource_tracker.ensure_running()
             if isinstance(ctx, ForkServerContext):
                 ctx.set_forkserver_preload(list(PRELOADED))
-                with callers_main_left_out():
-                    forkserver.ensure_running()
+                try:
+                    with callers_main_left_out():
+                        forkserver.ensure_running()
+                except OSError:  # its socket not made: "AF_UNIX path too long" (a long TMPDIR)
+                    ctx = SpawnContext()  # processes as without the server, each importing torch
     finally:
         sys.warnoptions[:] = options
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
