@@ -16,8 +16,9 @@ from harness.analysis.rows.load import _frame
 from harness.analysis.testing import make_run, write_run
 
 #: Modules a question about a grid named by name never uses: the grid loader (its resolvers
-#: and registries), the YAML parser, the store's writer, pyarrow's Parquet module.
-UNUSED = ("harness.grid.load", "yaml", "harness.store.rows", "pyarrow.parquet")
+#: and registries), the YAML parser, the store's writer, pyarrow's Parquet module, and scipy
+#: (the t quantiles at the default confidence are tabled: harness.analysis.stats.t_table).
+UNUSED = ("harness.grid.load", "yaml", "harness.store.rows", "pyarrow.parquet", "scipy")
 
 
 def test_analyze_best_of_a_grid_name_imports_no_loader_yaml_or_writer(tmp_path) -> None:

@@ -4,14 +4,10 @@ the command over 100,000 runs)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 
 from harness.analysis import stats
 from harness.analysis.stats.defaults import CONFIDENCE
-from harness.analysis.testing import make_run, write_run
 
 
 def test_the_table_holds_scipys_quantiles_bit_for_bit() -> None:
@@ -26,21 +22,6 @@ def test_no_degrees_of_freedom_is_nan_and_what_the_table_lacks_is_computed() -> 
     for confidence, beyond in ((CONFIDENCE, [2.5, 4.0]), (CONFIDENCE, [1000.0]), (0.9, [4.0])):
         want = stats.t_quantile(confidence, np.array(beyond))
         assert np.array_equal(stats.tabled_t_quantile(confidence, np.array(beyond)), want)
-
-
-def test_analyze_best_imports_no_scipy(tmp_path) -> None:
-    for s in range(3):
-        for lr in (0.1, 0.3):
-            write_run(tmp_path, make_run(grid="g", optimizer="sgd", lr=lr, seed=s), val_ppl=10 + lr)
-    code = (
-        "import sys\nfrom harness.cli import main\n"
-        f"sys.argv = ['harness', 'analyze', 'best', 'g', '--results', {str(tmp_path)!r}]\n"
-        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-        "print('scipy' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "ci_low" in out.stdout
-    assert out.stdout.strip().splitlines()[-1] == "False", out.stdout
 
 
 def test_the_quantiles_and_p_values_are_scipys_t_bit_for_bit() -> None:
