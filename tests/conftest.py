@@ -91,6 +91,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (-cost[_group(item)], _group(item)))  # stable within a group
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With ``HARNESS_TEST_CPU`` set, a line per test appended to that file: its CPU seconds
+    (the worker's and the children it reaped) and its wall seconds (``tests.durations``)."""
+    from tests.durations import CPU_VARIABLE, cpu_line
+
+    where = os.environ.get(CPU_VARIABLE)
+    if not where:
+        yield
+        return
+    with cpu_line(Path(where), item.nodeid, _group(item)):
+        yield
+
+
 def _group(item: pytest.Item) -> str:
     marker = item.get_closest_marker("xdist_group")
     assert marker is not None  # every item has one (above)

@@ -32,6 +32,7 @@ from harness.store.confine import Confinement, confine
 from harness.store.integrity import check_grid
 from harness.store.layout import GridFiles, grid_files
 from harness.store.live import curve_rows
+from harness.store.loose_cache import rows as kept_rows
 from harness.store.schema import CURVE_SCHEMA, EVAL_SCHEMA, NEWEST_KEY, config_schema, row_schema
 
 Sources = list[tuple[Path, str]]
@@ -167,7 +168,8 @@ def _runs_sql(con: duckdb.DuckDBPyConnection, found: Sequence[GridFiles]) -> str
       :func:`_read_rows`): a query over a few hundred one-row files (the runs written since
       the last compaction) paid 1 to 3 ms of CPU per file for their footers and column set-up,
       each time (0.3 to 0.8 s per query with 255 of them beside 99,000 compacted rows, three or
-      more queries per command).
+      more queries per command). The table is kept for the next reader while the files are
+      as they were (:mod:`harness.store.loose_cache`).
     - The runs with several rows are found once (:data:`SEVERAL`): where there is none (a store
       whose runs each ran once), the view is the rows as they are, with no pass to pick the
       newest row of a run.
@@ -178,7 +180,7 @@ def _runs_sql(con: duckdb.DuckDBPyConnection, found: Sequence[GridFiles]) -> str
     for i, f in enumerate(found):
         if f.rows:
             table = f"{LOOSE_ROWS}_{i}"
-            con.register(table, _read_rows(f.rows))
+            con.register(table, kept_rows(f.rows, _read_rows))
             sources.append(f"SELECT * FROM {table}")
         parts = f.generation.runs if f.generation else ()
         if parts:

@@ -107,7 +107,9 @@ def test_b13_a_run_killed_by_the_kernel_keeps_its_steps_and_curve(tmp_path, prep
         root, "oom", ["status", "steps_done", "error"]
     ).values()
     assert status == "failed" and "SIGKILL" in error
-    assert 20 <= steps <= reached
+    # the progress file is written before each log line: the row may be one logging interval
+    # (2 steps) past the log, never short of what the log showed
+    assert 20 <= reached <= steps <= reached + 2
     curve = pq.read_table(paths.curve_path(root, "oom", run_id, "000001")).to_pylist()
     assert [p["step"] for p in curve] == list(range(2, steps + 1, 2))
 

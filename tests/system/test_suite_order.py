@@ -69,3 +69,23 @@ def test_the_collection_hands_the_longest_group_first_and_keeps_each_groups_orde
 def test_the_suite_has_a_record_of_its_groups() -> None:
     record = json.loads((ROOT / "tests/durations.json").read_text())
     assert "slurm" in record and all(v >= 0 for v in record.values())
+
+
+def test_a_tests_cpu_line_counts_the_processes_it_reaped_and_sums_by_group(tmp_path) -> None:
+    """``HARNESS_TEST_CPU``'s lines: a child that burns 0.3 s of CPU is counted in its test's
+    line (the suite's CPU is mostly in processes its tests start), and lines sum per group."""
+    from tests.durations import cpu_by_group, cpu_line
+
+    where = tmp_path / "cpu.jsonl"
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    with cpu_line(where, "tests/a.py::test_burns", "tests/a.py"):
+        subprocess.run([sys.executable, "-c", burn], check=True)
+    with cpu_line(where, "tests/a.py::test_idles", "tests/a.py"):
+        pass
+    with cpu_line(where, "tests/b.py::test_idles", "slurm"):
+        pass
+    lines = where.read_text().splitlines()
+    assert len(lines) == 3 and json.loads(lines[0])["cpu"] >= 0.3
+    found = cpu_by_group(lines)
+    assert list(found) == ["tests/a.py", "slurm"]
+    assert found["tests/a.py"][0] >= 0.3 and found["slurm"][0] < 0.1
