@@ -2,8 +2,13 @@
 exits, raises ``SystemExit``/``KeyboardInterrupt`` or hangs while it is imported is one line
 naming it, exit 2, nothing queued, for ``submit``, ``submit --dry-run`` and ``bench`` (every
 command: :func:`harness.core.registry.checked_imports` around each);
-before, ``os._exit(0)`` at import ended ``submit`` with a silent 0. ``harness`` runs as a process
-of its own: an ``os._exit`` in the test's own process would end the test run."""
+before, ``os._exit(0)`` at import ended ``submit`` with a silent 0.
+
+Most tests run ``harness`` in the test's process (:func:`here`, the sandbox's child forked from
+one torch server per pytest worker: a process per test imported torch and Dynamo again, 5 s of
+CPU each); those whose subject is the process (a signal to ``submit``, ``submit`` killed, the
+one-line refusal of ``bench`` from a process of its own) run it as a process of its own
+(:func:`harness`)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from harness.cli import main
 from tests.local_submits import REPO
 from tests.polling import wait_until
 
@@ -55,6 +62,22 @@ def harness(
     )
 
 
+@pytest.fixture
+def here(monkeypatch: pytest.MonkeyPatch):
+    """``harness`` in this process, as :func:`harness` runs it in a process of its own: the
+    project as working folder, the same environment; its exit status and output as a
+    ``CompletedProcess``."""
+
+    def run(project: Path, *args: str, timeout: str = "3") -> subprocess.CompletedProcess[str]:
+        monkeypatch.chdir(project)
+        monkeypatch.setenv("HARNESS_PREFLIGHT_TIMEOUT_S", timeout)
+        monkeypatch.setenv("HARNESS_RESULTS", str(project / "results"))
+        r = CliRunner().invoke(main, list(args))
+        return subprocess.CompletedProcess(list(args), r.exit_code, r.stdout, r.stderr)
+
+    return run
+
+
 def _project(tmp_path: Path, body: str, field: str = "optimizer: ./evil.py:Opt") -> Path:
     (tmp_path / "evil.py").write_text(body)
     (tmp_path / "g.yaml").write_text(GRID.format(field=field))
@@ -71,20 +94,20 @@ def _refused(r: subprocess.CompletedProcess[str], project: Path, says: str) -> N
 
 @pytest.mark.parametrize("command", ["submit", "submit --dry-run"])
 @pytest.mark.parametrize("body", BODIES)
-def test_a_module_that_exits_or_hangs_at_import_is_one_line(tmp_path, command, body):
+def test_a_module_that_exits_or_hangs_at_import_is_one_line(tmp_path, here, command, body):
     text, says = BODIES[body]
     project = _project(tmp_path, text)
 
-    _refused(harness(project, *COMMANDS[command]), project, says)
+    _refused(here(project, *COMMANDS[command]), project, says)
 
 
 @pytest.mark.slow
-def test_a_module_that_loops_forever_at_import_is_stopped_at_the_longer_limit(tmp_path):
+def test_a_module_that_loops_forever_at_import_is_stopped_at_the_longer_limit(tmp_path, here):
     """A child still using CPU gets BUSY_FACTOR x the limit (as a first step that compiles
     does), then one line; one command only, at a 1 s limit (10 s of CPU)."""
     project = _project(tmp_path, "while True:\n    pass\n")
     says = "did not finish within 10 s (set HARNESS_PREFLIGHT_TIMEOUT_S for more): importing"
-    _refused(harness(project, *COMMANDS["submit --dry-run"], timeout="1"), project, says)
+    _refused(here(project, *COMMANDS["submit --dry-run"], timeout="1"), project, says)
 
 
 def test_bench_imports_the_users_module_in_the_sandbox(tmp_path):
@@ -93,35 +116,35 @@ def test_bench_imports_the_users_module_in_the_sandbox(tmp_path):
     _refused(harness(project, *COMMANDS["bench"]), project, "exited with status 0")
 
 
-def test_a_users_workload_module_is_imported_in_the_sandbox(tmp_path):
+def test_a_users_workload_module_is_imported_in_the_sandbox(tmp_path, here):
     project = _project(tmp_path, BODIES["sys.exit(3)"][0])
     (project / "g.yaml").write_text(
         "name: ev\nbase: {workload: ./evil.py:W, optimizer: sgd, lr: 0.01, steps: 4}\n"
     )
 
-    _refused(harness(project, *COMMANDS["submit --dry-run"]), project, "SystemExit: 3")
+    _refused(here(project, *COMMANDS["submit --dry-run"]), project, "SystemExit: 3")
 
 
-def test_a_users_model_module_is_imported_in_the_sandbox(tmp_path, prepared_data):
+def test_a_users_model_module_is_imported_in_the_sandbox(tmp_path, here, prepared_data):
     project = _project(tmp_path, BODIES["sys.exit(3)"][0])
     (project / "g.yaml").write_text(
         "name: ev\nbase: {model: ./evil.py:build, dataset: classics-bpe8k, optimizer: sgd, "
         "lr: 0.01, seq_len: 32, batch_size: 8, tokens: 1536}\n"
     )
 
-    r = harness(project, *COMMANDS["submit --dry-run"], "--data", str(prepared_data))
+    r = here(project, *COMMANDS["submit --dry-run"], "--data", str(prepared_data))
 
     _refused(r, project, "SystemExit: 3")
 
 
-def test_a_module_that_imports_cleanly_is_imported_once_more_by_submit(tmp_path):
+def test_a_module_that_imports_cleanly_is_imported_once_more_by_submit(tmp_path, here):
     project = _project(
         tmp_path,
         "import torch\n\nclass Opt(torch.optim.SGD):\n"
         "    def __init__(self, params, lr=0.1):\n        super().__init__(params, lr=lr)\n",
     )
 
-    r = harness(project, *COMMANDS["submit --dry-run"], timeout="5")  # torch: at start-up
+    r = here(project, *COMMANDS["submit --dry-run"], timeout="5")  # torch: at start-up
 
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -164,11 +187,11 @@ def test_preflight_code_that_signals_submit_dies_with_it_and_leaves_no_folder(tm
 
 
 @pytest.mark.slow
-def test_a_line_in_the_childs_answer_that_is_not_one_is_one_line(tmp_path):
+def test_a_line_in_the_childs_answer_that_is_not_one_is_one_line(tmp_path, here):
     act = "open(sys.argv[2], 'a').write('garbage\\n')"
     project = _project(tmp_path, CONSTRUCTOR.format(act=act))
 
-    r = harness(project, *COMMANDS["submit"], timeout="120")
+    r = here(project, *COMMANDS["submit"], timeout="120")
 
     _refused(r, project, "the child's answer is not one: 'garbage'")
     assert not _alive(int((project / "child.pid").read_text()))  # its group killed

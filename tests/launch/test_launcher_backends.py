@@ -13,7 +13,7 @@ import pytest
 
 from harness.core.errors import UserError
 from harness.launch.profile import load_profile
-from tests.local_submits import REPO, grid_file
+from tests.local_submits import REPO
 
 TOY = '''
 """A backend from outside the harness: it records what it was handed in a file of its own (its
@@ -119,14 +119,18 @@ def _harness(argv: list[str], path: Path, launchers: Path) -> subprocess.Complet
 
 
 @pytest.mark.slow
-def test_a_backend_from_outside_the_package_is_one_entry_point(tmp_path, prepared_data):
+def test_a_backend_from_outside_the_package_is_one_entry_point(tmp_path):
     site, launchers = tmp_path / "site", tmp_path / "launchers"
     site.mkdir()
     launchers.mkdir()
     _install_toy(site)
     (launchers / "toy.yaml").write_text("kind: toy\ngreeting: hi\ncopies: 2\n")
-    grid = grid_file(tmp_path, "toyg", [0, 1, 2], 6)
-    args = ["--launcher", "toy", "--results", str(tmp_path / "r"), "--data", str(prepared_data)]
+    grid = tmp_path / "toyg.yaml"  # quadratic runs: the launcher is the subject, not the model
+    grid.write_text(
+        "name: toyg\nbase: {workload: quadratic, optimizer: sgd, lr: 0.01, steps: 6}\n"
+        "seeds: [0, 1, 2]\n"
+    )
+    args = ["--launcher", "toy", "--results", str(tmp_path / "r")]
 
     plan = _harness(["submit", str(grid), "--dry-run", *args], site, launchers)
     done = _harness(["submit", str(grid), *args], site, launchers)
