@@ -8,10 +8,10 @@ give is kept as one Arrow IPC file in the cache folder (:func:`harness.core.env.
 never in the results folder (a read leaves the results folder as it was:
 ``tests/store/test_sql_guard.py``), one file per folder of row files, replaced atomically.
 
-The key is what the table depends on: each file's path, size, modification time (ns) and inode,
-taken *before* the files are read (a file changed during the read changes the key of the next
-reader, never the table of this one's key), the read's :data:`FORMAT`, and DuckDB's and pyarrow's
-versions. Per-run files are written once under a new name and never replaced
+The key is what the table depends on: each file's path, size, modification time (ns), device
+and inode, taken *before* the files are read (a file changed during the read changes the key of
+the next reader, never the table of this one's key), the read's :data:`FORMAT`, DuckDB's and
+pyarrow's versions. Per-run files are written once under a new name and never replaced
 (:mod:`harness.store.rows`); a file moved aside as corrupt (:mod:`harness.store.integrity`) or
 covered and removed leaves the list, which changes the key. A cache that cannot be read or
 written costs the cache, never the read.
@@ -56,7 +56,7 @@ def key(files: Sequence[Path]) -> str:
     h = hashlib.sha256(f"{FORMAT}|{duckdb.__version__}|{pa.__version__}".encode())
     for p in files:
         st = os.stat(p)
-        h.update(f"|{p}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}".encode())
+        h.update(f"|{p}|{st.st_size}|{st.st_mtime_ns}|{st.st_dev}|{st.st_ino}".encode())
     return h.hexdigest()
 
 
