@@ -68,6 +68,20 @@ def slurm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     cancel_leftovers(tmp_path / "results")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal gives it, however the suite was started: a shell script's ``cmd &``
+    (or ``nohup``) starts it with SIGINT ignored, which every process a test starts inherits
+    across ``exec`` (Python then installs no ``KeyboardInterrupt`` handler), so a test that sends
+    a ``harness`` process SIGINT saw it ignored (the Ctrl-C preflight test failed so in two
+    suites started from a script in the background)."""
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test on the SLURM cluster is ``slow`` too: the fast lane (``-m "not slow"``) never
