@@ -100,14 +100,11 @@ def _keep(place: Path, wanted: str, table: pa.Table) -> None:
     refuses), and remove the oldest files beyond :data:`KEEP`."""
     meta = {**(table.schema.metadata or {}), KEY: wanted.encode()}
     sink = pa.BufferOutputStream()
-    with contextlib.suppress(pa.ArrowException):
+    with contextlib.suppress(pa.ArrowException, OSError):
         with pa.ipc.new_file(sink, table.schema.with_metadata(meta)) as writer:
             writer.write_table(table.replace_schema_metadata(meta))
-        try:
-            atomic_write_bytes(place, sink.getvalue().to_pybytes())
-            _prune(place.parent)
-        except OSError:
-            return
+        atomic_write_bytes(place, sink.getvalue().to_pybytes())
+        _prune(place.parent)
 
 
 def _prune(where: Path) -> None:
