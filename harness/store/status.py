@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.core import paths
 from harness.core.files import is_locked
 from harness.core.result import RESULT_STATUSES, STATUSES
-from harness.store.db import connect
+from harness.store.db import open_views
 from harness.store.live import Heartbeat, duration, heartbeats
 
 
@@ -37,7 +37,7 @@ class GridStatus:
 
 def grid_status(root: Path, grid: str) -> GridStatus:
     """Counts of ``grid``'s planned runs by state (``missing``: planned, no row yet)."""
-    con = connect(root, grid)
+    con = open_views(root, grid, views=("runs", "manifest")).con  # no curves: not read
     rows = con.execute(
         "SELECT m.scale, coalesce(r.status, 'missing'), count(*) FROM manifest m "
         "LEFT JOIN runs r USING (run_id) GROUP BY ALL"

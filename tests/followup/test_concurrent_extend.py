@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,15 +21,27 @@ from tests.polling import wait_until
 
 SLOW_SGD = '''
 import time
+from pathlib import Path
 
 import torch
 
+HOLD = Path(__file__).with_name("hold")
+
 
 class SlowSGD(torch.optim.SGD):
-    """SGD that sleeps at each step, so that a second submit arrives while runs train."""
+    """SGD that sleeps at each step and, after its fourth (a run's first logged point), waits
+    while the file ``hold`` beside it exists: the first submit's runs are still training when
+    the second submit plans, however long its start takes on a busy machine (it once came
+    after both rounds were done). The preflight's single step never waits."""
+
+    steps = 0
 
     def step(self, closure=None):
+        self.steps += 1
         time.sleep(0.15)
+        deadline = time.monotonic() + 600
+        while self.steps > 4 and HOLD.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         return super().step(closure)
 '''
 
@@ -75,14 +88,26 @@ def test_the_waiting_submit_joins_the_rounds(tmp_path: Path, prepared_data: Path
     grid = tmp_path / "twice.yaml"
     grid.write_text(textwrap.dedent(GRID))
     root = tmp_path / "results"
+    hold = tmp_path / "hold"
+    hold.touch()  # the first submit's runs wait after their first logged point
     first = start(grid, root, prepared_data)
     try:
         live = paths.live_dir(root, "twice")
         wait_until(lambda: any(live.glob("*.jsonl")), 180, "the first submit's runs training")
         second = start(grid, root, prepared_data)
+        lines: list[str] = []
+        assert second.stdout is not None
+        reader = threading.Thread(target=lambda: lines.extend(second.stdout), daemon=True)
+        reader.start()
+        # the second submit planned its round 0 (every run queued by the first): it waits now
+        wait_until(lambda: any("new run(s) planned" in ln for ln in lines), 300, "second's plan")
+        hold.unlink()
         out_first, _ = first.communicate(timeout=600)
-        out_second, _ = second.communicate(timeout=600)
+        reader.join(timeout=600)
+        second.wait(timeout=60)
+        out_second = "".join(lines)
     finally:
+        hold.unlink(missing_ok=True)
         for proc in (first, locals().get("second")):
             if proc is not None and proc.poll() is None:
                 proc.kill()

@@ -4,6 +4,8 @@ times them)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import duckdb
 import pytest
 
@@ -92,9 +94,15 @@ def test_status_reads_the_planned_run_ids_only_where_a_lock_or_live_file_asks(
     for run in runs[:2]:
         write_run(tmp_path, run, val_ppl=10.0)
     seen: list[str] = []
-    real = status.connect
-    monkeypatch.setattr(status, "connect", lambda *a, **k: _Counting(real(*a, **k), seen))
+    real, asked = status.open_views, []
+
+    def counting(*a, **k):
+        asked.append(k["views"])
+        return SimpleNamespace(con=_Counting(real(*a, **k).con, seen))
+
+    monkeypatch.setattr(status, "open_views", counting)
     got = status.grid_status(tmp_path, "g")
+    assert "curves" not in asked[0]  # status reads no curve: their view is not made
     assert got.counts == {"full": {"completed": 2, "missing": 1}} and got.running == 0
     assert not [q for q in seen if q in ("SELECT run_id FROM manifest", "SELECT run_id FROM runs")]
     lock = paths.run_lock_path(tmp_path, "g", runs[2].run_id)

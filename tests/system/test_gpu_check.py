@@ -32,6 +32,7 @@ def gpu_check() -> ModuleType:
 
 
 @pytest.mark.slow
+@pytest.mark.nightly  # three benchmarks and two pytest runs: 2 min of CPU (scripts/nightly.sh)
 def test_the_check_runs_every_step_on_the_cpu_into_one_folder(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k != "OUT"}

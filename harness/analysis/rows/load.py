@@ -64,14 +64,26 @@ class Selection:
     """``full`` or ``local``."""
     where: str | None
     """The user's SQL predicate (None: every row)."""
-    con: duckdb.DuckDBPyConnection
-    """Connection with the grid's views."""
+    views: db.Views
+    """The connection with the grids' views: ``curves`` made when a statement first reads it
+    (:meth:`_con`)."""
     read: dict[str, pd.DataFrame] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     """Named statement -> its rows, once read (:meth:`frame`)."""
     counted: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     """Named statement -> its number of rows, once counted (:meth:`count`)."""
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The connection, with the views every statement of the analysis reads but ``curves``
+        (``analyze best`` reads none of it: making it reads the footer of every per-run curve
+        file)."""
+        return self.views.con
+
+    def _con(self, name: str) -> duckdb.DuckDBPyConnection:
+        """The connection, with the views the named statement reads made."""
+        return self.views.need("curves") if name == "curves" else self.views.con
 
     @property
     def grid(self) -> str:
@@ -102,19 +114,18 @@ class Selection:
             kept = [c for c in self.columns_of(name) if c in columns]
             key = f"{name}:{','.join(kept)}"
             if key not in self.read:
-                self.read[key] = _frame(self.con, queries.project(self.sql(name), kept))
+                self.read[key] = _frame(self._con(name), queries.project(self.sql(name), kept))
             return self.read[key].copy(deep=False)
         if name not in self.read:
-            self.read[name] = _frame(self.con, self.sql(name))
+            self.read[name] = _frame(self._con(name), self.sql(name))
         return self.read[name].copy(deep=False)
 
     def columns_of(self, name: str) -> list[str]:
         """The columns of the named statement, in its order (its rows not read)."""
         if name in self.read:
             return list(self.read[name].columns)
-        return [
-            d[0] for d in self.con.execute(f"SELECT * FROM ({self.sql(name)}) LIMIT 0").description
-        ]
+        got = self._con(name).execute(f"SELECT * FROM ({self.sql(name)}) LIMIT 0")
+        return [d[0] for d in got.description]
 
     def count(self, name: str) -> int:
         """The number of rows of the named statement, counted in DuckDB (its rows are not
@@ -125,7 +136,7 @@ class Selection:
             sql = queries.COUNTS.get(name)
             text = queries.render(sql, self.scale, self.where) if sql else None
             text = text or f"SELECT count(*) FROM ({self.sql(name)})"
-            ((n,),) = self.con.execute(text).fetchall()
+            ((n,),) = self._con(name).execute(text).fetchall()
             self.counted[name] = int(n)
         return self.counted[name]
 
@@ -139,7 +150,7 @@ class Selection:
             return whole[whole["run_id"].isin(set(run_ids))].reset_index(drop=True)
         ids = sorted(set(map(str, run_ids)))
         sql = queries.render(queries.CURVES_OF, self.scale, self.where)
-        return _frame(self.con, sql, [ids])
+        return _frame(self._con("curves"), sql, [ids])
 
     def missing(self) -> Missing:
         """How many of the selection's planned runs (its grids' manifests, at its scale) have
@@ -205,6 +216,10 @@ def views(
     return db.connect(root, names or None)
 
 
+RUNS_VIEWS = tuple(v for v in db.VIEWS if v != "curves")
+"""The views a selection makes when it opens (``curves``: when a statement reads it)."""
+
+
 def select(
     grid: str | Sequence[str] | None,
     *,
@@ -230,7 +245,8 @@ def select(
     if not names:
         raise UserError(f"no results under {root}")
     name = "+".join(names)
-    con = db.connect(root, list(names))
+    views = db.open_views(root, list(names), views=RUNS_VIEWS)
+    con = views.con
     present = dict(con.execute(queries.SCALES_PRESENT).fetchall())
     chosen = _scale(present, name, scale)
     where = where.strip() if where and where.strip() else None
@@ -244,7 +260,7 @@ def select(
             raise UserError(f"--where {where!r}: {db.error_text(e)}") from None
     if n == 0:
         raise UserError(f"--where {where!r} matches no runs of grid {name!r} (scale {chosen})")
-    return Selection(root=root, grids=names, scale=chosen, where=where, con=con)
+    return Selection(root=root, grids=names, scale=chosen, where=where, views=views)
 
 
 @dataclass(frozen=True, slots=True)
