@@ -73,6 +73,11 @@ class Selection:
     """Named statement -> its rows, once read (:meth:`frame`)."""
     counted: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     """Named statement -> its number of rows, once counted (:meth:`count`)."""
+    described: dict[str, list[str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Named statement -> its columns, once asked (:meth:`columns_of`: binding the ``runs``
+    view's files costs 0.03 s of CPU at 100,000 runs, and a read of some columns asks twice)."""
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -124,8 +129,10 @@ class Selection:
         """The columns of the named statement, in its order (its rows not read)."""
         if name in self.read:
             return list(self.read[name].columns)
-        got = self._con(name).execute(f"SELECT * FROM ({self.sql(name)}) LIMIT 0")
-        return [d[0] for d in got.description]
+        if name not in self.described:
+            got = self._con(name).execute(f"SELECT * FROM ({self.sql(name)}) LIMIT 0")
+            self.described[name] = [d[0] for d in got.description]
+        return list(self.described[name])
 
     def count(self, name: str) -> int:
         """The number of rows of the named statement, counted in DuckDB (its rows are not
