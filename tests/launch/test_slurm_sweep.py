@@ -50,13 +50,15 @@ AWAKE = {{awake!r}}
 
 
 class SleepySGD(torch.optim.SGD):
-    """SGD that sleeps at each step: {RUNS} runs sleep 120 s in all, so that the array (two tasks
-    at a time) outlasts the re-submits on any machine, however fast its runs; no more once the
-    file AWAKE exists (the test is done disturbing the array)."""
+    """SGD that sleeps at each step: {RUNS} runs sleep 480 s in all, so that the array (two tasks
+    at a time) outlasts the re-submits on any machine, however fast its runs (at 120 s, on the
+    machine loaded by coverage, the array ended before the test looked for a running task with
+    rows); no more once the file AWAKE exists (the test is done disturbing the array: the sleep
+    costs the test only until then)."""
 
     def step(self, closure=None):
         if not os.path.exists(AWAKE):
-            time.sleep({120.0 / (RUNS * STEPS)!r})
+            time.sleep({480.0 / (RUNS * STEPS)!r})
         return super().step(closure)
 '''
 ROW_COLUMNS = ["run_id", "status", "job_id", "attempt", "steps_done"]
