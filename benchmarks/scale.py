@@ -122,12 +122,15 @@ def _result(i: int, points: int) -> RunResult:
     )
 
 
-def _progress(writer: int, window: int, took: list[float], wall: float) -> None:
-    """One line per 1,000-row window a writer finished (its share of the window's rows)."""
+def _progress(root: Path, writer: int, window: int, took: list[float], wall: float) -> None:
+    """One line per 1,000-row window a writer finished (its share of the window's rows), with
+    the covered lists on disk then (those within the grace, :data:`harness.store.layout.
+    GRACE_S`: each row asks for the current generation among them)."""
+    lists = len(list(paths.compact_dir(root, GRID).glob("covered-*.json")))
     print(
         f"  progress: writer {writer} rows {window * 1000:,}-{(window + 1) * 1000:,}: "
         f"{len(took)} rows, {sum(took):.2f} s CPU, {1000 * sum(took) / len(took):.1f} ms/row, "
-        f"slowest {max(took):.2f} s; {wall:.0f} s wall since start",
+        f"slowest {max(took):.2f} s; {wall:.0f} s wall since start; {lists} covered lists",
         flush=True,
     )
 
@@ -148,7 +151,11 @@ def _write_share(
     for i in range(start, stop, writers):
         if progress and i // 1000 - 1 in windows and i // 1000 not in windows:
             _progress(
-                start % writers, i // 1000 - 1, windows[i // 1000 - 1], time.perf_counter() - wall
+                Path(root),
+                start % writers,
+                i // 1000 - 1,
+                windows[i // 1000 - 1],
+                time.perf_counter() - wall,
             )
         one = time.process_time()
         write_or_spill(Path(root), runs[i], _result(i, points), provenance())
@@ -157,7 +164,7 @@ def _write_share(
         windows.setdefault(i // 1000, []).append(took)
     if progress and windows:
         last = max(windows)
-        _progress(start % writers, last, windows[last], time.perf_counter() - wall)
+        _progress(Path(root), start % writers, last, windows[last], time.perf_counter() - wall)
     return time.process_time() - t, worst, [(sum(w), len(w)) for _, w in sorted(windows.items())]
 
 

@@ -12,7 +12,13 @@ curves, only the newest version of each run's file, else the newest part holding
 a generation covers, and parts it no longer holds, stay on disk :data:`GRACE_S` after it
 completed, so that a reader that listed them before it completed never meets a vanished file;
 the next compaction (or ``harness clean``) removes them (:func:`remove_due`). A covered list is
-read once per process (cached by its modification time and size: it is never rewritten).
+read once per process (cached by its modification time and size: it is never rewritten): what
+says which parts a generation has is kept for every list read, the files it covers (the bulk:
+tens of thousands of names within :data:`GRACE_S` of a sweep) for the last few only
+(:data:`FILES_CACHED`), and read only where asked (:attr:`Generation.covered`). A writer asks
+the generation at every row while a sweep keeps a hundred lists within the grace: a cache that
+forgot them all at 64 read every list at every row (2.3 s of CPU per row with 66 lists of
+28,000 runs; the spike windows of RESULTS §10.4).
 
 Results folders written before covered lists existed have none: there the newest generation of
 each kind is read with every per-run file, as before (the views of :mod:`harness.store.db`
@@ -25,7 +31,9 @@ import contextlib
 import json
 import os
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +79,7 @@ class Part:
     missing on disk was moved aside."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Generation:
     """One consolidated generation of a grid (:mod:`harness.store.compact`): its parts, oldest
     first (one, written by itself, where it merged everything or was written by an earlier
@@ -81,14 +89,20 @@ class Generation:
     """Its number (generations sort by it)."""
     parts: tuple[Part, ...]
     """The file pairs that together hold its rows and curves, oldest first."""
-    covered: frozenset[str]
-    """The per-run files it holds, relative to the grid's folder (empty: written before covered
-    lists existed)."""
+    listing: Path | None
+    """Its covered list (None: written before covered lists existed): :attr:`covered` reads
+    the files it names when first asked."""
     completed_at: float | None
     """When its covered list was written (seconds since the epoch); None without one."""
-    arrivals: int | None = None
+    arrivals: int | None = field(default=None)
     """Rows written to the grid (:func:`arrivals`) when its compaction listed the per-run files;
     None where not recorded."""
+
+    @cached_property
+    def covered(self) -> frozenset[str]:
+        """The per-run files it holds, relative to the grid's folder (empty: written before
+        covered lists existed, or its list is gone)."""
+        return _covered_files(self.listing) if self.listing is not None else frozenset()
 
     @property
     def runs(self) -> tuple[Path, ...]:
@@ -158,51 +172,130 @@ def newest_per_run(files: list[Path]) -> list[Path]:
     return out + [p for _, p in best.values()]
 
 
-@dataclass(frozen=True, slots=True)
-class _Covered:
-    """A covered list as read (:func:`write_covered` writes it)."""
+FILES_CACHED = 4
+"""Covered lists whose files a process keeps (the current generation's, the one a removal reads,
+and the one before each): every list's parts are kept, its files only for these."""
 
-    files: frozenset[str]
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """What a covered list says of its generation but the files (:func:`write_covered`)."""
+
     parts: tuple[dict[str, Any], ...] | None
     arrivals: int | None
     mtime: float
 
 
-_COVERED_CACHE: dict[Path, tuple[tuple[int, int], _Covered]] = {}
-"""Covered lists read by this process, by path, with the (mtime ns, size) they had: a list is
-written once and never changed, so a process that reads a grid again (a worker writing row
-after row) parses each once."""
+_HEADS: dict[Path, tuple[tuple[int, int], _Head]] = {}
+"""Covered lists' heads read by this process, by path, with the (mtime ns, size) they had: a
+list is written once and never changed, so a process that reads a grid again (a worker writing
+row after row) reads each once, and without its files (:func:`_read_head`). Small (a few parts
+each): kept up to :data:`HEADS_CACHED`."""
+
+HEADS_CACHED = 4096
+"""Heads kept before the cache starts over (a grid has about 100 lists within the grace)."""
+
+_FILES: OrderedDict[Path, tuple[tuple[int, int], frozenset[str]]] = OrderedDict()
+"""The files of the last :data:`FILES_CACHED` covered lists read, least recently used first."""
 
 
-def _covered(path: Path) -> _Covered | None:
+def _key(path: Path) -> tuple[tuple[int, int], float] | None:
     try:
         st = path.stat()
     except OSError:
         return None
-    key = (st.st_mtime_ns, st.st_size)
-    cached = _COVERED_CACHE.get(path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    return (st.st_mtime_ns, st.st_size), st.st_mtime
+
+
+HEAD_FORMAT = 2
+"""``format`` of a covered list that :func:`write_covered` writes with its files last, so that
+its head is read without the files (:func:`_read_head`); a list without it (an earlier
+harness's: files first) is read whole."""
+
+HEAD_BYTES = 65_536
+"""Bytes of a covered list read for its head; a longer head (parts superseding many runs) is
+read with the whole list."""
+
+_FILES_KEY = b', "files": '
+
+
+def _read_covered(path: Path) -> dict[str, Any] | None:
+    """A covered list's document; None when it is gone or not JSON."""
     try:
         with open(path) as fh:
             doc = json.load(fh)
     except (OSError, ValueError):
         return None
-    parts = doc.get("parts")
-    arrivals = doc.get("arrivals")
-    found = _Covered(
-        frozenset(str(f) for f in doc.get("files", [])),
+    return doc if isinstance(doc, dict) else None
+
+
+def _read_head(path: Path) -> tuple[dict[str, Any] | None, bool]:
+    """(the covered list's document but its files where it puts them last, else the whole
+    document; whether that is the whole document)."""
+    try:
+        with open(path, "rb") as fh:
+            start = fh.read(HEAD_BYTES)
+    except OSError:
+        return None, True
+    cut = start.find(_FILES_KEY)
+    if cut > 0:
+        with contextlib.suppress(ValueError):
+            head = json.loads(start[:cut] + b"}")
+            if isinstance(head, dict) and head.get("format") == HEAD_FORMAT:
+                return head, False
+    return _read_covered(path), True
+
+
+def _head(path: Path) -> _Head | None:
+    """The head of the covered list at ``path`` (None: none there, or not readable)."""
+    found = _key(path)
+    if found is None:
+        return None
+    key, mtime = found
+    cached = _HEADS.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    doc, whole = _read_head(path)
+    if doc is None:
+        return None
+    parts, arrivals = doc.get("parts"), doc.get("arrivals")
+    head = _Head(
         tuple(parts) if isinstance(parts, list) else None,
         arrivals if isinstance(arrivals, int) else None,
-        st.st_mtime,
+        mtime,
     )
-    if len(_COVERED_CACHE) > 64:
-        _COVERED_CACHE.clear()
-    _COVERED_CACHE[path] = (key, found)
-    return found
+    if len(_HEADS) >= HEADS_CACHED:
+        _HEADS.clear()
+    _HEADS[path] = (key, head)
+    if whole:  # read anyway
+        _keep_files(path, key, doc)
+    return head
 
 
-def _parts(number: int, doc: _Covered | None, files: dict[int, dict[str, Path]]) -> list[Part]:
+def _keep_files(path: Path, key: tuple[int, int], doc: dict[str, Any]) -> frozenset[str]:
+    files = frozenset(str(f) for f in doc.get("files", []))
+    _FILES[path] = (key, files)
+    _FILES.move_to_end(path)
+    while len(_FILES) > FILES_CACHED:
+        _FILES.popitem(last=False)
+    return files
+
+
+def _covered_files(path: Path) -> frozenset[str]:
+    """The per-run files the covered list at ``path`` names (empty: gone, or not readable)."""
+    found = _key(path)
+    if found is None:
+        return frozenset()
+    key = found[0]
+    cached = _FILES.get(path)
+    if cached is not None and cached[0] == key:
+        _FILES.move_to_end(path)
+        return cached[1]
+    doc = _read_covered(path)
+    return frozenset() if doc is None else _keep_files(path, key, doc)
+
+
+def _parts(number: int, doc: _Head | None, files: dict[int, dict[str, Path]]) -> list[Part]:
     """The parts of generation ``number`` (its covered list ``doc``; ``files``: generation
     number -> kind -> file on disk). A list without parts (an earlier harness's): one part, the
     generation's own files."""
@@ -228,37 +321,53 @@ def _parts(number: int, doc: _Covered | None, files: dict[int, dict[str, Path]])
     return out
 
 
-def generations(root: Path, grid: str) -> tuple[list[Generation], list[Generation]]:
-    """(complete, incomplete) generations of ``grid``, oldest first; an incomplete one has no
-    covered list (written before they existed, by a compaction that is running or died, or a
-    part of a newer generation whose own list was removed)."""
+def _by_number(root: Path, grid: str) -> dict[int, dict[str, Path]]:
+    """Generation number -> kind -> its file on disk."""
     by_number: dict[int, dict[str, Path]] = {}
     for kind in paths.GENERATION_KINDS:
         for p in paths.generations(root, grid, kind):
             found = paths.generation_of(p)
             if found:
                 by_number.setdefault(found[1], {})[kind] = p
+    return by_number
+
+
+def _generation(root: Path, grid: str, n: int, by_number: dict[int, dict[str, Path]]) -> Generation:
+    listing = paths.covered_path(root, grid, n)
+    doc = _head(listing)
+    return Generation(
+        n,
+        tuple(_parts(n, doc, by_number)),
+        listing if doc else None,
+        doc.mtime if doc else None,
+        doc.arrivals if doc else None,
+    )
+
+
+def generations(root: Path, grid: str) -> tuple[list[Generation], list[Generation]]:
+    """(complete, incomplete) generations of ``grid``, oldest first; an incomplete one has no
+    covered list (written before they existed, by a compaction that is running or died, or a
+    part of a newer generation whose own list was removed)."""
+    by_number = _by_number(root, grid)
     complete: list[Generation] = []
     incomplete: list[Generation] = []
     for n in sorted(by_number):
-        doc = _covered(paths.covered_path(root, grid, n))
-        gen = Generation(
-            n,
-            tuple(_parts(n, doc, by_number)),
-            doc.files if doc else frozenset(),
-            doc.mtime if doc else None,
-            doc.arrivals if doc else None,
-        )
-        (complete if doc else incomplete).append(gen)
+        gen = _generation(root, grid, n, by_number)
+        (complete if gen.listing else incomplete).append(gen)
     return complete, incomplete
 
 
 def current_generation(root: Path, grid: str) -> Generation | None:
     """The generation readers read: the newest complete one, or, where no generation has a
-    covered list (written by an earlier harness), the newest file of each kind."""
-    complete, incomplete = generations(root, grid)
-    if complete:
-        return complete[-1]
+    covered list (written by an earlier harness), the newest file of each kind. Reads the
+    newest lists only, down to the first complete one."""
+    by_number = _by_number(root, grid)
+    incomplete: list[Generation] = []
+    for n in sorted(by_number, reverse=True):
+        gen = _generation(root, grid, n, by_number)
+        if gen.listing:
+            return gen
+        incomplete.insert(0, gen)
     if not incomplete:
         return None
     runs = [p.runs for g in incomplete for p in g.parts if p.runs is not None]
@@ -272,7 +381,7 @@ def current_generation(root: Path, grid: str) -> Generation | None:
         frozenset(),
         kinds,
     )
-    return Generation(incomplete[-1].number, (last,), frozenset(), None)
+    return Generation(incomplete[-1].number, (last,), None, None)
 
 
 def grid_files(root: Path, grid: str) -> GridFiles:
@@ -310,11 +419,12 @@ def write_covered(
     files only; ``arrivals``: :func:`arrivals` when its per-run files were listed); this
     completes it."""
     path = paths.covered_path(root, grid, number)
-    doc: dict[str, Any] = {"generation": number, "files": sorted(files)}
+    doc: dict[str, Any] = {"generation": number, "format": HEAD_FORMAT}
     if parts is not None:
         doc["parts"] = parts
     if arrivals is not None:
         doc["arrivals"] = arrivals
+    doc["files"] = sorted(files)  # last: its head is read without them (:func:`_read_head`)
     atomic_write_text(path, json.dumps(doc))
 
 
