@@ -39,6 +39,9 @@ nightly lane (``scripts/nightly.sh``) runs it at ``HARNESS_SWEEP_LRS=1000``: 10,
 ``pytest -s`` its timings."""
 RUNS = LRS * SEEDS
 PER_TASK = max(25, RUNS // 20)
+READ_EVERY_S = 4.0
+"""Pause between two ``status`` (and two ``query``) processes of the loops: about 10 of each
+while the array runs."""
 """Runs per packed array task: 4 tasks of 25 at 100 runs, 20 tasks from 500 runs on."""
 SLEEPY_SGD = f'''
 import os
@@ -167,10 +170,10 @@ def test_a_sweep_disturbed_while_it_runs_trains_each_run_once(slurm_env, prepare
     versions = _Versions(root, "sweep")
     stop = threading.Event()
     sql = "SELECT status, count(*) FROM runs GROUP BY 1"
-    loops = [
+    loops = [  # readers every READ_EVERY_S while the array runs (a process each: about 1 s CPU)
         _loop(stop, 0.5, versions.scan),
-        _loop(stop, 2.0, lambda: harness("status", "sweep", "--results", root)),
-        _loop(stop, 2.0, lambda: harness("query", sql, "--results", root)),
+        _loop(stop, READ_EVERY_S, lambda: harness("status", "sweep", "--results", root)),
+        _loop(stop, READ_EVERY_S, lambda: harness("query", sql, "--results", root)),
     ]
     try:
         # three re-submits while the array runs: each finds every run done or queued
