@@ -220,7 +220,13 @@ def covered_path(root: Path, grid: str, generation: int) -> Path:
 
 def generation_of(path: Path) -> tuple[str, int] | None:
     """(kind, generation) of a consolidated file's name; None for any other file."""
-    m = _GENERATION.match(path.name)
+    return generation_of_name(path.name)
+
+
+def generation_of_name(name: str) -> tuple[str, int] | None:
+    """:func:`generation_of` of a file name in :func:`compact_dir` (no path made: a writer
+    lists the folder at every row)."""
+    m = _GENERATION.match(name)
     return (m.group(1), int(m.group(2))) if m else None
 
 

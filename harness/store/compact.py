@@ -73,7 +73,7 @@ from harness.store.layout import (
     Generation,
     Part,
     current_generation,
-    loose,
+    loose_names,
     newest_per_run,
     remove_due,
     require_grid,
@@ -244,8 +244,14 @@ def snapshot(root: Path, grid: str, tiered: bool = False, arrivals: int | None =
     that size tiers leave alone, :func:`compact`)."""
     arrivals = count_arrivals(root, grid) if arrivals is None else arrivals  # before listing
     base = current_generation(root, grid)
-    folder = paths.grid_dir(root, grid)
-    present = [*loose(paths.runs_dir(root, grid)), *loose(paths.curves_dir(root, grid))]
+    present = [
+        f"{kind}/{name}"
+        for kind, folder in (
+            ("runs", paths.runs_dir(root, grid)),
+            ("curves", paths.curves_dir(root, grid)),
+        )
+        for name in loose_names(folder)
+    ]
     numbers = [
         n
         for kind in paths.GENERATION_KINDS
@@ -264,7 +270,7 @@ def snapshot(root: Path, grid: str, tiered: bool = False, arrivals: int | None =
         base=base,
         run_files=run_files,
         curve_files=tuple(newest_per_run(uncovered(root, grid, base, "curves"))),
-        covered=tuple(str(p.relative_to(folder)) for p in present),
+        covered=tuple(present),
         generation=max(numbers, default=0) + 1,
         kept=kept,
         arrivals=arrivals,

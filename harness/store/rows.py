@@ -295,7 +295,11 @@ def _mark(root: Path, grid: str, run_id: str) -> RowMark | None:
 
 _PART_MARKS: dict[Path, tuple[tuple[int, int], dict[str, RowMark]]] = {}
 """The index of each consolidated row file this process read (:func:`part_marks`), with the
-(mtime ns, size) it had."""
+(mtime ns, size) it had, least recently used first."""
+
+PARTS_CACHED = 64
+"""Indexes kept (a generation has about 20 parts; each compaction makes a new one): past it the
+least recently used goes, not every one (a writer then read every part's index again)."""
 
 
 def part_marks(path: Path) -> dict[str, RowMark]:
@@ -309,13 +313,14 @@ def part_marks(path: Path) -> dict[str, RowMark]:
     """
     st = path.stat()
     stamp = (st.st_mtime_ns, st.st_size)
-    cached = _PART_MARKS.get(path)
+    cached = _PART_MARKS.pop(path, None)
     if cached is not None and cached[0] == stamp:
+        _PART_MARKS[path] = cached  # the most recently used last
         return cached[1]
     marks: dict[str, RowMark] = {}
     _read_marks(marks, (path,), None)
-    if len(_PART_MARKS) > 64:
-        _PART_MARKS.clear()
+    while len(_PART_MARKS) >= PARTS_CACHED:  # the least recently used first: parts superseded
+        del _PART_MARKS[next(iter(_PART_MARKS))]
     _PART_MARKS[path] = (stamp, marks)
     return marks
 

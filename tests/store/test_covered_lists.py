@@ -110,3 +110,25 @@ def test_a_list_whose_head_is_longer_than_what_is_read_for_it_is_read_whole(tmp_
     gen = layout.current_generation(tmp_path, GRID)
     assert gen is not None and gen.parts[0].shadows == frozenset(many) and gen.arrivals == 7
     assert reads["whole"] == 1
+
+
+def test_the_index_of_a_part_in_use_is_kept_while_parts_come_and_go(tmp_path, monkeypatch):
+    """A writer looks each row's run up in the current generation's parts (``row_mark``); each
+    compaction makes a new part. The index cache forgot every part once it held 64."""
+    from harness.store import rows
+
+    read: Counter[str] = Counter()
+    monkeypatch.setattr(rows, "_PART_MARKS", {})
+    monkeypatch.setattr(
+        rows, "_read_marks", lambda marks, files, _: read.update(f.name for f in files)
+    )
+    live = [tmp_path / f"runs-{k:06d}.parquet" for k in range(1, 6)]  # a generation's big parts
+    for part in live:
+        part.write_bytes(b"part")
+    for k in range(6, 6 + 3 * rows.PARTS_CACHED):  # a compaction each: a new part, then rows
+        new = tmp_path / f"runs-{k:06d}.parquet"
+        new.write_bytes(b"part")
+        for part in [*live, new]:
+            rows.part_marks(part)
+    assert all(read[p.name] == 1 for p in live), read  # read once, kept in use
+    assert len(rows._PART_MARKS) <= rows.PARTS_CACHED
