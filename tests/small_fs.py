@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +50,28 @@ def fill(folder: Path) -> Path:
     finally:
         os.close(fd)
     return filler
+
+
+@contextlib.contextmanager
+def kept_full(folder: Path, every_s: float = 0.01) -> Iterator[Path]:
+    """:func:`fill` ``folder``'s file system, and fill it again every ``every_s`` for the ``with``
+    block (a writer whose write failed removes its partial file: a checkpoint's temporary file
+    freed megabytes once, and the rows that should have found a full disk were written);
+    yields the filler file."""
+    filler = fill(folder)
+    done = threading.Event()
+
+    def refill() -> None:
+        while not done.wait(every_s):
+            fill(folder)
+
+    thread = threading.Thread(target=refill, daemon=True)
+    thread.start()
+    try:
+        yield filler
+    finally:
+        done.set()
+        thread.join()
 
 
 def read_only(folder: Path) -> None:

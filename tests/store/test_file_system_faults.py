@@ -15,7 +15,7 @@ from harness.store.db import newest_values
 from harness.store.manifest import write_manifest
 from tests.local_submits import alive, descendants, grid_file, log_of, start_submit
 from tests.polling import wait_until
-from tests.small_fs import fill, read_only, tmpfs
+from tests.small_fs import fill, kept_full, read_only, tmpfs
 
 STEPS = 100  # long enough that the runs are still training when the disk fills (under load)
 
@@ -38,9 +38,8 @@ def test_runs_finished_on_a_full_disk_are_kept_and_written_by_the_next_submit(
         wait_until(lambda: all(log_of(root, "full", r).exists() for r in ids), 120, "runs")
         wait_until(lambda: "step 2/" in log_of(root, "full", ids[0]).read_text(), 120, "steps")
         processes = descendants(submit.pid)
-        filler = fill(fs)  # from here on the results file system takes nothing more
-
-        out, err = submit.communicate(timeout=300)
+        with kept_full(fs) as filler:  # from here on the results file system takes nothing more
+            out, err = submit.communicate(timeout=300)
 
         assert submit.returncode == 2, err
         errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
