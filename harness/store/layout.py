@@ -32,7 +32,7 @@ import json
 import os
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -94,7 +94,7 @@ class Generation:
     the files it names when first asked."""
     completed_at: float | None
     """When its covered list was written (seconds since the epoch); None without one."""
-    arrivals: int | None = field(default=None)
+    arrivals: int | None = None
     """Rows written to the grid (:func:`arrivals`) when its compaction listed the per-run files;
     None where not recorded."""
 
