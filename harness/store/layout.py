@@ -31,7 +31,6 @@ import contextlib
 import json
 import os
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import Any
 from harness.core import paths
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text
+from harness.core.stamped import Stamp, StampedCache
 
 GRACE_S = 600.0
 """Seconds a compaction's covered files (and the generations it supersedes) stay after it
@@ -192,20 +192,19 @@ class _Head:
     mtime: float
 
 
-_HEADS: dict[Path, tuple[tuple[int, int], _Head]] = {}
-"""Covered lists' heads read by this process, by path, with the (mtime ns, size) they had: a
-list is written once and never changed, so a process that reads a grid again (a worker writing
-row after row) reads each once, and without its files (:func:`_read_head`). Small (a few parts
-each): kept up to :data:`HEADS_CACHED`."""
-
 HEADS_CACHED = 4096
-"""Heads kept before the cache starts over (a grid has about 100 lists within the grace)."""
+"""Heads kept (small: a few parts each; a grid has about 100 lists within the grace)."""
 
-_FILES: OrderedDict[Path, tuple[tuple[int, int], frozenset[str]]] = OrderedDict()
-"""The files of the last :data:`FILES_CACHED` covered lists read, least recently used first."""
+_HEADS: StampedCache[_Head] = StampedCache(HEADS_CACHED)
+"""Covered lists' heads read by this process: a list is written once and never changed, so a
+process that reads a grid again (a worker writing row after row) reads each once, and without
+its files (:func:`_read_head`)."""
+
+_FILES: StampedCache[frozenset[str]] = StampedCache(FILES_CACHED)
+"""The files of the last :data:`FILES_CACHED` covered lists read."""
 
 
-def _key(path: Path) -> tuple[tuple[int, int], float] | None:
+def _key(path: Path) -> tuple[Stamp, float] | None:
     try:
         st = path.stat()
     except OSError:
@@ -258,9 +257,9 @@ def _head(path: Path) -> _Head | None:
     if found is None:
         return None
     key, mtime = found
-    cached = _HEADS.get(path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    cached = _HEADS.get(path, key)
+    if cached is not None:
+        return cached
     doc, whole = _read_head(path)
     if doc is None:
         return None
@@ -270,21 +269,14 @@ def _head(path: Path) -> _Head | None:
         arrivals if isinstance(arrivals, int) else None,
         mtime,
     )
-    if len(_HEADS) >= HEADS_CACHED:
-        _HEADS.clear()
-    _HEADS[path] = (key, head)
+    _HEADS.put(path, key, head)
     if whole:  # read anyway
         _keep_files(path, key, doc)
     return head
 
 
-def _keep_files(path: Path, key: tuple[int, int], doc: dict[str, Any]) -> frozenset[str]:
-    files = frozenset(str(f) for f in doc.get("files", []))
-    _FILES[path] = (key, files)
-    _FILES.move_to_end(path)
-    while len(_FILES) > FILES_CACHED:
-        _FILES.popitem(last=False)
-    return files
+def _keep_files(path: Path, key: Stamp, doc: dict[str, Any]) -> frozenset[str]:
+    return _FILES.put(path, key, frozenset(str(f) for f in doc.get("files", [])))
 
 
 def _covered_files(path: Path) -> frozenset[str]:
@@ -293,10 +285,9 @@ def _covered_files(path: Path) -> frozenset[str]:
     if found is None:
         return frozenset()
     key = found[0]
-    cached = _FILES.get(path)
-    if cached is not None and cached[0] == key:
-        _FILES.move_to_end(path)
-        return cached[1]
+    cached = _FILES.get(path, key)
+    if cached is not None:
+        return cached
     doc = _read_covered(path)
     return frozenset() if doc is None else _keep_files(path, key, doc)
 

@@ -31,6 +31,7 @@ from harness.core.config import RunConfig
 from harness.core.files import atomic_write, os_error_in, temp_name
 from harness.core.provenance import ATTEMPT, ATTEMPT_ABSENT
 from harness.core.result import CURVE_COLUMNS, RunResult
+from harness.core.stamped import StampedCache
 from harness.metrics.catalogue import METRICS
 from harness.store import written
 from harness.store.layout import current_generation, loose
@@ -293,13 +294,11 @@ def _mark(root: Path, grid: str, run_id: str) -> RowMark | None:
     return marks.get(run_id)
 
 
-_PART_MARKS: dict[Path, tuple[tuple[int, int], dict[str, RowMark]]] = {}
-"""The index of each consolidated row file this process read (:func:`part_marks`), with the
-(mtime ns, size) it had, least recently used first."""
-
 PARTS_CACHED = 64
-"""Indexes kept (a generation has about 20 parts; each compaction makes a new one): past it the
-least recently used goes, not every one (a writer then read every part's index again)."""
+"""Indexes kept (a generation has about 20 parts; each compaction makes a new one)."""
+
+_PART_MARKS: StampedCache[dict[str, RowMark]] = StampedCache(PARTS_CACHED)
+"""The index of each consolidated row file this process read (:func:`part_marks`)."""
 
 
 def part_marks(path: Path) -> dict[str, RowMark]:
@@ -313,16 +312,12 @@ def part_marks(path: Path) -> dict[str, RowMark]:
     """
     st = path.stat()
     stamp = (st.st_mtime_ns, st.st_size)
-    cached = _PART_MARKS.pop(path, None)
-    if cached is not None and cached[0] == stamp:
-        _PART_MARKS[path] = cached  # the most recently used last
-        return cached[1]
+    cached = _PART_MARKS.get(path, stamp)
+    if cached is not None:
+        return cached
     marks: dict[str, RowMark] = {}
     _read_marks(marks, (path,), None)
-    while len(_PART_MARKS) >= PARTS_CACHED:  # the least recently used first: parts superseded
-        del _PART_MARKS[next(iter(_PART_MARKS))]
-    _PART_MARKS[path] = (stamp, marks)
-    return marks
+    return _PART_MARKS.put(path, stamp, marks)
 
 
 PROBE_GAP = 2

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.core import paths
+from harness.core.stamped import StampedCache
 from harness.store import layout
 
 GRID = "g"
@@ -118,7 +119,7 @@ def test_the_index_of_a_part_in_use_is_kept_while_parts_come_and_go(tmp_path, mo
     from harness.store import rows
 
     read: Counter[str] = Counter()
-    monkeypatch.setattr(rows, "_PART_MARKS", {})
+    monkeypatch.setattr(rows, "_PART_MARKS", StampedCache(rows.PARTS_CACHED))
     monkeypatch.setattr(
         rows, "_read_marks", lambda marks, files, _: read.update(f.name for f in files)
     )
